@@ -1,0 +1,44 @@
+/**
+ * One jest run over every workspace (one project each). Sources are TypeScript ES modules compiled
+ * by SWC; jest runs them as native ESM (`node --experimental-vm-modules`, see the root `jest`
+ * script), and workspace packages resolve to their sources, so tests need no build step.
+ */
+import { join } from 'node:path';
+import type { Config } from 'jest';
+
+const root = process.cwd();
+const sources: Record<string, string> = {
+  '@webhooks/shared': 'packages/shared/src/index.ts',
+  '@webhooks/db': 'packages/db/src/index.ts',
+  '@webhooks/api': 'apps/api/src/index.ts',
+  '@webhooks/worker': 'apps/worker/src/index.ts',
+};
+
+const workspaces = ['packages/shared', 'packages/db', 'apps/api', 'apps/worker', 'test'];
+
+const project = (dir: string): Config => ({
+  displayName: dir,
+  rootDir: dir,
+  testMatch: ['<rootDir>/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    '^.+\\.ts$': [
+      '@swc/jest',
+      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } },
+    ],
+  },
+  moduleNameMapper: {
+    ...Object.fromEntries(
+      Object.entries(sources).map(([name, file]) => [`^${name}$`, join(root, file)]),
+    ),
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+});
+
+const config: Config = {
+  projects: workspaces.map(project),
+  testTimeout: 30_000,
+};
+
+export default config;

@@ -1,0 +1,22 @@
+/**
+ * `pnpm db:migrate`: creates the database of DATABASE_URL if missing and applies pending migrations.
+ * Exit status 0 when the database is up to date, 1 with one line on stderr otherwise.
+ */
+import { migrate } from './migrate.js';
+import { migrationsDir } from './paths.js';
+
+const databaseUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/webhooks';
+
+try {
+  const result = await migrate({ databaseUrl, migrationsDir, log: (line) => console.log(line) });
+  const where = new URL(databaseUrl).pathname.slice(1);
+  if (result.createdDatabase) console.log(`created database ${where}`);
+  console.log(
+    result.applied.length === 0
+      ? `database ${where} is up to date`
+      : `database ${where}: ${result.applied.length} migration(s) applied`,
+  );
+} catch (error) {
+  console.error(`db:migrate failed: ${(error as Error).message}`);
+  process.exitCode = 1;
+}

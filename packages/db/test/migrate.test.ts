@@ -1,0 +1,105 @@
+import { cp, mkdtemp, appendFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { migrate, migrationsDir, MigrationStateError } from '../src/index.js';
+import { dropDatabase, newTestDatabaseUrl } from '../../../test/support/database.js';
+
+async function query<T extends pg.QueryResultRow>(url: string, sql: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('db:migrate runner', () => {
+  const created: string[] = [];
+  let workDir: string;
+
+  beforeAll(async () => {
+    workDir = await mkdtemp(path.join(tmpdir(), 'migrations-'));
+  });
+  afterAll(async () => {
+    await Promise.all(created.map(dropDatabase));
+    await rm(workDir, { recursive: true, force: true });
+  });
+
+  function database(tag: string) {
+    const db = newTestDatabaseUrl(tag);
+    created.push(db.name);
+    return db;
+  }
+
+  it('creates a missing database, applies every migration and records it as Prisma does', async () => {
+    const { url } = database('fresh');
+    const result = await migrate({ databaseUrl: url, migrationsDir });
+    expect(result.createdDatabase).toBe(true);
+    expect(result.applied).toEqual(['20261121000000_init']);
+    const rows = await query<{ migration_name: string; checksum: string; finished_at: Date | null }>(
+      url,
+      'SELECT migration_name, checksum, finished_at FROM _prisma_migrations',
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.checksum).toMatch(/^[0-9a-f]{64}$/);
+    expect(rows[0]?.finished_at).toBeInstanceOf(Date);
+    const tables = await query<{ table_name: string }>(
+      url,
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name",
+    );
+    expect(tables.map((t) => t.table_name)).toEqual(
+      expect.arrayContaining(['subscriptions', 'events', 'deliveries', 'delivery_attempts']),
+    );
+  });
+
+  it('is a no-op when run again', async () => {
+    const { url } = database('rerun');
+    await migrate({ databaseUrl: url, migrationsDir });
+    const again = await migrate({ databaseUrl: url, migrationsDir });
+    expect(again).toEqual({ createdDatabase: false, applied: [] });
+    const rows = await query(url, 'SELECT 1 FROM _prisma_migrations');
+    expect(rows).toHaveLength(1);
+  });
+
+  it('refuses to run when an applied migration file was changed', async () => {
+    const { url } = database('changed');
+    const dir = path.join(workDir, 'changed');
+    await cp(migrationsDir, dir, { recursive: true });
+    await migrate({ databaseUrl: url, migrationsDir: dir });
+    await appendFile(path.join(dir, '20261121000000_init', 'migration.sql'), '\n-- edited\n');
+    await expect(migrate({ databaseUrl: url, migrationsDir: dir })).rejects.toThrow(MigrationStateError);
+  });
+
+  it('applies a new migration after the applied ones, and rolls back one that fails', async () => {
+    const { url } = database('pending');
+    const dir = path.join(workDir, 'pending');
+    await cp(migrationsDir, dir, { recursive: true });
+    await migrate({ databaseUrl: url, migrationsDir: dir });
+    await cp(path.join(dir, '20261121000000_init'), path.join(dir, '20261122000000_bad'), { recursive: true });
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(
+      path.join(dir, '20261122000000_bad', 'migration.sql'),
+      'CREATE TABLE half_done (id int);\nSELECT no_such_function();\n',
+    );
+    await expect(migrate({ databaseUrl: url, migrationsDir: dir })).rejects.toThrow(/no_such_function/);
+    const leftovers = await query(url, "SELECT 1 FROM information_schema.tables WHERE table_name = 'half_done'");
+    expect(leftovers).toHaveLength(0);
+    await writeFile(path.join(dir, '20261122000000_bad', 'migration.sql'), 'CREATE TABLE later (id int);\n');
+    const result = await migrate({ databaseUrl: url, migrationsDir: dir });
+    expect(result.applied).toEqual(['20261122000000_bad']);
+  });
+
+  it('lets only one of two concurrent runners apply a migration', async () => {
+    const { url } = database('concurrent');
+    const results = await Promise.all([
+      migrate({ databaseUrl: url, migrationsDir }),
+      migrate({ databaseUrl: url, migrationsDir }),
+    ]);
+    expect(results.map((r) => r.applied.length).sort()).toEqual([0, 1]);
+    const rows = await query(url, 'SELECT 1 FROM _prisma_migrations');
+    expect(rows).toHaveLength(1);
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * The event catalogue: every kind of event the service delivers and the event types of each.
+ *
+ * Event types are written `<resource>.<action>` (specification section 6.2). Each kind gets its own
+ * subscription endpoint, `POST /api/webhooks/<kind>` (specification section 4, note 1), and a
+ * subscription made there receives only that kind's types. Adding a kind is one entry here.
+ */
+export const eventCatalogue = {
+  calls: {
+    description: 'Telephone calls: started, completed or failed.',
+    types: ['call.started', 'call.completed', 'call.failed'],
+  },
+  messages: {
+    description: 'Text messages: sent, received or failed.',
+    types: ['message.sent', 'message.received', 'message.failed'],
+  },
+} as const satisfies Record<string, { description: string; types: readonly string[] }>;
+
+/** A kind of event, such as `calls`. */
+export type EventKind = keyof typeof eventCatalogue;
+
+/** An event type of the catalogue, such as `call.completed`. */
+export type EventType = (typeof eventCatalogue)[EventKind]['types'][number];
+
+/** Every kind, in catalogue order. */
+export const eventKinds = Object.keys(eventCatalogue) as EventKind[];
+
+/** Every event type, in catalogue order. */
+export const eventTypes: readonly EventType[] = eventKinds.flatMap((kind) => eventCatalogue[kind].types);
+
+const kindByType = new Map<string, EventKind>(
+  eventKinds.flatMap((kind) => eventCatalogue[kind].types.map((type) => [type, kind] as const)),
+);
+
+/** True when `value` names a kind of the catalogue. */
+export function isEventKind(value: string): value is EventKind {
+  return Object.hasOwn(eventCatalogue, value);
+}
+
+/** True when `value` is an event type of the catalogue. */
+export function isEventType(value: string): value is EventType {
+  return kindByType.has(value);
+}
+
+/** The kind an event type belongs to, or undefined for a type outside the catalogue. */
+export function kindOfType(type: string): EventKind | undefined {
+  return kindByType.get(type);
+}
+
+/**
+ * The event types a subscription receives: its kind's types, or every type when `kind` is null
+ * (a subscription made at the general endpoint `POST /api/webhooks`).
+ */
+export function typesReceivedBy(kind: string | null): readonly string[] {
+  return kind !== null && isEventKind(kind) ? eventCatalogue[kind].types : eventTypes;
+}

@@ -1,0 +1,75 @@
+/**
+ * Configuration from environment variables, validated with TypeBox. Each service declares its own
+ * schema (apps/api/src/config.ts, apps/worker/src/config.ts) from the shared pieces below; every
+ * property carries `description` and `default`, which is what the README's configuration table is
+ * checked against.
+ */
+import Type, { type Static, type TObject, type TProperties } from 'typebox';
+import Value from 'typebox/value';
+
+/** Variables both services read. */
+export const commonEnv = {
+  NODE_ENV: Type.String({ default: 'development', description: 'development, test or production' }),
+  DATABASE_URL: Type.String({
+    default: 'postgresql://postgres@127.0.0.1:5432/webhooks',
+    description: 'PostgreSQL connection URL; the database is created by `pnpm db:migrate` if missing',
+  }),
+  REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379', description: 'Redis connection URL for BullMQ' }),
+  QUEUE_PREFIX: Type.String({
+    default: 'webhooks',
+    minLength: 1,
+    description: 'Redis key prefix of the BullMQ queues; services that work together must share it',
+  }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+    { default: 'info', description: 'pino log level' },
+  ),
+  CALLBACK_ALLOW_PRIVATE: Type.Boolean({
+    default: false,
+    description: 'Allow callback URLs on loopback, private, link-local and metadata addresses (local development and tests only)',
+  }),
+  DELIVERY_MAX_ATTEMPTS: Type.Integer({
+    default: 5,
+    minimum: 1,
+    maximum: 25,
+    description: 'Attempts per delivery, the first included, before it is given up',
+  }),
+  DELIVERY_BACKOFF_MS: Type.Integer({
+    default: 60_000,
+    minimum: 1,
+    description: 'Wait after the first failed attempt, in ms; doubles after each further failure',
+  }),
+};
+
+/** A configuration variable refused at start-up; the message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Reads `env` through `schema`: applies defaults, converts strings to numbers and booleans, drops
+ * unknown variables, and validates.
+ *
+ * @throws ConfigError naming the first invalid variable, its value and what was expected.
+ */
+export function loadConfig<P extends TProperties>(
+  schema: TObject<P>,
+  env: Record<string, string | undefined>,
+): Static<TObject<P>> {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(schema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const value = Value.Convert(schema, Value.Default(schema, raw));
+  const [error] = Value.Errors(schema, value);
+  if (error !== undefined) {
+    const name = error.instancePath.replace(/^\//, '') || String(Object.values(error.params)[0] ?? '');
+    const property = schema.properties[name] as { description?: string } | undefined;
+    throw new ConfigError(
+      `Invalid environment variable ${name}=${JSON.stringify(raw[name])}: ${error.message}` +
+        (property?.description ? ` (${property.description})` : ''),
+    );
+  }
+  return value as Static<TObject<P>>;
+}

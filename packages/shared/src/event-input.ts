@@ -1,0 +1,81 @@
+/**
+ * Validation of an event before it is accepted for delivery, shared by the publisher of internal
+ * services and `POST /api/events`, so both doors refuse the same input the same way.
+ */
+import { isEventType } from './catalogue.js';
+
+/** Largest `data` accepted, in bytes of its JSON serialization (256 KiB). */
+export const maxEventDataBytes = 256 * 1024;
+
+/** Longest idempotency key accepted, in characters. */
+export const maxIdempotencyKeyLength = 255;
+
+/**
+ * Input refused by the publisher. `status` is the HTTP status the API answers with (400, or 413
+ * for oversized `data`), `pointer` the JSON pointer of the offending field (RFC 6901).
+ */
+export class EventInputError extends Error {
+  constructor(
+    message: string,
+    readonly pointer: string,
+    readonly status: 400 | 413 = 400,
+  ) {
+    super(message);
+    this.name = 'EventInputError';
+  }
+}
+
+/** What a publisher needs to know of one event. */
+export interface EventInput {
+  /** The account whose subscriptions receive the event (the JWT `sub` on the API side). */
+  accountId: string;
+  /** An event type of the catalogue, `<resource>.<action>`. */
+  type: string;
+  /** The event's own content: a JSON object, at most 256 KiB serialized. */
+  data: Record<string, unknown>;
+  /** When the event occurred; defaults to now. A Date or an ISO 8601 string. */
+  occurredAt?: Date | string;
+  /** A second publish with the same key for the same account within 24 hours enqueues nothing. */
+  idempotencyKey?: string;
+}
+
+/**
+ * Checks an event and returns when it occurred.
+ *
+ * @throws EventInputError 400 for an unknown type, a `data` that is not a JSON object, an empty
+ *   account, a bad date or idempotency key; 413 for `data` over {@link maxEventDataBytes}.
+ */
+export function checkEventInput(input: EventInput): Date {
+  if (typeof input.accountId !== 'string' || input.accountId.length === 0 || input.accountId.length > 255) {
+    throw new EventInputError('accountId must be a string of 1 to 255 characters', '/account_id');
+  }
+  if (typeof input.type !== 'string' || !isEventType(input.type)) {
+    throw new EventInputError(
+      `Unknown event type ${JSON.stringify(input.type)}; GET /api/event-types lists them`,
+      '/type',
+    );
+  }
+  if (input.data === null || typeof input.data !== 'object' || Array.isArray(input.data)) {
+    throw new EventInputError('data must be a JSON object', '/data');
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(input.data));
+  if (bytes > maxEventDataBytes) {
+    throw new EventInputError(`data is ${bytes} bytes serialized; the limit is ${maxEventDataBytes}`, '/data', 413);
+  }
+  if (
+    input.idempotencyKey !== undefined &&
+    (typeof input.idempotencyKey !== 'string' ||
+      input.idempotencyKey.length === 0 ||
+      input.idempotencyKey.length > maxIdempotencyKeyLength)
+  ) {
+    throw new EventInputError(
+      `idempotency key must be a string of 1 to ${maxIdempotencyKeyLength} characters`,
+      '/idempotency_key',
+    );
+  }
+  const occurredAt = input.occurredAt === undefined ? new Date() : new Date(input.occurredAt);
+  if (Number.isNaN(occurredAt.getTime())) {
+    throw new EventInputError('occurred_at must be an ISO 8601 date-time', '/occurred_at');
+  }
+  return occurredAt;
+}

@@ -1,0 +1,13 @@
+/**
+ * @webhooks/shared: what the API, the worker and internal publishers have in common: the event
+ * catalogue, queue names and job data, the wire schemas, configuration loading and the publisher.
+ */
+export * from './catalogue.js';
+export * from './config.js';
+export * from './event-input.js';
+export * from './publisher.js';
+export * from './queues.js';
+export * from './redis.js';
+export * from './signature.js';
+export * from './timestamp.js';
+export * from './schemas/index.js';

@@ -1,0 +1,94 @@
+/**
+ * The event publisher for internal services: validates an event against the catalogue and adds it
+ * to the `events` queue, from which the worker fans it out to every matching subscription. It needs
+ * Redis only, no database.
+ */
+import { createHash } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { v7 as uuidv7 } from 'uuid';
+import { checkEventInput, type EventInput } from './event-input.js';
+import { defaultQueuePrefix, queueNames, type EventJobData } from './queues.js';
+import { createProducerConnection } from './redis.js';
+import { formatPayloadTimestamp } from './timestamp.js';
+
+/** How long an idempotency key is remembered, in milliseconds (24 hours). */
+export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
+
+/** An event accepted by {@link EventPublisher.publish}. */
+export interface PublishedEvent {
+  /** The event id (UUIDv7): the `webhook-id` header of its deliveries. */
+  id: string;
+  /** The payload `timestamp`; null for a duplicate whose first event has left the queue already. */
+  timestamp: string | null;
+  /** True when the idempotency key had been used within 24 hours: nothing new was enqueued. */
+  duplicate: boolean;
+}
+
+/** Publishes events for delivery. */
+export interface EventPublisher {
+  /**
+   * Validates and enqueues one event.
+   *
+   * @throws EventInputError (400/413) for input the catalogue or the limits refuse; nothing is enqueued.
+   * @throws Error from ioredis when Redis cannot be reached (the event was not accepted).
+   */
+  publish(input: EventInput): Promise<PublishedEvent>;
+  /** Closes the queue, and the Redis connection when the publisher opened it. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link createEventPublisher}. */
+export interface EventPublisherOptions {
+  /** A Redis URL (a fail-fast connection is opened) or an ioredis connection the caller owns. */
+  redis: string | Redis;
+  /** BullMQ key prefix; must match the worker's QUEUE_PREFIX. Default `webhooks`. */
+  prefix?: string;
+}
+
+/** Creates a publisher on the `events` queue. */
+export function createEventPublisher(options: EventPublisherOptions): EventPublisher {
+  const ownsConnection = typeof options.redis === 'string';
+  const connection = typeof options.redis === 'string' ? createProducerConnection(options.redis) : options.redis;
+  const queue = new Queue<EventJobData, unknown, 'event'>(queueNames.events, {
+    connection,
+    prefix: options.prefix ?? defaultQueuePrefix,
+    defaultJobOptions: {
+      // Fan-out retries on its own (a database hiccup must not lose an accepted event).
+      attempts: 10,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: { age: 3600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  });
+
+  return {
+    async publish(input) {
+      const occurredAt = checkEventInput(input);
+      const data: EventJobData = {
+        id: uuidv7(),
+        accountId: input.accountId,
+        type: input.type,
+        data: input.data,
+        timestamp: formatPayloadTimestamp(occurredAt),
+      };
+      const deduplication =
+        input.idempotencyKey === undefined
+          ? undefined
+          : { id: idempotencyId(input.accountId, input.idempotencyKey), ttl: idempotencyWindowMs };
+      const job = await queue.add('event', data, { jobId: data.id, deduplication });
+      if (job.id === data.id) return { id: data.id, timestamp: data.timestamp, duplicate: false };
+      const first = job.id === undefined ? undefined : await queue.getJob(job.id);
+      return { id: job.id ?? data.id, timestamp: first?.data.timestamp ?? null, duplicate: true };
+    },
+    async close() {
+      await queue.close();
+      if (ownsConnection) connection.disconnect();
+    },
+  };
+}
+
+/** Idempotency keys are per account; hashing bounds the Redis key whatever the client sends. */
+function idempotencyId(accountId: string, key: string): string {
+  return createHash('sha256').update(accountId).update('\0').update(key).digest('hex');
+}

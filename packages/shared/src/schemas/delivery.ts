@@ -1,0 +1,53 @@
+/** Wire schemas of the delivery log (`/api/webhooks/{id}/deliveries`). */
+import Type, { type Static } from 'typebox';
+import { PageQuery } from './pagination.js';
+
+const DeliveryStatus = Type.Union(
+  [Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')],
+  { description: 'pending: attempts remain; succeeded: a 200 was received; failed: given up; cancelled: subscription disabled' },
+);
+
+/** One HTTP request of a delivery. */
+export const DeliveryAttempt = Type.Object({
+  attempt_number: Type.Integer({ description: 'From 1, counted across retry rounds' }),
+  started_at: Type.String({ format: 'date-time' }),
+  duration_ms: Type.Integer({ description: 'Milliseconds from connect to the end of the answer or the error' }),
+  status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status answered, null when none' }),
+  error: Type.Union([Type.String(), Type.Null()], {
+    description: 'timeout | connection_refused | connection_reset | dns | blocked_address | http_status | other',
+  }),
+  error_message: Type.Union([Type.String(), Type.Null()]),
+  response_body: Type.Union([Type.String(), Type.Null()], { description: 'First 4 KiB of the answer' }),
+});
+
+/** A delivery as listed. */
+export const Delivery = Type.Object({
+  id: Type.String(),
+  resource_uri: Type.String(),
+  subscription: Type.Object({ resource_uri: Type.String() }),
+  event_id: Type.String({ description: 'Also the `webhook-id` header of every attempt' }),
+  type: Type.String(),
+  status: DeliveryStatus,
+  attempts_made: Type.Integer(),
+  last_status_code: Type.Union([Type.Integer(), Type.Null()]),
+  last_error: Type.Union([Type.String(), Type.Null()]),
+  next_attempt_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+export type Delivery = Static<typeof Delivery>;
+
+/** A delivery read alone: with the payload sent and every attempt. */
+export const DeliveryDetail = Type.Object({
+  ...Delivery.properties,
+  payload: Type.Record(Type.String(), Type.Unknown(), { description: 'The JSON body POSTed to the callback' }),
+  attempts: Type.Array(DeliveryAttempt),
+});
+export type DeliveryDetail = Static<typeof DeliveryDetail>;
+
+/** Query of `GET /api/webhooks/{id}/deliveries`. */
+export const DeliveryListQuery = Type.Object(
+  { ...PageQuery, status: Type.Optional(DeliveryStatus) },
+  { additionalProperties: false },
+);
+export type DeliveryListQuery = Static<typeof DeliveryListQuery>;

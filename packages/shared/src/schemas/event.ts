@@ -1,0 +1,37 @@
+/** Wire schemas of events: `POST /api/events` and the event catalogue. */
+import Type, { type Static } from 'typebox';
+
+/** Body of `POST /api/events`. */
+export const EventCreate = Type.Object(
+  {
+    type: Type.String({ description: 'Event type of the catalogue, `<resource>.<action>`', examples: ['call.completed'] }),
+    data: Type.Record(Type.String(), Type.Unknown(), { description: 'The event content, at most 256 KiB serialized' }),
+    occurred_at: Type.Optional(Type.String({ format: 'date-time', description: 'When it occurred; now if omitted' })),
+    idempotency_key: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 255, description: 'Same key within 24 hours: the first event is returned' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type EventCreate = Static<typeof EventCreate>;
+
+/** Answer of `POST /api/events` (202). */
+export const EventAccepted = Type.Object({
+  id: Type.String({ description: 'Event id: the `webhook-id` header of its deliveries' }),
+  timestamp: Type.String({ description: 'The payload timestamp: UTC, ISO 8601, no zone designator' }),
+  duplicate: Type.Boolean({ description: 'True when the idempotency key was seen within 24 hours' }),
+});
+export type EventAccepted = Static<typeof EventAccepted>;
+
+/** Answer of `GET /api/event-types`. */
+export const EventCatalogueResponse = Type.Object({
+  kinds: Type.Array(
+    Type.Object({
+      kind: Type.String(),
+      description: Type.String(),
+      subscribe_uri: Type.String({ description: 'Endpoint creating a subscription of this kind' }),
+      types: Type.Array(Type.String()),
+    }),
+  ),
+});
+export type EventCatalogueResponse = Static<typeof EventCatalogueResponse>;

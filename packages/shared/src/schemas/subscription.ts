@@ -1,0 +1,100 @@
+/** Wire schemas of webhook subscriptions (specification sections 2.1 and 4). Fields are snake_case. */
+import Type, { type Static } from 'typebox';
+import { eventKinds } from '../catalogue.js';
+import { PageQuery } from './pagination.js';
+
+/** Longest callback URL accepted, in characters. */
+export const maxCallbackUrlLength = 2048;
+/** Longest client-chosen `webhook_id`, in characters. */
+export const maxWebhookIdLength = 255;
+
+const CallbackUrl = Type.String({
+  minLength: 1,
+  maxLength: maxCallbackUrlLength,
+  description: 'Absolute http(s) URL in the client application that receives event payloads',
+  examples: ['https://client.example/hooks/calls'],
+});
+const WebhookId = Type.String({
+  maxLength: maxWebhookIdLength,
+  description: 'Label chosen by the client, echoed as `webhook_id` in every payload of this subscription',
+});
+const SubscriptionStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled')], {
+  description: '`disabled` after too many deliveries failed in a row, or when set by the client',
+});
+const Kind = Type.Union(
+  eventKinds.map((kind) => Type.Literal(kind)),
+  { description: 'Event kind this subscription is limited to' },
+);
+
+/** Body of `POST /api/webhooks` and `POST /api/webhooks/{kind}`. */
+export const SubscriptionCreate = Type.Object(
+  {
+    callback_url: CallbackUrl,
+    webhook_id: Type.Optional(WebhookId),
+    account_id: Type.Optional(
+      Type.String({ maxLength: 255, description: 'Must equal the token subject when sent; taken from the token otherwise' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type SubscriptionCreate = Static<typeof SubscriptionCreate>;
+
+/** Body of `PUT /api/webhooks/{id}`: any of the changeable fields. */
+export const SubscriptionUpdate = Type.Object(
+  {
+    callback_url: Type.Optional(CallbackUrl),
+    webhook_id: Type.Optional(Type.Union([WebhookId, Type.Null()])),
+    status: Type.Optional(SubscriptionStatus),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type SubscriptionUpdate = Static<typeof SubscriptionUpdate>;
+
+/** A subscription as the API returns it. */
+export const Subscription = Type.Object(
+  {
+    id: Type.String({ description: 'Service-assigned identifier (UUIDv7)' }),
+    resource_uri: Type.String({ description: 'Path of this subscription' }),
+    callback_url: Type.String(),
+    webhook_id: Type.Union([Type.String(), Type.Null()]),
+    account_id: Type.String(),
+    kind: Type.Union([Kind, Type.Null()], { description: 'null: receives every event type of the account' }),
+    event_types: Type.Array(Type.String(), { description: 'Event types this subscription receives' }),
+    status: SubscriptionStatus,
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Subscription' },
+);
+export type Subscription = Static<typeof Subscription>;
+
+/** The signing secret, Standard Webhooks format `whsec_` + base64. */
+export const SigningSecret = Type.Object({
+  secret: Type.String({ description: 'Current signing secret' }),
+  previous_secret_expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'Until then the secret replaced by the last rotation signs too (a second signature)',
+  }),
+});
+export type SigningSecret = Static<typeof SigningSecret>;
+
+/** A created subscription: the only answer that carries the signing secret unasked. */
+export const SubscriptionCreated = Type.Object({
+  ...Subscription.properties,
+  secret: Type.String({ description: 'Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64)' }),
+});
+export type SubscriptionCreated = Static<typeof SubscriptionCreated>;
+
+/** Query of `GET /api/webhooks`. */
+export const SubscriptionListQuery = Type.Object(
+  {
+    ...PageQuery,
+    type: Type.Optional(
+      Type.Union([...eventKinds.map((kind) => Type.Literal(kind)), Type.Literal('all')], {
+        description: 'Only subscriptions of this kind; `all` for the general ones',
+      }),
+    ),
+    status: Type.Optional(SubscriptionStatus),
+  },
+  { additionalProperties: false },
+);
+export type SubscriptionListQuery = Static<typeof SubscriptionListQuery>;
