@@ -14,6 +14,14 @@ const sources: Record<string, string> = {
   '@webhooks/worker': 'apps/worker/src/index.ts',
 };
 
+/**
+ * ESM-only packages that CommonJS dependencies require() (light-my-request needs cookie,
+ * @fastify/static needs content-disposition). Node >= 20.19 loads them natively, jest's loader on
+ * Node 20 cannot, so jest compiles these few to CommonJS when they are required.
+ */
+const requiredEsmPackages = ['cookie', 'content-disposition'];
+const requiredEsm = `/node_modules/\\.pnpm/(${requiredEsmPackages.join('|')})@`;
+
 const workspaces = ['packages/shared', 'packages/db', 'apps/api', 'apps/worker', 'test'];
 
 const project = (dir: string): Config => ({
@@ -25,9 +33,11 @@ const project = (dir: string): Config => ({
   transform: {
     '^.+\\.ts$': [
       '@swc/jest',
-      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } },
+      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } },
     ],
+    [`${requiredEsm}.+\\.js$`]: ['@swc/jest', { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' } }],
   },
+  transformIgnorePatterns: [`^(?!.*${requiredEsm}).*/node_modules/`],
   moduleNameMapper: {
     ...Object.fromEntries(
       Object.entries(sources).map(([name, file]) => [`^${name}$`, join(root, file)]),

@@ -5,6 +5,7 @@
 export * from './catalogue.js';
 export * from './config.js';
 export * from './event-input.js';
+export * from './payload.js';
 export * from './publisher.js';
 export * from './queues.js';
 export * from './redis.js';

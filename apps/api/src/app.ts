@@ -1,0 +1,55 @@
+/**
+ * Builds the API service (no listening: server.ts does that, tests use `inject`). Plugins are
+ * registered in dependency order: validation and errors, then PostgreSQL and Redis, then
+ * authentication and rate limiting, then the OpenAPI document, then the routes.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ApiConfig } from './config.js';
+import auth from './plugins/auth.js';
+import prisma from './plugins/prisma.js';
+import problemDetails from './plugins/problem-details.js';
+import queues from './plugins/queues.js';
+import rateLimit from './plugins/rate-limit.js';
+import swagger from './plugins/swagger.js';
+import validation from './plugins/validation.js';
+import deliveries from './routes/deliveries.js';
+import events from './routes/events.js';
+import eventTypes from './routes/event-types.js';
+import health from './routes/health.js';
+import signingSecret from './routes/signing-secret.js';
+import subscriptions from './routes/subscriptions.js';
+
+/** Largest request body accepted, in bytes (1 MiB); larger answers 413. */
+export const bodyLimitBytes = 1024 * 1024;
+
+/**
+ * A ready-to-listen API app for `config`. Close it with `app.close()`, which also closes its
+ * PostgreSQL pool and Redis connection.
+ */
+export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.LOG_LEVEL },
+    bodyLimit: bodyLimitBytes,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  if (config.jwtWarning) app.log.warn(config.jwtWarning);
+
+  await app.register(validation);
+  await app.register(problemDetails);
+  await app.register(prisma, { databaseUrl: config.DATABASE_URL });
+  await app.register(queues, { redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+  await app.register(auth, { jwtKey: config.jwtKey });
+  await app.register(rateLimit, { max: config.RATE_LIMIT_PER_MINUTE, nameSpace: `${config.QUEUE_PREFIX}:rate-limit:` });
+  await app.register(swagger);
+
+  const policy = { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, backoffMs: config.DELIVERY_BACKOFF_MS };
+  await app.register(health);
+  await app.register(eventTypes);
+  await app.register(subscriptions, { allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE });
+  await app.register(signingSecret);
+  await app.register(events);
+  await app.register(deliveries, { policy });
+  await app.ready();
+  return app;
+}

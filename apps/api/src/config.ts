@@ -1,0 +1,65 @@
+/**
+ * Configuration of the API service, read from the environment (see README, "Configuration").
+ *
+ * @throws ConfigError from {@link loadApiConfig} naming the variable that is invalid or missing.
+ */
+import Type, { type Static } from 'typebox';
+import { commonEnv, ConfigError, loadConfig } from '@webhooks/shared';
+
+/** Development-only JWT secret, used (with a warning) when JWT_SECRET is unset outside production. */
+export const developmentJwtSecret = 'development-only-secret-do-not-use-in-production!';
+
+/** Environment variables of the API service. */
+export const apiEnvSchema = Type.Object({
+  ...commonEnv,
+  HOST: Type.String({ default: '127.0.0.1', description: 'API listen address' }),
+  PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535, description: 'API listen port' }),
+  JWT_SECRET: Type.String({
+    default: '',
+    description: 'HS256 secret of the bearer tokens, at least 32 characters; required in production unless JWT_PUBLIC_KEY is set',
+  }),
+  JWT_PUBLIC_KEY: Type.String({
+    default: '',
+    description: 'PEM public key: when set, tokens are verified with it (JWT_ALGORITHM) instead of JWT_SECRET',
+  }),
+  JWT_ALGORITHM: Type.Union([Type.Literal('RS256'), Type.Literal('ES256')], {
+    default: 'RS256',
+    description: 'Algorithm of JWT_PUBLIC_KEY tokens',
+  }),
+  RATE_LIMIT_PER_MINUTE: Type.Integer({
+    default: 600,
+    minimum: 1,
+    description: 'Requests a minute per account (or per address without a token), shared by all API instances through Redis',
+  }),
+});
+
+/** The API's configuration after defaults and validation. */
+export type ApiConfig = Static<typeof apiEnvSchema> & {
+  /** The verification key in force: JWT_PUBLIC_KEY, JWT_SECRET or the development secret. */
+  jwtKey: { algorithm: 'HS256' | 'RS256' | 'ES256'; key: string };
+  /** Set when the development secret is in use: the text of the warning to log. */
+  jwtWarning?: string;
+};
+
+/** Reads and validates the API configuration from `env` (default `process.env`). */
+export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
+  const config = loadConfig(apiEnvSchema, env);
+  if (config.JWT_PUBLIC_KEY !== '') {
+    return { ...config, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };
+  }
+  if (config.JWT_SECRET !== '') {
+    if (config.JWT_SECRET.length < 32) {
+      throw new ConfigError('Invalid environment variable JWT_SECRET: it must be at least 32 characters');
+    }
+    return { ...config, jwtKey: { algorithm: 'HS256', key: config.JWT_SECRET } };
+  }
+  if (config.NODE_ENV === 'production') {
+    throw new ConfigError('Missing environment variable JWT_SECRET (or JWT_PUBLIC_KEY): required in production');
+  }
+  return {
+    ...config,
+    jwtKey: { algorithm: 'HS256', key: developmentJwtSecret },
+    jwtWarning:
+      'JWT_SECRET is not set: using the public development secret. Anyone can mint tokens; never run like this in production.',
+  };
+}

@@ -1,0 +1,3 @@
+/** @webhooks/api: the Fastify app builder and its configuration, for the server, tests and tools. */
+export { buildApp, bodyLimitBytes } from './app.js';
+export { apiEnvSchema, developmentJwtSecret, loadApiConfig, type ApiConfig } from './config.js';

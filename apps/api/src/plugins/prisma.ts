@@ -1,0 +1,18 @@
+/** Decorates the app with `prisma`, a Prisma client on its own pool, closed with the app. */
+import fp from 'fastify-plugin';
+import { createPrismaClient, type PrismaClient } from '@webhooks/db';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    prisma: PrismaClient;
+  }
+}
+
+export default fp<{ databaseUrl: string }>(
+  async (app, options) => {
+    const prisma = createPrismaClient({ databaseUrl: options.databaseUrl });
+    app.decorate('prisma', prisma);
+    app.addHook('onClose', () => prisma.$disconnect());
+  },
+  { name: 'prisma' },
+);

@@ -1,0 +1,64 @@
+/**
+ * The one error handler: every 4xx and 5xx leaves as RFC 9457 problem details
+ * (`application/problem+json`), validation failures list each field with its JSON pointer, and
+ * 5xx details are logged, never returned.
+ */
+import fp from 'fastify-plugin';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { HttpProblem, problemBody, type FieldError } from '../lib/problem.js';
+
+type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
+
+/** One field error per Ajv error; the pointer names the offending property itself. */
+function fieldErrors(errors: AjvError[], context: string | undefined): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const error of errors) {
+    let pointer = error.instancePath;
+    let detail = error.message ?? 'is invalid';
+    if (error.keyword === 'required') {
+      pointer += `/${String(error.params.missingProperty)}`;
+      detail = 'is required';
+    } else if (error.keyword === 'additionalProperties') {
+      pointer += `/${String(error.params.additionalProperty)}`;
+      detail = 'is not a known field';
+    }
+    if (context && context !== 'body') detail = `${context} parameter ${detail}`;
+    const key = `${pointer}\0${detail}`;
+    if (!seen.has(key)) out.push({ pointer: pointer || '/', detail });
+    seen.add(key);
+  }
+  return out;
+}
+
+function send(reply: FastifyReply, request: FastifyRequest, problem: HttpProblem) {
+  return reply
+    .code(problem.status)
+    .headers(problem.headers)
+    .type('application/problem+json')
+    .send(problem.toProblem(request.url.split('?')[0] ?? request.url));
+}
+
+export default fp(
+  async (app) => {
+    app.setErrorHandler((error: FastifyError, request, reply) => {
+      if (error instanceof HttpProblem) return send(reply, request, error);
+      if (error.validation) {
+        const errors = fieldErrors(error.validation as AjvError[], error.validationContext);
+        const detail = errors.map((e) => `${e.pointer.slice(1) || 'body'} ${e.detail}`).join('; ');
+        return send(reply, request, new HttpProblem(400, 'validation', detail, errors));
+      }
+      const status = error.statusCode ?? 500;
+      if (status >= 400 && status < 500) {
+        const slug = status === 413 ? 'too-large' : status === 429 ? 'rate-limited' : 'bad-request';
+        return send(reply, request, new HttpProblem(status, slug, error.message));
+      }
+      request.log.error({ err: error }, 'request failed');
+      return send(reply, request, new HttpProblem(500, 'internal', 'The request could not be completed; it is logged.'));
+    });
+    app.setNotFoundHandler((request, reply) =>
+      send(reply, request, new HttpProblem(404, 'not-found', `No route ${request.method} ${request.url.split('?')[0]}`)),
+    );
+  },
+  { name: 'problem-details' },
+);

@@ -1,0 +1,41 @@
+/**
+ * Decorates the app with its Redis side: `redis` (a fail-fast producer connection, BullMQ's
+ * guidance for producers), `publisher` (events, the same publisher internal services use) and
+ * `deliveryQueue` (manual redelivery). All are closed with the app.
+ */
+import fp from 'fastify-plugin';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import {
+  createEventPublisher,
+  createProducerConnection,
+  queueNames,
+  type DeliveryJobData,
+  type EventPublisher,
+} from '@webhooks/shared';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    redis: Redis;
+    publisher: EventPublisher;
+    deliveryQueue: Queue<DeliveryJobData>;
+  }
+}
+
+export default fp<{ redisUrl: string; prefix: string }>(
+  async (app, options) => {
+    const redis = createProducerConnection(options.redisUrl);
+    // ioredis emits connection errors as events; without a listener they would crash the process.
+    redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'));
+    const publisher = createEventPublisher({ redis, prefix: options.prefix });
+    const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, { connection: redis, prefix: options.prefix });
+    app.decorate('redis', redis);
+    app.decorate('publisher', publisher);
+    app.decorate('deliveryQueue', deliveryQueue);
+    app.addHook('onClose', async () => {
+      await Promise.all([publisher.close(), deliveryQueue.close()]);
+      redis.disconnect();
+    });
+  },
+  { name: 'queues' },
+);

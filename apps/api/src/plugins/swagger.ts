@@ -1,0 +1,24 @@
+/** The OpenAPI 3.1 document at /docs/json and Swagger UI at /docs, built from the route schemas. */
+import fp from 'fastify-plugin';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+
+export default fp(
+  async (app) => {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Webhook subscriptions',
+          version: '1.0.0',
+          description:
+            'Register callback URLs for events and read their delivery log. Deliveries are signed per Standard Webhooks.',
+        },
+        components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+        security: [{ bearer: [] }],
+      },
+    });
+    await app.register(swaggerUi, { routePrefix: '/docs' });
+  },
+  { name: 'swagger' },
+);

@@ -1,0 +1,164 @@
+/**
+ * The subscription resource (specification section 4; issue #3):
+ * POST /api/webhooks and /api/webhooks/{kind} create (201 + Location), GET lists (paginated) and
+ * reads, PUT updates, DELETE removes (204). Every query is scoped to the token's account.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import Type from 'typebox';
+import { v7 as uuidv7 } from 'uuid';
+import {
+  eventCatalogue,
+  eventKinds,
+  generateSigningSecret,
+  Page,
+  Problem,
+  Subscription,
+  SubscriptionCreate,
+  SubscriptionCreated,
+  SubscriptionListQuery,
+  SubscriptionUpdate,
+  type EventKind,
+} from '@webhooks/shared';
+import { checkCallbackUrl } from '../lib/callback-url.js';
+import { pageEnvelope, pageRequest } from '../lib/pagination.js';
+import { HttpProblem, type FieldError } from '../lib/problem.js';
+import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
+import { findOwnSubscription } from '../lib/subscription-lookup.js';
+import { toSubscription } from '../lib/views.js';
+
+const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean }> = async (app, options) => {
+  const rejectBadCallback = (url: string | undefined) => {
+    const error: FieldError | null = url === undefined ? null : checkCallbackUrl(url, options.allowPrivateCallbacks);
+    if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
+  };
+
+  const create = (kind: EventKind | null) =>
+    app.post(
+      kind === null ? '/api/webhooks' : `/api/webhooks/${kind}`,
+      {
+        schema: {
+          tags: ['subscriptions'],
+          summary: kind === null ? 'Subscribe to every event type' : `Subscribe to ${kind} events (${eventCatalogue[kind].types.join(', ')})`,
+          body: SubscriptionCreate,
+          response: { 201: SubscriptionCreated, 403: Problem, 413: Problem, ...problemResponses },
+        },
+      },
+      async (request, reply) => {
+        const { callback_url, webhook_id, account_id } = request.body;
+        if (account_id !== undefined && account_id !== request.accountId) {
+          throw new HttpProblem(403, 'forbidden', 'account_id differs from the account of the token', [
+            { pointer: '/account_id', detail: 'must equal the token subject, or be left out' },
+          ]);
+        }
+        rejectBadCallback(callback_url);
+        const row = await app.prisma.subscription.create({
+          data: {
+            id: uuidv7(),
+            accountId: request.accountId,
+            callbackUrl: callback_url,
+            webhookId: webhook_id ?? null,
+            kind,
+            secret: generateSigningSecret(),
+          },
+        });
+        const body = { ...toSubscription(row), secret: row.secret };
+        return reply.code(201).header('location', body.resource_uri).send(body);
+      },
+    );
+  create(null);
+  for (const kind of eventKinds) create(kind);
+
+  app.get(
+    '/api/webhooks',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: "The caller's subscriptions, oldest first",
+        querystring: SubscriptionListQuery,
+        response: { 200: Page(Subscription), ...problemResponses },
+      },
+    },
+    async (request) => {
+      const page = pageRequest(request.query);
+      const { type, status } = request.query;
+      const where = {
+        accountId: request.accountId,
+        ...(type === undefined ? {} : { kind: type === 'all' ? null : type }),
+        ...(status === undefined ? {} : { status }),
+      };
+      const [count, rows] = await app.prisma.$transaction([
+        app.prisma.subscription.count({ where }),
+        app.prisma.subscription.findMany({
+          where,
+          orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+          skip: page.skip,
+          take: page.pageSize,
+        }),
+      ]);
+      return pageEnvelope('/api/webhooks', request.query, page, count, rows.map(toSubscription));
+    },
+  );
+
+  app.get(
+    '/api/webhooks/:id',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'One subscription',
+        params: SubscriptionParams,
+        response: { 200: Subscription, ...problemResponses },
+      },
+    },
+    async (request) => toSubscription(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
+  );
+
+  app.put(
+    '/api/webhooks/:id',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Change the callback URL, the webhook_id or the status',
+        description: 'Setting `status: "active"` re-enables a subscription disabled after failed deliveries.',
+        params: SubscriptionParams,
+        body: SubscriptionUpdate,
+        response: { 200: Subscription, 413: Problem, ...problemResponses },
+      },
+    },
+    async (request) => {
+      const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      const { callback_url, webhook_id, status } = request.body;
+      rejectBadCallback(callback_url);
+      const row = await app.prisma.subscription.update({
+        where: { id: current.id },
+        data: {
+          ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
+          ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
+          ...(status === undefined ? {} : { status }),
+          // Re-activating starts the failure count afresh, or one more failure would disable it again.
+          ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
+        },
+      });
+      return toSubscription(row);
+    },
+  );
+
+  app.delete(
+    '/api/webhooks/:id',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        summary: 'Delete a subscription; its pending deliveries are dropped',
+        params: SubscriptionParams,
+        response: { 204: Type.Null(), ...problemResponses },
+      },
+    },
+    async (request, reply) => {
+      const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      // Deliveries and attempts go with it (ON DELETE CASCADE); queued jobs find no delivery and are dropped.
+      await app.prisma.subscription.deleteMany({ where: { id: current.id, accountId: request.accountId } });
+      return reply.code(204).send(null);
+    },
+  );
+};
+
+export default subscriptions;

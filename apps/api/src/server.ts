@@ -1,0 +1,18 @@
+/**
+ * The API service's entry point: reads the configuration, listens on HOST:PORT, and on SIGTERM or
+ * SIGINT stops accepting requests, finishes those in flight and closes its connections.
+ */
+import closeWithGrace from 'close-with-grace';
+import { buildApp } from './app.js';
+import { loadApiConfig } from './config.js';
+
+const config = loadApiConfig();
+const app = await buildApp(config);
+
+closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+  if (err) app.log.error({ err }, 'closing after an error');
+  else app.log.info({ signal }, 'closing');
+  await app.close();
+});
+
+await app.listen({ host: config.HOST, port: config.PORT });

@@ -1,0 +1,37 @@
+/**
+ * `pnpm token <account-id> [--ttl 1h]`: prints a signed JWT for local use, with `sub` set to the
+ * account and `exp` after the TTL (a number of seconds, or with a unit: 30m, 12h, 7d). Signed with
+ * JWT_SECRET, or the development secret the API also falls back to outside production.
+ */
+import { parseArgs } from 'node:util';
+import { createSigner } from 'fast-jwt';
+import { loadApiConfig } from './config.js';
+
+const usage = 'usage: pnpm token <account-id> [--ttl 1h]';
+
+/** Seconds in a TTL such as `3600`, `30m`, `12h` or `7d`; NaN when malformed. */
+function ttlSeconds(ttl: string): number {
+  const match = /^(\d+)([smhd]?)$/.exec(ttl);
+  if (!match) return Number.NaN;
+  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2] as '' | 's' | 'm' | 'h' | 'd'];
+  return Number(match[1]) * unit;
+}
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { ttl: { type: 'string', default: '1h' }, help: { type: 'boolean', short: 'h' } },
+});
+const account = positionals[0];
+const seconds = ttlSeconds(values.ttl);
+if (values.help || account === undefined || positionals.length > 1 || !(seconds > 0)) {
+  console.error(usage);
+  process.exit(values.help ? 0 : 2);
+}
+const config = loadApiConfig();
+if (config.jwtKey.algorithm !== 'HS256') {
+  console.error('JWT_PUBLIC_KEY is set: tokens come from your identity provider, not from this command');
+  process.exit(2);
+}
+if (config.jwtWarning) console.error(`warning: ${config.jwtWarning}`);
+const sign = createSigner({ key: config.jwtKey.key, algorithm: 'HS256', expiresIn: seconds * 1000 });
+console.log(sign({ sub: account }));

@@ -1,0 +1,62 @@
+/**
+ * An API app of a test file's own: its own database and queue prefix, built with `buildApp` (no
+ * listening), with a helper that mints bearer tokens for any account.
+ */
+import { createSigner } from 'fast-jwt';
+import type { FastifyInstance } from 'fastify';
+import { buildApp, loadApiConfig, type ApiConfig } from '@webhooks/api';
+import { createTestDatabase, type TestDatabase } from './database.js';
+import { dropPrefix, newQueuePrefix, testRedisUrl } from './redis.js';
+
+/** The HS256 secret test apps verify tokens with. */
+export const testJwtSecret = 'test-secret-at-least-32-characters-long!!';
+
+/** A running test API. */
+export interface TestApi {
+  app: FastifyInstance;
+  config: ApiConfig;
+  database: TestDatabase;
+  prefix: string;
+  /** A bearer token for `account` (expires in an hour unless `claims.exp` says otherwise). */
+  token(account: string, claims?: Record<string, unknown>): string;
+  /** `{ authorization: 'Bearer …' }` for `account`. */
+  auth(account: string): { authorization: string };
+  close(): Promise<void>;
+}
+
+const sign = createSigner({ key: testJwtSecret, algorithm: 'HS256', expiresIn: 3_600_000 });
+
+/** The environment of a test service on `database` and `prefix`, plus `env` overrides. */
+export function testEnv(databaseUrl: string, prefix: string, env: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: testRedisUrl,
+    QUEUE_PREFIX: prefix,
+    JWT_SECRET: testJwtSecret,
+    LOG_LEVEL: 'silent',
+    CALLBACK_ALLOW_PRIVATE: 'false',
+    NODE_ENV: 'test',
+    ...env,
+  };
+}
+
+/** Builds an API on a fresh database and queue prefix. */
+export async function startTestApi(tag: string, env: Record<string, string> = {}): Promise<TestApi> {
+  const database = await createTestDatabase(tag);
+  const prefix = newQueuePrefix(tag);
+  const config = loadApiConfig(testEnv(database.url, prefix, env));
+  const app = await buildApp(config);
+  const token = (account: string, claims: Record<string, unknown> = {}) => sign({ sub: account, ...claims });
+  return {
+    app,
+    config,
+    database,
+    prefix,
+    token,
+    auth: (account) => ({ authorization: `Bearer ${token(account)}` }),
+    async close() {
+      await app.close();
+      await Promise.all([database.drop(), dropPrefix(prefix)]);
+    },
+  };
+}
