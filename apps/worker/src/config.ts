@@ -1,0 +1,44 @@
+/**
+ * Configuration of the delivery worker, read from the environment (see README, "Configuration").
+ *
+ * @throws ConfigError from {@link loadWorkerConfig} naming the variable that is invalid.
+ */
+import Type, { type Static } from 'typebox';
+import { commonEnv, loadConfig } from '@webhooks/shared';
+
+/** Environment variables of the worker service. */
+export const workerEnvSchema = Type.Object({
+  ...commonEnv,
+  WORKER_CONCURRENCY: Type.Integer({
+    default: 50,
+    minimum: 1,
+    maximum: 1000,
+    description: 'Deliveries one worker process sends at once',
+  }),
+  DELIVERY_TIMEOUT_MS: Type.Integer({
+    default: 10_000,
+    minimum: 100,
+    maximum: 120_000,
+    description: 'Time allowed for one delivery request, connect to last byte, in ms',
+  }),
+  SUBSCRIPTION_DISABLE_AFTER: Type.Integer({
+    default: 5,
+    minimum: 1,
+    description: 'Deliveries failed for good in a row after which the subscription is disabled',
+  }),
+  WORKER_HEALTH_PORT: Type.Integer({
+    default: 0,
+    minimum: 0,
+    maximum: 65535,
+    description: 'Port of the worker health endpoint (/healthz, /readyz) on HOST; 0 turns it off',
+  }),
+  HOST: Type.String({ default: '127.0.0.1', description: 'API listen address (the worker health endpoint uses it too)' }),
+});
+
+/** The worker's configuration after defaults and validation. */
+export type WorkerConfig = Static<typeof workerEnvSchema>;
+
+/** Reads and validates the worker configuration from `env` (default `process.env`). */
+export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
+  return loadConfig(workerEnvSchema, env);
+}

@@ -1,0 +1,136 @@
+/**
+ * One HTTP attempt of a delivery: POST the payload to the callback URL with `got` and report what
+ * happened as an {@link AttemptResult}. No retry here (BullMQ owns retries), no redirect followed,
+ * at most 4 KiB of the answer kept, and the connection refused at connect time when the callback's
+ * resolved address is loopback, private, link-local or a metadata address (request-filtering-agent),
+ * unless CALLBACK_ALLOW_PRIVATE.
+ */
+import { performance } from 'node:perf_hooks';
+import got, { type Got } from 'got';
+import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+
+/** Most bytes of a callback's answer kept for the delivery log (4 KiB). */
+export const keptResponseBytes = 4096;
+
+/** Why an attempt got no HTTP answer, or why the answer did not confirm. */
+export type AttemptErrorClass =
+  | 'timeout'
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'dns'
+  | 'blocked_address'
+  | 'http_status'
+  | 'other';
+
+/** What one attempt came to. */
+export interface AttemptResult {
+  startedAt: Date;
+  /** Milliseconds from sending to the end of the answer, or to the error. */
+  durationMs: number;
+  /** HTTP status of the answer; null when there was none. */
+  statusCode: number | null;
+  /** null when the callback answered 200. */
+  errorClass: AttemptErrorClass | null;
+  errorMessage: string | null;
+  /** The first {@link keptResponseBytes} bytes of the answer, as UTF-8; null without an answer. */
+  responseBody: string | null;
+}
+
+/** Options of {@link createAttemptSender}. */
+export interface AttemptSenderOptions {
+  /** Whole-request timeout in ms (DELIVERY_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** CALLBACK_ALLOW_PRIVATE: let loopback and private addresses through (tests, local development). */
+  allowPrivate: boolean;
+  /** Sockets kept per callback host, for keep-alive; default 256. */
+  maxSockets?: number;
+  /** The `User-Agent` header. */
+  userAgent: string;
+}
+
+/** Sends attempts over one keep-alive agent pair shared by the whole worker. */
+export interface AttemptSender {
+  /** POSTs `body` to `url` with `headers`; never throws, every failure is in the result. */
+  send(url: string, body: string, headers: Record<string, string>): Promise<AttemptResult>;
+  /** Closes the kept-alive sockets. */
+  close(): void;
+}
+
+/** Sorts a request error into the delivery log's error classes. */
+export function classifyError(error: unknown): AttemptErrorClass {
+  const { code, name, message } = error as { code?: string; name?: string; message?: string };
+  if (name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
+  if (/is not allowed\. Because/.test(message ?? '')) return 'blocked_address';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE') return 'connection_reset';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
+  return 'other';
+}
+
+/** Creates the worker's HTTP sender. */
+export function createAttemptSender(options: AttemptSenderOptions): AttemptSender {
+  const agentOptions = {
+    keepAlive: true,
+    maxSockets: options.maxSockets ?? 256,
+    allowPrivateIPAddress: options.allowPrivate,
+  };
+  const agent = { http: new RequestFilteringHttpAgent(agentOptions), https: new RequestFilteringHttpsAgent(agentOptions) };
+  const client: Got = got.extend({
+    agent,
+    timeout: { request: options.timeoutMs },
+    retry: { limit: 0 },
+    followRedirect: false,
+    throwHttpErrors: false,
+    decompress: false,
+    headers: { 'user-agent': options.userAgent },
+  });
+
+  const send = (url: string, body: string, headers: Record<string, string>) =>
+    new Promise<AttemptResult>((resolve) => {
+      const startedAt = new Date();
+      const start = performance.now();
+      const chunks: Buffer[] = [];
+      let kept = 0;
+      let statusCode: number | null = null;
+      let settled = false;
+      const finish = (error?: unknown) => {
+        if (settled) return;
+        settled = true;
+        const errorClass = error !== undefined ? classifyError(error) : statusCode === 200 ? null : 'http_status';
+        resolve({
+          startedAt,
+          durationMs: Math.round(performance.now() - start),
+          statusCode,
+          errorClass,
+          errorMessage:
+            error !== undefined ? String((error as Error).message).slice(0, 1024) : errorClass ? `HTTP ${statusCode}` : null,
+          responseBody: statusCode === null ? null : Buffer.concat(chunks).toString('utf8'),
+        });
+      };
+      const stream = client.stream.post(url, { body, headers });
+      stream.on('response', (response: { statusCode: number }) => {
+        statusCode = response.statusCode;
+      });
+      stream.on('data', (chunk: Buffer) => {
+        if (kept < keptResponseBytes) {
+          chunks.push(chunk.subarray(0, keptResponseBytes - kept));
+          kept += chunk.length;
+        }
+        // The rest of an oversized answer is not worth reading: the status is known already.
+        if (kept >= keptResponseBytes) {
+          finish();
+          stream.destroy();
+        }
+      });
+      stream.on('end', () => finish());
+      stream.on('error', (error: Error) => finish(error));
+    });
+
+  return {
+    send,
+    close() {
+      agent.http.destroy();
+      agent.https.destroy();
+    },
+  };
+}

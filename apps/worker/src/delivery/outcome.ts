@@ -1,0 +1,34 @@
+/**
+ * The one place that decides what an attempt means for its delivery (specification sections 3
+ * and 8; issue #4, "Outcome and retries"):
+ * - exactly HTTP 200 confirms the delivery;
+ * - any other answer, a timeout, a refused or reset connection fails the attempt, and BullMQ's
+ *   exponential backoff retries it while attempts remain; after the last one it is given up;
+ * - a callback address refused by the SSRF guard is given up at once: retrying cannot help.
+ */
+import { nextAttemptAt, type DeliveryPolicy } from '@webhooks/shared';
+import type { AttemptResult } from './attempt.js';
+
+/** What becomes of a delivery after one attempt. */
+export type DeliveryOutcome =
+  | { kind: 'succeeded' }
+  | { kind: 'retry'; nextAttemptAt: Date }
+  | { kind: 'given_up'; reason: 'attempts_exhausted' | 'blocked_address' };
+
+/**
+ * Decides the outcome of an attempt.
+ *
+ * @param attemptsBefore attempts this round made before this one (BullMQ's `job.attemptsMade`)
+ * @param policy the round's attempts and backoff
+ */
+export function decideOutcome(
+  result: AttemptResult,
+  attemptsBefore: number,
+  policy: DeliveryPolicy,
+  now = new Date(),
+): DeliveryOutcome {
+  if (result.statusCode === 200 && result.errorClass === null) return { kind: 'succeeded' };
+  if (result.errorClass === 'blocked_address') return { kind: 'given_up', reason: 'blocked_address' };
+  const next = nextAttemptAt(policy, attemptsBefore + 1, now);
+  return next === null ? { kind: 'given_up', reason: 'attempts_exhausted' } : { kind: 'retry', nextAttemptAt: next };
+}

@@ -1,0 +1,4 @@
+/** @webhooks/worker: the delivery worker, for its entry point, tests and tools. */
+export { loadWorkerConfig, workerEnvSchema, type WorkerConfig } from './config.js';
+export { startWorker, userAgent, type RunningWorker } from './worker.js';
+export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';

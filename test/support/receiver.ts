@@ -1,0 +1,68 @@
+/**
+ * A real HTTP receiver on 127.0.0.1 standing in for client applications. Each path has its own
+ * script of answers (a status code per request, or `hang` to never answer), and every request is
+ * kept with its headers, body and arrival time.
+ */
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request as received. */
+export interface ReceivedRequest {
+  path: string;
+  method: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** `Date.now()` at arrival, in ms. */
+  at: number;
+}
+
+/** An answer: a status, or `hang` (hold the request open until the receiver closes). */
+export type Answer = number | 'hang';
+
+/** A running receiver. */
+export interface Receiver {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  requests: ReceivedRequest[];
+  /** Requests to `path`. */
+  at(path: string): ReceivedRequest[];
+  /** Answers for `path`, in order; the last one repeats. Unscripted paths answer 200. */
+  script(path: string, answers: Answer[]): void;
+  close(): Promise<void>;
+}
+
+/** Starts a receiver on an ephemeral port of 127.0.0.1. */
+export async function startReceiver(): Promise<Receiver> {
+  const requests: ReceivedRequest[] = [];
+  const scripts = new Map<string, Answer[]>();
+  const hanging = new Set<ServerResponse>();
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const path = request.url ?? '/';
+      const seen = requests.filter((r) => r.path === path).length;
+      requests.push({ path, method: request.method ?? '', headers: request.headers, body: Buffer.concat(chunks).toString(), at: Date.now() });
+      const script = scripts.get(path) ?? [200];
+      const answer = script[Math.min(seen, script.length - 1)] ?? 200;
+      if (answer === 'hang') {
+        hanging.add(response);
+        return;
+      }
+      response.writeHead(answer, { 'content-type': 'text/plain' }).end(`answer ${answer}`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    at: (path) => requests.filter((r) => r.path === path),
+    script: (path, answers) => scripts.set(path, answers),
+    async close() {
+      for (const response of hanging) response.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * The whole service for a test file: an API app (inject only), an in-process worker and a receiver,
+ * on the file's own database and queue prefix, with helpers to subscribe and publish as a client
+ * and an internal service would.
+ */
+import { pino } from 'pino';
+import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
+import { loadWorkerConfig, startWorker, type RunningWorker, type WorkerConfig } from '@webhooks/worker';
+import { startTestApi, testEnv, type TestApi } from './api.js';
+import { startReceiver, type Receiver } from './receiver.js';
+import { testRedisUrl } from './redis.js';
+
+/** A running stack. */
+export interface TestStack {
+  api: TestApi;
+  worker: RunningWorker;
+  workerConfig: WorkerConfig;
+  receiver: Receiver;
+  publisher: EventPublisher;
+  /** Creates a subscription through the API; returns the created resource (with `secret`). */
+  subscribe(
+    account: string,
+    body: Record<string, unknown>,
+    kind?: string,
+  ): Promise<{ id: string; secret: string; resource_uri: string; [key: string]: unknown }>;
+  close(): Promise<void>;
+}
+
+/** Starts API, worker and receiver; `env` overrides both services' environment. */
+export async function startTestStack(tag: string, env: Record<string, string> = {}): Promise<TestStack> {
+  const allEnv = { CALLBACK_ALLOW_PRIVATE: 'true', ...env };
+  const api = await startTestApi(tag, allEnv);
+  const workerConfig = loadWorkerConfig(testEnv(api.database.url, api.prefix, allEnv));
+  const worker = startWorker(workerConfig, pino({ level: 'silent' }));
+  const receiver = await startReceiver();
+  const publisher = createEventPublisher({ redis: testRedisUrl, prefix: api.prefix });
+  return {
+    api,
+    worker,
+    workerConfig,
+    receiver,
+    publisher,
+    async subscribe(account, body, kind) {
+      const response = await api.app.inject({
+        method: 'POST',
+        url: kind ? `/api/webhooks/${kind}` : '/api/webhooks',
+        headers: api.auth(account),
+        payload: body,
+      });
+      if (response.statusCode !== 201) throw new Error(`subscribe failed: ${response.statusCode} ${response.body}`);
+      return response.json();
+    },
+    async close() {
+      await worker.close();
+      await publisher.close();
+      await receiver.close();
+      await api.close();
+    },
+  };
+}
