@@ -16,11 +16,12 @@ const sources: Record<string, string> = {
 
 /**
  * ESM-only packages that CommonJS dependencies require() (light-my-request needs cookie,
- * @fastify/static needs content-disposition). Node >= 20.19 loads them natively, jest's loader on
+ * @fastify/static content-disposition, swagger-parser json-schema-ref-parser). Node >= 20.19 loads them natively, jest's loader on
  * Node 20 cannot, so jest compiles these few to CommonJS when they are required.
  */
-const requiredEsmPackages = ['cookie', 'content-disposition'];
-const requiredEsm = `/node_modules/\\.pnpm/(${requiredEsmPackages.join('|')})@`;
+const requiredEsmPackages = ['cookie', 'content-disposition', '@apidevtools/json-schema-ref-parser'];
+const pnpmDirs = requiredEsmPackages.map((name) => name.replace('/', '+').replace(/[.+]/g, '\\$&'));
+const requiredEsm = `/node_modules/\\.pnpm/(${pnpmDirs.join('|')})@`;
 
 const workspaces = ['packages/shared', 'packages/db', 'apps/api', 'apps/worker', 'test'];
 
@@ -48,7 +49,8 @@ const project = (dir: string): Config => ({
 
 const config: Config = {
   projects: workspaces.map(project),
-  testTimeout: 30_000,
+  testTimeout: 60_000,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
 };
 
 export default config;

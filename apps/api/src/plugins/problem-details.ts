@@ -5,7 +5,7 @@
  */
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { HttpProblem, problemBody, type FieldError } from '../lib/problem.js';
+import { HttpProblem, type FieldError } from '../lib/problem.js';
 
 type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
 
