@@ -16,8 +16,8 @@ export interface ReceivedRequest {
   at: number;
 }
 
-/** An answer: a status, or `hang` (hold the request open until the receiver closes). */
-export type Answer = number | 'hang';
+/** An answer: a status, a status after a delay, or `hang` (hold the request until the receiver closes). */
+export type Answer = number | { status: number; afterMs: number } | 'hang';
 
 /** A running receiver. */
 export interface Receiver {
@@ -49,7 +49,10 @@ export async function startReceiver(): Promise<Receiver> {
         hanging.add(response);
         return;
       }
-      response.writeHead(answer, { 'content-type': 'text/plain' }).end(`answer ${answer}`);
+      const status = typeof answer === 'number' ? answer : answer.status;
+      const reply = () => response.writeHead(status, { 'content-type': 'text/plain' }).end(`answer ${status}`);
+      if (typeof answer === 'number') reply();
+      else setTimeout(reply, answer.afterMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

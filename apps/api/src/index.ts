@@ -1,3 +1,4 @@
 /** @webhooks/api: the Fastify app builder and its configuration, for the server, tests and tools. */
 export { buildApp, bodyLimitBytes } from './app.js';
 export { apiEnvSchema, developmentJwtSecret, loadApiConfig, type ApiConfig } from './config.js';
+export type * from './decorators.js';

@@ -5,16 +5,10 @@
  * with `WWW-Authenticate: Bearer` (RFC 6750 section 3) and a problem body, never a 500.
  */
 import fp from 'fastify-plugin';
+import type {} from '../decorators.js';
 import jwt from '@fastify/jwt';
 import { HttpProblem } from '../lib/problem.js';
 import type { ApiConfig } from '../config.js';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The authenticated account (the token's `sub`); set on every `/api/*` request. */
-    accountId: string;
-  }
-}
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {

@@ -1,12 +1,7 @@
 /** Decorates the app with `prisma`, a Prisma client on its own pool, closed with the app. */
 import fp from 'fastify-plugin';
-import { createPrismaClient, type PrismaClient } from '@webhooks/db';
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    prisma: PrismaClient;
-  }
-}
+import type {} from '../decorators.js';
+import { createPrismaClient } from '@webhooks/db';
 
 export default fp<{ databaseUrl: string }>(
   async (app, options) => {

@@ -4,23 +4,14 @@
  * `deliveryQueue` (manual redelivery). All are closed with the app.
  */
 import fp from 'fastify-plugin';
+import type {} from '../decorators.js';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   createEventPublisher,
   createProducerConnection,
   queueNames,
   type DeliveryJobData,
-  type EventPublisher,
 } from '@webhooks/shared';
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    redis: Redis;
-    publisher: EventPublisher;
-    deliveryQueue: Queue<DeliveryJobData>;
-  }
-}
 
 export default fp<{ redisUrl: string; prefix: string }>(
   async (app, options) => {

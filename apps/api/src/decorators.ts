@@ -1,0 +1,26 @@
+/**
+ * What the API's plugins add to Fastify's types: `app.prisma`, `app.redis`, `app.publisher`,
+ * `app.deliveryQueue` (plugins/prisma.ts, plugins/queues.ts) and `request.accountId`
+ * (plugins/auth.ts). Declared here, in one module that index.ts re-exports, so code building on
+ * the app (tests, tools) sees them too.
+ */
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { PrismaClient } from '@webhooks/db';
+import type { DeliveryJobData, EventPublisher } from '@webhooks/shared';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    prisma: PrismaClient;
+    redis: Redis;
+    publisher: EventPublisher;
+    deliveryQueue: Queue<DeliveryJobData>;
+  }
+  interface FastifyRequest {
+    /** The authenticated account (the token's `sub`); set on every `/api/*` request. */
+    accountId: string;
+  }
+}
+
+/** The decorators of an API app, by name. */
+export type ApiDecoratorNames = 'prisma' | 'redis' | 'publisher' | 'deliveryQueue';
