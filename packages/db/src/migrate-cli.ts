@@ -2,10 +2,11 @@
  * `pnpm db:migrate`: creates the database of DATABASE_URL if missing and applies pending migrations.
  * Exit status 0 when the database is up to date, 1 with one line on stderr otherwise.
  */
+import { defaultDatabaseUrl } from '@webhooks/shared';
 import { migrate } from './migrate.js';
 import { migrationsDir } from './paths.js';
 
-const databaseUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/webhooks';
+const databaseUrl = process.env.DATABASE_URL || defaultDatabaseUrl;
 
 try {
   const result = await migrate({ databaseUrl, migrationsDir, log: (line) => console.log(line) });

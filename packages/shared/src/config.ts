@@ -7,11 +7,14 @@
 import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import Value from 'typebox/value';
 
+/** DATABASE_URL when none is set. */
+export const defaultDatabaseUrl = 'postgresql://postgres@127.0.0.1:5432/webhooks';
+
 /** Variables both services read. */
 export const commonEnv = {
   NODE_ENV: Type.String({ default: 'development', description: 'development, test or production' }),
   DATABASE_URL: Type.String({
-    default: 'postgresql://postgres@127.0.0.1:5432/webhooks',
+    default: defaultDatabaseUrl,
     description: 'PostgreSQL connection URL; the database is created by `pnpm db:migrate` if missing',
   }),
   REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379', description: 'Redis connection URL for BullMQ' }),
