@@ -1,0 +1,188 @@
+/**
+ * The end-to-end demo (issue #5): a client application subscribes through the HTTP API, internal
+ * services publish a burst of events, and the client receives every one of them, signed and
+ * verified, with the retries of a callback that fails its first answers. Returns a summary; the
+ * caller prints it. `ok` is true only when every expected delivery arrived, verified, exactly once
+ * per route and `webhook-id`.
+ */
+import { randomBytes } from 'node:crypto';
+import { createSigner } from 'fast-jwt';
+import { createEventPublisher, eventCatalogue, type EventType } from '@webhooks/shared';
+import { developmentJwtSecret } from '@webhooks/api';
+import { startReceiver } from '../lib/receiver.js';
+import { freePort, startService, waitUntilReady, type ServiceProcess } from '../lib/services.js';
+import { percentile } from '../lib/stats.js';
+
+/** Options of {@link runDemo}. */
+export interface DemoOptions {
+  /** Events published through the shared publisher (default 1000). */
+  events?: number;
+  /** Events published through `POST /api/events` as well (default 3). */
+  apiEvents?: number;
+  /** Requests of the calls route answered 500 before it starts answering 200 (default 3). */
+  failFirst?: number;
+  /** Use running services at this URL instead of starting them (API_URL). */
+  apiUrl?: string;
+  /** Called with delivered / expected as deliveries arrive. */
+  onProgress?: (delivered: number, expected: number) => void;
+  /** Give up waiting after this many ms (default 120 s). */
+  timeoutMs?: number;
+}
+
+/** What the demo saw. */
+export interface DemoSummary {
+  ok: boolean;
+  eventsPublished: number;
+  deliveriesExpected: number;
+  deliveriesConfirmed: number;
+  /** Answers of 500 the client gave on purpose, each retried by the service. */
+  retries: number;
+  /** Deliveries the service gave up on. */
+  failures: number;
+  signatureFailures: number;
+  duplicates: number;
+  /** Publish → receipt, ms, over deliveries confirmed on their first attempt. */
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  /** The delivery log of one retried delivery, as the API returns it. */
+  retriedDeliveryLog: unknown;
+}
+
+const callTypes = eventCatalogue.calls.types;
+const messageTypes = eventCatalogue.messages.types;
+
+/** Runs the demo; services it starts are stopped before it returns. */
+export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
+  const eventCount = options.events ?? 1000;
+  const apiEventCount = options.apiEvents ?? 3;
+  const failFirst = options.failFirst ?? 3;
+  const jwtSecret = options.apiUrl ? process.env.JWT_SECRET || developmentJwtSecret : randomBytes(32).toString('hex');
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const prefix = options.apiUrl ? (process.env.QUEUE_PREFIX ?? 'webhooks') : `demo-${randomBytes(4).toString('hex')}`;
+  const services: ServiceProcess[] = [];
+  let apiUrl = options.apiUrl;
+  if (apiUrl === undefined) {
+    const port = await freePort();
+    const env = {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      JWT_SECRET: jwtSecret,
+      QUEUE_PREFIX: prefix,
+      CALLBACK_ALLOW_PRIVATE: 'true',
+      DELIVERY_BACKOFF_MS: '500',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_MINUTE: '100000',
+    };
+    services.push(startService('api', env), startService('worker', env));
+    apiUrl = `http://127.0.0.1:${port}`;
+  }
+  const publisher = createEventPublisher({ redis: redisUrl, prefix });
+  const account = `demo-${randomBytes(4).toString('hex')}`;
+  const token = createSigner({ key: jwtSecret, expiresIn: 3_600_000 })({ sub: account });
+  const api = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${apiUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+
+  const secrets = new Map<string, string>();
+  const published = new Map<string, number>();
+  const latencies: number[] = [];
+  let delivered = 0;
+  const receiver = await startReceiver({
+    secrets,
+    failFirst: new Map([['/calls', failFirst]]),
+    onReceipt: (receipt) => {
+      delivered += 1;
+      const sent = published.get(receipt.webhookId);
+      if (sent !== undefined && !receiver.retried.has(`${receipt.route} ${receipt.webhookId}`)) latencies.push(receipt.at - sent);
+      options.onProgress?.(delivered, expected);
+    },
+  });
+  let expected = 0;
+  try {
+    await waitUntilReady(apiUrl);
+    const general = await api('POST', '/api/webhooks', { callback_url: `${receiver.url}/all` });
+    const calls = await api('POST', '/api/webhooks/calls', { callback_url: `${receiver.url}/calls`, webhook_id: 'crm-calls' });
+    secrets.set('/all', general.secret).set('/calls', calls.secret);
+
+    const types: EventType[] = Array.from({ length: eventCount + apiEventCount }, (_, i) =>
+      i % 2 === 0 ? callTypes[i % callTypes.length]! : messageTypes[i % messageTypes.length]!,
+    );
+    expected = types.length + types.filter((type) => type.startsWith('call.')).length;
+    options.onProgress?.(0, expected);
+
+    await Promise.all(
+      types.slice(0, eventCount).map(async (type, i) => {
+        const at = performance.timeOrigin + performance.now();
+        const { id } = await publisher.publish({ accountId: account, type, data: demoData(type, i) });
+        published.set(id, at);
+      }),
+    );
+    for (const [i, type] of types.slice(eventCount).entries()) {
+      const at = performance.timeOrigin + performance.now();
+      const { id } = await api('POST', '/api/events', { type, data: demoData(type, eventCount + i) });
+      published.set(id, at);
+    }
+
+    const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+    while (delivered < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    // Anything arriving late would be a duplicate: give it a moment to show.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    const failed = await Promise.all(
+      [general.id, calls.id].map(async (id) => (await api('GET', `/api/webhooks/${id}/deliveries?status=failed&page_size=1`)).count as number),
+    );
+    const retriedKey = [...receiver.retried][0];
+    const retriedDeliveryLog = retriedKey ? await findDeliveryLog(api, calls.id, retriedKey.split(' ')[1]!) : null;
+    await api('DELETE', general.resource_uri);
+    await api('DELETE', calls.resource_uri);
+    const failures = failed.reduce((a, b) => a + b, 0);
+    return {
+      ok: delivered === expected && receiver.signatureFailures === 0 && receiver.duplicates === 0 && failures === 0,
+      eventsPublished: types.length,
+      deliveriesExpected: expected,
+      deliveriesConfirmed: delivered,
+      retries: receiver.failedOnPurpose,
+      failures,
+      signatureFailures: receiver.signatureFailures,
+      duplicates: receiver.duplicates,
+      latencyP50Ms: percentile(latencies, 50),
+      latencyP99Ms: percentile(latencies, 99),
+      retriedDeliveryLog,
+    };
+  } finally {
+    await publisher.close();
+    await receiver.close();
+    await Promise.all(services.map((service) => service.stop()));
+  }
+}
+
+/** Realistic content for an event of `type`. */
+function demoData(type: EventType, i: number): Record<string, unknown> {
+  if (type.startsWith('call.')) {
+    return { call_id: `call-${i}`, from: '+15550100', to: '+15550199', direction: 'inbound', duration_s: i % 600 };
+  }
+  return { message_id: `msg-${i}`, from: '+15550123', to: '+15550456', body: `Your order #${1000 + i} has shipped` };
+}
+
+/** The delivery (with its attempts) of event `eventId` to subscription `subscriptionId`. */
+async function findDeliveryLog(
+  api: (method: string, path: string) => Promise<{ results: Array<{ event_id: string; resource_uri: string }>; next: string | null }>,
+  subscriptionId: string,
+  eventId: string,
+): Promise<unknown> {
+  let path: string | null = `/api/webhooks/${subscriptionId}/deliveries?page_size=100`;
+  while (path) {
+    const page: Awaited<ReturnType<typeof api>> = await api('GET', path);
+    const found = page.results.find((delivery) => delivery.event_id === eventId);
+    if (found) return api('GET', found.resource_uri);
+    path = page.next;
+  }
+  return null;
+}

@@ -1,0 +1,108 @@
+/**
+ * A client application receiving webhooks: an HTTP server on 127.0.0.1 that verifies every
+ * delivery's Standard Webhooks signature with the `standardwebhooks` package (the same code a real
+ * client writes; the README shows it) and answers 200. For the demo and the benchmarks it also
+ * counts what arrives, can fail a route's first answers, and notes duplicates per `webhook-id`.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+
+/** One verified delivery as received. */
+export interface Receipt {
+  route: string;
+  webhookId: string;
+  /** `performance.timeOrigin + performance.now()` at arrival, in ms. */
+  at: number;
+  payload: { timestamp: string; type?: string; webhook_id?: string; data: Record<string, unknown> };
+}
+
+/** Options of {@link startReceiver}. */
+export interface ReceiverOptions {
+  /** Signing secret per route path (`/calls`), from the subscription's create response; may be filled later. */
+  secrets: Map<string, string>;
+  /** Route → how many of its first requests answer 500 (to show retries). */
+  failFirst?: Map<string, number>;
+  /** Called for each verified delivery answered 200. */
+  onReceipt?: (receipt: Receipt) => void;
+}
+
+/** A running receiver with its counters. */
+export interface ClientReceiver {
+  url: string;
+  /** Verified deliveries answered 200, first receipt per route and webhook-id. */
+  receipts: Map<string, Receipt>;
+  /** Deliveries received again after a 200 for the same route and webhook-id. */
+  duplicates: number;
+  /** Requests whose signature did not verify (answered 401). */
+  signatureFailures: number;
+  /** Requests deliberately answered 500. */
+  failedOnPurpose: number;
+  /** webhook-ids that were answered 500 at least once, per route. */
+  retried: Set<string>;
+  close(): Promise<void>;
+}
+
+/** Starts a receiver on an ephemeral port of 127.0.0.1. */
+export async function startReceiver(options: ReceiverOptions): Promise<ClientReceiver> {
+  const verifiers = new Map<string, Webhook>();
+  const verifierOf = (route: string) => {
+    const secret = options.secrets.get(route);
+    if (secret !== undefined && !verifiers.has(route)) verifiers.set(route, new Webhook(secret));
+    return verifiers.get(route);
+  };
+  const failLeft = new Map(options.failFirst ?? []);
+  const state = {
+    receipts: new Map<string, Receipt>(),
+    duplicates: 0,
+    signatureFailures: 0,
+    failedOnPurpose: 0,
+    retried: new Set<string>(),
+  };
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const at = performance.timeOrigin + performance.now();
+      const route = request.url ?? '/';
+      const body = Buffer.concat(chunks).toString('utf8');
+      const verifier = verifierOf(route);
+      let payload: Receipt['payload'];
+      try {
+        if (!verifier) throw new WebhookVerificationError('unknown route');
+        payload = verifier.verify(body, request.headers as Record<string, string>) as Receipt['payload'];
+      } catch {
+        state.signatureFailures += 1;
+        response.writeHead(401).end();
+        return;
+      }
+      const webhookId = String(request.headers['webhook-id']);
+      const key = `${route} ${webhookId}`;
+      const left = failLeft.get(route) ?? 0;
+      if (left > 0) {
+        failLeft.set(route, left - 1);
+        state.failedOnPurpose += 1;
+        state.retried.add(key);
+        response.writeHead(500).end('failing on purpose');
+        return;
+      }
+      if (state.receipts.has(key)) state.duplicates += 1;
+      else {
+        const receipt = { route, webhookId, at, payload };
+        state.receipts.set(key, receipt);
+        options.onReceipt?.(receipt);
+      }
+      response.writeHead(200).end();
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(state, {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * Starting the built API and worker as child processes for the demo and the benchmarks, exactly as
+ * they are deployed (`node apps/api/dist/server.js`, `node apps/worker/dist/main.js`), and
+ * waiting until the API is ready.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root: the nearest folder up with pnpm-workspace.yaml (this file runs from src and dist). */
+function repositoryRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(path.join(dir, 'pnpm-workspace.yaml'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('pnpm-workspace.yaml not found above scripts/lib');
+    dir = parent;
+  }
+  return dir;
+}
+
+const root = repositoryRoot();
+
+/** A running service process. */
+export interface ServiceProcess {
+  name: string;
+  child: ChildProcess;
+  /** Sends SIGTERM and resolves when the process has exited (SIGKILL after `graceMs`). */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * Starts `apps/<name>/dist/<entry>` with `env` added to this process's environment. Its output is
+ * passed through when `verbose`, kept quiet otherwise (errors still reach stderr).
+ */
+export function startService(name: 'api' | 'worker', env: Record<string, string>, verbose = false): ServiceProcess {
+  const entry = name === 'api' ? 'apps/api/dist/server.js' : 'apps/worker/dist/main.js';
+  const child = spawn(process.execPath, [entry], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', verbose ? 'inherit' : 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    name,
+    child,
+    async stop(graceMs = 15_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * Polls `<apiUrl>/readyz` until it answers 200.
+ *
+ * @throws Error after `timeoutMs` (default 30 s)
+ */
+export async function waitUntilReady(apiUrl: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if ((await fetch(`${apiUrl}/readyz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`the API at ${apiUrl} was not ready within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -1,0 +1,18 @@
+import { expect, it } from '@jest/globals';
+import { runDemo } from '../scripts/demo/run.js';
+
+it('the demo delivers every event of a small burst, verified, exactly once, with the retries shown', async () => {
+  const summary = await runDemo({ events: 50, apiEvents: 2, failFirst: 2, timeoutMs: 60_000 });
+  expect(summary).toMatchObject({
+    ok: true,
+    eventsPublished: 52,
+    deliveriesExpected: 52 + 26,
+    deliveriesConfirmed: 78,
+    retries: 2,
+    failures: 0,
+    signatureFailures: 0,
+    duplicates: 0,
+  });
+  const log = summary.retriedDeliveryLog as { attempts: Array<{ status_code: number }> };
+  expect(log.attempts.map((attempt) => attempt.status_code)).toEqual([500, 200]);
+});
