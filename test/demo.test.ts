@@ -1,8 +1,15 @@
-import { expect, it } from '@jest/globals';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { runDemo } from '../scripts/demo/run.js';
+import { createTestDatabase, type TestDatabase } from './support/database.js';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase('demo');
+});
+afterAll(() => database.drop());
 
 it('the demo delivers every event of a small burst, verified, exactly once, with the retries shown', async () => {
-  const summary = await runDemo({ events: 50, apiEvents: 2, failFirst: 2, timeoutMs: 60_000 });
+  const summary = await runDemo({ events: 50, apiEvents: 2, failFirst: 2, timeoutMs: 45_000, databaseUrl: database.url });
   expect(summary).toMatchObject({
     ok: true,
     eventsPublished: 52,

@@ -23,6 +23,8 @@ export interface DemoOptions {
   failFirst?: number;
   /** Use running services at this URL instead of starting them (API_URL). */
   apiUrl?: string;
+  /** DATABASE_URL of the services the demo starts (default: theirs, from the environment). */
+  databaseUrl?: string;
   /** Called with delivered / expected as deliveries arrive. */
   onProgress?: (delivered: number, expected: number) => void;
   /** Give up waiting after this many ms (default 120 s). */
@@ -72,6 +74,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
       DELIVERY_BACKOFF_MS: '500',
       LOG_LEVEL: 'warn',
       RATE_LIMIT_PER_MINUTE: '100000',
+      ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     };
     services.push(startService('api', env), startService('worker', env));
     apiUrl = `http://127.0.0.1:${port}`;

@@ -43,15 +43,20 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * Starts `apps/<name>/dist/<entry>` with `env` added to this process's environment. Its output is
- * passed through when `verbose`, kept quiet otherwise (errors still reach stderr).
+ * Starts `apps/<name>/dist/<entry>` with `env` added to this process's environment and `nodeArgs`
+ * before the entry (e.g. `--cpu-prof`). Its output is passed through when `verbose`, kept quiet
+ * otherwise (errors still reach stderr).
  */
-export function startService(name: 'api' | 'worker', env: Record<string, string>, verbose = false): ServiceProcess {
+export function startService(
+  name: 'api' | 'worker',
+  env: Record<string, string>,
+  options: { verbose?: boolean; nodeArgs?: string[] } = {},
+): ServiceProcess {
   const entry = name === 'api' ? 'apps/api/dist/server.js' : 'apps/worker/dist/main.js';
-  const child = spawn(process.execPath, [entry], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry], {
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: ['ignore', verbose ? 'inherit' : 'ignore', 'inherit'],
+    stdio: ['ignore', options.verbose ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {

@@ -2,3 +2,4 @@
 export { loadWorkerConfig, workerEnvSchema, type WorkerConfig } from './config.js';
 export { startWorker, userAgent, type RunningWorker } from './worker.js';
 export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
+export { createAttemptSender, type AttemptResult, type AttemptSender } from './delivery/attempt.js';

@@ -18,6 +18,7 @@ import {
 import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
 import { createDeliveryProcessor, type DeliveryJobResult } from './delivery/processor.js';
+import { createDeliveryStore } from './delivery/store.js';
 import { createFanOutProcessor } from './fan-out.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -71,7 +72,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   );
   const deliveries = new Worker<DeliveryJobData, DeliveryJobResult>(
     queueNames.deliveries,
-    createDeliveryProcessor({ prisma, sender, policy, disableAfter: config.SUBSCRIPTION_DISABLE_AFTER }),
+    createDeliveryProcessor({ store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER), sender, policy }),
     common,
   );
   events.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));

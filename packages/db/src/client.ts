@@ -3,9 +3,9 @@
  * which is what lets it run on machines that cannot download Prisma's engines.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from './generated/prisma/client.js';
+import { Prisma, PrismaClient } from './generated/prisma/client.js';
 
-export { PrismaClient };
+export { Prisma, PrismaClient };
 export type * from './generated/prisma/client.js';
 
 /** Options of {@link createPrismaClient}. */

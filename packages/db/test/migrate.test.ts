@@ -38,12 +38,12 @@ describe('db:migrate runner', () => {
     const { url } = database('fresh');
     const result = await migrate({ databaseUrl: url, migrationsDir });
     expect(result.createdDatabase).toBe(true);
-    expect(result.applied).toEqual(['20261121000000_init']);
+    expect(result.applied).toEqual(['20261121000000_init', '20261121010000_uuid_generate_v7']);
     const rows = await query<{ migration_name: string; checksum: string; finished_at: Date | null }>(
       url,
-      'SELECT migration_name, checksum, finished_at FROM _prisma_migrations',
+      'SELECT migration_name, checksum, finished_at FROM _prisma_migrations ORDER BY migration_name',
     );
-    expect(rows).toHaveLength(1);
+    expect(rows.map((row) => row.migration_name)).toEqual(result.applied);
     expect(rows[0]?.checksum).toMatch(/^[0-9a-f]{64}$/);
     expect(rows[0]?.finished_at).toBeInstanceOf(Date);
     const tables = await query<{ table_name: string }>(
@@ -55,13 +55,22 @@ describe('db:migrate runner', () => {
     );
   });
 
+  it('creates UUIDv7 ids in the database (uuid_generate_v7)', async () => {
+    const { url } = database('uuid');
+    await migrate({ databaseUrl: url, migrationsDir });
+    const [row] = await query<{ id: string; at: Date }>(url, 'SELECT uuid_generate_v7()::text AS id, now() AS at');
+    expect(row?.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const millis = parseInt(row!.id.replace(/-/g, '').slice(0, 12), 16);
+    expect(Math.abs(millis - row!.at.getTime())).toBeLessThan(60_000);
+  });
+
   it('is a no-op when run again', async () => {
     const { url } = database('rerun');
     await migrate({ databaseUrl: url, migrationsDir });
     const again = await migrate({ databaseUrl: url, migrationsDir });
     expect(again).toEqual({ createdDatabase: false, applied: [] });
     const rows = await query(url, 'SELECT 1 FROM _prisma_migrations');
-    expect(rows).toHaveLength(1);
+    expect(rows).toHaveLength(2);
   });
 
   it('refuses to run when an applied migration file was changed', async () => {
@@ -98,8 +107,8 @@ describe('db:migrate runner', () => {
       migrate({ databaseUrl: url, migrationsDir }),
       migrate({ databaseUrl: url, migrationsDir }),
     ]);
-    expect(results.map((r) => r.applied.length).sort()).toEqual([0, 1]);
+    expect(results.map((r) => r.applied.length).sort()).toEqual([0, 2]);
     const rows = await query(url, 'SELECT 1 FROM _prisma_migrations');
-    expect(rows).toHaveLength(1);
+    expect(rows).toHaveLength(2);
   });
 });

@@ -4,12 +4,11 @@
  * cancelled), sends the attempt, records it, and lets BullMQ retry by throwing while attempts remain.
  */
 import { UnrecoverableError, type Job } from 'bullmq';
-import type { PrismaClient } from '@webhooks/db';
 import type { DeliveryJobData, DeliveryPolicy } from '@webhooks/shared';
 import type { AttemptSender } from './attempt.js';
 import { decideOutcome } from './outcome.js';
-import { recordAttempt } from './record.js';
 import { buildAttemptRequest } from './request.js';
+import type { DeliveryStore } from './store.js';
 
 /** What a delivery job came to (the BullMQ return value of a completed job). */
 export type DeliveryJobResult = 'succeeded' | 'dropped' | 'cancelled' | 'not_pending';
@@ -21,12 +20,10 @@ export class DeliveryAttemptError extends Error {
 
 /** What the processor needs. */
 export interface DeliveryProcessorDeps {
-  prisma: PrismaClient;
+  store: DeliveryStore;
   sender: AttemptSender;
   /** Used when a job carries no attempts/backoff of its own. */
   policy: DeliveryPolicy;
-  /** SUBSCRIPTION_DISABLE_AFTER. */
-  disableAfter: number;
 }
 
 /** The round's policy as BullMQ will apply it: the job's own options win over the configuration. */
@@ -45,30 +42,19 @@ function jobPolicy(job: Job, fallback: DeliveryPolicy): DeliveryPolicy {
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   return async (job: Job<DeliveryJobData>): Promise<DeliveryJobResult> => {
     const { eventId, subscriptionId } = job.data;
-    const delivery = await deps.prisma.delivery.findUnique({
-      where: { eventId_subscriptionId: { eventId, subscriptionId } },
-      include: { event: true, subscription: true },
-    });
+    const delivery = await deps.store.load({ eventId, subscriptionId });
     if (delivery === null) return 'dropped';
     if (delivery.status !== 'pending') return 'not_pending';
     const { event, subscription } = delivery;
     if (subscription.status === 'disabled') {
-      await deps.prisma.delivery.update({ where: { id: delivery.id }, data: { status: 'cancelled', nextAttemptAt: null } });
+      await deps.store.cancel(delivery.id);
       return 'cancelled';
     }
 
     const { body, headers } = buildAttemptRequest(event, subscription, new Date());
     const result = await deps.sender.send(subscription.callbackUrl, body, headers);
     const outcome = decideOutcome(result, job.attemptsMade, jobPolicy(job, deps.policy));
-    await recordAttempt(deps.prisma, {
-      deliveryId: delivery.id,
-      subscriptionId,
-      attemptNumber: delivery.attemptsMade + 1,
-      result,
-      outcome,
-      consecutiveFailures: subscription.consecutiveFailures,
-      disableAfter: deps.disableAfter,
-    });
+    await deps.store.record({ delivery, result, outcome });
 
     if (outcome.kind === 'succeeded') return 'succeeded';
     const what = `${result.errorClass}: ${result.errorMessage ?? ''}`;

@@ -5,12 +5,12 @@
  * signature per live secret).
  */
 import { buildDeliveryPayload, formatPayloadTimestamp, signatureHeader } from '@webhooks/shared';
-import type { Event, Subscription } from '@webhooks/db';
+import type { LoadedDelivery } from './store.js';
 
 /** Body and headers of an attempt made at `now`. */
 export function buildAttemptRequest(
-  event: Pick<Event, 'id' | 'type' | 'data' | 'occurredAt'>,
-  subscription: Pick<Subscription, 'kind' | 'webhookId' | 'secret' | 'previousSecret' | 'previousSecretExpiresAt'>,
+  event: LoadedDelivery['event'],
+  subscription: LoadedDelivery['subscription'],
   now: Date,
 ): { body: string; headers: Record<string, string> } {
   const body = JSON.stringify(
@@ -18,7 +18,7 @@ export function buildAttemptRequest(
       {
         timestamp: formatPayloadTimestamp(event.occurredAt),
         type: event.type,
-        data: event.data as Record<string, unknown>,
+        data: event.data,
       },
       subscription,
     ),

@@ -1,0 +1,133 @@
+/**
+ * Delivery benchmarks (issue #6): end-to-end throughput, fan-out, steady-rate latency and retry
+ * load, each run on a stack of its own against a bare receiver. Throughputs are deliveries
+ * confirmed per second from the first publish to the last success recorded in the database.
+ */
+import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
+import { percentile } from '../scripts/lib/stats.js';
+import { startBareReceiver, startBenchStack, subscribe, waitForSucceeded, type BenchStack } from './harness.js';
+
+/** Progress callback: a scenario's name, units done, units expected. */
+export type Progress = (scenario: string, done: number, total: number) => void;
+
+/** Publishes `count` events of `account`, at most `inFlight` publishes at a time. */
+async function publishMany(publisher: EventPublisher, account: string, count: number, inFlight = 200): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < count) {
+        const i = next++;
+        await publisher.publish({ accountId: account, type: i % 2 ? 'call.completed' : 'message.sent', data: { n: i, note: 'bench' } });
+      }
+    }),
+  );
+}
+
+async function withStack<T>(tag: string, env: Record<string, string>, workers: number, run: (stack: BenchStack, publisher: EventPublisher) => Promise<T>): Promise<T> {
+  const stack = await startBenchStack(tag, env, workers);
+  const publisher = createEventPublisher({ redis: stack.redisUrl, prefix: stack.prefix });
+  try {
+    return await run(stack, publisher);
+  } finally {
+    await publisher.close();
+    await stack.close();
+  }
+}
+
+/** Publishes `events` events to `subscriptions` subscriptions each; deliveries confirmed per second. */
+export async function deliveryThroughput(
+  name: string,
+  events: number,
+  subscriptions: number,
+  workers: number,
+  progress: Progress,
+): Promise<{ deliveriesPerSecond: number; deliveries: number; seconds: number }> {
+  const receiver = await startBareReceiver();
+  try {
+    return await withStack(name, {}, workers, async (stack, publisher) => {
+      await subscribe(stack, 'bench', `${receiver.url}/hook`, subscriptions);
+      const expected = events * subscriptions;
+      const started = performance.timeOrigin + performance.now();
+      await publishMany(publisher, 'bench', events);
+      const finished = await waitForSucceeded(stack, expected, 600_000, (done) => progress(name, done, expected));
+      const seconds = (finished - started) / 1000;
+      return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds };
+    });
+  } finally {
+    await receiver.close();
+  }
+}
+
+/** Publishes at a steady `rate` events/s for `seconds`; publish → receipt latency percentiles in ms. */
+export async function steadyLatency(rate: number, seconds: number, progress: Progress): Promise<{ p50Ms: number; p99Ms: number; events: number }> {
+  const receiver = await startBareReceiver();
+  try {
+    return await withStack('latency', {}, 1, async (stack, publisher) => {
+      await subscribe(stack, 'bench', `${receiver.url}/hook`);
+      const sentAt = new Map<string, number>();
+      const total = rate * seconds;
+      const start = performance.now();
+      const pending: Promise<void>[] = [];
+      for (let i = 0; i < total; i++) {
+        const due = start + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+        const at = performance.timeOrigin + performance.now();
+        pending.push(
+          publisher.publish({ accountId: 'bench', type: 'call.started', data: { n: i } }).then(({ id }) => {
+            sentAt.set(id, at);
+          }),
+        );
+        if (i % rate === 0) progress('latency', i, total);
+      }
+      await Promise.all(pending);
+      await waitForSucceeded(stack, total, 120_000);
+      const latencies = [...sentAt].map(([id, at]) => (receiver.confirmed.get(id) ?? Number.NaN) - at);
+      return { p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), events: total };
+    });
+  } finally {
+    await receiver.close();
+  }
+}
+
+/**
+ * Receiver failing half the requests at random: every event must end confirmed, and no delivery
+ * may take more than DELIVERY_MAX_ATTEMPTS attempts.
+ */
+export async function retryLoad(
+  events: number,
+  progress: Progress,
+): Promise<{ deliveriesPerSecond: number; allConfirmed: boolean; maxAttemptsSeen: number; maxAttemptsAllowed: number; attempts: number }> {
+  const maxAttempts = 8;
+  const receiver = await startBareReceiver(() => (Math.random() < 0.5 ? 500 : 200));
+  try {
+    return await withStack('retry', { DELIVERY_BACKOFF_MS: '50', DELIVERY_MAX_ATTEMPTS: String(maxAttempts) }, 1, async (stack, publisher) => {
+      await subscribe(stack, 'bench', `${receiver.url}/hook`);
+      const started = performance.timeOrigin + performance.now();
+      await publishMany(publisher, 'bench', events);
+      // 0.5^8: about one delivery in 256 fails every attempt, so wait for the outcome of each, not for successes.
+      const deadline = Date.now() + 300_000;
+      let settled = 0;
+      while (Date.now() < deadline) {
+        settled = await stack.prisma.delivery.count({ where: { status: { in: ['succeeded', 'failed'] } } });
+        progress('retry', settled, events);
+        if (settled >= events) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const seconds = (performance.timeOrigin + performance.now() - started) / 1000;
+      const succeeded = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
+      const max = await stack.prisma.delivery.aggregate({ _max: { attemptsMade: true } });
+      const attempts = await stack.prisma.deliveryAttempt.count();
+      const failed = await stack.prisma.delivery.count({ where: { status: 'failed' } });
+      return {
+        deliveriesPerSecond: succeeded / seconds,
+        allConfirmed: succeeded + failed === events && failed === 0,
+        maxAttemptsSeen: max._max.attemptsMade ?? 0,
+        maxAttemptsAllowed: maxAttempts,
+        attempts,
+      };
+    });
+  } finally {
+    await receiver.close();
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * What every benchmark scenario shares: a stack of its own (database, queue prefix, API and worker
+ * processes started from the built code, a bare `node:http` receiver answering 200), and the
+ * transport baseline (the worker's own HTTP client posting straight to the receiver).
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { createSigner } from 'fast-jwt';
+import { createPrismaClient, migrate, migrationsDir, type PrismaClient } from '@webhooks/db';
+import { createAttemptSender, userAgent } from '@webhooks/worker';
+import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
+
+/** A receiver that answers every POST; `answer` picks the status (default 200). */
+export interface BareReceiver {
+  url: string;
+  /** Requests answered 200, with arrival time (ms since epoch, sub-ms) per `webhook-id`. */
+  confirmed: Map<string, number>;
+  requests: number;
+  close(): Promise<void>;
+}
+
+/** Starts a bare receiver; `answer()` decides each status (default always 200). */
+export async function startBareReceiver(answer: () => number = () => 200): Promise<BareReceiver> {
+  const state = { confirmed: new Map<string, number>(), requests: 0 };
+  const server: Server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      state.requests += 1;
+      const status = answer();
+      if (status === 200) {
+        const id = request.headers['webhook-id'];
+        if (typeof id === 'string' && !state.confirmed.has(id)) state.confirmed.set(id, performance.timeOrigin + performance.now());
+      }
+      response.writeHead(status).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return Object.assign(state, {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  });
+}
+
+/** A benchmark stack: its own database and prefix, API and worker processes. */
+export interface BenchStack {
+  apiUrl: string;
+  databaseUrl: string;
+  prefix: string;
+  redisUrl: string;
+  prisma: PrismaClient;
+  jwtSecret: string;
+  api: ServiceProcess;
+  workers: ServiceProcess[];
+  token(account: string): string;
+  close(): Promise<void>;
+}
+
+const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+
+/** Starts a stack; `env` is added to both services' environment. */
+export async function startBenchStack(tag: string, env: Record<string, string> = {}, workerCount = 1): Promise<BenchStack> {
+  const name = `wh_bench_${tag}_${randomBytes(3).toString('hex')}`;
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const databaseUrl = url.toString();
+  await migrate({ databaseUrl, migrationsDir });
+  const prefix = `wh-bench-${tag}-${randomBytes(3).toString('hex')}`;
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const jwtSecret = randomBytes(32).toString('hex');
+  const port = await freePort();
+  const serviceEnv = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: prefix,
+    JWT_SECRET: jwtSecret,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    CALLBACK_ALLOW_PRIVATE: 'true',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    ...env,
+  };
+  const api = startService('api', serviceEnv);
+  // BENCH_WORKER_NODE_ARGS="--cpu-prof --cpu-prof-dir=bench/results" profiles the workers.
+  const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean);
+  const workers = Array.from({ length: workerCount }, () => startService('worker', serviceEnv, { nodeArgs }));
+  const apiUrl = `http://127.0.0.1:${port}`;
+  await waitUntilReady(apiUrl);
+  const prisma = createPrismaClient({ databaseUrl, poolSize: 2 });
+  const sign = createSigner({ key: jwtSecret, expiresIn: 3_600_000 });
+  return {
+    apiUrl,
+    databaseUrl,
+    prefix,
+    redisUrl,
+    prisma,
+    jwtSecret,
+    api,
+    workers,
+    token: (account) => sign({ sub: account }),
+    async close() {
+      await Promise.all([api.stop(), ...workers.map((worker) => worker.stop())]);
+      await prisma.$disconnect();
+      const admin = new pg.Client({ connectionString: serverUrl });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+      await admin.end();
+      const redis = new Redis(redisUrl);
+      const keys = await redis.keys(`${prefix}:*`);
+      for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));
+      redis.disconnect();
+    },
+  };
+}
+
+/** Creates `count` subscriptions of `account` on `callbackUrl` through the API; returns their ids. */
+export async function subscribe(stack: BenchStack, account: string, callbackUrl: string, count = 1): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const response = await fetch(`${stack.apiUrl}/api/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.token(account)}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ callback_url: callbackUrl, webhook_id: `bench-${i}` }),
+    });
+    if (response.status !== 201) throw new Error(`subscribe answered ${response.status}`);
+    ids.push(((await response.json()) as { id: string }).id);
+  }
+  return ids;
+}
+
+/**
+ * The transport baseline: `count` POSTs of a delivery-sized body, `concurrency` at a time, with
+ * the worker's own HTTP client (same got instance settings and keep-alive agent), straight to the
+ * receiver: no queue, no database. Returns requests per second.
+ */
+export async function transportBaseline(count: number, concurrency: number): Promise<number> {
+  const receiver = await startBareReceiver();
+  const sender = createAttemptSender({ timeoutMs: 10_000, allowPrivate: true, maxSockets: concurrency, userAgent });
+  const body = JSON.stringify({ timestamp: '2026-11-21T10:15:30.123', type: 'call.completed', webhook_id: 'bench-0', data: { call_id: 'c', n: 1 } });
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const id = `baseline-${next++}`;
+        await sender.send(`${receiver.url}/hook`, body, { 'content-type': 'application/json', 'webhook-id': id });
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  sender.close();
+  await receiver.close();
+  return count / seconds;
+}
+
+/**
+ * Waits until `expected` deliveries of the stack are recorded as succeeded (polling the database
+ * every 100 ms) and returns the time of the last poll that saw them all, ms since epoch.
+ *
+ * @throws Error after `timeoutMs`
+ */
+export async function waitForSucceeded(stack: BenchStack, expected: number, timeoutMs: number, onProgress?: (done: number) => void): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const done = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
+    onProgress?.(done);
+    if (done >= expected) return performance.timeOrigin + performance.now();
+    if (Date.now() > deadline) throw new Error(`only ${done} of ${expected} deliveries succeeded within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
