@@ -42,17 +42,24 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Entry points of the built services, relative to the repository root. */
+export const entries = {
+  api: 'apps/api/dist/server.js',
+  worker: 'apps/worker/dist/main.js',
+  baseline: 'dist/bench/baseline-server.js',
+} as const;
+
 /**
- * Starts `apps/<name>/dist/<entry>` with `env` added to this process's environment and `nodeArgs`
+ * Starts the built service `name` with `env` added to this process's environment and `nodeArgs`
  * before the entry (e.g. `--cpu-prof`). Its output is passed through when `verbose`, kept quiet
  * otherwise (errors still reach stderr).
  */
 export function startService(
-  name: 'api' | 'worker',
+  name: keyof typeof entries,
   env: Record<string, string>,
   options: { verbose?: boolean; nodeArgs?: string[] } = {},
 ): ServiceProcess {
-  const entry = name === 'api' ? 'apps/api/dist/server.js' : 'apps/worker/dist/main.js';
+  const entry = entries[name];
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry], {
     cwd: root,
     env: { ...process.env, ...env },

@@ -1,0 +1,51 @@
+/**
+ * API benchmarks (issue #6), autocannon at 50 connections against the API process and, in the same
+ * run with the same settings, a baseline process (bench/baseline-server.ts).
+ */
+import autocannon from 'autocannon';
+import { freePort, startService, waitUntilReady } from '../scripts/lib/services.js';
+import { startBenchStack, subscribe } from './harness.js';
+
+/** Requests per second of one autocannon run; refuses a run with errors, timeouts or non-2xx answers. */
+async function load(url: string, seconds: number, options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }): Promise<number> {
+  const result = await autocannon({ url, connections: 50, duration: seconds, method: options.method ?? 'GET', headers: options.headers, body: options.body });
+  if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
+    throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
+  }
+  return result.requests.average;
+}
+
+/** Ingest (`POST /api/events`) and authenticated reads (`GET /api/webhooks/{id}`), each with its baseline. */
+export async function apiThroughput(seconds: number, progress: (step: string) => void) {
+  const stack = await startBenchStack('api', { LOG_LEVEL: 'error' }, 0);
+  const port = await freePort();
+  const baseline = startService('baseline', { PORT: String(port), JWT_SECRET: stack.jwtSecret, DATABASE_URL: stack.databaseUrl });
+  try {
+    const baselineUrl = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      if (await fetch(`${baselineUrl}/baseline/events`, { method: 'POST' }).then((r) => r.ok, () => false)) break;
+      if (i > 300) throw new Error('baseline server did not start');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await waitUntilReady(stack.apiUrl);
+    const [id] = await subscribe(stack, 'bench', 'https://client.example/hook');
+    const headers = { authorization: `Bearer ${stack.token('bench')}`, 'content-type': 'application/json' };
+    const body = JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } });
+
+    progress('ingest baseline');
+    const ingestBaseline = await load(`${baselineUrl}/baseline/events`, seconds, { method: 'POST', headers, body });
+    progress('ingest');
+    const ingest = await load(`${stack.apiUrl}/api/events`, seconds, { method: 'POST', headers, body });
+    progress('read baseline');
+    const readBaseline = await load(`${baselineUrl}/baseline/webhooks/${id}`, seconds, { headers });
+    progress('read');
+    const read = await load(`${stack.apiUrl}/api/webhooks/${id}`, seconds, { headers });
+    return {
+      ingest: { requestsPerSecond: ingest, baseline: ingestBaseline, ratio: ingest / ingestBaseline },
+      read: { requestsPerSecond: read, baseline: readBaseline, ratio: read / readBaseline },
+    };
+  } finally {
+    await baseline.stop();
+    await stack.close();
+  }
+}
