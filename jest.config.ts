@@ -32,17 +32,15 @@ const project = (dir: string): Config => ({
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
-    '^.+\\.ts$': [
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } }],
+    [`${requiredEsm}.+\\.js$`]: [
       '@swc/jest',
-      { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } },
+      { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' } },
     ],
-    [`${requiredEsm}.+\\.js$`]: ['@swc/jest', { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' } }],
   },
   transformIgnorePatterns: [`^(?!.*${requiredEsm}).*/node_modules/`],
   moduleNameMapper: {
-    ...Object.fromEntries(
-      Object.entries(sources).map(([name, file]) => [`^${name}$`, join(root, file)]),
-    ),
+    ...Object.fromEntries(Object.entries(sources).map(([name, file]) => [`^${name}$`, join(root, file)])),
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
 });

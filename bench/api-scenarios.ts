@@ -7,10 +7,23 @@ import { freePort, startService, waitUntilReady } from '../scripts/lib/services.
 import { startBenchStack, subscribe } from './harness.js';
 
 /** Requests per second of one autocannon run; refuses a run with errors, timeouts or non-2xx answers. */
-async function load(url: string, seconds: number, options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string }): Promise<number> {
-  const result = await autocannon({ url, connections: 50, duration: seconds, method: options.method ?? 'GET', headers: options.headers, body: options.body });
+async function load(
+  url: string,
+  seconds: number,
+  options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string },
+): Promise<number> {
+  const result = await autocannon({
+    url,
+    connections: 50,
+    duration: seconds,
+    method: options.method ?? 'GET',
+    headers: options.headers,
+    body: options.body,
+  });
   if (result.errors > 0 || result.timeouts > 0 || result.non2xx > 0) {
-    throw new Error(`${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`);
+    throw new Error(
+      `${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`,
+    );
   }
   return result.requests.average;
 }
@@ -19,11 +32,21 @@ async function load(url: string, seconds: number, options: { method?: 'GET' | 'P
 export async function apiThroughput(seconds: number, progress: (step: string) => void) {
   const stack = await startBenchStack('api', { LOG_LEVEL: 'error' }, 0);
   const port = await freePort();
-  const baseline = startService('baseline', { PORT: String(port), JWT_SECRET: stack.jwtSecret, DATABASE_URL: stack.databaseUrl });
+  const baseline = startService('baseline', {
+    PORT: String(port),
+    JWT_SECRET: stack.jwtSecret,
+    DATABASE_URL: stack.databaseUrl,
+  });
   try {
     const baselineUrl = `http://127.0.0.1:${port}`;
     for (let i = 0; ; i++) {
-      if (await fetch(`${baselineUrl}/baseline/events`, { method: 'POST' }).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${baselineUrl}/baseline/events`, { method: 'POST' }).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (i > 300) throw new Error('baseline server did not start');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -33,7 +56,11 @@ export async function apiThroughput(seconds: number, progress: (step: string) =>
     const body = JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } });
 
     progress('ingest baseline');
-    const ingestBaseline = await load(`${baselineUrl}/baseline/events`, seconds, { method: 'POST', headers, body });
+    const ingestBaseline = await load(`${baselineUrl}/baseline/events`, seconds, {
+      method: 'POST',
+      headers,
+      body,
+    });
     progress('ingest');
     const ingest = await load(`${stack.apiUrl}/api/events`, seconds, { method: 'POST', headers, body });
     progress('read baseline');

@@ -36,5 +36,12 @@ app.get<{ Params: { id: string } }>('/baseline/webhooks/:id', async (request, re
   };
 });
 
-process.on('SIGTERM', () => void app.close().then(() => pool.end()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void app
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0)),
+);
 await app.listen({ host: '127.0.0.1', port });

@@ -5,25 +5,45 @@
  */
 import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
 import { percentile } from '../scripts/lib/stats.js';
-import { startBareReceiver, startBenchStack, subscribe, waitForSucceeded, type BenchStack } from './harness.js';
+import {
+  startBareReceiver,
+  startBenchStack,
+  subscribe,
+  waitForSucceeded,
+  type BenchStack,
+} from './harness.js';
 
 /** Progress callback: a scenario's name, units done, units expected. */
 export type Progress = (scenario: string, done: number, total: number) => void;
 
 /** Publishes `count` events of `account`, at most `inFlight` publishes at a time. */
-async function publishMany(publisher: EventPublisher, account: string, count: number, inFlight = 200): Promise<void> {
+async function publishMany(
+  publisher: EventPublisher,
+  account: string,
+  count: number,
+  inFlight = 200,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
       while (next < count) {
         const i = next++;
-        await publisher.publish({ accountId: account, type: i % 2 ? 'call.completed' : 'message.sent', data: { n: i, note: 'bench' } });
+        await publisher.publish({
+          accountId: account,
+          type: i % 2 ? 'call.completed' : 'message.sent',
+          data: { n: i, note: 'bench' },
+        });
       }
     }),
   );
 }
 
-async function withStack<T>(tag: string, env: Record<string, string>, workers: number, run: (stack: BenchStack, publisher: EventPublisher) => Promise<T>): Promise<T> {
+async function withStack<T>(
+  tag: string,
+  env: Record<string, string>,
+  workers: number,
+  run: (stack: BenchStack, publisher: EventPublisher) => Promise<T>,
+): Promise<T> {
   const stack = await startBenchStack(tag, env, workers);
   const publisher = createEventPublisher({ redis: stack.redisUrl, prefix: stack.prefix });
   try {
@@ -49,7 +69,9 @@ export async function deliveryThroughput(
       const expected = events * subscriptions;
       const started = performance.timeOrigin + performance.now();
       await publishMany(publisher, 'bench', events);
-      const finished = await waitForSucceeded(stack, expected, 600_000, (done) => progress(name, done, expected));
+      const finished = await waitForSucceeded(stack, expected, 600_000, (done) =>
+        progress(name, done, expected),
+      );
       const seconds = (finished - started) / 1000;
       return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds };
     });
@@ -59,7 +81,11 @@ export async function deliveryThroughput(
 }
 
 /** Publishes at a steady `rate` events/s for `seconds`; publish → receipt latency percentiles in ms. */
-export async function steadyLatency(rate: number, seconds: number, progress: Progress): Promise<{ p50Ms: number; p99Ms: number; events: number }> {
+export async function steadyLatency(
+  rate: number,
+  seconds: number,
+  progress: Progress,
+): Promise<{ p50Ms: number; p99Ms: number; events: number }> {
   const receiver = await startBareReceiver();
   try {
     return await withStack('latency', {}, 1, async (stack, publisher) => {
@@ -97,36 +123,47 @@ export async function steadyLatency(rate: number, seconds: number, progress: Pro
 export async function retryLoad(
   events: number,
   progress: Progress,
-): Promise<{ deliveriesPerSecond: number; allConfirmed: boolean; maxAttemptsSeen: number; maxAttemptsAllowed: number; attempts: number }> {
+): Promise<{
+  deliveriesPerSecond: number;
+  allConfirmed: boolean;
+  maxAttemptsSeen: number;
+  maxAttemptsAllowed: number;
+  attempts: number;
+}> {
   const maxAttempts = 8;
   const receiver = await startBareReceiver(() => (Math.random() < 0.5 ? 500 : 200));
   try {
-    return await withStack('retry', { DELIVERY_BACKOFF_MS: '50', DELIVERY_MAX_ATTEMPTS: String(maxAttempts) }, 1, async (stack, publisher) => {
-      await subscribe(stack, 'bench', `${receiver.url}/hook`);
-      const started = performance.timeOrigin + performance.now();
-      await publishMany(publisher, 'bench', events);
-      // 0.5^8: about one delivery in 256 fails every attempt, so wait for the outcome of each, not for successes.
-      const deadline = Date.now() + 300_000;
-      let settled = 0;
-      while (Date.now() < deadline) {
-        settled = await stack.prisma.delivery.count({ where: { status: { in: ['succeeded', 'failed'] } } });
-        progress('retry', settled, events);
-        if (settled >= events) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      const seconds = (performance.timeOrigin + performance.now() - started) / 1000;
-      const succeeded = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
-      const max = await stack.prisma.delivery.aggregate({ _max: { attemptsMade: true } });
-      const attempts = await stack.prisma.deliveryAttempt.count();
-      const failed = await stack.prisma.delivery.count({ where: { status: 'failed' } });
-      return {
-        deliveriesPerSecond: succeeded / seconds,
-        allConfirmed: succeeded + failed === events && failed === 0,
-        maxAttemptsSeen: max._max.attemptsMade ?? 0,
-        maxAttemptsAllowed: maxAttempts,
-        attempts,
-      };
-    });
+    return await withStack(
+      'retry',
+      { DELIVERY_BACKOFF_MS: '50', DELIVERY_MAX_ATTEMPTS: String(maxAttempts) },
+      1,
+      async (stack, publisher) => {
+        await subscribe(stack, 'bench', `${receiver.url}/hook`);
+        const started = performance.timeOrigin + performance.now();
+        await publishMany(publisher, 'bench', events);
+        // 0.5^8: about one delivery in 256 fails every attempt, so wait for the outcome of each, not for successes.
+        const deadline = Date.now() + 300_000;
+        let settled = 0;
+        while (Date.now() < deadline) {
+          settled = await stack.prisma.delivery.count({ where: { status: { in: ['succeeded', 'failed'] } } });
+          progress('retry', settled, events);
+          if (settled >= events) break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        const seconds = (performance.timeOrigin + performance.now() - started) / 1000;
+        const succeeded = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
+        const max = await stack.prisma.delivery.aggregate({ _max: { attemptsMade: true } });
+        const attempts = await stack.prisma.deliveryAttempt.count();
+        const failed = await stack.prisma.delivery.count({ where: { status: 'failed' } });
+        return {
+          deliveriesPerSecond: succeeded / seconds,
+          allConfirmed: succeeded + failed === events && failed === 0,
+          maxAttemptsSeen: max._max.attemptsMade ?? 0,
+          maxAttemptsAllowed: maxAttempts,
+          attempts,
+        };
+      },
+    );
   } finally {
     await receiver.close();
   }

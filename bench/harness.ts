@@ -32,7 +32,8 @@ export async function startBareReceiver(answer: () => number = () => 200): Promi
       const status = answer();
       if (status === 200) {
         const id = request.headers['webhook-id'];
-        if (typeof id === 'string' && !state.confirmed.has(id)) state.confirmed.set(id, performance.timeOrigin + performance.now());
+        if (typeof id === 'string' && !state.confirmed.has(id))
+          state.confirmed.set(id, performance.timeOrigin + performance.now());
       }
       response.writeHead(status).end();
     });
@@ -66,7 +67,11 @@ export interface BenchStack {
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 
 /** Starts a stack; `env` is added to both services' environment. */
-export async function startBenchStack(tag: string, env: Record<string, string> = {}, workerCount = 1): Promise<BenchStack> {
+export async function startBenchStack(
+  tag: string,
+  env: Record<string, string> = {},
+  workerCount = 1,
+): Promise<BenchStack> {
   const name = `wh_bench_${tag}_${randomBytes(3).toString('hex')}`;
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
@@ -122,7 +127,12 @@ export async function startBenchStack(tag: string, env: Record<string, string> =
 }
 
 /** Creates `count` subscriptions of `account` on `callbackUrl` through the API; returns their ids. */
-export async function subscribe(stack: BenchStack, account: string, callbackUrl: string, count = 1): Promise<string[]> {
+export async function subscribe(
+  stack: BenchStack,
+  account: string,
+  callbackUrl: string,
+  count = 1,
+): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const response = await fetch(`${stack.apiUrl}/api/webhooks`, {
@@ -143,15 +153,28 @@ export async function subscribe(stack: BenchStack, account: string, callbackUrl:
  */
 export async function transportBaseline(count: number, concurrency: number): Promise<number> {
   const receiver = await startBareReceiver();
-  const sender = createAttemptSender({ timeoutMs: 10_000, allowPrivate: true, maxSockets: concurrency, userAgent });
-  const body = JSON.stringify({ timestamp: '2026-11-21T10:15:30.123', type: 'call.completed', webhook_id: 'bench-0', data: { call_id: 'c', n: 1 } });
+  const sender = createAttemptSender({
+    timeoutMs: 10_000,
+    allowPrivate: true,
+    maxSockets: concurrency,
+    userAgent,
+  });
+  const body = JSON.stringify({
+    timestamp: '2026-11-21T10:15:30.123',
+    type: 'call.completed',
+    webhook_id: 'bench-0',
+    data: { call_id: 'c', n: 1 },
+  });
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < count) {
         const id = `baseline-${next++}`;
-        await sender.send(`${receiver.url}/hook`, body, { 'content-type': 'application/json', 'webhook-id': id });
+        await sender.send(`${receiver.url}/hook`, body, {
+          'content-type': 'application/json',
+          'webhook-id': id,
+        });
       }
     }),
   );
@@ -167,13 +190,19 @@ export async function transportBaseline(count: number, concurrency: number): Pro
  *
  * @throws Error after `timeoutMs`
  */
-export async function waitForSucceeded(stack: BenchStack, expected: number, timeoutMs: number, onProgress?: (done: number) => void): Promise<number> {
+export async function waitForSucceeded(
+  stack: BenchStack,
+  expected: number,
+  timeoutMs: number,
+  onProgress?: (done: number) => void,
+): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const done = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
     onProgress?.(done);
     if (done >= expected) return performance.timeOrigin + performance.now();
-    if (Date.now() > deadline) throw new Error(`only ${done} of ${expected} deliveries succeeded within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`only ${done} of ${expected} deliveries succeeded within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

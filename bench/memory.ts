@@ -21,7 +21,8 @@ export async function workerMemory(events: number, progress: (done: number, tota
   const publisher = createEventPublisher({ redis: stack.redisUrl, prefix: stack.prefix });
   try {
     await subscribe(stack, 'bench', `${receiver.url}/hook`, 100);
-    for (let i = 0; i < events; i++) await publisher.publish({ accountId: 'bench', type: 'message.sent', data: { i } });
+    for (let i = 0; i < events; i++)
+      await publisher.publish({ accountId: 'bench', type: 'message.sent', data: { i } });
     const { startService } = await import('../scripts/lib/services.js');
     const env = {
       DATABASE_URL: stack.databaseUrl,
@@ -37,7 +38,10 @@ export async function workerMemory(events: number, progress: (done: number, tota
     const samples: Array<{ done: number; rss: number }> = [];
     let done = 0;
     const sampler = setInterval(() => {
-      rssMiB(pid).then((rss) => samples.push({ done, rss }), () => undefined);
+      rssMiB(pid).then(
+        (rss) => samples.push({ done, rss }),
+        () => undefined,
+      );
     }, 200);
     await waitForSucceeded(stack, total, 900_000, (count) => {
       done = count;

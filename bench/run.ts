@@ -16,9 +16,19 @@ const { values } = parseArgs({ options: { quick: { type: 'boolean', default: fal
 const quick = values.quick;
 const size = quick
   ? { e2e: 2_000, fanOutEvents: 20, latencySeconds: 10, retryEvents: 500, apiSeconds: 3, memoryEvents: 100 }
-  : { e2e: 20_000, fanOutEvents: 200, latencySeconds: 30, retryEvents: 5_000, apiSeconds: 10, memoryEvents: 1_000 };
+  : {
+      e2e: 20_000,
+      fanOutEvents: 200,
+      latencySeconds: 30,
+      retryEvents: 5_000,
+      apiSeconds: 10,
+      memoryEvents: 1_000,
+    };
 
-const bar = new SingleBar({ format: '{scenario} |{bar}| {value}/{total}', hideCursor: true }, Presets.shades_classic);
+const bar = new SingleBar(
+  { format: '{scenario} |{bar}| {value}/{total}', hideCursor: true },
+  Presets.shades_classic,
+);
 let current = '';
 const progress = (scenario: string, done: number, total: number) => {
   if (scenario !== current) {
@@ -41,13 +51,61 @@ const memory = await workerMemory(size.memoryEvents, (done, total) => progress('
 bar.stop();
 
 const rows: Array<[string, string, string, string, string]> = [
-  ['end-to-end delivery', `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s (${e2e.deliveries})`, `${transport.toFixed(0)} POST/s (got, 50 in flight)`, `${(e2e.deliveriesPerSecond / transport).toFixed(2)}`, verdict(e2e.deliveriesPerSecond / transport >= 0.5, '≥ 0.50')],
-  ['fan-out 1 → 100', `${fanOut.deliveriesPerSecond.toFixed(0)} deliveries/s (${fanOut.deliveries})`, `${transport.toFixed(0)} POST/s`, `${(fanOut.deliveriesPerSecond / transport).toFixed(2)}`, verdict(fanOut.deliveriesPerSecond / transport >= 0.5, '≥ 0.50')],
-  ['latency at 200 events/s', `p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms`, '—', '—', verdict(latency.p50Ms <= 15 && latency.p99Ms <= 100, 'p50 ≤ 15, p99 ≤ 100 ms')],
-  ['retry load (50% fail)', `${retry.deliveriesPerSecond.toFixed(0)} deliveries/s, max ${retry.maxAttemptsSeen} attempts`, '—', '—', verdict(retry.allConfirmed && retry.maxAttemptsSeen <= retry.maxAttemptsAllowed, `all confirmed, ≤ ${retry.maxAttemptsAllowed} attempts`)],
-  ['POST /api/events ingest', `${api.ingest.requestsPerSecond.toFixed(0)} req/s`, `${api.ingest.baseline.toFixed(0)} req/s (bare route)`, api.ingest.ratio.toFixed(2), verdict(api.ingest.ratio >= 0.4, '≥ 0.40')],
-  ['GET /api/webhooks/{id}', `${api.read.requestsPerSecond.toFixed(0)} req/s`, `${api.read.baseline.toFixed(0)} req/s (pg route)`, api.read.ratio.toFixed(2), verdict(api.read.ratio >= 0.7, '≥ 0.70')],
-  ['worker memory', `peak ${memory.peakMiB.toFixed(0)} MiB; by quarter ${memory.rssMiBAtQuarters.map((m) => m.toFixed(0)).join(' / ')} MiB (${memory.deliveries} deliveries)`, '—', '—', verdict(memory.peakMiB < 300 && (memory.rssMiBAtQuarters[3] ?? 0) <= (memory.rssMiBAtQuarters[0] ?? 0) * 1.25, '< 300 MiB and flat')],
+  [
+    'end-to-end delivery',
+    `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s (${e2e.deliveries})`,
+    `${transport.toFixed(0)} POST/s (got, 50 in flight)`,
+    `${(e2e.deliveriesPerSecond / transport).toFixed(2)}`,
+    verdict(e2e.deliveriesPerSecond / transport >= 0.5, '≥ 0.50'),
+  ],
+  [
+    'fan-out 1 → 100',
+    `${fanOut.deliveriesPerSecond.toFixed(0)} deliveries/s (${fanOut.deliveries})`,
+    `${transport.toFixed(0)} POST/s`,
+    `${(fanOut.deliveriesPerSecond / transport).toFixed(2)}`,
+    verdict(fanOut.deliveriesPerSecond / transport >= 0.5, '≥ 0.50'),
+  ],
+  [
+    'latency at 200 events/s',
+    `p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms`,
+    '—',
+    '—',
+    verdict(latency.p50Ms <= 15 && latency.p99Ms <= 100, 'p50 ≤ 15, p99 ≤ 100 ms'),
+  ],
+  [
+    'retry load (50% fail)',
+    `${retry.deliveriesPerSecond.toFixed(0)} deliveries/s, max ${retry.maxAttemptsSeen} attempts`,
+    '—',
+    '—',
+    verdict(
+      retry.allConfirmed && retry.maxAttemptsSeen <= retry.maxAttemptsAllowed,
+      `all confirmed, ≤ ${retry.maxAttemptsAllowed} attempts`,
+    ),
+  ],
+  [
+    'POST /api/events ingest',
+    `${api.ingest.requestsPerSecond.toFixed(0)} req/s`,
+    `${api.ingest.baseline.toFixed(0)} req/s (bare route)`,
+    api.ingest.ratio.toFixed(2),
+    verdict(api.ingest.ratio >= 0.4, '≥ 0.40'),
+  ],
+  [
+    'GET /api/webhooks/{id}',
+    `${api.read.requestsPerSecond.toFixed(0)} req/s`,
+    `${api.read.baseline.toFixed(0)} req/s (pg route)`,
+    api.read.ratio.toFixed(2),
+    verdict(api.read.ratio >= 0.7, '≥ 0.70'),
+  ],
+  [
+    'worker memory',
+    `peak ${memory.peakMiB.toFixed(0)} MiB; by quarter ${memory.rssMiBAtQuarters.map((m) => m.toFixed(0)).join(' / ')} MiB (${memory.deliveries} deliveries)`,
+    '—',
+    '—',
+    verdict(
+      memory.peakMiB < 300 && (memory.rssMiBAtQuarters[3] ?? 0) <= (memory.rssMiBAtQuarters[0] ?? 0) * 1.25,
+      '< 300 MiB and flat',
+    ),
+  ],
 ];
 const table = [
   `| scenario | figure | baseline (same run) | ratio | target |`,
@@ -63,7 +121,10 @@ await mkdir(resultsDir, { recursive: true });
 const base = new URL(`${date}${quick ? '-quick' : ''}`, resultsDir);
 const results = { date, quick, machine, size, transport, e2e, fanOut, latency, retry, api, memory };
 await writeFile(`${base.pathname}.json`, `${JSON.stringify(results, null, 2)}\n`);
-await writeFile(`${base.pathname}.md`, `# Benchmark ${date}${quick ? ' (quick)' : ''}\n\n${machine}\n\n${table}\n`);
+await writeFile(
+  `${base.pathname}.md`,
+  `# Benchmark ${date}${quick ? ' (quick)' : ''}\n\n${machine}\n\n${table}\n`,
+);
 console.log(`\n${machine}\n\n${table}\n\nwritten: ${base.pathname}.json and .md`);
 process.exit(0);
 

@@ -3,7 +3,12 @@
 import net from 'node:net';
 
 const services = [
-  ['PostgreSQL', 'DATABASE_URL', process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/webhooks', 5432],
+  [
+    'PostgreSQL',
+    'DATABASE_URL',
+    process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/webhooks',
+    5432,
+  ],
   ['Redis', 'REDIS_URL', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', 6379],
 ];
 
@@ -25,7 +30,8 @@ for (const [name, variable, url, defaultPort] of services) {
     ok = false;
     console.error(
       `${name} is not reachable at ${where} (${variable}). Start it, for example with ` +
-        '`docker compose -f docker/compose.yaml up -d postgres redis`, or set ' + `${variable}, then run the command again.`,
+        '`docker compose -f docker/compose.yaml up -d postgres redis`, or set ' +
+        `${variable}, then run the command again.`,
     );
   }
 }

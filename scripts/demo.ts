@@ -16,7 +16,10 @@ if (!Number.isInteger(events) || events < 1) {
   process.exit(2);
 }
 
-const bar = new SingleBar({ format: 'delivering |{bar}| {value}/{total} deliveries', hideCursor: true }, Presets.shades_classic);
+const bar = new SingleBar(
+  { format: 'delivering |{bar}| {value}/{total} deliveries', hideCursor: true },
+  Presets.shades_classic,
+);
 let started = false;
 const summary = await runDemo({
   events,
@@ -46,5 +49,7 @@ table.push(
 console.log(table.toString());
 console.log('Delivery log of one retried delivery (GET /api/webhooks/{id}/deliveries/{delivery_id}):');
 console.log(JSON.stringify(summary.retriedDeliveryLog, null, 2));
-console.log(summary.ok ? 'OK: every delivery arrived, verified, exactly once.' : 'FAILED: see the table above.');
+console.log(
+  summary.ok ? 'OK: every delivery arrived, verified, exactly once.' : 'FAILED: see the table above.',
+);
 process.exit(summary.ok ? 0 : 1);

@@ -5,7 +5,12 @@ import { spawnSync } from 'node:child_process';
 
 const result = spawnSync('prisma', ['generate'], {
   stdio: 'inherit',
-  env: { PRISMA_SCHEMA_ENGINE_BINARY: process.execPath, PRISMA_HIDE_UPDATE_MESSAGE: '1', CHECKPOINT_DISABLE: '1', ...process.env },
+  env: {
+    PRISMA_SCHEMA_ENGINE_BINARY: process.execPath,
+    PRISMA_HIDE_UPDATE_MESSAGE: '1',
+    CHECKPOINT_DISABLE: '1',
+    ...process.env,
+  },
   shell: process.platform === 'win32',
 });
 process.exit(result.status ?? 1);

@@ -9,7 +9,13 @@ beforeAll(async () => {
 afterAll(() => database.drop());
 
 it('the demo delivers every event of a small burst, verified, exactly once, with the retries shown', async () => {
-  const summary = await runDemo({ events: 50, apiEvents: 2, failFirst: 2, timeoutMs: 45_000, databaseUrl: database.url });
+  const summary = await runDemo({
+    events: 50,
+    apiEvents: 2,
+    failFirst: 2,
+    timeoutMs: 45_000,
+    databaseUrl: database.url,
+  });
   expect(summary).toMatchObject({
     ok: true,
     eventsPublished: 52,

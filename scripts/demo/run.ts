@@ -58,9 +58,13 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   const eventCount = options.events ?? 1000;
   const apiEventCount = options.apiEvents ?? 3;
   const failFirst = options.failFirst ?? 3;
-  const jwtSecret = options.apiUrl ? process.env.JWT_SECRET || developmentJwtSecret : randomBytes(32).toString('hex');
+  const jwtSecret = options.apiUrl
+    ? process.env.JWT_SECRET || developmentJwtSecret
+    : randomBytes(32).toString('hex');
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const prefix = options.apiUrl ? (process.env.QUEUE_PREFIX ?? 'webhooks') : `demo-${randomBytes(4).toString('hex')}`;
+  const prefix = options.apiUrl
+    ? (process.env.QUEUE_PREFIX ?? 'webhooks')
+    : `demo-${randomBytes(4).toString('hex')}`;
   const services: ServiceProcess[] = [];
   let apiUrl = options.apiUrl;
   if (apiUrl === undefined) {
@@ -103,7 +107,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     onReceipt: (receipt) => {
       delivered += 1;
       const sent = published.get(receipt.webhookId);
-      if (sent !== undefined && !receiver.retried.has(`${receipt.route} ${receipt.webhookId}`)) latencies.push(receipt.at - sent);
+      if (sent !== undefined && !receiver.retried.has(`${receipt.route} ${receipt.webhookId}`))
+        latencies.push(receipt.at - sent);
       options.onProgress?.(delivered, expected);
     },
   });
@@ -111,7 +116,10 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   try {
     await waitUntilReady(apiUrl);
     const general = await api('POST', '/api/webhooks', { callback_url: `${receiver.url}/all` });
-    const calls = await api('POST', '/api/webhooks/calls', { callback_url: `${receiver.url}/calls`, webhook_id: 'crm-calls' });
+    const calls = await api('POST', '/api/webhooks/calls', {
+      callback_url: `${receiver.url}/calls`,
+      webhook_id: 'crm-calls',
+    });
     secrets.set('/all', general.secret).set('/calls', calls.secret);
 
     const types: EventType[] = Array.from({ length: eventCount + apiEventCount }, (_, i) =>
@@ -134,20 +142,30 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     }
 
     const deadline = Date.now() + (options.timeoutMs ?? 120_000);
-    while (delivered < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    while (delivered < expected && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     // Anything arriving late would be a duplicate: give it a moment to show.
     await new Promise((resolve) => setTimeout(resolve, 300));
 
     const failed = await Promise.all(
-      [general.id, calls.id].map(async (id) => (await api('GET', `/api/webhooks/${id}/deliveries?status=failed&page_size=1`)).count as number),
+      [general.id, calls.id].map(
+        async (id) =>
+          (await api('GET', `/api/webhooks/${id}/deliveries?status=failed&page_size=1`)).count as number,
+      ),
     );
     const retriedKey = [...receiver.retried][0];
-    const retriedDeliveryLog = retriedKey ? await findDeliveryLog(api, calls.id, retriedKey.split(' ')[1]!) : null;
+    const retriedDeliveryLog = retriedKey
+      ? await findDeliveryLog(api, calls.id, retriedKey.split(' ')[1]!)
+      : null;
     await api('DELETE', general.resource_uri);
     await api('DELETE', calls.resource_uri);
     const failures = failed.reduce((a, b) => a + b, 0);
     return {
-      ok: delivered === expected && receiver.signatureFailures === 0 && receiver.duplicates === 0 && failures === 0,
+      ok:
+        delivered === expected &&
+        receiver.signatureFailures === 0 &&
+        receiver.duplicates === 0 &&
+        failures === 0,
       eventsPublished: types.length,
       deliveriesExpected: expected,
       deliveriesConfirmed: delivered,
@@ -169,14 +187,28 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
 /** Realistic content for an event of `type`. */
 function demoData(type: EventType, i: number): Record<string, unknown> {
   if (type.startsWith('call.')) {
-    return { call_id: `call-${i}`, from: '+15550100', to: '+15550199', direction: 'inbound', duration_s: i % 600 };
+    return {
+      call_id: `call-${i}`,
+      from: '+15550100',
+      to: '+15550199',
+      direction: 'inbound',
+      duration_s: i % 600,
+    };
   }
-  return { message_id: `msg-${i}`, from: '+15550123', to: '+15550456', body: `Your order #${1000 + i} has shipped` };
+  return {
+    message_id: `msg-${i}`,
+    from: '+15550123',
+    to: '+15550456',
+    body: `Your order #${1000 + i} has shipped`,
+  };
 }
 
 /** The delivery (with its attempts) of event `eventId` to subscription `subscriptionId`. */
 async function findDeliveryLog(
-  api: (method: string, path: string) => Promise<{ results: Array<{ event_id: string; resource_uri: string }>; next: string | null }>,
+  api: (
+    method: string,
+    path: string,
+  ) => Promise<{ results: Array<{ event_id: string; resource_uri: string }>; next: string | null }>,
   subscriptionId: string,
   eventId: string,
 ): Promise<unknown> {

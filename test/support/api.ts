@@ -28,7 +28,11 @@ const signWithExpiry = createSigner({ key: testJwtSecret, algorithm: 'HS256', ex
 const signAsGiven = createSigner({ key: testJwtSecret, algorithm: 'HS256' });
 
 /** The environment of a test service on `database` and `prefix`, plus `env` overrides. */
-export function testEnv(databaseUrl: string, prefix: string, env: Record<string, string> = {}): Record<string, string> {
+export function testEnv(
+  databaseUrl: string,
+  prefix: string,
+  env: Record<string, string> = {},
+): Record<string, string> {
   return {
     DATABASE_URL: databaseUrl,
     REDIS_URL: testRedisUrl,

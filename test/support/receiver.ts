@@ -42,7 +42,13 @@ export async function startReceiver(): Promise<Receiver> {
     request.on('end', () => {
       const path = request.url ?? '/';
       const seen = requests.filter((r) => r.path === path).length;
-      requests.push({ path, method: request.method ?? '', headers: request.headers, body: Buffer.concat(chunks).toString(), at: Date.now() });
+      requests.push({
+        path,
+        method: request.method ?? '',
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString(),
+        at: Date.now(),
+      });
       const script = scripts.get(path) ?? [200];
       const answer = script[Math.min(seen, script.length - 1)] ?? 200;
       if (answer === 'hang') {
@@ -50,7 +56,8 @@ export async function startReceiver(): Promise<Receiver> {
         return;
       }
       const status = typeof answer === 'number' ? answer : answer.status;
-      const reply = () => response.writeHead(status, { 'content-type': 'text/plain' }).end(`answer ${status}`);
+      const reply = () =>
+        response.writeHead(status, { 'content-type': 'text/plain' }).end(`answer ${status}`);
       if (typeof answer === 'number') reply();
       else setTimeout(reply, answer.afterMs);
     });

@@ -47,7 +47,8 @@ export async function startTestStack(tag: string, env: Record<string, string> = 
         headers: api.auth(account),
         payload: body,
       });
-      if (response.statusCode !== 201) throw new Error(`subscribe failed: ${response.statusCode} ${response.body}`);
+      if (response.statusCode !== 201)
+        throw new Error(`subscribe failed: ${response.statusCode} ${response.body}`);
       return response.json();
     },
     async close() {

@@ -8,7 +8,11 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
  *
  * @throws Error naming `what` when `timeoutMs` passes first
  */
-export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 15_000): Promise<Exclude<T, false | undefined>> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | Promise<T>,
+  timeoutMs = 15_000,
+): Promise<Exclude<T, false | undefined>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -20,10 +20,15 @@ export interface WorkerProcess {
 /** Starts a worker process with `env` added to the current environment. */
 export function spawnWorker(env: Record<string, string>): WorkerProcess {
   if (!existsSync(workerMain)) throw new Error(`${workerMain} is missing: run \`pnpm build\` first`);
-  const child = spawn(process.execPath, [workerMain], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [workerMain], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output: string[] = [];
   child.stdout?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const exited = new Promise<number | string>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? -1)),
+  );
   return { child, output, exited };
 }

@@ -40,7 +40,10 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   await app.register(prisma, { databaseUrl: config.DATABASE_URL });
   await app.register(queues, { redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
   await app.register(auth, { jwtKey: config.jwtKey });
-  await app.register(rateLimit, { max: config.RATE_LIMIT_PER_MINUTE, nameSpace: `${config.QUEUE_PREFIX}:rate-limit:` });
+  await app.register(rateLimit, {
+    max: config.RATE_LIMIT_PER_MINUTE,
+    nameSpace: `${config.QUEUE_PREFIX}:rate-limit:`,
+  });
   await app.register(swagger);
 
   const policy = { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, backoffMs: config.DELIVERY_BACKOFF_MS };

@@ -12,15 +12,16 @@ export const developmentJwtSecret = 'development-only-secret-do-not-use-in-produ
 /** Environment variables of the API service. */
 export const apiEnvSchema = Type.Object({
   ...commonEnv,
-  HOST: Type.String({ default: '127.0.0.1', description: 'API listen address' }),
   PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535, description: 'API listen port' }),
   JWT_SECRET: Type.String({
     default: '',
-    description: 'HS256 secret of the bearer tokens, at least 32 characters; required in production unless JWT_PUBLIC_KEY is set',
+    description:
+      'HS256 secret of the bearer tokens, at least 32 characters; required in production unless JWT_PUBLIC_KEY is set',
   }),
   JWT_PUBLIC_KEY: Type.String({
     default: '',
-    description: 'PEM public key: when set, tokens are verified with it (JWT_ALGORITHM) instead of JWT_SECRET',
+    description:
+      'PEM public key: when set, tokens are verified with it (JWT_ALGORITHM) instead of JWT_SECRET',
   }),
   JWT_ALGORITHM: Type.Union([Type.Literal('RS256'), Type.Literal('ES256')], {
     default: 'RS256',
@@ -29,7 +30,8 @@ export const apiEnvSchema = Type.Object({
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,
     minimum: 1,
-    description: 'Requests a minute per account (or per address without a token), shared by all API instances through Redis',
+    description:
+      'Requests a minute per account (or per address without a token), shared by all API instances through Redis',
   }),
 });
 
@@ -54,7 +56,9 @@ export function loadApiConfig(env: Record<string, string | undefined> = process.
     return { ...config, jwtKey: { algorithm: 'HS256', key: config.JWT_SECRET } };
   }
   if (config.NODE_ENV === 'production') {
-    throw new ConfigError('Missing environment variable JWT_SECRET (or JWT_PUBLIC_KEY): required in production');
+    throw new ConfigError(
+      'Missing environment variable JWT_SECRET (or JWT_PUBLIC_KEY): required in production',
+    );
   }
   return {
     ...config,

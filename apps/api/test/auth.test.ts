@@ -26,11 +26,20 @@ describe('bearer token authentication', () => {
     ['an empty bearer', 'Bearer '],
     ['a malformed token', 'Bearer not.a.jwt'],
     ['garbage', 'Bearer %%%%'],
-    ['a token signed with another secret', `Bearer ${createSigner({ key: 'another-secret-that-is-long-enough-1234' })({ sub: 'acme' })}`],
+    [
+      'a token signed with another secret',
+      `Bearer ${createSigner({ key: 'another-secret-that-is-long-enough-1234' })({ sub: 'acme' })}`,
+    ],
     ['alg none', `Bearer ${unsigned({ sub: 'acme', exp: now + 3600 })}`],
-    ['an RS256 token', `Bearer ${createSigner({ key: rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), algorithm: 'RS256' })({ sub: 'acme' })}`],
+    [
+      'an RS256 token',
+      `Bearer ${createSigner({ key: rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), algorithm: 'RS256' })({ sub: 'acme' })}`,
+    ],
     ['a token without sub', `Bearer ${createSigner({ key: testJwtSecret })({ scope: 'x' })}`],
-    ['a token not valid yet (nbf)', `Bearer ${createSigner({ key: testJwtSecret, notBefore: 3_600_000 })({ sub: 'acme' })}`],
+    [
+      'a token not valid yet (nbf)',
+      `Bearer ${createSigner({ key: testJwtSecret, notBefore: 3_600_000 })({ sub: 'acme' })}`,
+    ],
   ];
   it.each(cases)('refuses %s with 401, WWW-Authenticate and a problem body', async (_, header) => {
     const response = await get(header);
@@ -69,8 +78,15 @@ describe('tokens verified with JWT_PUBLIC_KEY', () => {
     const pub = publicKey.export({ type: 'spki', format: 'pem' }).toString();
     const keyed = await startTestApi('es256', { JWT_PUBLIC_KEY: pub, JWT_ALGORITHM: 'ES256' });
     try {
-      const es = createSigner({ key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), algorithm: 'ES256' });
-      const good = await keyed.app.inject({ method: 'GET', url: '/api/webhooks', headers: { authorization: `Bearer ${es({ sub: 'k' })}` } });
+      const es = createSigner({
+        key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+        algorithm: 'ES256',
+      });
+      const good = await keyed.app.inject({
+        method: 'GET',
+        url: '/api/webhooks',
+        headers: { authorization: `Bearer ${es({ sub: 'k' })}` },
+      });
       expect(good.statusCode).toBe(200);
       const hs = await keyed.app.inject({ method: 'GET', url: '/api/webhooks', headers: keyed.auth('k') });
       expect(hs.statusCode).toBe(401);
@@ -118,7 +134,13 @@ describe('health, readiness and documentation', () => {
     expect(document.openapi).toBe('3.1.0');
     await expect(SwaggerParser.validate(structuredClone(document))).resolves.toBeDefined();
     expect(Object.keys(document.paths)).toEqual(
-      expect.arrayContaining(['/api/webhooks', '/api/webhooks/calls', '/api/webhooks/{id}', '/api/events', '/api/webhooks/{id}/deliveries']),
+      expect.arrayContaining([
+        '/api/webhooks',
+        '/api/webhooks/calls',
+        '/api/webhooks/{id}',
+        '/api/events',
+        '/api/webhooks/{id}/deliveries',
+      ]),
     );
   });
 

@@ -20,12 +20,21 @@ afterAll(async () => {
 });
 
 const publish = (payload: unknown, account = 'pub') =>
-  api.app.inject({ method: 'POST', url: '/api/events', headers: api.auth(account), payload: payload as object });
+  api.app.inject({
+    method: 'POST',
+    url: '/api/events',
+    headers: api.auth(account),
+    payload: payload as object,
+  });
 
 describe('POST /api/events', () => {
   it('accepts an event: 202 with its id and payload timestamp, one job queued for the account', async () => {
     const before = await events.count();
-    const response = await publish({ type: 'call.completed', data: { call_id: 'x' }, occurred_at: '2026-11-21T11:15:30.5+01:00' });
+    const response = await publish({
+      type: 'call.completed',
+      data: { call_id: 'x' },
+      occurred_at: '2026-11-21T11:15:30.5+01:00',
+    });
     expect(response.statusCode).toBe(202);
     const body = response.json();
     expect(body).toMatchObject({ timestamp: '2026-11-21T10:15:30.500', duplicate: false });
@@ -47,7 +56,9 @@ describe('POST /api/events', () => {
     expect(second.statusCode).toBe(202);
     expect(second.json()).toEqual({ ...first, duplicate: true });
     expect(await events.count()).toBe(before);
-    const otherAccount = (await publish({ type: 'message.sent', data: {}, idempotency_key: 'order-1' }, 'someone-else')).json();
+    const otherAccount = (
+      await publish({ type: 'message.sent', data: {}, idempotency_key: 'order-1' }, 'someone-else')
+    ).json();
     expect(otherAccount.id).not.toBe(first.id);
   });
 
@@ -59,22 +70,32 @@ describe('POST /api/events', () => {
     ['an unknown field', { type: 'call.started', data: {}, extra: 1 }, 400, '/extra'],
     ['data over 256 KiB', { type: 'call.started', data: { blob: 'x'.repeat(300 * 1024) } }, 413, '/data'],
   ];
-  it.each(invalid)('refuses %s (%i) naming the field and queues nothing', async (_, payload, status, pointer) => {
-    const before = await events.count();
-    const response = await publish(payload);
-    expect(response.statusCode).toBe(status);
-    expect(response.json().errors.map((e: { pointer: string }) => e.pointer)).toContain(pointer);
-    expect(await events.count()).toBe(before);
-  });
+  it.each(invalid)(
+    'refuses %s (%i) naming the field and queues nothing',
+    async (_, payload, status, pointer) => {
+      const before = await events.count();
+      const response = await publish(payload);
+      expect(response.statusCode).toBe(status);
+      expect(response.json().errors.map((e: { pointer: string }) => e.pointer)).toContain(pointer);
+      expect(await events.count()).toBe(before);
+    },
+  );
 });
 
 describe('GET /api/event-types', () => {
   it('lists every kind with its endpoint and types', async () => {
-    const response = await api.app.inject({ method: 'GET', url: '/api/event-types', headers: api.auth('pub') });
+    const response = await api.app.inject({
+      method: 'GET',
+      url: '/api/event-types',
+      headers: api.auth('pub'),
+    });
     expect(response.statusCode).toBe(200);
     const { kinds } = response.json();
     expect(kinds.map((k: { kind: string }) => k.kind)).toEqual(['calls', 'messages']);
-    expect(kinds[0]).toMatchObject({ subscribe_uri: '/api/webhooks/calls', types: ['call.started', 'call.completed', 'call.failed'] });
+    expect(kinds[0]).toMatchObject({
+      subscribe_uri: '/api/webhooks/calls',
+      types: ['call.started', 'call.completed', 'call.failed'],
+    });
     expect(kinds.flatMap((k: { types: string[] }) => k.types)).toEqual(eventTypes);
   });
 });

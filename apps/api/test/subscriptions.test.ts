@@ -14,7 +14,10 @@ const countRows = () => api.app.prisma.subscription.count();
 
 describe('POST /api/webhooks', () => {
   it('creates a subscription: 201, Location, the resource with its signing secret', async () => {
-    const response = await create('acme', { callback_url: 'https://client.example/hooks', webhook_id: 'crm' });
+    const response = await create('acme', {
+      callback_url: 'https://client.example/hooks',
+      webhook_id: 'crm',
+    });
     expect(response.statusCode).toBe(201);
     const body = response.json();
     expect(response.headers.location).toBe(`/api/webhooks/${body.id}`);
@@ -34,26 +37,43 @@ describe('POST /api/webhooks', () => {
     const read = await api.app.inject({ method: 'GET', url: body.resource_uri, headers: api.auth('acme') });
     expect(read.statusCode).toBe(200);
     expect(read.json()).not.toHaveProperty('secret');
-    const secret = await api.app.inject({ method: 'GET', url: `${body.resource_uri}/secret`, headers: api.auth('acme') });
+    const secret = await api.app.inject({
+      method: 'GET',
+      url: `${body.resource_uri}/secret`,
+      headers: api.auth('acme'),
+    });
     expect(secret.json()).toEqual({ secret: body.secret, previous_secret_expires_at: null });
   });
 
   it('creates a kind subscription at /api/webhooks/{kind}, limited to that kind', async () => {
-    const response = await create('acme', { callback_url: 'https://client.example/calls' }, '/api/webhooks/calls');
+    const response = await create(
+      'acme',
+      { callback_url: 'https://client.example/calls' },
+      '/api/webhooks/calls',
+    );
     expect(response.statusCode).toBe(201);
-    expect(response.json()).toMatchObject({ kind: 'calls', event_types: ['call.started', 'call.completed', 'call.failed'] });
+    expect(response.json()).toMatchObject({
+      kind: 'calls',
+      event_types: ['call.started', 'call.completed', 'call.failed'],
+    });
   });
 
   it('answers 404 for a kind outside the catalogue', async () => {
     const before = await countRows();
-    const response = await create('acme', { callback_url: 'https://client.example/x' }, '/api/webhooks/faxes');
+    const response = await create(
+      'acme',
+      { callback_url: 'https://client.example/x' },
+      '/api/webhooks/faxes',
+    );
     expect(response.statusCode).toBe(404);
     expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(await countRows()).toBe(before);
   });
 
   it('accepts account_id equal to the token subject, refuses another with 403', async () => {
-    expect((await create('acme', { callback_url: 'https://a.example/', account_id: 'acme' })).statusCode).toBe(201);
+    expect(
+      (await create('acme', { callback_url: 'https://a.example/', account_id: 'acme' })).statusCode,
+    ).toBe(201);
     const before = await countRows();
     const refused = await create('acme', { callback_url: 'https://a.example/', account_id: 'globex' });
     expect(refused.statusCode).toBe(403);
@@ -68,8 +88,16 @@ describe('POST /api/webhooks', () => {
     ['a relative callback_url', { callback_url: '/hooks' }, '/callback_url'],
     ['an ftp callback_url', { callback_url: 'ftp://a.example/hooks' }, '/callback_url'],
     ['a callback_url with credentials', { callback_url: 'https://user:pass@a.example/' }, '/callback_url'],
-    ['a callback_url over 2048 characters', { callback_url: `https://a.example/${'x'.repeat(2048)}` }, '/callback_url'],
-    ['a webhook_id over 255 characters', { callback_url: 'https://a.example/', webhook_id: 'w'.repeat(256) }, '/webhook_id'],
+    [
+      'a callback_url over 2048 characters',
+      { callback_url: `https://a.example/${'x'.repeat(2048)}` },
+      '/callback_url',
+    ],
+    [
+      'a webhook_id over 255 characters',
+      { callback_url: 'https://a.example/', webhook_id: 'w'.repeat(256) },
+      '/webhook_id',
+    ],
     ['a webhook_id of the wrong type', { callback_url: 'https://a.example/', webhook_id: 7 }, '/webhook_id'],
     ['a loopback callback', { callback_url: 'http://127.0.0.1:8080/hooks' }, '/callback_url'],
     ['an IPv6 loopback callback', { callback_url: 'http://[::1]/hooks' }, '/callback_url'],
@@ -87,7 +115,12 @@ describe('POST /api/webhooks', () => {
     expect(response.statusCode).toBe(400);
     expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
     const problem = response.json();
-    expect(problem).toMatchObject({ status: 400, title: 'Bad Request', type: expect.any(String), detail: expect.any(String) });
+    expect(problem).toMatchObject({
+      status: 400,
+      title: 'Bad Request',
+      type: expect.any(String),
+      detail: expect.any(String),
+    });
     expect(problem.errors.map((e: { pointer: string }) => e.pointer)).toContain(pointer);
     expect(await countRows()).toBe(before);
   });
@@ -104,7 +137,10 @@ describe('POST /api/webhooks', () => {
   });
 
   it('refuses a body over 1 MiB with 413', async () => {
-    const response = await create('acme', { callback_url: 'https://a.example/', webhook_id: 'x'.repeat(1024 * 1024 + 10) });
+    const response = await create('acme', {
+      callback_url: 'https://a.example/',
+      webhook_id: 'x'.repeat(1024 * 1024 + 10),
+    });
     expect(response.statusCode).toBe(413);
     expect(response.json()).toMatchObject({ status: 413 });
   });
@@ -131,7 +167,8 @@ describe('GET /api/webhooks (pagination)', () => {
   const account = 'pager';
   beforeAll(async () => {
     for (let i = 0; i < 5; i++) await create(account, { callback_url: `https://p.example/${i}` });
-    for (let i = 0; i < 3; i++) await create(account, { callback_url: `https://p.example/c${i}` }, '/api/webhooks/calls');
+    for (let i = 0; i < 3; i++)
+      await create(account, { callback_url: `https://p.example/c${i}` }, '/api/webhooks/calls');
   });
   const list = (query: string, who = account) =>
     api.app.inject({ method: 'GET', url: `/api/webhooks${query}`, headers: api.auth(who) });
@@ -180,30 +217,53 @@ describe('GET /api/webhooks (pagination)', () => {
 
   it('filters by status', async () => {
     const { results } = (await list('?page_size=1')).json();
-    await api.app.inject({ method: 'PUT', url: results[0].resource_uri, headers: api.auth(account), payload: { status: 'disabled' } });
+    await api.app.inject({
+      method: 'PUT',
+      url: results[0].resource_uri,
+      headers: api.auth(account),
+      payload: { status: 'disabled' },
+    });
     expect((await list('?status=disabled')).json().count).toBe(1);
     expect((await list('?status=active')).json().count).toBe(7);
   });
 
-  it.each(['?page=0', '?page=abc', '?page_size=0', '?page_size=101', '?page=1.5', '?type=faxes', '?status=gone'])(
-    'refuses %s with 400',
-    async (query) => {
-      const response = await list(query);
-      expect(response.statusCode).toBe(400);
-      expect(response.json().errors.length).toBeGreaterThan(0);
-    },
-  );
+  it.each([
+    '?page=0',
+    '?page=abc',
+    '?page_size=0',
+    '?page_size=101',
+    '?page=1.5',
+    '?type=faxes',
+    '?status=gone',
+  ])('refuses %s with 400', async (query) => {
+    const response = await list(query);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors.length).toBeGreaterThan(0);
+  });
 });
 
 describe('GET, PUT and DELETE /api/webhooks/{id}', () => {
   it('updates callback_url, webhook_id and status; refuses unknown fields and bad values', async () => {
-    const { resource_uri } = (await create('upd', { callback_url: 'https://u.example/1', webhook_id: 'a' })).json();
+    const { resource_uri } = (
+      await create('upd', { callback_url: 'https://u.example/1', webhook_id: 'a' })
+    ).json();
     const put = (payload: unknown) =>
-      api.app.inject({ method: 'PUT', url: resource_uri, headers: api.auth('upd'), payload: payload as object });
+      api.app.inject({
+        method: 'PUT',
+        url: resource_uri,
+        headers: api.auth('upd'),
+        payload: payload as object,
+      });
     const updated = await put({ callback_url: 'https://u.example/2', webhook_id: null, status: 'disabled' });
     expect(updated.statusCode).toBe(200);
-    expect(updated.json()).toMatchObject({ callback_url: 'https://u.example/2', webhook_id: null, status: 'disabled' });
-    expect(new Date(updated.json().updated_at).getTime()).toBeGreaterThanOrEqual(new Date(updated.json().created_at).getTime());
+    expect(updated.json()).toMatchObject({
+      callback_url: 'https://u.example/2',
+      webhook_id: null,
+      status: 'disabled',
+    });
+    expect(new Date(updated.json().updated_at).getTime()).toBeGreaterThanOrEqual(
+      new Date(updated.json().created_at).getTime(),
+    );
 
     for (const [payload, pointer] of [
       [{ kind: 'messages' }, '/kind'],
@@ -257,7 +317,9 @@ describe('GET, PUT and DELETE /api/webhooks/{id}', () => {
     }
     const row = await api.app.prisma.subscription.findUniqueOrThrow({ where: { id } });
     expect(row.callbackUrl).toBe('https://o.example/');
-    const listed = (await api.app.inject({ method: 'GET', url: '/api/webhooks', headers: api.auth('intruder') })).json();
+    const listed = (
+      await api.app.inject({ method: 'GET', url: '/api/webhooks', headers: api.auth('intruder') })
+    ).json();
     expect(listed.count).toBe(0);
   });
 
@@ -277,7 +339,11 @@ describe('GET, PUT and DELETE /api/webhooks/{id}', () => {
   it('rotates the signing secret, keeping the old one alive for 24 hours', async () => {
     const created = (await create('rot', { callback_url: 'https://r.example/' })).json();
     const before = Date.now();
-    const rotated = await api.app.inject({ method: 'POST', url: `${created.resource_uri}/secret/rotate`, headers: api.auth('rot') });
+    const rotated = await api.app.inject({
+      method: 'POST',
+      url: `${created.resource_uri}/secret/rotate`,
+      headers: api.auth('rot'),
+    });
     expect(rotated.statusCode).toBe(200);
     const { secret, previous_secret_expires_at } = rotated.json();
     expect(secret).not.toBe(created.secret);

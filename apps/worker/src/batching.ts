@@ -20,7 +20,10 @@ export interface BatchOptions {
  * returns one result per input, in order; an Error in that array fails only its own call, and a
  * thrown error fails every call of the batch.
  */
-export function batcher<I, O>(runBatch: (inputs: readonly I[]) => Promise<Array<O | Error>>, options: BatchOptions = {}): (input: I) => Promise<O> {
+export function batcher<I, O>(
+  runBatch: (inputs: readonly I[]) => Promise<Array<O | Error>>,
+  options: BatchOptions = {},
+): (input: I) => Promise<O> {
   const windowMs = options.windowMs ?? 2;
   const loader = new DataLoader<I, O>(runBatch, {
     cache: false,

@@ -32,7 +32,6 @@ export const workerEnvSchema = Type.Object({
     maximum: 65535,
     description: 'Port of the worker health endpoint (/healthz, /readyz) on HOST; 0 turns it off',
   }),
-  HOST: Type.String({ default: '127.0.0.1', description: 'API listen address (the worker health endpoint uses it too)' }),
 });
 
 /** The worker's configuration after defaults and validation. */

@@ -12,7 +12,10 @@ import { startWorker } from './worker.js';
 const config = loadWorkerConfig();
 const log = pino({ level: config.LOG_LEVEL, name: 'worker' });
 const worker = startWorker(config, log);
-const health = config.WORKER_HEALTH_PORT > 0 ? await startHealthServer(worker, config.HOST, config.WORKER_HEALTH_PORT) : null;
+const health =
+  config.WORKER_HEALTH_PORT > 0
+    ? await startHealthServer(worker, config.HOST, config.WORKER_HEALTH_PORT)
+    : null;
 
 closeWithGrace({ delay: config.DELIVERY_TIMEOUT_MS + 5_000 }, async ({ signal, err }) => {
   if (err) log.error({ err }, 'closing after an error');
@@ -22,6 +25,10 @@ closeWithGrace({ delay: config.DELIVERY_TIMEOUT_MS + 5_000 }, async ({ signal, e
 });
 
 log.info(
-  { concurrency: config.WORKER_CONCURRENCY, maxAttempts: config.DELIVERY_MAX_ATTEMPTS, backoffMs: config.DELIVERY_BACKOFF_MS },
+  {
+    concurrency: config.WORKER_CONCURRENCY,
+    maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
+    backoffMs: config.DELIVERY_BACKOFF_MS,
+  },
   'worker started',
 );

@@ -41,14 +41,23 @@ export interface RunningWorker {
  * it; a worker that dies loses its lock and BullMQ's stalled-job check gives the job to another.
  */
 export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
-  const prisma = createPrismaClient({ databaseUrl: config.DATABASE_URL, poolSize: Math.min(config.WORKER_CONCURRENCY, 20) });
-  const policy: DeliveryPolicy = { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, backoffMs: config.DELIVERY_BACKOFF_MS };
+  const prisma = createPrismaClient({
+    databaseUrl: config.DATABASE_URL,
+    poolSize: Math.min(config.WORKER_CONCURRENCY, 20),
+  });
+  const policy: DeliveryPolicy = {
+    maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
+    backoffMs: config.DELIVERY_BACKOFF_MS,
+  };
   const producer = createProducerConnection(config.REDIS_URL);
   const consumer = createWorkerConnection(config.REDIS_URL);
   for (const connection of [producer, consumer]) {
     connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   }
-  const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, { connection: producer, prefix: config.QUEUE_PREFIX });
+  const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, {
+    connection: producer,
+    prefix: config.QUEUE_PREFIX,
+  });
   const sender = createAttemptSender({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     allowPrivate: config.CALLBACK_ALLOW_PRIVATE,
@@ -72,14 +81,22 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   );
   const deliveries = new Worker<DeliveryJobData, DeliveryJobResult>(
     queueNames.deliveries,
-    createDeliveryProcessor({ store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER), sender, policy }),
+    createDeliveryProcessor({
+      store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER),
+      sender,
+      policy,
+    }),
     common,
   );
   events.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
   deliveries.on('failed', (job, error) =>
-    log.debug({ jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error.message }, 'delivery attempt failed'),
+    log.debug(
+      { jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error.message },
+      'delivery attempt failed',
+    ),
   );
-  for (const worker of [events, deliveries]) worker.on('error', (error) => log.error({ err: error }, 'worker error'));
+  for (const worker of [events, deliveries])
+    worker.on('error', (error) => log.error({ err: error }, 'worker error'));
 
   return {
     events,

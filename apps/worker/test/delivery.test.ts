@@ -32,14 +32,20 @@ async function deliveryLog(account: string, subscriptionId: string) {
 
 describe('delivery to a callback that answers 200', () => {
   it('POSTs the payload once, signed so that standardwebhooks verifies it', async () => {
-    const sub = await stack.subscribe('acct-ok', { callback_url: `${stack.receiver.url}/ok`, webhook_id: 'crm-calls' });
+    const sub = await stack.subscribe('acct-ok', {
+      callback_url: `${stack.receiver.url}/ok`,
+      webhook_id: 'crm-calls',
+    });
     const published = await stack.publisher.publish({
       accountId: 'acct-ok',
       type: 'call.completed',
       data: { call_id: 'c-1', duration_s: 42 },
       occurredAt: '2026-11-21T10:15:30.123Z',
     });
-    const [request] = await waitFor('the delivery', () => stack.receiver.at('/ok').length === 1 && stack.receiver.at('/ok'));
+    const [request] = await waitFor(
+      'the delivery',
+      () => stack.receiver.at('/ok').length === 1 && stack.receiver.at('/ok'),
+    );
     expect(request?.method).toBe('POST');
     expect(request?.headers['content-type']).toBe('application/json');
     expect(request?.headers['user-agent']).toMatch(/^webhook-service\//);
@@ -70,7 +76,10 @@ describe('delivery to a callback that answers 200', () => {
   it('leaves webhook_id out of the payload when the subscription has none', async () => {
     await stack.subscribe('acct-noid', { callback_url: `${stack.receiver.url}/noid` });
     await stack.publisher.publish({ accountId: 'acct-noid', type: 'message.sent', data: { id: 'm' } });
-    const [request] = await waitFor('the delivery', () => stack.receiver.at('/noid').length === 1 && stack.receiver.at('/noid'));
+    const [request] = await waitFor(
+      'the delivery',
+      () => stack.receiver.at('/noid').length === 1 && stack.receiver.at('/noid'),
+    );
     expect(Object.keys(JSON.parse(request!.body)).sort()).toEqual(['data', 'timestamp', 'type']);
   });
 
@@ -83,7 +92,10 @@ describe('delivery to a callback that answers 200', () => {
     });
     const { secret: newSecret } = rotated.json();
     await stack.publisher.publish({ accountId: 'acct-rotate', type: 'call.started', data: {} });
-    const [request] = await waitFor('the delivery', () => stack.receiver.at('/rotate').length === 1 && stack.receiver.at('/rotate'));
+    const [request] = await waitFor(
+      'the delivery',
+      () => stack.receiver.at('/rotate').length === 1 && stack.receiver.at('/rotate'),
+    );
     const headers = {
       'webhook-id': String(request!.headers['webhook-id']),
       'webhook-timestamp': String(request!.headers['webhook-timestamp']),
@@ -112,31 +124,42 @@ describe('retries', () => {
     ['always answers 500', '/fail500', [500] as const],
     ['answers 204 (only 200 confirms)', '/fail204', [204] as const],
     ['never answers', '/hang', ['hang'] as const],
-  ])('a callback that %s is tried exactly DELIVERY_MAX_ATTEMPTS times with growing waits, then left alone', async (_, path, answers) => {
-    stack.receiver.script(path, [...answers]);
-    const account = `acct${path.replace('/', '-')}`;
-    const sub = await stack.subscribe(account, { callback_url: `${stack.receiver.url}${path}` });
-    const { id } = await stack.publisher.publish({ accountId: account, type: 'call.started', data: {} });
-    await waitFor('the delivery given up', async () => (await deliveryOf(sub.id, id))?.status === 'failed', 20_000);
-    await sleep(backoffMs * 2 ** maxAttempts);
-    const requests = stack.receiver.at(path);
-    expect(requests).toHaveLength(maxAttempts);
-    const waits = requests.slice(1).map((r, i) => r.at - requests[i]!.at);
-    waits.forEach((wait, i) => expect(wait).toBeGreaterThanOrEqual(backoffMs * 2 ** i));
+  ])(
+    'a callback that %s is tried exactly DELIVERY_MAX_ATTEMPTS times with growing waits, then left alone',
+    async (_, path, answers) => {
+      stack.receiver.script(path, [...answers]);
+      const account = `acct${path.replace('/', '-')}`;
+      const sub = await stack.subscribe(account, { callback_url: `${stack.receiver.url}${path}` });
+      const { id } = await stack.publisher.publish({ accountId: account, type: 'call.started', data: {} });
+      await waitFor(
+        'the delivery given up',
+        async () => (await deliveryOf(sub.id, id))?.status === 'failed',
+        20_000,
+      );
+      await sleep(backoffMs * 2 ** maxAttempts);
+      const requests = stack.receiver.at(path);
+      expect(requests).toHaveLength(maxAttempts);
+      const waits = requests.slice(1).map((r, i) => r.at - requests[i]!.at);
+      waits.forEach((wait, i) => expect(wait).toBeGreaterThanOrEqual(backoffMs * 2 ** i));
 
-    const log = await deliveryLog(account, sub.id);
-    expect(log.results[0]).toMatchObject({ status: 'failed', attempts_made: maxAttempts, next_attempt_at: null });
-    const detail = await stack.api.app.inject({
-      method: 'GET',
-      url: log.results[0].resource_uri,
-      headers: stack.api.auth(account),
-    });
-    const attempts = detail.json().attempts;
-    expect(attempts.map((a: { attempt_number: number }) => a.attempt_number)).toEqual([1, 2, 3]);
-    if (answers[0] === 'hang') expect(attempts[0]).toMatchObject({ status_code: null, error: 'timeout' });
-    else expect(attempts[0]).toMatchObject({ status_code: answers[0], error: 'http_status' });
-    if (answers[0] === 500) expect(attempts[0].response_body).toBe('answer 500');
-  });
+      const log = await deliveryLog(account, sub.id);
+      expect(log.results[0]).toMatchObject({
+        status: 'failed',
+        attempts_made: maxAttempts,
+        next_attempt_at: null,
+      });
+      const detail = await stack.api.app.inject({
+        method: 'GET',
+        url: log.results[0].resource_uri,
+        headers: stack.api.auth(account),
+      });
+      const attempts = detail.json().attempts;
+      expect(attempts.map((a: { attempt_number: number }) => a.attempt_number)).toEqual([1, 2, 3]);
+      if (answers[0] === 'hang') expect(attempts[0]).toMatchObject({ status_code: null, error: 'timeout' });
+      else expect(attempts[0]).toMatchObject({ status_code: answers[0], error: 'http_status' });
+      if (answers[0] === 500) expect(attempts[0].response_body).toBe('answer 500');
+    },
+  );
 
   it('redelivers a failed delivery with a fresh round when asked through the API', async () => {
     stack.receiver.script('/later', [500, 500, 500, 200]);
@@ -165,10 +188,18 @@ describe('retries', () => {
     stack.receiver.script('/broken', [500]);
     const sub = await stack.subscribe('acct-broken', { callback_url: `${stack.receiver.url}/broken` });
     for (let i = 0; i < 2; i++) {
-      const { id } = await stack.publisher.publish({ accountId: 'acct-broken', type: 'call.started', data: { i } });
+      const { id } = await stack.publisher.publish({
+        accountId: 'acct-broken',
+        type: 'call.started',
+        data: { i },
+      });
       await waitFor('given up', async () => (await deliveryOf(sub.id, id))?.status === 'failed', 20_000);
     }
-    const read = await stack.api.app.inject({ method: 'GET', url: sub.resource_uri, headers: stack.api.auth('acct-broken') });
+    const read = await stack.api.app.inject({
+      method: 'GET',
+      url: sub.resource_uri,
+      headers: stack.api.auth('acct-broken'),
+    });
     expect(read.json().status).toBe('disabled');
     const before = stack.receiver.at('/broken').length;
     await stack.publisher.publish({ accountId: 'acct-broken', type: 'call.started', data: { i: 'ignored' } });
@@ -183,7 +214,11 @@ describe('retries', () => {
       payload: { status: 'active' },
     });
     expect(put.json().status).toBe('active');
-    const { id } = await stack.publisher.publish({ accountId: 'acct-broken', type: 'call.started', data: { i: 'back' } });
+    const { id } = await stack.publisher.publish({
+      accountId: 'acct-broken',
+      type: 'call.started',
+      data: { i: 'back' },
+    });
     await waitFor('delivered again', async () => (await deliveryOf(sub.id, id))?.status === 'succeeded');
   });
 
@@ -192,7 +227,11 @@ describe('retries', () => {
     const sub = await stack.subscribe('acct-deleted', { callback_url: `${stack.receiver.url}/deleted` });
     await stack.publisher.publish({ accountId: 'acct-deleted', type: 'call.started', data: {} });
     await waitFor('first attempt', () => stack.receiver.at('/deleted').length === 1);
-    const deleted = await stack.api.app.inject({ method: 'DELETE', url: sub.resource_uri, headers: stack.api.auth('acct-deleted') });
+    const deleted = await stack.api.app.inject({
+      method: 'DELETE',
+      url: sub.resource_uri,
+      headers: stack.api.auth('acct-deleted'),
+    });
     expect(deleted.statusCode).toBe(204);
     await sleep(backoffMs * 2 ** maxAttempts);
     expect(stack.receiver.at('/deleted')).toHaveLength(1);
@@ -206,8 +245,15 @@ describe('fan-out', () => {
     await stack.subscribe('acct-fan', { callback_url: `${stack.receiver.url}/fan-messages` }, 'messages');
     await stack.subscribe('acct-other', { callback_url: `${stack.receiver.url}/fan-other` });
     const call = await stack.publisher.publish({ accountId: 'acct-fan', type: 'call.started', data: {} });
-    const message = await stack.publisher.publish({ accountId: 'acct-fan', type: 'message.received', data: {} });
-    await waitFor('all deliveries', () => stack.receiver.at('/fan-all').length === 2 && stack.receiver.at('/fan-messages').length === 1);
+    const message = await stack.publisher.publish({
+      accountId: 'acct-fan',
+      type: 'message.received',
+      data: {},
+    });
+    await waitFor(
+      'all deliveries',
+      () => stack.receiver.at('/fan-all').length === 2 && stack.receiver.at('/fan-messages').length === 1,
+    );
     await waitFor('call delivery', () => stack.receiver.at('/fan-calls').length === 1);
     await sleep(300);
     expect(stack.receiver.at('/fan-calls').map((r) => r.headers['webhook-id'])).toEqual([call.id]);
@@ -217,13 +263,33 @@ describe('fan-out', () => {
 
   it('enqueues an idempotency key once within 24 hours', async () => {
     await stack.subscribe('acct-idem', { callback_url: `${stack.receiver.url}/idem` });
-    const first = await stack.publisher.publish({ accountId: 'acct-idem', type: 'message.sent', data: { n: 1 }, idempotencyKey: 'k-1' });
-    const second = await stack.publisher.publish({ accountId: 'acct-idem', type: 'message.sent', data: { n: 2 }, idempotencyKey: 'k-1' });
+    const first = await stack.publisher.publish({
+      accountId: 'acct-idem',
+      type: 'message.sent',
+      data: { n: 1 },
+      idempotencyKey: 'k-1',
+    });
+    const second = await stack.publisher.publish({
+      accountId: 'acct-idem',
+      type: 'message.sent',
+      data: { n: 2 },
+      idempotencyKey: 'k-1',
+    });
     expect(second).toEqual({ id: first.id, timestamp: first.timestamp, duplicate: true });
-    const other = await stack.publisher.publish({ accountId: 'acct-idem', type: 'message.sent', data: { n: 3 }, idempotencyKey: 'k-2' });
+    const other = await stack.publisher.publish({
+      accountId: 'acct-idem',
+      type: 'message.sent',
+      data: { n: 3 },
+      idempotencyKey: 'k-2',
+    });
     expect(other.id).not.toBe(first.id);
     await waitFor('two deliveries', () => stack.receiver.at('/idem').length === 2);
     await sleep(300);
-    expect(stack.receiver.at('/idem').map((r) => JSON.parse(r.body).data.n).sort()).toEqual([1, 3]);
+    expect(
+      stack.receiver
+        .at('/idem')
+        .map((r) => JSON.parse(r.body).data.n)
+        .sort(),
+    ).toEqual([1, 3]);
   });
 });

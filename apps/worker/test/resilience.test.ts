@@ -49,7 +49,11 @@ async function subscribe(account: string, path: string) {
 }
 
 const statusOf = async (subscriptionId: string, eventId: string) =>
-  (await api.app.prisma.delivery.findUnique({ where: { eventId_subscriptionId: { eventId, subscriptionId } } }))?.status;
+  (
+    await api.app.prisma.delivery.findUnique({
+      where: { eventId_subscriptionId: { eventId, subscriptionId } },
+    })
+  )?.status;
 
 describe('a worker killed in the middle of a delivery', () => {
   it('loses nothing: another worker delivers the event, with the same webhook-id', async () => {
@@ -63,7 +67,11 @@ describe('a worker killed in the middle of a delivery', () => {
 
     const second = spawnTestWorker();
     try {
-      await waitFor('the delivery by the second worker', async () => (await statusOf(sub.id, id)) === 'succeeded', 30_000);
+      await waitFor(
+        'the delivery by the second worker',
+        async () => (await statusOf(sub.id, id)) === 'succeeded',
+        30_000,
+      );
       const requests = receiver.at('/killed');
       expect(requests).toHaveLength(2);
       expect(requests.map((r) => r.headers['webhook-id'])).toEqual([id, id]);
@@ -93,7 +101,12 @@ describe('callback addresses refused at connect time', () => {
   it('gives up at once, without retrying, on a callback resolving to a private address', async () => {
     // Written straight to the database: the API itself refuses such a callback URL.
     const subscription = await api.app.prisma.subscription.create({
-      data: { id: uuidv7(), accountId: 'acct-ssrf', callbackUrl: `${receiver.url}/ssrf`, secret: generateSigningSecret() },
+      data: {
+        id: uuidv7(),
+        accountId: 'acct-ssrf',
+        callbackUrl: `${receiver.url}/ssrf`,
+        secret: generateSigningSecret(),
+      },
     });
     const guarded = startWorker(
       loadWorkerConfig({ ...workerEnv(), CALLBACK_ALLOW_PRIVATE: 'false' }),
@@ -102,7 +115,9 @@ describe('callback addresses refused at connect time', () => {
     try {
       const { id } = await publisher.publish({ accountId: 'acct-ssrf', type: 'call.started', data: {} });
       await waitFor('the delivery given up', async () => (await statusOf(subscription.id, id)) === 'failed');
-      const attempts = await api.app.prisma.deliveryAttempt.findMany({ where: { delivery: { eventId: id } } });
+      const attempts = await api.app.prisma.deliveryAttempt.findMany({
+        where: { delivery: { eventId: id } },
+      });
       expect(attempts).toHaveLength(1);
       expect(attempts[0]).toMatchObject({ errorClass: 'blocked_address', statusCode: null });
       expect(receiver.at('/ssrf')).toHaveLength(0);

@@ -128,7 +128,9 @@ async function checkApplied(client: pg.Client, files: MigrationFile[]): Promise<
     }
     const file = byName.get(row.migration_name);
     if (file === undefined) {
-      throw new MigrationStateError(`Applied migration ${row.migration_name} is missing from the migrations folder`);
+      throw new MigrationStateError(
+        `Applied migration ${row.migration_name} is missing from the migrations folder`,
+      );
     }
     if (file.checksum !== row.checksum) {
       throw new MigrationStateError(

@@ -58,7 +58,10 @@ describe('db:migrate runner', () => {
   it('creates UUIDv7 ids in the database (uuid_generate_v7)', async () => {
     const { url } = database('uuid');
     await migrate({ databaseUrl: url, migrationsDir });
-    const [row] = await query<{ id: string; at: Date }>(url, 'SELECT uuid_generate_v7()::text AS id, now() AS at');
+    const [row] = await query<{ id: string; at: Date }>(
+      url,
+      'SELECT uuid_generate_v7()::text AS id, now() AS at',
+    );
     expect(row?.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const millis = parseInt(row!.id.replace(/-/g, '').slice(0, 12), 16);
     expect(Math.abs(millis - row!.at.getTime())).toBeLessThan(60_000);
@@ -87,14 +90,19 @@ describe('db:migrate runner', () => {
     const dir = path.join(workDir, 'pending');
     await cp(migrationsDir, dir, { recursive: true });
     await migrate({ databaseUrl: url, migrationsDir: dir });
-    await cp(path.join(dir, '20261121000000_init'), path.join(dir, '20261122000000_bad'), { recursive: true });
+    await cp(path.join(dir, '20261121000000_init'), path.join(dir, '20261122000000_bad'), {
+      recursive: true,
+    });
     const { writeFile } = await import('node:fs/promises');
     await writeFile(
       path.join(dir, '20261122000000_bad', 'migration.sql'),
       'CREATE TABLE half_done (id int);\nSELECT no_such_function();\n',
     );
     await expect(migrate({ databaseUrl: url, migrationsDir: dir })).rejects.toThrow(/no_such_function/);
-    const leftovers = await query(url, "SELECT 1 FROM information_schema.tables WHERE table_name = 'half_done'");
+    const leftovers = await query(
+      url,
+      "SELECT 1 FROM information_schema.tables WHERE table_name = 'half_done'",
+    );
     expect(leftovers).toHaveLength(0);
     await writeFile(path.join(dir, '20261122000000_bad', 'migration.sql'), 'CREATE TABLE later (id int);\n');
     const result = await migrate({ databaseUrl: url, migrationsDir: dir });

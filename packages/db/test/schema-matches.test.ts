@@ -23,7 +23,10 @@ beforeAll(async () => {
 afterAll(() => database.drop());
 
 it('the migrated database has every model and scalar field of schema.prisma, with its nullability', async () => {
-  const datamodel = await readFile(fileURLToPath(new URL('../../../prisma/schema.prisma', import.meta.url)), 'utf8');
+  const datamodel = await readFile(
+    fileURLToPath(new URL('../../../prisma/schema.prisma', import.meta.url)),
+    'utf8',
+  );
   const dmmf = await internals.getDMMF({ datamodel });
   const expected = dmmf.datamodel.models.flatMap((model) =>
     model.fields
@@ -34,6 +37,9 @@ it('the migrated database has every model and scalar field of schema.prisma, wit
       })),
   );
   expect(expected.length).toBeGreaterThan(20);
-  const actual = expected.map(({ column }) => ({ column, nullable: columns.get(column)?.is_nullable ?? 'missing' }));
+  const actual = expected.map(({ column }) => ({
+    column,
+    nullable: columns.get(column)?.is_nullable ?? 'missing',
+  }));
   expect(actual).toEqual(expected);
 });

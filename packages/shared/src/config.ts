@@ -17,11 +17,18 @@ export const commonEnv = {
     default: defaultDatabaseUrl,
     description: 'PostgreSQL connection URL; the database is created by `pnpm db:migrate` if missing',
   }),
-  REDIS_URL: Type.String({ default: 'redis://127.0.0.1:6379', description: 'Redis connection URL for BullMQ' }),
+  REDIS_URL: Type.String({
+    default: 'redis://127.0.0.1:6379',
+    description: 'Redis connection URL for BullMQ',
+  }),
   QUEUE_PREFIX: Type.String({
     default: 'webhooks',
     minLength: 1,
     description: 'Redis key prefix of the BullMQ queues; services that work together must share it',
+  }),
+  HOST: Type.String({
+    default: '127.0.0.1',
+    description: 'Listen address of the API and of the worker health endpoint',
   }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
@@ -29,7 +36,8 @@ export const commonEnv = {
   ),
   CALLBACK_ALLOW_PRIVATE: Type.Boolean({
     default: false,
-    description: 'Allow callback URLs on loopback, private, link-local and metadata addresses (local development and tests only)',
+    description:
+      'Allow callback URLs on loopback, private, link-local and metadata addresses (local development and tests only)',
   }),
   DELIVERY_MAX_ATTEMPTS: Type.Integer({
     default: 5,

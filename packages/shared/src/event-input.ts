@@ -60,7 +60,11 @@ export function checkEventInput(input: EventInput): Date {
   }
   const bytes = Buffer.byteLength(JSON.stringify(input.data));
   if (bytes > maxEventDataBytes) {
-    throw new EventInputError(`data is ${bytes} bytes serialized; the limit is ${maxEventDataBytes}`, '/data', 413);
+    throw new EventInputError(
+      `data is ${bytes} bytes serialized; the limit is ${maxEventDataBytes}`,
+      '/data',
+      413,
+    );
   }
   if (
     input.idempotencyKey !== undefined &&

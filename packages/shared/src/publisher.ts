@@ -49,7 +49,8 @@ export interface EventPublisherOptions {
 /** Creates a publisher on the `events` queue. */
 export function createEventPublisher(options: EventPublisherOptions): EventPublisher {
   const ownsConnection = typeof options.redis === 'string';
-  const connection = typeof options.redis === 'string' ? createProducerConnection(options.redis) : options.redis;
+  const connection =
+    typeof options.redis === 'string' ? createProducerConnection(options.redis) : options.redis;
   const queue = new Queue<EventJobData, unknown, 'event'>(queueNames.events, {
     connection,
     prefix: options.prefix ?? defaultQueuePrefix,

@@ -25,6 +25,11 @@ export function generateSigningSecret(): string {
  * @param timestamp the `webhook-timestamp` of this attempt
  * @param body the exact request body
  */
-export function signatureHeader(secrets: readonly string[], webhookId: string, timestamp: Date, body: string): string {
+export function signatureHeader(
+  secrets: readonly string[],
+  webhookId: string,
+  timestamp: Date,
+  body: string,
+): string {
   return secrets.map((secret) => new Webhook(secret).sign(webhookId, timestamp, body)).join(' ');
 }

@@ -16,7 +16,11 @@ const blockedHostnames = new Set(['localhost', 'metadata.google.internal', 'meta
  * @param pointer JSON pointer of the field, for the error
  * @returns null when acceptable, otherwise the field error to answer 400 with
  */
-export function checkCallbackUrl(value: string, allowPrivate: boolean, pointer = '/callback_url'): FieldError | null {
+export function checkCallbackUrl(
+  value: string,
+  allowPrivate: boolean,
+  pointer = '/callback_url',
+): FieldError | null {
   let url: URL;
   try {
     url = new URL(value);
@@ -27,7 +31,10 @@ export function checkCallbackUrl(value: string, allowPrivate: boolean, pointer =
     return { pointer, detail: `must use http or https, not ${url.protocol.slice(0, -1)}` };
   }
   if (url.username !== '' || url.password !== '') {
-    return { pointer, detail: 'must not carry credentials (user:password@); put a secret in the path or verify signatures' };
+    return {
+      pointer,
+      detail: 'must not carry credentials (user:password@); put a secret in the path or verify signatures',
+    };
   }
   if (allowPrivate) return null;
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
@@ -37,7 +44,10 @@ export function checkCallbackUrl(value: string, allowPrivate: boolean, pointer =
   if (ipaddr.isValid(host)) {
     const range = ipaddr.process(host).range();
     if (range !== 'unicast') {
-      return { pointer, detail: `must not point at a ${range} address (${host}); only public addresses receive webhooks` };
+      return {
+        pointer,
+        detail: `must not point at a ${range} address (${host}); only public addresses receive webhooks`,
+      };
     }
   }
   return null;

@@ -9,7 +9,11 @@ import { notFound } from './problem.js';
  * @throws HttpProblem 404 when the id is malformed, unknown, or another account's: the three look
  *   alike, so ids of other accounts cannot be probed.
  */
-export async function findOwnSubscription(prisma: PrismaClient, accountId: string, id: string): Promise<Subscription> {
+export async function findOwnSubscription(
+  prisma: PrismaClient,
+  accountId: string,
+  id: string,
+): Promise<Subscription> {
   const row = isUuid(id) ? await prisma.subscription.findFirst({ where: { id, accountId } }) : null;
   if (row === null) throw notFound(`Subscription ${id}`);
   return row;

@@ -16,7 +16,8 @@ import {
 export const subscriptionUri = (id: string) => `/api/webhooks/${id}`;
 
 /** Path of a delivery. */
-export const deliveryUri = (subscriptionId: string, id: string) => `/api/webhooks/${subscriptionId}/deliveries/${id}`;
+export const deliveryUri = (subscriptionId: string, id: string) =>
+  `/api/webhooks/${subscriptionId}/deliveries/${id}`;
 
 /** A subscription row as the API returns it (never with its secret). */
 export function toSubscription(row: SubscriptionRow): Subscription {

@@ -34,16 +34,24 @@ export default fp<{ jwtKey: ApiConfig['jwtKey'] }>(
       if (!request.url.startsWith('/api/')) return;
       const header = request.headers.authorization;
       if (header === undefined || !/^Bearer\s+\S+$/i.test(header)) {
-        throw new HttpProblem(401, 'unauthorized', 'Send the credential as "Authorization: Bearer <token>"', undefined, {
-          'www-authenticate': 'Bearer realm="webhooks"',
-        });
+        throw new HttpProblem(
+          401,
+          'unauthorized',
+          'Send the credential as "Authorization: Bearer <token>"',
+          undefined,
+          {
+            'www-authenticate': 'Bearer realm="webhooks"',
+          },
+        );
       }
       let payload: { sub?: unknown };
       try {
         payload = await request.jwtVerify<{ sub?: unknown }>();
       } catch (error) {
         const code = (error as { code?: string }).code;
-        throw unauthorized(code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' ? 'The token has expired' : 'The token is not valid');
+        throw unauthorized(
+          code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' ? 'The token has expired' : 'The token is not valid',
+        );
       }
       if (typeof payload.sub !== 'string' || payload.sub.length === 0 || payload.sub.length > 255) {
         throw unauthorized('The token has no account (sub claim)');

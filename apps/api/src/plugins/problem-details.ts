@@ -54,10 +54,18 @@ export default fp(
         return send(reply, request, new HttpProblem(status, slug, error.message));
       }
       request.log.error({ err: error }, 'request failed');
-      return send(reply, request, new HttpProblem(500, 'internal', 'The request could not be completed; it is logged.'));
+      return send(
+        reply,
+        request,
+        new HttpProblem(500, 'internal', 'The request could not be completed; it is logged.'),
+      );
     });
     app.setNotFoundHandler((request, reply) =>
-      send(reply, request, new HttpProblem(404, 'not-found', `No route ${request.method} ${request.url.split('?')[0]}`)),
+      send(
+        reply,
+        request,
+        new HttpProblem(404, 'not-found', `No route ${request.method} ${request.url.split('?')[0]}`),
+      ),
     );
   },
   { name: 'problem-details' },

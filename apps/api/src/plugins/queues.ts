@@ -19,7 +19,10 @@ export default fp<{ redisUrl: string; prefix: string }>(
     // ioredis emits connection errors as events; without a listener they would crash the process.
     redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'));
     const publisher = createEventPublisher({ redis, prefix: options.prefix });
-    const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, { connection: redis, prefix: options.prefix });
+    const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, {
+      connection: redis,
+      prefix: options.prefix,
+    });
     app.decorate('redis', redis);
     app.decorate('publisher', publisher);
     app.decorate('deliveryQueue', deliveryQueue);

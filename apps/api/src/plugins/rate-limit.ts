@@ -18,7 +18,8 @@ export default fp<{ max: number; nameSpace: string }>(
       nameSpace: options.nameSpace,
       // A Redis outage must not take the API down with it: requests pass uncounted meanwhile.
       skipOnError: true,
-      keyGenerator: (request) => (request.accountId !== '' ? `account:${request.accountId}` : `ip:${request.ip}`),
+      keyGenerator: (request) =>
+        request.accountId !== '' ? `account:${request.accountId}` : `ip:${request.ip}`,
       allowList: (request) => !request.url.startsWith('/api/'),
       errorResponseBuilder: (_request, context) =>
         new HttpProblem(

@@ -9,7 +9,13 @@ import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 
 function ajv(options: Options): Ajv {
-  const instance = new Ajv({ allErrors: true, useDefaults: true, removeAdditional: false, strict: false, ...options });
+  const instance = new Ajv({
+    allErrors: true,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+    ...options,
+  });
   addFormats.default(instance);
   return instance;
 }

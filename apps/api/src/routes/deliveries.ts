@@ -60,7 +60,13 @@ const deliveries: FastifyPluginAsyncTypebox<{ policy: DeliveryPolicy }> = async 
           take: page.pageSize,
         }),
       ]);
-      return pageEnvelope(`/api/webhooks/${subscription.id}/deliveries`, request.query, page, count, rows.map(toDelivery));
+      return pageEnvelope(
+        `/api/webhooks/${subscription.id}/deliveries`,
+        request.query,
+        page,
+        count,
+        rows.map(toDelivery),
+      );
     },
   );
 
@@ -94,10 +100,18 @@ const deliveries: FastifyPluginAsyncTypebox<{ policy: DeliveryPolicy }> = async 
       const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       const delivery = await findDelivery(subscription.id, request.params.delivery_id);
       if (delivery.status !== 'failed' && delivery.status !== 'cancelled') {
-        throw new HttpProblem(409, 'conflict', `Only a failed or cancelled delivery can be retried; this one is ${delivery.status}`);
+        throw new HttpProblem(
+          409,
+          'conflict',
+          `Only a failed or cancelled delivery can be retried; this one is ${delivery.status}`,
+        );
       }
       if (subscription.status !== 'active') {
-        throw new HttpProblem(409, 'conflict', 'The subscription is disabled; set its status to active first');
+        throw new HttpProblem(
+          409,
+          'conflict',
+          'The subscription is disabled; set its status to active first',
+        );
       }
       // Only the request that moves it back to pending enqueues, so two concurrent retries make one round.
       const claimed = await app.prisma.delivery.updateMany({

@@ -15,7 +15,13 @@ const body: EventCatalogueResponse = {
 const eventTypes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/api/event-types',
-    { schema: { tags: ['events'], summary: 'The event catalogue', response: { 200: EventCatalogueResponse, ...problemResponses } } },
+    {
+      schema: {
+        tags: ['events'],
+        summary: 'The event catalogue',
+        response: { 200: EventCatalogueResponse, ...problemResponses },
+      },
+    },
     async () => body,
   );
 };

@@ -4,7 +4,13 @@
  * 400 for an unknown type, 413 for `data` over 256 KiB; 202 with the event id and timestamp.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { EventAccepted, EventCreate, EventInputError, formatPayloadTimestamp, Problem } from '@webhooks/shared';
+import {
+  EventAccepted,
+  EventCreate,
+  EventInputError,
+  formatPayloadTimestamp,
+  Problem,
+} from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
 import { problemResponses } from '../lib/route-schemas.js';
 
@@ -32,17 +38,27 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
         });
       } catch (error) {
         if (error instanceof EventInputError) {
-          throw new HttpProblem(error.status, error.status === 413 ? 'too-large' : 'validation', error.message, [
-            { pointer: error.pointer, detail: error.message },
-          ]);
+          throw new HttpProblem(
+            error.status,
+            error.status === 413 ? 'too-large' : 'validation',
+            error.message,
+            [{ pointer: error.pointer, detail: error.message }],
+          );
         }
         request.log.error({ err: error }, 'event could not be queued');
-        throw new HttpProblem(503, 'unavailable', 'The event could not be queued; nothing was accepted. Retry later.');
+        throw new HttpProblem(
+          503,
+          'unavailable',
+          'The event could not be queued; nothing was accepted. Retry later.',
+        );
       }
       let timestamp = published.timestamp;
       if (timestamp === null) {
         // A duplicate whose first event has left the queue: its stored row has the timestamp.
-        const first = await app.prisma.event.findUnique({ where: { id: published.id }, select: { occurredAt: true } });
+        const first = await app.prisma.event.findUnique({
+          where: { id: published.id },
+          select: { occurredAt: true },
+        });
         timestamp = first ? formatPayloadTimestamp(first.occurredAt) : '';
       }
       return reply.code(202).send({ id: published.id, timestamp, duplicate: published.duplicate });

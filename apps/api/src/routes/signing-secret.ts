@@ -11,7 +11,10 @@ import { findOwnSubscription } from '../lib/subscription-lookup.js';
 
 function toSecret(row: Pick<SubscriptionRow, 'secret' | 'previousSecretExpiresAt'>): SigningSecret {
   const expires = row.previousSecretExpiresAt;
-  return { secret: row.secret, previous_secret_expires_at: expires && expires > new Date() ? expires.toISOString() : null };
+  return {
+    secret: row.secret,
+    previous_secret_expires_at: expires && expires > new Date() ? expires.toISOString() : null,
+  };
 }
 
 const signingSecret: FastifyPluginAsyncTypebox = async (app) => {
@@ -22,8 +25,10 @@ const signingSecret: FastifyPluginAsyncTypebox = async (app) => {
     response: { 200: SigningSecret, ...problemResponses },
   });
 
-  app.get('/api/webhooks/:id/secret', { schema: schema('The signing secret of the deliveries') }, async (request) =>
-    toSecret(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
+  app.get(
+    '/api/webhooks/:id/secret',
+    { schema: schema('The signing secret of the deliveries') },
+    async (request) => toSecret(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
   );
 
   app.post(

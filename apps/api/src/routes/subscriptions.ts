@@ -28,7 +28,8 @@ import { toSubscription } from '../lib/views.js';
 
 const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean }> = async (app, options) => {
   const rejectBadCallback = (url: string | undefined) => {
-    const error: FieldError | null = url === undefined ? null : checkCallbackUrl(url, options.allowPrivateCallbacks);
+    const error: FieldError | null =
+      url === undefined ? null : checkCallbackUrl(url, options.allowPrivateCallbacks);
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
   };
 
@@ -38,7 +39,10 @@ const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean 
       {
         schema: {
           tags: ['subscriptions'],
-          summary: kind === null ? 'Subscribe to every event type' : `Subscribe to ${kind} events (${eventCatalogue[kind].types.join(', ')})`,
+          summary:
+            kind === null
+              ? 'Subscribe to every event type'
+              : `Subscribe to ${kind} events (${eventCatalogue[kind].types.join(', ')})`,
           body: SubscriptionCreate,
           response: { 201: SubscriptionCreated, 403: Problem, 413: Problem, ...problemResponses },
         },
@@ -109,7 +113,8 @@ const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean 
         response: { 200: Subscription, ...problemResponses },
       },
     },
-    async (request) => toSubscription(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
+    async (request) =>
+      toSubscription(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
   );
 
   app.put(

@@ -14,13 +14,7 @@ export const keptResponseBytes = 4096;
 
 /** Why an attempt got no HTTP answer, or why the answer did not confirm. */
 export type AttemptErrorClass =
-  | 'timeout'
-  | 'connection_refused'
-  | 'connection_reset'
-  | 'dns'
-  | 'blocked_address'
-  | 'http_status'
-  | 'other';
+  'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'blocked_address' | 'http_status' | 'other';
 
 /** What one attempt came to. */
 export interface AttemptResult {
@@ -62,7 +56,8 @@ export function classifyError(error: unknown): AttemptErrorClass {
   if (name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
   if (/is not allowed\. Because/.test(message ?? '')) return 'blocked_address';
   if (code === 'ECONNREFUSED') return 'connection_refused';
-  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE') return 'connection_reset';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE')
+    return 'connection_reset';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
   return 'other';
 }
@@ -74,7 +69,10 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
     maxSockets: options.maxSockets ?? 256,
     allowPrivateIPAddress: options.allowPrivate,
   };
-  const agent = { http: new RequestFilteringHttpAgent(agentOptions), https: new RequestFilteringHttpsAgent(agentOptions) };
+  const agent = {
+    http: new RequestFilteringHttpAgent(agentOptions),
+    https: new RequestFilteringHttpsAgent(agentOptions),
+  };
   const client: Got = got.extend({
     agent,
     timeout: { request: options.timeoutMs },
@@ -96,14 +94,19 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
       const finish = (error?: unknown) => {
         if (settled) return;
         settled = true;
-        const errorClass = error !== undefined ? classifyError(error) : statusCode === 200 ? null : 'http_status';
+        const errorClass =
+          error !== undefined ? classifyError(error) : statusCode === 200 ? null : 'http_status';
         resolve({
           startedAt,
           durationMs: Math.round(performance.now() - start),
           statusCode,
           errorClass,
           errorMessage:
-            error !== undefined ? String((error as Error).message).slice(0, 1024) : errorClass ? `HTTP ${statusCode}` : null,
+            error !== undefined
+              ? String((error as Error).message).slice(0, 1024)
+              : errorClass
+                ? `HTTP ${statusCode}`
+                : null,
           responseBody: statusCode === null ? null : Buffer.concat(chunks).toString('utf8'),
         });
       };

@@ -30,5 +30,7 @@ export function decideOutcome(
   if (result.statusCode === 200 && result.errorClass === null) return { kind: 'succeeded' };
   if (result.errorClass === 'blocked_address') return { kind: 'given_up', reason: 'blocked_address' };
   const next = nextAttemptAt(policy, attemptsBefore + 1, now);
-  return next === null ? { kind: 'given_up', reason: 'attempts_exhausted' } : { kind: 'retry', nextAttemptAt: next };
+  return next === null
+    ? { kind: 'given_up', reason: 'attempts_exhausted' }
+    : { kind: 'retry', nextAttemptAt: next };
 }

@@ -29,7 +29,8 @@ export interface DeliveryProcessorDeps {
 /** The round's policy as BullMQ will apply it: the job's own options win over the configuration. */
 function jobPolicy(job: Job, fallback: DeliveryPolicy): DeliveryPolicy {
   const backoff = job.opts.backoff;
-  const backoffMs = typeof backoff === 'object' && backoff.delay !== undefined ? backoff.delay : fallback.backoffMs;
+  const backoffMs =
+    typeof backoff === 'object' && backoff.delay !== undefined ? backoff.delay : fallback.backoffMs;
   return { maxAttempts: job.opts.attempts ?? fallback.maxAttempts, backoffMs };
 }
 
@@ -58,7 +59,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
     if (outcome.kind === 'succeeded') return 'succeeded';
     const what = `${result.errorClass}: ${result.errorMessage ?? ''}`;
-    if (outcome.kind === 'given_up' && outcome.reason === 'blocked_address') throw new UnrecoverableError(what);
+    if (outcome.kind === 'given_up' && outcome.reason === 'blocked_address')
+      throw new UnrecoverableError(what);
     throw new DeliveryAttemptError(what);
   };
 }

@@ -24,7 +24,8 @@ export function buildAttemptRequest(
     ),
   );
   const secrets = [subscription.secret];
-  const previousLive = subscription.previousSecretExpiresAt !== null && subscription.previousSecretExpiresAt > now;
+  const previousLive =
+    subscription.previousSecretExpiresAt !== null && subscription.previousSecretExpiresAt > now;
   if (subscription.previousSecret !== null && previousLive) secrets.push(subscription.previousSecret);
   return {
     body,

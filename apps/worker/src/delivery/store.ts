@@ -99,7 +99,11 @@ function subscriptionEffect({ delivery, outcome }: AttemptRecord): 'failure' | '
 }
 
 /** Creates the store; `disableAfter` is SUBSCRIPTION_DISABLE_AFTER. */
-export function createDeliveryStore(prisma: PrismaClient, disableAfter: number, batch: BatchOptions = {}): DeliveryStore {
+export function createDeliveryStore(
+  prisma: PrismaClient,
+  disableAfter: number,
+  batch: BatchOptions = {},
+): DeliveryStore {
   const load = batcher<{ eventId: string; subscriptionId: string }, LoadedDelivery | null>(async (keys) => {
     const rows = await prisma.$queryRaw<Row[]>`
       SELECT d.id::text, d.status::text AS status, d.attempts_made,

@@ -4,17 +4,25 @@ import { PageQuery } from './pagination.js';
 
 const DeliveryStatus = Type.Union(
   [Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')],
-  { description: 'pending: attempts remain; succeeded: a 200 was received; failed: given up; cancelled: subscription disabled' },
+  {
+    description:
+      'pending: attempts remain; succeeded: a 200 was received; failed: given up; cancelled: subscription disabled',
+  },
 );
 
 /** One HTTP request of a delivery. */
 export const DeliveryAttempt = Type.Object({
   attempt_number: Type.Integer({ description: 'From 1, counted across retry rounds' }),
   started_at: Type.String({ format: 'date-time' }),
-  duration_ms: Type.Integer({ description: 'Milliseconds from connect to the end of the answer or the error' }),
-  status_code: Type.Union([Type.Integer(), Type.Null()], { description: 'HTTP status answered, null when none' }),
+  duration_ms: Type.Integer({
+    description: 'Milliseconds from connect to the end of the answer or the error',
+  }),
+  status_code: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'HTTP status answered, null when none',
+  }),
   error: Type.Union([Type.String(), Type.Null()], {
-    description: 'timeout | connection_refused | connection_reset | dns | blocked_address | http_status | other',
+    description:
+      'timeout | connection_refused | connection_reset | dns | blocked_address | http_status | other',
   }),
   error_message: Type.Union([Type.String(), Type.Null()]),
   response_body: Type.Union([Type.String(), Type.Null()], { description: 'First 4 KiB of the answer' }),
@@ -40,7 +48,9 @@ export type Delivery = Static<typeof Delivery>;
 /** A delivery read alone: with the payload sent and every attempt. */
 export const DeliveryDetail = Type.Object({
   ...Delivery.properties,
-  payload: Type.Record(Type.String(), Type.Unknown(), { description: 'The JSON body POSTed to the callback' }),
+  payload: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'The JSON body POSTed to the callback',
+  }),
   attempts: Type.Array(DeliveryAttempt),
 });
 export type DeliveryDetail = Static<typeof DeliveryDetail>;

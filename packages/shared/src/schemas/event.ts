@@ -4,11 +4,22 @@ import Type, { type Static } from 'typebox';
 /** Body of `POST /api/events`. */
 export const EventCreate = Type.Object(
   {
-    type: Type.String({ description: 'Event type of the catalogue, `<resource>.<action>`', examples: ['call.completed'] }),
-    data: Type.Record(Type.String(), Type.Unknown(), { description: 'The event content, at most 256 KiB serialized' }),
-    occurred_at: Type.Optional(Type.String({ format: 'date-time', description: 'When it occurred; now if omitted' })),
+    type: Type.String({
+      description: 'Event type of the catalogue, `<resource>.<action>`',
+      examples: ['call.completed'],
+    }),
+    data: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'The event content, at most 256 KiB serialized',
+    }),
+    occurred_at: Type.Optional(
+      Type.String({ format: 'date-time', description: 'When it occurred; now if omitted' }),
+    ),
     idempotency_key: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 255, description: 'Same key within 24 hours: the first event is returned' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: 'Same key within 24 hours: the first event is returned',
+      }),
     ),
   },
   { additionalProperties: false },

@@ -13,7 +13,12 @@ export const defaultPageSize = 20;
 export const PageQuery = {
   page: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1' })),
   page_size: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: maxPageSize, default: defaultPageSize, description: 'Items per page' }),
+    Type.Integer({
+      minimum: 1,
+      maximum: maxPageSize,
+      default: defaultPageSize,
+      description: 'Items per page',
+    }),
   ),
 };
 
@@ -22,7 +27,9 @@ export function Page<T extends TSchema>(item: T) {
   return Type.Object({
     count: Type.Integer({ description: 'Total number of items across pages' }),
     next: Type.Union([Type.String(), Type.Null()], { description: 'Address of the next page, or null' }),
-    previous: Type.Union([Type.String(), Type.Null()], { description: 'Address of the previous page, or null' }),
+    previous: Type.Union([Type.String(), Type.Null()], {
+      description: 'Address of the previous page, or null',
+    }),
     results: Type.Array(item),
   });
 }

@@ -32,7 +32,10 @@ export const SubscriptionCreate = Type.Object(
     callback_url: CallbackUrl,
     webhook_id: Type.Optional(WebhookId),
     account_id: Type.Optional(
-      Type.String({ maxLength: 255, description: 'Must equal the token subject when sent; taken from the token otherwise' }),
+      Type.String({
+        maxLength: 255,
+        description: 'Must equal the token subject when sent; taken from the token otherwise',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -80,7 +83,9 @@ export type SigningSecret = Static<typeof SigningSecret>;
 /** A created subscription: the only answer that carries the signing secret unasked. */
 export const SubscriptionCreated = Type.Object({
   ...Subscription.properties,
-  secret: Type.String({ description: 'Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64)' }),
+  secret: Type.String({
+    description: 'Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64)',
+  }),
 });
 export type SubscriptionCreated = Static<typeof SubscriptionCreated>;
 

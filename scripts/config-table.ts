@@ -1,0 +1,46 @@
+/**
+ * The README's configuration table, generated from the services' environment schemas so it cannot
+ * drift: `pnpm docs:config` rewrites the part of README.md between the config-table markers, and a
+ * test fails when README.md differs from what this produces.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
+import { apiEnvSchema } from '@webhooks/api';
+import { workerEnvSchema } from '@webhooks/worker';
+
+/** Markers around the generated table in README.md. */
+export const markers = ['<!-- config-table:start -->', '<!-- config-table:end -->'] as const;
+
+type Property = { default?: unknown; description?: string };
+
+/** The Markdown table: one row per variable, with the services that read it, default and meaning. */
+export function configTable(): string {
+  const api = apiEnvSchema.properties as Record<string, Property>;
+  const worker = workerEnvSchema.properties as Record<string, Property>;
+  const names = [...new Set([...Object.keys(api), ...Object.keys(worker)])];
+  const rows = names.map((name) => {
+    const property = api[name] ?? worker[name]!;
+    const services = [name in api && 'api', name in worker && 'worker'].filter(Boolean).join(', ');
+    const fallback =
+      property.default === '' || property.default === undefined
+        ? '(none)'
+        : `\`${String(property.default)}\``;
+    return `| \`${name}\` | ${services} | ${fallback} | ${property.description ?? ''} |`;
+  });
+  return ['| variable | read by | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/** README text with the table between the markers replaced by the generated one. */
+export function withConfigTable(readme: string): string {
+  const [start, end] = markers;
+  const from = readme.indexOf(start);
+  const to = readme.indexOf(end);
+  if (from < 0 || to < from) throw new Error(`README.md lacks the ${start} … ${end} markers`);
+  return `${readme.slice(0, from + start.length)}\n${configTable()}\n${readme.slice(to)}`;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const path = new URL('../../README.md', import.meta.url);
+  await writeFile(path, withConfigTable(await readFile(path, 'utf8')));
+  console.log('README.md configuration table updated');
+}

@@ -1,0 +1,65 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from '@jest/globals';
+import { parse } from 'yaml';
+import { apiEnvSchema } from '@webhooks/api';
+import { workerEnvSchema } from '@webhooks/worker';
+import { withConfigTable } from '../scripts/config-table.js';
+
+const root = new URL('../', import.meta.url);
+const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
+
+describe('README', () => {
+  it('has the configuration table generated from the config schemas (pnpm docs:config)', () => {
+    const readme = read('README.md');
+    expect(readme).toBe(withConfigTable(readme));
+  });
+
+  it('names the test command that .ci/run calls', () => {
+    const testCommand = /npx --yes pnpm@[\d.]+ test/.exec(read('.ci/run'))?.[0];
+    expect(testCommand).toBeDefined();
+    expect(read('README.md')).toContain(testCommand);
+  });
+});
+
+describe('docker/', () => {
+  const compose = parse(read('docker/compose.yaml'), { merge: true });
+
+  it('compose.yaml names postgres, redis, migrate, api and a scalable worker', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['api', 'migrate', 'postgres', 'redis', 'worker']);
+    expect(compose.services.worker.deploy.replicas).toBeGreaterThan(1);
+    expect(compose.services.redis.command.join(' ')).toMatch(
+      /--appendonly yes.*--maxmemory-policy noeviction/,
+    );
+  });
+
+  it("compose.yaml sets only variables the services' config schemas know", () => {
+    const known = {
+      api: apiEnvSchema.properties,
+      worker: workerEnvSchema.properties,
+      migrate: apiEnvSchema.properties,
+    };
+    for (const [service, properties] of Object.entries(known)) {
+      const names = Object.keys(compose.services[service].environment);
+      expect(names.filter((name) => !(name in properties))).toEqual([]);
+    }
+  });
+
+  it.each(['docker/api.Dockerfile', 'docker/worker.Dockerfile'])(
+    '%s copies only files that exist, runs as non-root under tini',
+    (file) => {
+      const dockerfile = read(file);
+      const sources = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) =>
+        match[1]!.split(/\s+/),
+      );
+      expect(sources.length).toBeGreaterThan(5);
+      for (const source of sources)
+        expect([source, existsSync(new URL(source, root))]).toEqual([source, true]);
+      const entries = [...dockerfile.matchAll(/^CMD \["node", "([^"]+)"\]$/gm)].map((match) => match[1]!);
+      expect(entries).toHaveLength(1);
+      expect(dockerfile).toMatch(/^USER node$/m);
+      expect(dockerfile).toMatch(/ENTRYPOINT \["\/usr\/bin\/tini", "--"\]/);
+      expect(dockerfile).toMatch(/^HEALTHCHECK /m);
+      expect(dockerfile).toContain('pnpm install --frozen-lockfile');
+    },
+  );
+});
