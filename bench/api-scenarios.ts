@@ -31,11 +31,13 @@ async function load(
 /** Ingest (`POST /api/events`) and authenticated reads (`GET /api/webhooks/{id}`), each with its baseline. */
 export async function apiThroughput(seconds: number, progress: (step: string) => void) {
   const stack = await startBenchStack('api', { LOG_LEVEL: 'error' }, 0);
+  // The API's rate limit applies as in production, with a ceiling the load never reaches.
   const port = await freePort();
   const baseline = startService('baseline', {
     PORT: String(port),
     JWT_SECRET: stack.jwtSecret,
     DATABASE_URL: stack.databaseUrl,
+    REDIS_URL: stack.redisUrl,
   });
   try {
     const baselineUrl = `http://127.0.0.1:${port}`;

@@ -2,7 +2,7 @@
  * The processor of the `events` queue: stores the event, finds the account's active subscriptions
  * that receive its type (general ones every type, kind ones their kind's), creates one delivery
  * per subscription and enqueues one delivery job each. Concurrent events are fanned out together,
- * one SQL statement and one `addBulk` per batch (see batching.ts). Every step is idempotent, and
+ * one SQL statement and one `addBulk` per batch (see `batcher` in @webhooks/shared). Every step is idempotent, and
  * job ids are `<event id>.<subscription id>`, so a fan-out run twice (a stalled job) never
  * delivers twice.
  */
@@ -15,9 +15,13 @@ import {
   parsePayloadTimestamp,
   type DeliveryJobData,
   type DeliveryPolicy,
+  batcher,
+  type BatchOptions,
   type EventJobData,
 } from '@webhooks/shared';
-import { batcher, type BatchOptions } from './batching.js';
+
+/** Most delivery jobs added in one `addBulk`. */
+const addBulkChunk = 500;
 
 /** What the fan-out needs. */
 export interface FanOutDeps {
@@ -54,16 +58,19 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         ON CONFLICT (event_id, subscription_id) DO NOTHING
       )
       SELECT event_id::text, subscription_id::text FROM targets`;
-    if (targets.length > 0) {
+    // Bounded chunks keep one Redis transaction, and the worker's memory, small however wide the fan-out.
+    for (let i = 0; i < targets.length; i += addBulkChunk) {
       await deps.deliveries.addBulk(
-        targets.map(({ event_id, subscription_id }) => ({
+        targets.slice(i, i + addBulkChunk).map(({ event_id, subscription_id }) => ({
           name: 'delivery',
           data: { eventId: event_id, subscriptionId: subscription_id },
           opts: deliveryJobOptions(deps.policy, deliveryJobId(event_id, subscription_id)),
         })),
       );
     }
-    return events.map((event) => targets.filter((target) => target.event_id === event.id).length);
-  }, deps.batch);
+    const counts = new Map<string, number>();
+    for (const target of targets) counts.set(target.event_id, (counts.get(target.event_id) ?? 0) + 1);
+    return events.map((event) => counts.get(event.id) ?? 0);
+  }, deps.batch ?? { maxBatchSize: 20 });
   return (job: Job<EventJobData>): Promise<number> => fanOut(job.data);
 }

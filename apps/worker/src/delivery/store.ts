@@ -1,10 +1,10 @@
 /**
  * The delivery path's reads and writes. Each is one SQL statement (through Prisma's raw queries)
- * over a batch of concurrent jobs (see ../batching.ts for why); a single statement is atomic in
+ * over a batch of concurrent jobs (see `batcher` in @webhooks/shared for why); a single statement is atomic in
  * PostgreSQL, data-modifying CTEs included, so every write stays all-or-nothing.
  */
 import type { PrismaClient } from '@webhooks/db';
-import { batcher, type BatchOptions } from '../batching.js';
+import { batcher, type BatchOptions } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import type { DeliveryOutcome } from './outcome.js';
 

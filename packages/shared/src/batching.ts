@@ -1,9 +1,10 @@
 /**
- * Micro-batching of database work across concurrent jobs, with DataLoader: calls made by up to
- * `maxBatchSize` jobs within `windowMs` run as one SQL statement, and each job still awaits its own
- * result before it is acknowledged. On these machines every statement costs the worker about as
- * much CPU as a whole HTTP attempt (Prisma's per-query overhead, a socket write and a wake-up of
- * PostgreSQL), so batching is what lets delivery keep up with the transport (bench/README.md).
+ * Micro-batching of round trips across concurrent callers, with DataLoader: calls made within
+ * `windowMs` (at most `maxBatchSize` of them) run as one SQL statement or one Redis `addBulk`, and
+ * each caller still awaits its own result, so nothing is acknowledged before it is written. On the
+ * project's machines one round trip costs about as much CPU as a whole HTTP attempt (Prisma's
+ * per-query overhead, a socket write, a wake-up of PostgreSQL or Redis), so batching is what lets
+ * publishing and delivery keep up with the transport (bench/README.md).
  */
 import DataLoader from 'dataloader';
 
