@@ -33,8 +33,9 @@ export interface FanOutDeps {
 
 /** Creates the processor; it returns how many deliveries the event got. */
 export function createFanOutProcessor(deps: FanOutDeps) {
-  const fanOut = batcher<EventJobData, number>(async (events) => {
-    const targets = await deps.prisma.$queryRaw<Array<{ event_id: string; subscription_id: string }>>`
+  const fanOut = batcher<EventJobData, number>(
+    async (events) => {
+      const targets = await deps.prisma.$queryRaw<Array<{ event_id: string; subscription_id: string }>>`
       WITH input AS (
         SELECT * FROM unnest(
           ${events.map((e) => e.id)}::uuid[],
@@ -58,19 +59,21 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         ON CONFLICT (event_id, subscription_id) DO NOTHING
       )
       SELECT event_id::text, subscription_id::text FROM targets`;
-    // Bounded chunks keep one Redis transaction, and the worker's memory, small however wide the fan-out.
-    for (let i = 0; i < targets.length; i += addBulkChunk) {
-      await deps.deliveries.addBulk(
-        targets.slice(i, i + addBulkChunk).map(({ event_id, subscription_id }) => ({
-          name: 'delivery',
-          data: { eventId: event_id, subscriptionId: subscription_id },
-          opts: deliveryJobOptions(deps.policy, deliveryJobId(event_id, subscription_id)),
-        })),
-      );
-    }
-    const counts = new Map<string, number>();
-    for (const target of targets) counts.set(target.event_id, (counts.get(target.event_id) ?? 0) + 1);
-    return events.map((event) => counts.get(event.id) ?? 0);
-  }, deps.batch ?? { maxBatchSize: 20 });
+      // Bounded chunks keep one Redis transaction, and the worker's memory, small however wide the fan-out.
+      for (let i = 0; i < targets.length; i += addBulkChunk) {
+        await deps.deliveries.addBulk(
+          targets.slice(i, i + addBulkChunk).map(({ event_id, subscription_id }) => ({
+            name: 'delivery',
+            data: { eventId: event_id, subscriptionId: subscription_id },
+            opts: deliveryJobOptions(deps.policy, deliveryJobId(event_id, subscription_id)),
+          })),
+        );
+      }
+      const counts = new Map<string, number>();
+      for (const target of targets) counts.set(target.event_id, (counts.get(target.event_id) ?? 0) + 1);
+      return events.map((event) => counts.get(event.id) ?? 0);
+    },
+    deps.batch ?? { maxBatchSize: 20 },
+  );
   return (job: Job<EventJobData>): Promise<number> => fanOut(job.data);
 }
