@@ -80,6 +80,9 @@ export async function deliveryThroughput(
   }
 }
 
+/** Seconds of publishing at the steady rate before latencies count. */
+const latencyWarmupSeconds = 3;
+
 /** Publishes at a steady `rate` events/s for `seconds`; publish → receipt latency percentiles in ms. */
 export async function steadyLatency(
   rate: number,
@@ -91,7 +94,9 @@ export async function steadyLatency(
     return await withStack('latency', {}, 1, async (stack, publisher) => {
       await subscribe(stack, 'bench', `${receiver.url}/hook`);
       const sentAt = new Map<string, number>();
-      const total = rate * seconds;
+      // The first seconds (pools connecting, code warming up) are published but not measured.
+      const warmup = rate * latencyWarmupSeconds;
+      const total = warmup + rate * seconds;
       const start = performance.now();
       const pending: Promise<void>[] = [];
       for (let i = 0; i < total; i++) {
@@ -101,7 +106,7 @@ export async function steadyLatency(
         const at = performance.timeOrigin + performance.now();
         pending.push(
           publisher.publish({ accountId: 'bench', type: 'call.started', data: { n: i } }).then(({ id }) => {
-            sentAt.set(id, at);
+            if (i >= warmup) sentAt.set(id, at);
           }),
         );
         if (i % rate === 0) progress('latency', i, total);
@@ -109,7 +114,7 @@ export async function steadyLatency(
       await Promise.all(pending);
       await waitForSucceeded(stack, total, 120_000);
       const latencies = [...sentAt].map(([id, at]) => (receiver.confirmed.get(id) ?? Number.NaN) - at);
-      return { p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), events: total };
+      return { p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), events: sentAt.size };
     });
   } finally {
     await receiver.close();
@@ -138,7 +143,12 @@ export async function retryLoad(
   try {
     return await withStack(
       'retry',
-      { DELIVERY_BACKOFF_MS: '50', DELIVERY_MAX_ATTEMPTS: String(maxAttempts) },
+      {
+        DELIVERY_BACKOFF_MS: '50',
+        DELIVERY_MAX_ATTEMPTS: String(maxAttempts),
+        // Random failures would otherwise end runs of failed deliveries in an auto-disabled subscription.
+        SUBSCRIPTION_DISABLE_AFTER: '1000000',
+      },
       1,
       async (stack, publisher) => {
         await subscribe(stack, 'bench', `${receiver.url}/hook`);

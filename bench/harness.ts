@@ -5,13 +5,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createSigner } from 'fast-jwt';
 import { createPrismaClient, migrate, migrationsDir, type PrismaClient } from '@webhooks/db';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
+import { listenOnLoopback } from '../scripts/lib/loopback-server.js';
 
 /** A receiver that answers every POST; `answer` picks the status (default 200). */
 export interface BareReceiver {
@@ -38,16 +38,7 @@ export async function startBareReceiver(answer: () => number = () => 200): Promi
       response.writeHead(status).end();
     });
   });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(state, {
-    url: `http://127.0.0.1:${port}`,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  });
+  return Object.assign(state, await listenOnLoopback(server));
 }
 
 /** A benchmark stack: its own database and prefix, API and worker processes. */

@@ -13,8 +13,15 @@ async function rssMiB(pid: number): Promise<number> {
   return kib / 1024;
 }
 
-/** Peak RSS (MiB) and RSS at each quarter of the deliveries, of one worker delivering `events` × 100. */
-export async function workerMemory(events: number, progress: (done: number, total: number) => void) {
+/**
+ * Peak RSS (MiB) and RSS at each quarter of the deliveries, of one worker delivering `events` × 100,
+ * started with `nodeArgs` (e.g. the heap limit the worker image sets).
+ */
+export async function workerMemory(
+  events: number,
+  nodeArgs: string[],
+  progress: (done: number, total: number) => void,
+) {
   const receiver = await startBareReceiver();
   // The worker starts after the backlog is queued, so the whole backlog waits in Redis.
   const stack = await startBenchStack('memory', {}, 0);
@@ -31,7 +38,7 @@ export async function workerMemory(events: number, progress: (done: number, tota
       CALLBACK_ALLOW_PRIVATE: 'true',
       LOG_LEVEL: 'warn',
     };
-    const worker = startService('worker', env);
+    const worker = startService('worker', env, { nodeArgs });
     stack.workers.push(worker);
     const pid = worker.child.pid!;
     const total = events * 100;

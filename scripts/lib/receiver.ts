@@ -5,8 +5,8 @@
  * counts what arrives, can fail a route's first answers, and notes duplicates per `webhook-id`.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { listenOnLoopback } from './loopback-server.js';
 
 /** One verified delivery as received. */
 export interface Receipt {
@@ -95,14 +95,5 @@ export async function startReceiver(options: ReceiverOptions): Promise<ClientRec
       response.writeHead(200).end();
     });
   });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return Object.assign(state, {
-    url: `http://127.0.0.1:${port}`,
-    async close() {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  });
+  return Object.assign(state, await listenOnLoopback(server));
 }
