@@ -21,6 +21,3 @@ declare module 'fastify' {
     accountId: string;
   }
 }
-
-/** The decorators of an API app, by name. */
-export type ApiDecoratorNames = 'prisma' | 'redis' | 'publisher' | 'deliveryQueue';

@@ -53,6 +53,8 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         SELECT i.id AS event_id, s.id AS subscription_id
         FROM input i
         JOIN subscriptions s ON s.account_id = i.account_id AND s.status = 'active' AND (s.kind IS NULL OR s.kind = i.kind)
+        -- Locked so that a subscription deleted meanwhile cannot fail the deliveries' foreign key.
+        FOR KEY SHARE OF s
       ), created AS (
         INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
         SELECT uuid_generate_v7(), event_id, subscription_id, now(), now() FROM targets

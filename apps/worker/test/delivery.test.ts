@@ -236,6 +236,32 @@ describe('retries', () => {
     await sleep(backoffMs * 2 ** maxAttempts);
     expect(stack.receiver.at('/deleted')).toHaveLength(1);
   });
+
+  it('records the other deliveries of a batch when one subscription is deleted during its attempt', async () => {
+    stack.receiver.script('/gone', [{ status: 200, afterMs: 400 }]);
+    stack.receiver.script('/stays', [{ status: 200, afterMs: 400 }]);
+    const gone = await stack.subscribe('acct-gone', { callback_url: `${stack.receiver.url}/gone` });
+    const stays = await stack.subscribe('acct-stays', { callback_url: `${stack.receiver.url}/stays` });
+    await stack.publisher.publish({ accountId: 'acct-gone', type: 'call.started', data: {} });
+    const { id } = await stack.publisher.publish({ accountId: 'acct-stays', type: 'call.started', data: {} });
+    await waitFor(
+      'both attempts under way',
+      () => stack.receiver.at('/gone').length === 1 && stack.receiver.at('/stays').length === 1,
+    );
+    await stack.api.app.inject({
+      method: 'DELETE',
+      url: gone.resource_uri,
+      headers: stack.api.auth('acct-gone'),
+    });
+    const delivery = await waitFor('the other delivery recorded', async () => {
+      const row = await deliveryOf(stays.id, id);
+      return row?.status === 'succeeded' && row;
+    });
+    expect(delivery.attemptsMade).toBe(1);
+    await sleep(backoffMs * 3);
+    expect(stack.receiver.at('/stays')).toHaveLength(1);
+    expect(stack.receiver.at('/gone')).toHaveLength(1);
+  });
 });
 
 describe('fan-out', () => {

@@ -58,11 +58,6 @@ export function problemBody(
   };
 }
 
-/** 400 naming one invalid field. */
-export function invalidField(pointer: string, detail: string): HttpProblem {
-  return new HttpProblem(400, 'validation', `${pointer.slice(1)}: ${detail}`, [{ pointer, detail }]);
-}
-
 /** 404 for a resource that does not exist or belongs to another account (the two look alike). */
 export function notFound(what: string): HttpProblem {
   return new HttpProblem(404, 'not-found', `${what} not found`);

@@ -137,22 +137,26 @@ export function createDeliveryStore(
           ${column(subscriptionEffect)}::text[]
         ) AS t(delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
                response_body, status, next_attempt_at, subscription_id, subscription_effect)
+      ), live AS (
+        -- Deliveries deleted with their subscription during the attempt are left out (and the
+        -- survivors locked against such a delete), so one deletion cannot fail the whole batch.
+        SELECT i.* FROM input i JOIN deliveries d ON d.id = i.delivery_id FOR KEY SHARE OF d
       ), attempts AS (
         INSERT INTO delivery_attempts
           (delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body)
         SELECT delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body
-        FROM input
+        FROM live
       ), deliveries_updated AS (
         UPDATE deliveries d
         SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
             last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
-        FROM input i WHERE d.id = i.delivery_id
+        FROM live i WHERE d.id = i.delivery_id
       ), effects AS (
         -- Per subscription: a success in the batch ends the run before the batch's failures count.
         SELECT subscription_id,
                count(*) FILTER (WHERE subscription_effect = 'failure') AS failures,
                count(*) FILTER (WHERE subscription_effect = 'reset') AS resets
-        FROM input WHERE subscription_effect IS NOT NULL GROUP BY subscription_id
+        FROM live WHERE subscription_effect IS NOT NULL GROUP BY subscription_id
       ), runs AS (
         SELECT s.id, CASE WHEN e.resets > 0 THEN e.failures ELSE s.consecutive_failures + e.failures END AS run
         FROM subscriptions s JOIN effects e ON e.subscription_id = s.id
