@@ -3,15 +3,9 @@
  * load, each run on a stack of its own against a bare receiver. Throughputs are deliveries
  * confirmed per second from the first publish to the last success recorded in the database.
  */
-import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
+import type { EventPublisher } from '@webhooks/shared';
 import { percentile } from '../scripts/lib/stats.js';
-import {
-  startBareReceiver,
-  startBenchStack,
-  subscribe,
-  waitForSucceeded,
-  type BenchStack,
-} from './harness.js';
+import { subscribe, waitForSucceeded, withBenchStack } from './harness.js';
 
 /** Progress callback: a scenario's name, units done, units expected. */
 export type Progress = (scenario: string, done: number, total: number) => void;
@@ -38,22 +32,6 @@ async function publishMany(
   );
 }
 
-async function withStack<T>(
-  tag: string,
-  env: Record<string, string>,
-  workers: number,
-  run: (stack: BenchStack, publisher: EventPublisher) => Promise<T>,
-): Promise<T> {
-  const stack = await startBenchStack(tag, env, workers);
-  const publisher = createEventPublisher({ redis: stack.redisUrl, prefix: stack.prefix });
-  try {
-    return await run(stack, publisher);
-  } finally {
-    await publisher.close();
-    await stack.close();
-  }
-}
-
 /** Publishes `events` events to `subscriptions` subscriptions each; deliveries confirmed per second. */
 export async function deliveryThroughput(
   name: string,
@@ -62,22 +40,17 @@ export async function deliveryThroughput(
   workers: number,
   progress: Progress,
 ): Promise<{ deliveriesPerSecond: number; deliveries: number; seconds: number }> {
-  const receiver = await startBareReceiver();
-  try {
-    return await withStack(name, {}, workers, async (stack, publisher) => {
-      await subscribe(stack, 'bench', `${receiver.url}/hook`, subscriptions);
-      const expected = events * subscriptions;
-      const started = performance.timeOrigin + performance.now();
-      await publishMany(publisher, 'bench', events);
-      const finished = await waitForSucceeded(stack, expected, 600_000, (done) =>
-        progress(name, done, expected),
-      );
-      const seconds = (finished - started) / 1000;
-      return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds };
-    });
-  } finally {
-    await receiver.close();
-  }
+  return withBenchStack({ tag: name, workers }, async (stack, publisher, receiver) => {
+    await subscribe(stack, 'bench', `${receiver.url}/hook`, subscriptions);
+    const expected = events * subscriptions;
+    const started = performance.timeOrigin + performance.now();
+    await publishMany(publisher, 'bench', events);
+    const finished = await waitForSucceeded(stack, expected, 600_000, (done) =>
+      progress(name, done, expected),
+    );
+    const seconds = (finished - started) / 1000;
+    return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds };
+  });
 }
 
 /** Seconds of publishing at the steady rate before latencies count. */
@@ -89,36 +62,31 @@ export async function steadyLatency(
   seconds: number,
   progress: Progress,
 ): Promise<{ p50Ms: number; p99Ms: number; events: number }> {
-  const receiver = await startBareReceiver();
-  try {
-    return await withStack('latency', {}, 1, async (stack, publisher) => {
-      await subscribe(stack, 'bench', `${receiver.url}/hook`);
-      const sentAt = new Map<string, number>();
-      // The first seconds (pools connecting, code warming up) are published but not measured.
-      const warmup = rate * latencyWarmupSeconds;
-      const total = warmup + rate * seconds;
-      const start = performance.now();
-      const pending: Promise<void>[] = [];
-      for (let i = 0; i < total; i++) {
-        const due = start + (i * 1000) / rate;
-        const wait = due - performance.now();
-        if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-        const at = performance.timeOrigin + performance.now();
-        pending.push(
-          publisher.publish({ accountId: 'bench', type: 'call.started', data: { n: i } }).then(({ id }) => {
-            if (i >= warmup) sentAt.set(id, at);
-          }),
-        );
-        if (i % rate === 0) progress('latency', i, total);
-      }
-      await Promise.all(pending);
-      await waitForSucceeded(stack, total, 120_000);
-      const latencies = [...sentAt].map(([id, at]) => (receiver.confirmed.get(id) ?? Number.NaN) - at);
-      return { p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), events: sentAt.size };
-    });
-  } finally {
-    await receiver.close();
-  }
+  return withBenchStack({ tag: 'latency' }, async (stack, publisher, receiver) => {
+    await subscribe(stack, 'bench', `${receiver.url}/hook`);
+    const sentAt = new Map<string, number>();
+    // The first seconds (pools connecting, code warming up) are published but not measured.
+    const warmup = rate * latencyWarmupSeconds;
+    const total = warmup + rate * seconds;
+    const start = performance.now();
+    const pending: Promise<void>[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = start + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+      const at = performance.timeOrigin + performance.now();
+      pending.push(
+        publisher.publish({ accountId: 'bench', type: 'call.started', data: { n: i } }).then(({ id }) => {
+          if (i >= warmup) sentAt.set(id, at);
+        }),
+      );
+      if (i % rate === 0) progress('latency', i, total);
+    }
+    await Promise.all(pending);
+    await waitForSucceeded(stack, total, 120_000);
+    const latencies = [...sentAt].map(([id, at]) => (receiver.confirmed.get(id) ?? Number.NaN) - at);
+    return { p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), events: sentAt.size };
+  });
 }
 
 /**
@@ -139,47 +107,44 @@ export async function retryLoad(
   attempts: number;
 }> {
   const maxAttempts = 8;
-  const receiver = await startBareReceiver(() => (Math.random() < 0.5 ? 500 : 200));
-  try {
-    return await withStack(
-      'retry',
-      {
+  return withBenchStack(
+    {
+      tag: 'retry',
+      env: {
         DELIVERY_BACKOFF_MS: '50',
         DELIVERY_MAX_ATTEMPTS: String(maxAttempts),
         // Random failures would otherwise end runs of failed deliveries in an auto-disabled subscription.
         SUBSCRIPTION_DISABLE_AFTER: '1000000',
       },
-      1,
-      async (stack, publisher) => {
-        await subscribe(stack, 'bench', `${receiver.url}/hook`);
-        const started = performance.timeOrigin + performance.now();
-        await publishMany(publisher, 'bench', events);
-        // 0.5^8: about one delivery in 256 fails every attempt, so wait for the outcome of each, not for successes.
-        const deadline = Date.now() + 300_000;
-        let settled = 0;
-        while (Date.now() < deadline) {
-          settled = await stack.prisma.delivery.count({ where: { status: { in: ['succeeded', 'failed'] } } });
-          progress('retry', settled, events);
-          if (settled >= events) break;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        const seconds = (performance.timeOrigin + performance.now() - started) / 1000;
-        const succeeded = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
-        const max = await stack.prisma.delivery.aggregate({ _max: { attemptsMade: true } });
-        const attempts = await stack.prisma.deliveryAttempt.count();
-        const failed = await stack.prisma.delivery.count({ where: { status: 'failed' } });
-        return {
-          deliveriesPerSecond: succeeded / seconds,
-          confirmed: succeeded,
-          givenUp: failed,
-          lost: events - succeeded - failed,
-          maxAttemptsSeen: max._max.attemptsMade ?? 0,
-          maxAttemptsAllowed: maxAttempts,
-          attempts,
-        };
-      },
-    );
-  } finally {
-    await receiver.close();
-  }
+      answer: () => (Math.random() < 0.5 ? 500 : 200),
+    },
+    async (stack, publisher, receiver) => {
+      await subscribe(stack, 'bench', `${receiver.url}/hook`);
+      const started = performance.timeOrigin + performance.now();
+      await publishMany(publisher, 'bench', events);
+      // 0.5^8: about one delivery in 256 fails every attempt, so wait for the outcome of each, not for successes.
+      const deadline = Date.now() + 300_000;
+      let settled = 0;
+      while (Date.now() < deadline) {
+        settled = await stack.prisma.delivery.count({ where: { status: { in: ['succeeded', 'failed'] } } });
+        progress('retry', settled, events);
+        if (settled >= events) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const seconds = (performance.timeOrigin + performance.now() - started) / 1000;
+      const succeeded = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
+      const max = await stack.prisma.delivery.aggregate({ _max: { attemptsMade: true } });
+      const attempts = await stack.prisma.deliveryAttempt.count();
+      const failed = await stack.prisma.delivery.count({ where: { status: 'failed' } });
+      return {
+        deliveriesPerSecond: succeeded / seconds,
+        confirmed: succeeded,
+        givenUp: failed,
+        lost: events - succeeded - failed,
+        maxAttemptsSeen: max._max.attemptsMade ?? 0,
+        maxAttemptsAllowed: maxAttempts,
+        attempts,
+      };
+    },
+  );
 }

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createSigner } from 'fast-jwt';
 import { createPrismaClient, migrate, migrationsDir, type PrismaClient } from '@webhooks/db';
+import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
 import { listenOnLoopback } from '../scripts/lib/loopback-server.js';
@@ -51,6 +52,8 @@ export interface BenchStack {
   jwtSecret: string;
   api: ServiceProcess;
   workers: ServiceProcess[];
+  /** Starts one more worker process on this stack, with `nodeArgs` before its entry point. */
+  addWorker(nodeArgs?: string[]): ServiceProcess;
   token(account: string): string;
   close(): Promise<void>;
 }
@@ -85,9 +88,15 @@ export async function startBenchStack(
     ...env,
   };
   const api = startService('api', serviceEnv);
+  const workers: ServiceProcess[] = [];
+  const addWorker = (nodeArgs: string[] = []) => {
+    const worker = startService('worker', serviceEnv, { nodeArgs });
+    workers.push(worker);
+    return worker;
+  };
   // BENCH_WORKER_NODE_ARGS="--cpu-prof --cpu-prof-dir=bench/results" profiles the workers.
-  const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean);
-  const workers = Array.from({ length: workerCount }, () => startService('worker', serviceEnv, { nodeArgs }));
+  const profileArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean);
+  for (let i = 0; i < workerCount; i++) addWorker(profileArgs);
   const apiUrl = `http://127.0.0.1:${port}`;
   await waitUntilReady(apiUrl);
   const prisma = createPrismaClient({ databaseUrl, poolSize: 2 });
@@ -101,6 +110,7 @@ export async function startBenchStack(
     jwtSecret,
     api,
     workers,
+    addWorker,
     token: (account) => sign({ sub: account }),
     async close() {
       await Promise.all([api.stop(), ...workers.map((worker) => worker.stop())]);
@@ -115,6 +125,30 @@ export async function startBenchStack(
       redis.disconnect();
     },
   };
+}
+
+/**
+ * Runs `run` on a fresh stack (`env` added to the services' environment, `workers` worker
+ * processes), a publisher on its queues and a bare receiver answering `answer()`; closes all three
+ * afterwards, whatever happens.
+ */
+export async function withBenchStack<T>(
+  options: { tag: string; env?: Record<string, string>; workers?: number; answer?: () => number },
+  run: (stack: BenchStack, publisher: EventPublisher, receiver: BareReceiver) => Promise<T>,
+): Promise<T> {
+  const receiver = await startBareReceiver(options.answer);
+  try {
+    const stack = await startBenchStack(options.tag, options.env, options.workers ?? 1);
+    const publisher = createEventPublisher({ redis: stack.redisUrl, prefix: stack.prefix });
+    try {
+      return await run(stack, publisher, receiver);
+    } finally {
+      await publisher.close();
+      await stack.close();
+    }
+  } finally {
+    await receiver.close();
+  }
 }
 
 /** Creates `count` subscriptions of `account` on `callbackUrl` through the API; returns their ids. */

@@ -4,8 +4,7 @@
  * means the RSS late in the run is not much above the RSS early in it.
  */
 import { readFile } from 'node:fs/promises';
-import { createEventPublisher } from '@webhooks/shared';
-import { startBareReceiver, startBenchStack, subscribe, waitForSucceeded } from './harness.js';
+import { subscribe, waitForSucceeded, withBenchStack } from './harness.js';
 
 async function rssMiB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
@@ -22,25 +21,12 @@ export async function workerMemory(
   nodeArgs: string[],
   progress: (done: number, total: number) => void,
 ) {
-  const receiver = await startBareReceiver();
   // The worker starts after the backlog is queued, so the whole backlog waits in Redis.
-  const stack = await startBenchStack('memory', {}, 0);
-  const publisher = createEventPublisher({ redis: stack.redisUrl, prefix: stack.prefix });
-  try {
+  return withBenchStack({ tag: 'memory', workers: 0 }, async (stack, publisher, receiver) => {
     await subscribe(stack, 'bench', `${receiver.url}/hook`, 100);
     for (let i = 0; i < events; i++)
       await publisher.publish({ accountId: 'bench', type: 'message.sent', data: { i } });
-    const { startService } = await import('../scripts/lib/services.js');
-    const env = {
-      DATABASE_URL: stack.databaseUrl,
-      REDIS_URL: stack.redisUrl,
-      QUEUE_PREFIX: stack.prefix,
-      CALLBACK_ALLOW_PRIVATE: 'true',
-      LOG_LEVEL: 'warn',
-    };
-    const worker = startService('worker', env, { nodeArgs });
-    stack.workers.push(worker);
-    const pid = worker.child.pid!;
+    const pid = stack.addWorker(nodeArgs).child.pid!;
     const total = events * 100;
     const samples: Array<{ done: number; rss: number }> = [];
     let done = 0;
@@ -61,9 +47,5 @@ export async function workerMemory(
       peakMiB: Math.max(...samples.map((s) => s.rss)),
       rssMiBAtQuarters: [at(0.25), at(0.5), at(0.75), samples.at(-1)?.rss ?? Number.NaN],
     };
-  } finally {
-    await publisher.close();
-    await stack.close();
-    await receiver.close();
-  }
+  });
 }

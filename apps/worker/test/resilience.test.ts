@@ -8,13 +8,14 @@ import { startReceiver, type Receiver } from '../../../test/support/receiver.js'
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 import { waitFor } from '../../../test/support/wait.js';
+import { freePort } from '../../../scripts/lib/services.js';
 
 let api: TestApi;
 let receiver: Receiver;
 let publisher: EventPublisher;
 const spawned: WorkerProcess[] = [];
-const spawnTestWorker = () => {
-  const worker = spawnWorker({ ...workerEnv(), LOG_LEVEL: 'info' });
+const spawnTestWorker = (env: Record<string, string> = {}) => {
+  const worker = spawnWorker({ ...workerEnv(), LOG_LEVEL: 'info', ...env });
   spawned.push(worker);
   return worker;
 };
@@ -86,8 +87,12 @@ describe('graceful shutdown', () => {
   it('lets a running delivery finish on SIGTERM, then exits 0', async () => {
     receiver.script('/slow', [{ status: 200, afterMs: 700 }]);
     const sub = await subscribe('acct-slow', '/slow');
-    const worker = spawnTestWorker();
+    const healthPort = await freePort();
+    const worker = spawnTestWorker({ WORKER_HEALTH_PORT: String(healthPort) });
     await waitFor('the worker to start', () => worker.output.join('').includes('worker started'));
+    const health = (path: string) => fetch(`http://127.0.0.1:${healthPort}${path}`).then((r) => r.status);
+    expect(await health('/healthz')).toBe(200);
+    expect(await health('/readyz')).toBe(200);
     const { id } = await publisher.publish({ accountId: 'acct-slow', type: 'call.started', data: {} });
     await waitFor('the delivery to be under way', () => receiver.at('/slow').length === 1);
     worker.child.kill('SIGTERM');

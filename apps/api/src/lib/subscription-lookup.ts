@@ -1,4 +1,4 @@
-/** Reading one subscription of the caller's account. */
+/** Reading and deleting one subscription of the caller's account. */
 import { validate as isUuid } from 'uuid';
 import type { PrismaClient, Subscription } from '@webhooks/db';
 import { notFound } from './problem.js';
@@ -17,4 +17,21 @@ export async function findOwnSubscription(
   const row = isUuid(id) ? await prisma.subscription.findFirst({ where: { id, accountId } }) : null;
   if (row === null) throw notFound(`Subscription ${id}`);
   return row;
+}
+
+/**
+ * Deletes the subscription `id` of `accountId` in one statement; its deliveries and attempts go
+ * with it (ON DELETE CASCADE), and its queued delivery jobs find no delivery and are dropped.
+ *
+ * @throws HttpProblem 404 as {@link findOwnSubscription}
+ */
+export async function deleteOwnSubscription(
+  prisma: PrismaClient,
+  accountId: string,
+  id: string,
+): Promise<void> {
+  const { count } = isUuid(id)
+    ? await prisma.subscription.deleteMany({ where: { id, accountId } })
+    : { count: 0 };
+  if (count === 0) throw notFound(`Subscription ${id}`);
 }

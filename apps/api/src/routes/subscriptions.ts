@@ -23,7 +23,7 @@ import { checkCallbackUrl } from '../lib/callback-url.js';
 import { pageEnvelope, pageRequest } from '../lib/pagination.js';
 import { HttpProblem, type FieldError } from '../lib/problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
-import { findOwnSubscription } from '../lib/subscription-lookup.js';
+import { deleteOwnSubscription, findOwnSubscription } from '../lib/subscription-lookup.js';
 import { toSubscription } from '../lib/views.js';
 
 const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean }> = async (app, options) => {
@@ -158,9 +158,7 @@ const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean 
       },
     },
     async (request, reply) => {
-      const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      // Deliveries and attempts go with it (ON DELETE CASCADE); queued jobs find no delivery and are dropped.
-      await app.prisma.subscription.deleteMany({ where: { id: current.id, accountId: request.accountId } });
+      await deleteOwnSubscription(app.prisma, request.accountId, request.params.id);
       return reply.code(204).send(null);
     },
   );
