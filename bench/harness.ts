@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { createSigner } from 'fast-jwt';
 import { createPrismaClient, migrate, migrationsDir, type PrismaClient } from '@webhooks/db';
 import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
+import { createTokenMinter } from '@webhooks/api';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
 import { listenOnLoopback } from '../scripts/lib/loopback-server.js';
@@ -100,7 +100,7 @@ export async function startBenchStack(
   const apiUrl = `http://127.0.0.1:${port}`;
   await waitUntilReady(apiUrl);
   const prisma = createPrismaClient({ databaseUrl, poolSize: 2 });
-  const sign = createSigner({ key: jwtSecret, expiresIn: 3_600_000 });
+  const mint = createTokenMinter({ secret: jwtSecret });
   return {
     apiUrl,
     databaseUrl,
@@ -111,7 +111,7 @@ export async function startBenchStack(
     api,
     workers,
     addWorker,
-    token: (account) => sign({ sub: account }),
+    token: (account) => mint(account),
     async close() {
       await Promise.all([api.stop(), ...workers.map((worker) => worker.stop())]);
       await prisma.$disconnect();

@@ -2,6 +2,10 @@
 // when either exits or on Ctrl-C. Scale workers by starting more `node apps/worker/dist/main.js`.
 import concurrently from 'concurrently';
 
+// A local run is development unless told otherwise: production refuses the public development
+// JWT secret and unencrypted signing secrets (README, "Security").
+process.env.NODE_ENV ??= 'development';
+
 const host = process.env.HOST ?? '127.0.0.1';
 const port = process.env.PORT ?? '3000';
 console.log(`

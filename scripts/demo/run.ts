@@ -6,9 +6,8 @@
  * per route and `webhook-id`.
  */
 import { randomBytes } from 'node:crypto';
-import { createSigner } from 'fast-jwt';
 import { createEventPublisher, eventCatalogue, type EventType } from '@webhooks/shared';
-import { developmentJwtSecret } from '@webhooks/api';
+import { createTokenMinter, developmentJwtSecret } from '@webhooks/api';
 import { startReceiver } from '../lib/receiver.js';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../lib/services.js';
 import { percentile } from '../lib/stats.js';
@@ -85,7 +84,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   }
   const publisher = createEventPublisher({ redis: redisUrl, prefix });
   const account = `demo-${randomBytes(4).toString('hex')}`;
-  const token = createSigner({ key: jwtSecret, expiresIn: 3_600_000 })({ sub: account });
+  const token = createTokenMinter({ secret: jwtSecret })(account);
   const api = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${apiUrl}${path}`, {
       method,

@@ -62,7 +62,8 @@ export function startService(
   const entry = entries[name];
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry], {
     cwd: root,
-    env: { ...process.env, ...env },
+    // The demo and the benchmarks run with throw-away secrets: development rules, unless told otherwise.
+    env: { NODE_ENV: 'development', ...process.env, ...env },
     stdio: ['ignore', options.verbose ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

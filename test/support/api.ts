@@ -2,9 +2,8 @@
  * An API app of a test file's own: its own database and queue prefix, built with `buildApp` (no
  * listening), with a helper that mints bearer tokens for any account.
  */
-import { createSigner } from 'fast-jwt';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, loadApiConfig, type ApiConfig } from '@webhooks/api';
+import { buildApp, createTokenMinter, loadApiConfig, type ApiConfig } from '@webhooks/api';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from './redis.js';
 
@@ -17,15 +16,15 @@ export interface TestApi {
   config: ApiConfig;
   database: TestDatabase;
   prefix: string;
-  /** A bearer token for `account` (expires in an hour unless `claims.exp` says otherwise). */
+  /** A bearer token for `account`, expiring in an hour; `claims` override (`exp: undefined` drops it). */
   token(account: string, claims?: Record<string, unknown>): string;
   /** `{ authorization: 'Bearer …' }` for `account`. */
   auth(account: string): { authorization: string };
   close(): Promise<void>;
 }
 
-const signWithExpiry = createSigner({ key: testJwtSecret, algorithm: 'HS256', expiresIn: 3_600_000 });
-const signAsGiven = createSigner({ key: testJwtSecret, algorithm: 'HS256' });
+/** One SECRETS_ENCRYPTION_KEY for test services, so tests run with signing secrets sealed as in production. */
+export const testEncryptionKey = Buffer.alloc(32, 7).toString('base64');
 
 /** The environment of a test service on `database` and `prefix`, plus `env` overrides. */
 export function testEnv(
@@ -38,6 +37,7 @@ export function testEnv(
     REDIS_URL: testRedisUrl,
     QUEUE_PREFIX: prefix,
     JWT_SECRET: testJwtSecret,
+    SECRETS_ENCRYPTION_KEY: testEncryptionKey,
     LOG_LEVEL: 'silent',
     CALLBACK_ALLOW_PRIVATE: 'false',
     NODE_ENV: 'test',
@@ -51,8 +51,7 @@ export async function startTestApi(tag: string, env: Record<string, string> = {}
   const prefix = newQueuePrefix(tag);
   const config = loadApiConfig(testEnv(database.url, prefix, env));
   const app = await buildApp(config);
-  const token = (account: string, claims: Record<string, unknown> = {}) =>
-    ('exp' in claims ? signAsGiven : signWithExpiry)({ sub: account, ...claims });
+  const token = createTokenMinter({ secret: testJwtSecret });
   return {
     app,
     config,

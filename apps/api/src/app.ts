@@ -1,7 +1,9 @@
 /**
  * Builds the API service (no listening: server.ts does that, tests use `inject`). Plugins are
- * registered in dependency order: validation and errors, then PostgreSQL and Redis, then
- * authentication and rate limiting, then the OpenAPI document, then the routes.
+ * registered in dependency order: validation and errors, then PostgreSQL and Redis, then the
+ * OpenAPI document and the public routes (health), then the account scope: one encapsulated
+ * plugin whose authentication, rate limit and input guard apply to every route registered inside
+ * it and to no other (issue #7), so no spelling of a path can reach account data unauthenticated.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -11,6 +13,7 @@ import prisma from './plugins/prisma.js';
 import problemDetails from './plugins/problem-details.js';
 import queues from './plugins/queues.js';
 import rateLimit from './plugins/rate-limit.js';
+import storableInput from './plugins/storable-input.js';
 import swagger from './plugins/swagger.js';
 import validation from './plugins/validation.js';
 import deliveries from './routes/deliveries.js';
@@ -23,6 +26,12 @@ import subscriptions from './routes/subscriptions.js';
 /** Largest request body accepted, in bytes (1 MiB); larger answers 413. */
 export const bodyLimitBytes = 1024 * 1024;
 
+/** Time a client has to send a whole request, in ms; slower ones are answered 408 (slowloris). */
+export const requestTimeoutMs = 30_000;
+
+/** Idle time after which a connection is closed, in ms (Node's `server.timeout`). */
+export const connectionTimeoutMs = 60_000;
+
 /**
  * A ready-to-listen API app for `config`. Close it with `app.close()`, which also closes its
  * PostgreSQL pool and Redis connection.
@@ -31,6 +40,8 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.LOG_LEVEL },
     bodyLimit: bodyLimitBytes,
+    requestTimeout: requestTimeoutMs,
+    connectionTimeout: connectionTimeoutMs,
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
   if (config.jwtWarning) app.log.warn(config.jwtWarning);
@@ -39,20 +50,31 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   await app.register(problemDetails);
   await app.register(prisma, { databaseUrl: config.DATABASE_URL });
   await app.register(queues, { redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
-  await app.register(auth, { jwtKey: config.jwtKey });
-  await app.register(rateLimit, {
-    max: config.RATE_LIMIT_PER_MINUTE,
-    nameSpace: `${config.QUEUE_PREFIX}:rate-limit:`,
-  });
   await app.register(swagger);
+  await app.register(health);
 
   const policy = { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, backoffMs: config.DELIVERY_BACKOFF_MS };
-  await app.register(health);
-  await app.register(eventTypes);
-  await app.register(subscriptions, { allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE });
-  await app.register(signingSecret);
-  await app.register(events);
-  await app.register(deliveries, { policy });
+  const { secretBox } = config;
+  await app.register(async (accountScope) => {
+    await accountScope.register(auth, {
+      jwtKey: config.jwtKey,
+      issuer: config.JWT_ISSUER,
+      audience: config.JWT_AUDIENCE,
+    });
+    await accountScope.register(rateLimit, {
+      max: config.RATE_LIMIT_PER_MINUTE,
+      nameSpace: `${config.QUEUE_PREFIX}:rate-limit:`,
+    });
+    await accountScope.register(storableInput);
+    await accountScope.register(eventTypes);
+    await accountScope.register(subscriptions, {
+      allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE,
+      secretBox,
+    });
+    await accountScope.register(signingSecret, { secretBox });
+    await accountScope.register(events);
+    await accountScope.register(deliveries, { policy });
+  });
   await app.ready();
   return app;
 }

@@ -4,7 +4,14 @@
  * @throws ConfigError from {@link loadApiConfig} naming the variable that is invalid or missing.
  */
 import Type, { type Static } from 'typebox';
-import { commonEnv, ConfigError, loadConfig } from '@webhooks/shared';
+import {
+  commonEnv,
+  ConfigError,
+  isDevelopmentEnv,
+  loadConfig,
+  secretBoxFromEnv,
+  type SecretBox,
+} from '@webhooks/shared';
 
 /** Development-only JWT secret, used (with a warning) when JWT_SECRET is unset outside production. */
 export const developmentJwtSecret = 'development-only-secret-do-not-use-in-production!';
@@ -27,6 +34,14 @@ export const apiEnvSchema = Type.Object({
     default: 'RS256',
     description: 'Algorithm of JWT_PUBLIC_KEY tokens',
   }),
+  JWT_ISSUER: Type.String({
+    default: '',
+    description: 'When set, a token must carry this `iss` claim',
+  }),
+  JWT_AUDIENCE: Type.String({
+    default: '',
+    description: 'When set, a token must carry this `aud` claim (or list it)',
+  }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,
     minimum: 1,
@@ -35,33 +50,55 @@ export const apiEnvSchema = Type.Object({
   }),
 });
 
+/** Fewest bytes of an HS256 JWT_SECRET (RFC 7518 section 3.2: a key at least as long as the hash). */
+export const minJwtSecretBytes = 32;
+
 /** The API's configuration after defaults and validation. */
 export type ApiConfig = Static<typeof apiEnvSchema> & {
   /** The verification key in force: JWT_PUBLIC_KEY, JWT_SECRET or the development secret. */
   jwtKey: { algorithm: 'HS256' | 'RS256' | 'ES256'; key: string };
   /** Set when the development secret is in use: the text of the warning to log. */
   jwtWarning?: string;
+  /** Encryption of signing secrets at rest (SECRETS_ENCRYPTION_KEY). */
+  secretBox: SecretBox;
 };
 
-/** Reads and validates the API configuration from `env` (default `process.env`). */
+/**
+ * Reads and validates the API configuration from `env` (default `process.env`).
+ *
+ * @throws ConfigError naming the variable: outside NODE_ENV `development` and `test` (unset and
+ *   unknown values included) JWT_SECRET must be set, at least 32 bytes and not the public
+ *   development secret, unless JWT_PUBLIC_KEY is set; SECRETS_ENCRYPTION_KEY must be set (issue #7).
+ */
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
   const config = loadConfig(apiEnvSchema, env);
+  const secretBox = secretBoxFromEnv(config);
   if (config.JWT_PUBLIC_KEY !== '') {
-    return { ...config, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };
+    return { ...config, secretBox, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };
   }
+  const development = isDevelopmentEnv(config.NODE_ENV);
+  const productionRule = `outside NODE_ENV development or test (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`;
   if (config.JWT_SECRET !== '') {
-    if (config.JWT_SECRET.length < 32) {
-      throw new ConfigError('Invalid environment variable JWT_SECRET: it must be at least 32 characters');
+    if (Buffer.byteLength(config.JWT_SECRET) < minJwtSecretBytes) {
+      throw new ConfigError(
+        `Invalid environment variable JWT_SECRET: it must be at least ${minJwtSecretBytes} bytes`,
+      );
     }
-    return { ...config, jwtKey: { algorithm: 'HS256', key: config.JWT_SECRET } };
+    if (config.JWT_SECRET === developmentJwtSecret && !development) {
+      throw new ConfigError(
+        `Invalid environment variable JWT_SECRET: the public development secret is refused ${productionRule}`,
+      );
+    }
+    return { ...config, secretBox, jwtKey: { algorithm: 'HS256', key: config.JWT_SECRET } };
   }
-  if (config.NODE_ENV === 'production') {
+  if (!development) {
     throw new ConfigError(
-      'Missing environment variable JWT_SECRET (or JWT_PUBLIC_KEY): required in production',
+      `Missing environment variable JWT_SECRET (or JWT_PUBLIC_KEY): required ${productionRule}`,
     );
   }
   return {
     ...config,
+    secretBox,
     jwtKey: { algorithm: 'HS256', key: developmentJwtSecret },
     jwtWarning:
       'JWT_SECRET is not set: using the public development secret. Anyone can mint tokens; never run like this in production.',

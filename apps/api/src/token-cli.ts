@@ -4,8 +4,8 @@
  * JWT_SECRET, or the development secret the API also falls back to outside production.
  */
 import { parseArgs } from 'node:util';
-import { createSigner } from 'fast-jwt';
 import { loadApiConfig } from './config.js';
+import { createTokenMinter } from './tokens.js';
 
 const usage = 'usage: pnpm token <account-id> [--ttl 1h]';
 
@@ -27,11 +27,17 @@ if (values.help || account === undefined || positionals.length > 1 || !(seconds 
   console.error(usage);
   process.exit(values.help ? 0 : 2);
 }
-const config = loadApiConfig();
+// Like `pnpm start`, a local shell without NODE_ENV is development: the token then matches the API's.
+const config = loadApiConfig({ NODE_ENV: 'development', ...process.env });
 if (config.jwtKey.algorithm !== 'HS256') {
   console.error('JWT_PUBLIC_KEY is set: tokens come from your identity provider, not from this command');
   process.exit(2);
 }
 if (config.jwtWarning) console.error(`warning: ${config.jwtWarning}`);
-const sign = createSigner({ key: config.jwtKey.key, algorithm: 'HS256', expiresIn: seconds * 1000 });
-console.log(sign({ sub: account }));
+const mint = createTokenMinter({
+  secret: config.jwtKey.key,
+  ttlMs: seconds * 1000,
+  ...(config.JWT_ISSUER === '' ? {} : { issuer: config.JWT_ISSUER }),
+  ...(config.JWT_AUDIENCE === '' ? {} : { audience: config.JWT_AUDIENCE }),
+});
+console.log(mint(account));

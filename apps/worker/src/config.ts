@@ -4,7 +4,7 @@
  * @throws ConfigError from {@link loadWorkerConfig} naming the variable that is invalid.
  */
 import Type, { type Static } from 'typebox';
-import { commonEnv, loadConfig } from '@webhooks/shared';
+import { commonEnv, loadConfig, secretBoxFromEnv, type SecretBox } from '@webhooks/shared';
 
 /** Environment variables of the worker service. */
 export const workerEnvSchema = Type.Object({
@@ -35,9 +35,18 @@ export const workerEnvSchema = Type.Object({
 });
 
 /** The worker's configuration after defaults and validation. */
-export type WorkerConfig = Static<typeof workerEnvSchema>;
+export type WorkerConfig = Static<typeof workerEnvSchema> & {
+  /** Opens the signing secrets stored sealed (SECRETS_ENCRYPTION_KEY). */
+  secretBox: SecretBox;
+};
 
-/** Reads and validates the worker configuration from `env` (default `process.env`). */
+/**
+ * Reads and validates the worker configuration from `env` (default `process.env`).
+ *
+ * @throws ConfigError naming the variable; SECRETS_ENCRYPTION_KEY is required outside NODE_ENV
+ *   development and test.
+ */
 export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
-  return loadConfig(workerEnvSchema, env);
+  const config = loadConfig(workerEnvSchema, env);
+  return { ...config, secretBox: secretBoxFromEnv(config) };
 }

@@ -82,7 +82,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const deliveries = new Worker<DeliveryJobData, DeliveryJobResult>(
     queueNames.deliveries,
     createDeliveryProcessor({
-      store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER),
+      store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER, config.secretBox),
       sender,
       policy,
     }),

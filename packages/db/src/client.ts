@@ -16,8 +16,18 @@ export interface PrismaClientOptions {
   poolSize?: number;
 }
 
+/**
+ * Longest wait for a new connection, in ms: an unreachable or black-holed server then fails the
+ * query (P1001, answered 503 by the API) instead of hanging it (issue #7).
+ */
+export const connectTimeoutMs = 5_000;
+
 /** A Prisma client on its own `pg` pool; call `$disconnect()` to close the pool. */
 export function createPrismaClient(options: PrismaClientOptions): PrismaClient {
-  const adapter = new PrismaPg({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
+  const adapter = new PrismaPg({
+    connectionString: options.databaseUrl,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: connectTimeoutMs,
+  });
   return new PrismaClient({ adapter });
 }

@@ -1,10 +1,13 @@
 /**
- * `pnpm db:migrate`: creates the database of DATABASE_URL if missing and applies pending migrations.
- * Exit status 0 when the database is up to date, 1 with one line on stderr otherwise.
+ * `pnpm db:migrate`: creates the database of DATABASE_URL if missing and applies pending migrations,
+ * then, when SECRETS_ENCRYPTION_KEY is set, seals the signing secrets not yet sealed under its
+ * newest key (seal-secrets.ts). Exit status 0 when the database is up to date, 1 with one line on
+ * stderr otherwise.
  */
-import { defaultDatabaseUrl } from '@webhooks/shared';
+import { createSecretBox, defaultDatabaseUrl, parseEncryptionKeys } from '@webhooks/shared';
 import { migrate } from './migrate.js';
 import { migrationsDir } from './paths.js';
+import { sealSigningSecrets } from './seal-secrets.js';
 
 const databaseUrl = process.env.DATABASE_URL || defaultDatabaseUrl;
 
@@ -17,6 +20,11 @@ try {
       ? `database ${where} is up to date`
       : `database ${where}: ${result.applied.length} migration(s) applied`,
   );
+  const sealed = await sealSigningSecrets(
+    databaseUrl,
+    createSecretBox(parseEncryptionKeys(process.env.SECRETS_ENCRYPTION_KEY ?? '')),
+  );
+  if (sealed > 0) console.log(`database ${where}: ${sealed} subscription(s) sealed under the newest SECRETS_ENCRYPTION_KEY`);
 } catch (error) {
   console.error(`db:migrate failed: ${(error as Error).message}`);
   process.exitCode = 1;

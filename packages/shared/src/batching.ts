@@ -18,15 +18,30 @@ export interface BatchOptions {
 
 /**
  * A function of one input that runs `runBatch` over the inputs of concurrent calls. `runBatch`
- * returns one result per input, in order; an Error in that array fails only its own call, and a
- * thrown error fails every call of the batch.
+ * returns one result per input, in order; an Error in that array fails only its own call. When
+ * `runBatch` throws for a batch of several, each input is run again alone, so one input the
+ * database refuses fails only its own call and never its neighbours (issue #8: "poison stays with
+ * the poisoner"). `runBatch` must therefore be all-or-nothing, as one SQL statement is.
  */
 export function batcher<I, O>(
   runBatch: (inputs: readonly I[]) => Promise<Array<O | Error>>,
   options: BatchOptions = {},
 ): (input: I) => Promise<O> {
   const windowMs = options.windowMs ?? 2;
-  const loader = new DataLoader<I, O>(runBatch, {
+  const runAlone = (input: I) =>
+    runBatch([input]).then(
+      ([result]) => result as O | Error,
+      (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+    );
+  const run = async (inputs: readonly I[]) => {
+    try {
+      return await runBatch(inputs);
+    } catch (error) {
+      if (inputs.length === 1) throw error;
+      return Promise.all(inputs.map(runAlone));
+    }
+  };
+  const loader = new DataLoader<I, O>(run, {
     cache: false,
     maxBatchSize: options.maxBatchSize ?? 100,
     batchScheduleFn: (callback) => setTimeout(callback, windowMs),

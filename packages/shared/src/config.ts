@@ -12,7 +12,16 @@ export const defaultDatabaseUrl = 'postgresql://postgres@127.0.0.1:5432/webhooks
 
 /** Variables both services read. */
 export const commonEnv = {
-  NODE_ENV: Type.String({ default: 'development', description: 'development, test or production' }),
+  NODE_ENV: Type.String({
+    default: 'production',
+    description:
+      '`development` or `test` relax the start-up security checks; any other value, unset included, is production',
+  }),
+  SECRETS_ENCRYPTION_KEY: Type.String({
+    default: '',
+    description:
+      'Keys encrypting signing secrets at rest (AES-256-GCM): base64 of 32 bytes each, comma-separated, newest first; required in production',
+  }),
   DATABASE_URL: Type.String({
     default: defaultDatabaseUrl,
     description: 'PostgreSQL connection URL; the database is created by `pnpm db:migrate` if missing',
@@ -51,6 +60,14 @@ export const commonEnv = {
     description: 'Wait after the first failed attempt, in ms; doubles after each further failure',
   }),
 };
+
+/**
+ * Whether `nodeEnv` relaxes the start-up security checks: only `development` and `test` do, so a
+ * NODE_ENV that is unset or misspelt on a production host is held to production's rules (issue #7).
+ */
+export function isDevelopmentEnv(nodeEnv: string): boolean {
+  return nodeEnv === 'development' || nodeEnv === 'test';
+}
 
 /** A configuration variable refused at start-up; the message names the variable. */
 export class ConfigError extends Error {

@@ -3,6 +3,7 @@
  * services and `POST /api/events`, so both doors refuse the same input the same way.
  */
 import { isEventType } from './catalogue.js';
+import { findUnstorableJson, maxDataDepth, unstorableTextReason } from './storable-json.js';
 
 /** Largest `data` accepted, in bytes of its JSON serialization (256 KiB). */
 export const maxEventDataBytes = 256 * 1024;
@@ -42,12 +43,22 @@ export interface EventInput {
 /**
  * Checks an event and returns when it occurred.
  *
- * @throws EventInputError 400 for an unknown type, a `data` that is not a JSON object, an empty
- *   account, a bad date or idempotency key; 413 for `data` over {@link maxEventDataBytes}.
+ * @throws EventInputError 400 for an unknown type, a `data` that is not a JSON object or is nested
+ *   deeper than {@link maxDataDepth}, an empty account, a bad date or idempotency key, or any of
+ *   them carrying text PostgreSQL cannot store (NUL, lone surrogates; see storable-json.ts); 413
+ *   for `data` over {@link maxEventDataBytes}.
  */
 export function checkEventInput(input: EventInput): Date {
-  if (typeof input.accountId !== 'string' || input.accountId.length === 0 || input.accountId.length > 255) {
-    throw new EventInputError('accountId must be a string of 1 to 255 characters', '/account_id');
+  if (
+    typeof input.accountId !== 'string' ||
+    input.accountId.trim().length === 0 ||
+    input.accountId.length > 255 ||
+    unstorableTextReason(input.accountId) !== null
+  ) {
+    throw new EventInputError(
+      'accountId must be a non-blank string of 1 to 255 storable characters',
+      '/account_id',
+    );
   }
   if (typeof input.type !== 'string' || !isEventType(input.type)) {
     throw new EventInputError(
@@ -57,6 +68,10 @@ export function checkEventInput(input: EventInput): Date {
   }
   if (input.data === null || typeof input.data !== 'object' || Array.isArray(input.data)) {
     throw new EventInputError('data must be a JSON object', '/data');
+  }
+  const unstorable = findUnstorableJson(input.data, '/data', maxDataDepth);
+  if (unstorable !== null) {
+    throw new EventInputError(`data ${unstorable.detail}`, unstorable.pointer);
   }
   const bytes = Buffer.byteLength(JSON.stringify(input.data));
   if (bytes > maxEventDataBytes) {
@@ -70,10 +85,11 @@ export function checkEventInput(input: EventInput): Date {
     input.idempotencyKey !== undefined &&
     (typeof input.idempotencyKey !== 'string' ||
       input.idempotencyKey.length === 0 ||
-      input.idempotencyKey.length > maxIdempotencyKeyLength)
+      input.idempotencyKey.length > maxIdempotencyKeyLength ||
+      unstorableTextReason(input.idempotencyKey) !== null)
   ) {
     throw new EventInputError(
-      `idempotency key must be a string of 1 to ${maxIdempotencyKeyLength} characters`,
+      `idempotency key must be a string of 1 to ${maxIdempotencyKeyLength} characters, without NUL or lone surrogates`,
       '/idempotency_key',
     );
   }

@@ -27,13 +27,26 @@ export interface PublishedEvent {
   duplicate: boolean;
 }
 
+/** How long {@link EventPublisher.publish} waits for Redis by default, in ms. */
+export const defaultPublishTimeoutMs = 2000;
+
+/**
+ * Redis could not take the event within the publisher's timeout, or refused it: the event was
+ * not accepted (the API answers 503 with `Retry-After`). Retrying with the same idempotency key is
+ * safe. `cause` holds the underlying ioredis or BullMQ error, when there was one.
+ */
+export class PublishUnavailableError extends Error {
+  override name = 'PublishUnavailableError';
+}
+
 /** Publishes events for delivery. */
 export interface EventPublisher {
   /**
    * Validates and enqueues one event.
    *
    * @throws EventInputError (400/413) for input the catalogue or the limits refuse; nothing is enqueued.
-   * @throws Error from ioredis when Redis cannot be reached (the event was not accepted).
+   * @throws PublishUnavailableError when Redis cannot be reached or does not answer within the
+   *   publisher's `timeoutMs`, including before its first connection ever succeeded.
    */
   publish(input: EventInput): Promise<PublishedEvent>;
   /** Closes the queue, and the Redis connection when the publisher opened it. */
@@ -46,6 +59,8 @@ export interface EventPublisherOptions {
   redis: string | Redis;
   /** BullMQ key prefix; must match the worker's QUEUE_PREFIX. Default `webhooks`. */
   prefix?: string;
+  /** Longest wait for Redis per publish, in ms (default {@link defaultPublishTimeoutMs}). */
+  timeoutMs?: number;
 }
 
 /** Creates a publisher on the `events` queue. */
@@ -94,7 +109,10 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
         data: input.data,
         timestamp: formatPayloadTimestamp(occurredAt),
       };
-      const job = await add({ data, idempotencyKey: input.idempotencyKey });
+      const job = await withTimeout(
+        add({ data, idempotencyKey: input.idempotencyKey }),
+        options.timeoutMs ?? defaultPublishTimeoutMs,
+      );
       if (job.id === data.id) return { id: data.id, timestamp: data.timestamp, duplicate: false };
       const first = job.id === undefined ? undefined : await queue.getJob(job.id);
       return { id: job.id ?? data.id, timestamp: first?.data.timestamp ?? null, duplicate: true };
@@ -104,6 +122,32 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
       if (ownsConnection) connection.disconnect();
     },
   };
+}
+
+/**
+ * `pending`, or a {@link PublishUnavailableError} after `ms`. BullMQ waits for a first connection
+ * without a bound, and a producer connection refuses commands while Redis is away: both end here.
+ * A publish that times out may still reach Redis later; that is why a retry must reuse its
+ * idempotency key.
+ */
+async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new PublishUnavailableError(`Redis did not take the event within ${ms} ms`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([pending, timeout]);
+  } catch (error) {
+    if (error instanceof PublishUnavailableError) throw error;
+    throw new PublishUnavailableError(`Redis refused the event: ${(error as Error).message}`, {
+      cause: error,
+    });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Idempotency keys are per account; hashing bounds the Redis key whatever the client sends. */

@@ -11,10 +11,11 @@ export const DeliveryParams = Type.Object({
   delivery_id: Type.String({ description: 'Delivery id' }),
 });
 
-/** Problem responses of an authenticated route. */
+/** Problem responses of an authenticated route; 503 when PostgreSQL or Redis is unavailable. */
 export const problemResponses = {
   400: Problem,
   401: Problem,
   404: Problem,
   429: Problem,
+  503: Problem,
 } as const;

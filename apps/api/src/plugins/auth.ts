@@ -1,12 +1,20 @@
 /**
- * Bearer-token authentication of every `/api/*` request (specification section 5): a JWT verified
- * by @fastify/jwt with the one configured algorithm (`alg: none` and every other algorithm are
- * refused), `exp` and `nbf` honoured. The account is the token's `sub` claim. Any failure is a 401
- * with `WWW-Authenticate: Bearer` (RFC 6750 section 3) and a problem body, never a 500.
+ * Bearer-token authentication (specification section 5; issue #7). Registered inside the account
+ * scope of app.ts, so it guards exactly the routes registered there, whatever spelling of the path
+ * (percent-encoding, dot segments, absolute-form targets) reached them: the decision belongs to
+ * the route, never to the URL string.
+ *
+ * A token is a JWT verified by @fastify/jwt (fast-jwt) with the one configured algorithm (`alg:
+ * none` and every other algorithm are refused). It must carry `exp`; `nbf` is honoured; `iss` and
+ * `aud` must match JWT_ISSUER / JWT_AUDIENCE when set; 30 s of clock skew are allowed. The account
+ * is the `sub` claim: a non-blank string of at most 255 characters with no control characters and
+ * valid Unicode. Any failure is a 401 with `WWW-Authenticate: Bearer` (RFC 6750 section 3) and a
+ * problem body, never a 500.
  */
 import fp from 'fastify-plugin';
 import type {} from '../decorators.js';
 import jwt from '@fastify/jwt';
+import { unstorableTextReason } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
 import type { ApiConfig } from '../config.js';
 
@@ -16,22 +24,64 @@ declare module '@fastify/jwt' {
   }
 }
 
-function unauthorized(detail: string, error = 'invalid_token'): HttpProblem {
+/** Clock skew allowed on `exp` and `nbf`, in ms (issue #7). */
+export const clockToleranceMs = 30_000;
+
+/** Longest account id (`sub`), in characters: the width of the `account_id` columns. */
+export const maxAccountIdLength = 255;
+
+const controlCharacter = /\p{Cc}/u;
+
+/** Whether `sub` can name an account: non-blank, at most 255 characters, no control characters, valid Unicode. */
+export function isValidAccountId(sub: unknown): sub is string {
+  return (
+    typeof sub === 'string' &&
+    sub.trim().length > 0 &&
+    sub.length <= maxAccountIdLength &&
+    !controlCharacter.test(sub) &&
+    unstorableTextReason(sub) === null
+  );
+}
+
+function unauthorized(detail: string): HttpProblem {
   return new HttpProblem(401, 'unauthorized', detail, undefined, {
-    'www-authenticate': `Bearer realm="webhooks", error="${error}", error_description="${detail}"`,
+    'www-authenticate': `Bearer realm="webhooks", error="invalid_token", error_description="${detail}"`,
   });
 }
 
-export default fp<{ jwtKey: ApiConfig['jwtKey'] }>(
+const verifyFailures: Record<string, string> = {
+  FST_JWT_AUTHORIZATION_TOKEN_EXPIRED: 'The token has expired',
+  FST_JWT_AUTHORIZATION_TOKEN_INACTIVE: 'The token is not valid yet (nbf)',
+};
+
+/** Options of the auth plugin: the verification key and the claims required of every token. */
+export interface AuthOptions {
+  jwtKey: ApiConfig['jwtKey'];
+  /** JWT_ISSUER; empty for any. */
+  issuer: string;
+  /** JWT_AUDIENCE; empty for any. */
+  audience: string;
+}
+
+export default fp<AuthOptions>(
   async (app, options) => {
     const { algorithm, key } = options.jwtKey;
     await app.register(jwt, {
       secret: algorithm === 'HS256' ? key : { public: key, private: '' },
-      verify: { algorithms: [algorithm] },
+      verify: {
+        algorithms: [algorithm],
+        requiredClaims: [
+          'exp',
+          ...(options.issuer === '' ? [] : ['iss']),
+          ...(options.audience === '' ? [] : ['aud']),
+        ],
+        clockTolerance: clockToleranceMs,
+        ...(options.issuer === '' ? {} : { allowedIss: options.issuer }),
+        ...(options.audience === '' ? {} : { allowedAud: options.audience }),
+      },
     });
     app.decorateRequest('accountId', '');
     app.addHook('onRequest', async (request) => {
-      if (!request.url.startsWith('/api/')) return;
       const header = request.headers.authorization;
       if (header === undefined || !/^Bearer\s+\S+$/i.test(header)) {
         throw new HttpProblem(
@@ -39,22 +89,18 @@ export default fp<{ jwtKey: ApiConfig['jwtKey'] }>(
           'unauthorized',
           'Send the credential as "Authorization: Bearer <token>"',
           undefined,
-          {
-            'www-authenticate': 'Bearer realm="webhooks"',
-          },
+          { 'www-authenticate': 'Bearer realm="webhooks"' },
         );
       }
       let payload: { sub?: unknown };
       try {
         payload = await request.jwtVerify<{ sub?: unknown }>();
       } catch (error) {
-        const code = (error as { code?: string }).code;
-        throw unauthorized(
-          code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED' ? 'The token has expired' : 'The token is not valid',
-        );
+        const code = (error as { code?: string }).code ?? '';
+        throw unauthorized(verifyFailures[code] ?? 'The token is not valid');
       }
-      if (typeof payload.sub !== 'string' || payload.sub.length === 0 || payload.sub.length > 255) {
-        throw unauthorized('The token has no account (sub claim)');
+      if (!isValidAccountId(payload.sub)) {
+        throw unauthorized('The token names no valid account (sub claim)');
       }
       request.accountId = payload.sub;
     });

@@ -1,10 +1,12 @@
 /**
  * The one error handler: every 4xx and 5xx leaves as RFC 9457 problem details
  * (`application/problem+json`), validation failures list each field with its JSON pointer, and
- * 5xx details are logged, never returned.
+ * 5xx details are logged (with the request id), never returned. PostgreSQL or Redis unavailable is
+ * a 503 with `Retry-After`, never a 500 (issue #7); a 500 means a bug.
  */
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { infrastructureRetryAfterSeconds, isInfrastructureError } from '../lib/infrastructure-error.js';
 import { HttpProblem, type FieldError } from '../lib/problem.js';
 
 type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
@@ -52,6 +54,20 @@ export default fp(
       if (status >= 400 && status < 500) {
         const slug = status === 413 ? 'too-large' : status === 429 ? 'rate-limited' : 'bad-request';
         return send(reply, request, new HttpProblem(status, slug, error.message));
+      }
+      if (isInfrastructureError(error)) {
+        request.log.warn({ err: error }, 'dependency unavailable');
+        return send(
+          reply,
+          request,
+          new HttpProblem(
+            503,
+            'unavailable',
+            'A service dependency (PostgreSQL or Redis) is unavailable. Retry later.',
+            undefined,
+            { 'retry-after': String(infrastructureRetryAfterSeconds) },
+          ),
+        );
       }
       request.log.error({ err: error }, 'request failed');
       return send(

@@ -1,8 +1,9 @@
 /**
  * Per-account rate limiting (RATE_LIMIT_PER_MINUTE requests a minute) with @fastify/rate-limit on
- * a Redis store, so every API instance shares the count. It runs after authentication, keyed on
- * the verified account, so nobody can spend another account's allowance; requests without a valid
- * token are refused by authentication first. Over the limit: 429 with `Retry-After` (seconds).
+ * a Redis store, so every API instance shares the count. Registered inside the account scope of
+ * app.ts, after authentication: it attaches to exactly the authenticated routes (never by URL
+ * prefix), keyed on the verified account, so nobody can spend another account's allowance. Over the
+ * limit: 429 with `Retry-After` (seconds).
  */
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
@@ -18,9 +19,7 @@ export default fp<{ max: number; nameSpace: string }>(
       nameSpace: options.nameSpace,
       // A Redis outage must not take the API down with it: requests pass uncounted meanwhile.
       skipOnError: true,
-      keyGenerator: (request) =>
-        request.accountId !== '' ? `account:${request.accountId}` : `ip:${request.ip}`,
-      allowList: (request) => !request.url.startsWith('/api/'),
+      keyGenerator: (request) => `account:${request.accountId}`,
       errorResponseBuilder: (_request, context) =>
         new HttpProblem(
           429,

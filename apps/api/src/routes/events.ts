@@ -10,7 +10,9 @@ import {
   EventInputError,
   formatPayloadTimestamp,
   Problem,
+  PublishUnavailableError,
 } from '@webhooks/shared';
+import { infrastructureRetryAfterSeconds } from '../lib/infrastructure-error.js';
 import { HttpProblem } from '../lib/problem.js';
 import { problemResponses } from '../lib/route-schemas.js';
 
@@ -22,7 +24,7 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['events'],
         summary: 'Publish an event to the subscriptions of your account',
         body: EventCreate,
-        response: { 202: EventAccepted, 413: Problem, 503: Problem, ...problemResponses },
+        response: { 202: EventAccepted, 413: Problem, ...problemResponses },
       },
     },
     async (request, reply) => {
@@ -45,12 +47,17 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
             [{ pointer: error.pointer, detail: error.message }],
           );
         }
-        request.log.error({ err: error }, 'event could not be queued');
-        throw new HttpProblem(
-          503,
-          'unavailable',
-          'The event could not be queued; nothing was accepted. Retry later.',
-        );
+        if (error instanceof PublishUnavailableError) {
+          request.log.warn({ err: error }, 'event could not be queued');
+          throw new HttpProblem(
+            503,
+            'unavailable',
+            'The event could not be queued; nothing was accepted. Retry later with the same idempotency_key.',
+            undefined,
+            { 'retry-after': String(infrastructureRetryAfterSeconds) },
+          );
+        }
+        throw error;
       }
       let timestamp = published.timestamp;
       if (timestamp === null) {

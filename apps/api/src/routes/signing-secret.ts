@@ -2,49 +2,64 @@
  * The signing secret of a subscription: read it (`GET /api/webhooks/{id}/secret`) or replace it
  * (`POST /api/webhooks/{id}/secret/rotate`). After a rotation the old secret keeps signing beside
  * the new one for 24 hours (both signatures sent), so receivers can switch without losing events.
+ *
+ * Secrets are stored sealed by the {@link SecretBox} (AES-256-GCM, issue #7) and every answer
+ * carrying one has `Cache-Control: no-store`. A rotation is one UPDATE statement, so concurrent
+ * rotations are serialised by PostgreSQL's row lock: each one moves the secret that is current at
+ * that moment to `previous_secret`, and every secret handed out signs for its whole announced life.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { generateSigningSecret, secretRotationOverlapMs, SigningSecret } from '@webhooks/shared';
-import type { Subscription as SubscriptionRow } from '@webhooks/db';
+import { validate as isUuid } from 'uuid';
+import {
+  generateSigningSecret,
+  secretRotationOverlapMs,
+  SigningSecret,
+  type SecretBox,
+} from '@webhooks/shared';
+import { noStore } from '../lib/headers.js';
+import { notFound } from '../lib/problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 
-function toSecret(row: Pick<SubscriptionRow, 'secret' | 'previousSecretExpiresAt'>): SigningSecret {
-  const expires = row.previousSecretExpiresAt;
-  return {
-    secret: row.secret,
-    previous_secret_expires_at: expires && expires > new Date() ? expires.toISOString() : null,
-  };
-}
-
-const signingSecret: FastifyPluginAsyncTypebox = async (app) => {
+const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async (app, { secretBox }) => {
   const schema = (summary: string) => ({
     tags: ['subscriptions'] as string[],
     summary,
     params: SubscriptionParams,
     response: { 200: SigningSecret, ...problemResponses },
   });
+  const view = (secret: string, previousExpiresAt: Date | null): SigningSecret => ({
+    secret: secretBox.open(secret),
+    previous_secret_expires_at:
+      previousExpiresAt && previousExpiresAt > new Date() ? previousExpiresAt.toISOString() : null,
+  });
 
   app.get(
     '/api/webhooks/:id/secret',
     { schema: schema('The signing secret of the deliveries') },
-    async (request) => toSecret(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
+    async (request, reply) => {
+      const row = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      return reply.headers(noStore).send(view(row.secret, row.previousSecretExpiresAt));
+    },
   );
 
   app.post(
     '/api/webhooks/:id/secret/rotate',
     { schema: schema('Replace the signing secret; the old one keeps signing for 24 hours') },
-    async (request) => {
-      const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const row = await app.prisma.subscription.update({
-        where: { id: current.id },
-        data: {
-          secret: generateSigningSecret(),
-          previousSecret: current.secret,
-          previousSecretExpiresAt: new Date(Date.now() + secretRotationOverlapMs),
-        },
-      });
-      return toSecret(row);
+    async (request, reply) => {
+      const { id } = request.params;
+      const rows = isUuid(id)
+        ? await app.prisma.$queryRaw<Array<{ secret: string; previous_secret_expires_at: Date }>>`
+            UPDATE subscriptions
+            SET previous_secret = secret, secret = ${secretBox.seal(generateSigningSecret())},
+                previous_secret_expires_at = ${new Date(Date.now() + secretRotationOverlapMs)},
+                updated_at = now()
+            WHERE id = ${id}::uuid AND account_id = ${request.accountId}
+            RETURNING secret, previous_secret_expires_at`
+        : [];
+      const row = rows[0];
+      if (row === undefined) throw notFound(`Subscription ${id}`);
+      return reply.headers(noStore).send(view(row.secret, row.previous_secret_expires_at));
     },
   );
 };

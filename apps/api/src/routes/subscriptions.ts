@@ -18,6 +18,7 @@ import {
   SubscriptionListQuery,
   SubscriptionUpdate,
   type EventKind,
+  type SecretBox,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
 import { pageEnvelope, pageRequest } from '../lib/pagination.js';
@@ -25,8 +26,17 @@ import { HttpProblem, type FieldError } from '../lib/problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { deleteOwnSubscription, findOwnSubscription } from '../lib/subscription-lookup.js';
 import { toSubscription } from '../lib/views.js';
+import { noStore } from '../lib/headers.js';
 
-const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean }> = async (app, options) => {
+/** Options of the subscription routes. */
+export interface SubscriptionRoutesOptions {
+  /** CALLBACK_ALLOW_PRIVATE. */
+  allowPrivateCallbacks: boolean;
+  /** Seals the signing secret of a new subscription for storage. */
+  secretBox: SecretBox;
+}
+
+const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = async (app, options) => {
   const rejectBadCallback = (url: string | undefined) => {
     const error: FieldError | null =
       url === undefined ? null : checkCallbackUrl(url, options.allowPrivateCallbacks);
@@ -55,6 +65,7 @@ const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean 
           ]);
         }
         rejectBadCallback(callback_url);
+        const secret = generateSigningSecret();
         const row = await app.prisma.subscription.create({
           data: {
             id: uuidv7(),
@@ -62,11 +73,11 @@ const subscriptions: FastifyPluginAsyncTypebox<{ allowPrivateCallbacks: boolean 
             callbackUrl: callback_url,
             webhookId: webhook_id ?? null,
             kind,
-            secret: generateSigningSecret(),
+            secret: options.secretBox.seal(secret),
           },
         });
-        const body = { ...toSubscription(row), secret: row.secret };
-        return reply.code(201).header('location', body.resource_uri).send(body);
+        const body = { ...toSubscription(row), secret };
+        return reply.code(201).headers(noStore).header('location', body.resource_uri).send(body);
       },
     );
   create(null);

@@ -4,7 +4,7 @@
  * PostgreSQL, data-modifying CTEs included, so every write stays all-or-nothing.
  */
 import type { PrismaClient } from '@webhooks/db';
-import { batcher, type BatchOptions } from '@webhooks/shared';
+import { batcher, type BatchOptions, type SecretBox } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import type { DeliveryOutcome } from './outcome.js';
 
@@ -69,7 +69,8 @@ type Row = {
   consecutive_failures: number;
 };
 
-function toLoaded(row: Row): LoadedDelivery {
+/** The row with its secrets opened; a secret no configured key opens fails this delivery alone. */
+function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
   return {
     id: row.id,
     status: row.status,
@@ -81,8 +82,8 @@ function toLoaded(row: Row): LoadedDelivery {
       webhookId: row.webhook_id,
       kind: row.kind,
       status: row.subscription_status,
-      secret: row.secret,
-      previousSecret: row.previous_secret,
+      secret: secretBox.open(row.secret),
+      previousSecret: row.previous_secret === null ? null : secretBox.open(row.previous_secret),
       previousSecretExpiresAt: row.previous_secret_expires_at,
       consecutiveFailures: row.consecutive_failures,
     },
@@ -98,10 +99,14 @@ function subscriptionEffect({ delivery, outcome }: AttemptRecord): 'failure' | '
   return null;
 }
 
-/** Creates the store; `disableAfter` is SUBSCRIPTION_DISABLE_AFTER. */
+/**
+ * Creates the store; `disableAfter` is SUBSCRIPTION_DISABLE_AFTER, `secretBox` opens the stored
+ * signing secrets (SECRETS_ENCRYPTION_KEY).
+ */
 export function createDeliveryStore(
   prisma: PrismaClient,
   disableAfter: number,
+  secretBox: SecretBox,
   batch: BatchOptions = {},
 ): DeliveryStore {
   const load = batcher<{ eventId: string; subscriptionId: string }, LoadedDelivery | null>(async (keys) => {
@@ -114,8 +119,16 @@ export function createDeliveryStore(
       JOIN deliveries d ON d.event_id = k.event_id AND d.subscription_id = k.subscription_id
       JOIN events e ON e.id = d.event_id
       JOIN subscriptions s ON s.id = d.subscription_id`;
-    const found = new Map(rows.map((row) => [`${row.event_id} ${row.subscription_id}`, toLoaded(row)]));
-    return keys.map((k) => found.get(`${k.eventId} ${k.subscriptionId}`) ?? null);
+    const found = new Map(rows.map((row) => [`${row.event_id} ${row.subscription_id}`, row]));
+    return keys.map((k) => {
+      const row = found.get(`${k.eventId} ${k.subscriptionId}`);
+      if (row === undefined) return null;
+      try {
+        return toLoaded(row, secretBox);
+      } catch (error) {
+        return error as Error;
+      }
+    });
   }, batch);
 
   const record = batcher<AttemptRecord, void>(async (records) => {

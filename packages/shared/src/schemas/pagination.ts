@@ -4,6 +4,9 @@
  */
 import Type, { type TSchema } from 'typebox';
 
+/** Largest `page` accepted (issue #7: a bound keeps the row offset within what PostgreSQL takes). */
+export const maxPage = 1_000_000;
+
 /** Largest `page_size` accepted. */
 export const maxPageSize = 100;
 /** `page_size` when none is given. */
@@ -11,7 +14,9 @@ export const defaultPageSize = 20;
 
 /** Query parameters choosing a page. */
 export const PageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1' })),
+  page: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: maxPage, default: 1, description: 'Page number, from 1' }),
+  ),
   page_size: Type.Optional(
     Type.Integer({
       minimum: 1,

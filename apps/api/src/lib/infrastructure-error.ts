@@ -1,0 +1,62 @@
+/**
+ * Telling an infrastructure fault (PostgreSQL or Redis unreachable, closing, overloaded) from a
+ * bug, so the error handler answers the first with 503 and `Retry-After` and keeps 500 for the
+ * second (issue #7). Errors are recognised by their codes, following `cause` chains.
+ */
+import { PublishUnavailableError } from '@webhooks/shared';
+
+/** Seconds a client should wait before retrying after an infrastructure fault. */
+export const infrastructureRetryAfterSeconds = 5;
+
+/**
+ * Prisma error codes of an unreachable or overloaded database
+ * (https://www.prisma.io/docs/orm/reference/error-reference): P1001 can't reach, P1002 timed out,
+ * P1008 operation timed out, P1017 connection closed, P2024 pool timeout.
+ */
+const prismaCodes = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
+
+/** Driver adapter error kinds of the same (Prisma's `DriverAdapterError.cause.kind`). */
+const adapterKinds = new Set([
+  'DatabaseNotReachable',
+  'DatabaseDoesNotExist',
+  'ConnectionClosed',
+  'SocketTimeout',
+  'TooManyConnections',
+  'TransactionAlreadyClosed',
+]);
+
+/** PostgreSQL SQLSTATE classes and codes (Appendix A): 08 connection, 53 resources, 57P operator. */
+const sqlState = /^(08|53|57P)/;
+
+/** Node and ioredis socket errors. */
+const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** ioredis messages of a connection that is not there (no error code of their own). */
+const redisMessages = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries|LOADING|READONLY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN/;
+
+/** Whether `error` (or an error in its `cause` chain) says PostgreSQL or Redis is unavailable. */
+export function isInfrastructureError(error: unknown): boolean {
+  for (let current = error, depth = 0; current !== null && typeof current === 'object' && depth < 8; depth++) {
+    const e = current as {
+      name?: string;
+      code?: unknown;
+      message?: unknown;
+      meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } };
+      cause?: unknown;
+    };
+    const adapter = e.meta?.driverAdapterError?.cause;
+    if (
+      e instanceof PublishUnavailableError ||
+      e.name === 'PrismaClientInitializationError' ||
+      e.name === 'MaxRetriesPerRequestError' ||
+      (typeof e.code === 'string' && (prismaCodes.has(e.code) || socketCodes.has(e.code) || sqlState.test(e.code))) ||
+      (adapter?.kind !== undefined && adapterKinds.has(adapter.kind)) ||
+      (typeof adapter?.originalCode === 'string' && sqlState.test(adapter.originalCode)) ||
+      (typeof e.message === 'string' && redisMessages.test(e.message))
+    ) {
+      return true;
+    }
+    current = e.cause;
+  }
+  return false;
+}

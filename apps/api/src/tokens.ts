@@ -1,0 +1,38 @@
+/**
+ * Minting HS256 bearer tokens the API accepts, the one helper behind `pnpm token`, the demo, the
+ * benchmarks and the tests. Every token carries `sub` (the account) and `exp` (issue #7: a token
+ * without `exp` is refused); `iss` and `aud` are added when given, as JWT_ISSUER / JWT_AUDIENCE
+ * require. Production tokens come from the platform's identity provider, not from here.
+ */
+import { createSigner } from 'fast-jwt';
+
+/** Options of {@link createTokenMinter}. */
+export interface TokenMinterOptions {
+  /** The HS256 secret: JWT_SECRET of the API that will verify the tokens. */
+  secret: string;
+  /** Lifetime of each token in ms (default one hour). */
+  ttlMs?: number;
+  /** `iss` claim, for an API with JWT_ISSUER set. */
+  issuer?: string;
+  /** `aud` claim, for an API with JWT_AUDIENCE set. */
+  audience?: string;
+}
+
+/**
+ * A function minting a token for `account`. `claims` are merged into the payload; an explicit
+ * `exp` (unix seconds) replaces the lifetime, `exp: undefined` leaves it out (for tests of refusals).
+ */
+export function createTokenMinter(
+  options: TokenMinterOptions,
+): (account: string, claims?: Record<string, unknown>) => string {
+  const ttlMs = options.ttlMs ?? 3_600_000;
+  const sign = createSigner({ key: options.secret, algorithm: 'HS256' });
+  return (account, claims = {}) =>
+    sign({
+      sub: account,
+      exp: Math.floor((Date.now() + ttlMs) / 1000),
+      ...(options.issuer === undefined ? {} : { iss: options.issuer }),
+      ...(options.audience === undefined ? {} : { aud: options.audience }),
+      ...claims,
+    });
+}

@@ -1,0 +1,52 @@
+/**
+ * Seals signing secrets at rest (issue #7): rewrites every `subscriptions` row whose `secret` or
+ * `previous_secret` is plaintext, or sealed under a key older than the newest, under the newest
+ * key of the {@link SecretBox}. `pnpm db:migrate` runs it whenever SECRETS_ENCRYPTION_KEY is set,
+ * so the first key configured encrypts existing rows, and after a key rotation the old key can be
+ * dropped once it has run. Safe beside running services: each row is rewritten only if it still
+ * holds what was read (compare and set), so a concurrent rotation is never undone.
+ */
+import pg from 'pg';
+import type { SecretBox } from '@webhooks/shared';
+
+/** Rows read and rewritten per round. */
+const batchSize = 500;
+
+/** Rewrites what needs sealing; returns how many rows were rewritten. No-op without a key. */
+export async function sealSigningSecrets(databaseUrl: string, box: SecretBox): Promise<number> {
+  if (!box.encrypting) return 0;
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  let rewritten = 0;
+  try {
+    let after = '00000000-0000-0000-0000-000000000000';
+    for (;;) {
+      const { rows } = await client.query<{ id: string; secret: string; previous_secret: string | null }>(
+        `SELECT id::text, secret, previous_secret FROM subscriptions WHERE id > $1 ORDER BY id LIMIT $2`,
+        [after, batchSize],
+      );
+      if (rows.length === 0) break;
+      after = rows.at(-1)?.id ?? after;
+      for (const row of rows) {
+        const previous = row.previous_secret;
+        const stale = box.needsResealing(row.secret) || (previous !== null && box.needsResealing(previous));
+        if (!stale) continue;
+        const result = await client.query(
+          `UPDATE subscriptions SET secret = $2, previous_secret = $3
+           WHERE id = $1::uuid AND secret = $4 AND previous_secret IS NOT DISTINCT FROM $5`,
+          [
+            row.id,
+            box.needsResealing(row.secret) ? box.seal(box.open(row.secret)) : row.secret,
+            previous !== null && box.needsResealing(previous) ? box.seal(box.open(previous)) : previous,
+            row.secret,
+            previous,
+          ],
+        );
+        rewritten += result.rowCount ?? 0;
+      }
+    }
+  } finally {
+    await client.end();
+  }
+  return rewritten;
+}

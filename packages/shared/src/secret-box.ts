@@ -1,0 +1,104 @@
+/**
+ * Signing secrets at rest: AES-256-GCM (node:crypto) under SECRETS_ENCRYPTION_KEY, so a leaked
+ * database backup cannot be used to forge deliveries (issue #7). Several keys may be configured,
+ * newest first: the newest encrypts, any of them decrypts, and `pnpm db:migrate` re-encrypts rows
+ * under the newest key, after which an older key can be removed.
+ *
+ * Stored form: `enc:v1:<key id>:<iv>:<ciphertext+tag>`, base64url parts; the key id is the first 8
+ * hex digits of the key's SHA-256, so decryption picks its key without trying each. A value
+ * without the `enc:` prefix is a plaintext secret (no key configured, or not migrated yet).
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { ConfigError } from './config.js';
+
+const prefix = 'enc:v1:';
+const keyBytes = 32;
+const ivBytes = 12;
+const tagBytes = 16;
+
+/** A stored secret could not be decrypted: its key is not configured, or the value was altered. */
+export class SecretDecryptionError extends Error {
+  override name = 'SecretDecryptionError';
+}
+
+/** Encrypts and decrypts signing secrets for storage. */
+export interface SecretBox {
+  /** True when a key is configured; without one, secrets are stored as they are. */
+  readonly encrypting: boolean;
+  /** The stored form of `plaintext`: encrypted under the newest key, or `plaintext` without keys. */
+  seal(plaintext: string): string;
+  /**
+   * The plaintext of a stored value (a plaintext value is returned as it is).
+   *
+   * @throws SecretDecryptionError when no configured key has the value's key id, or its tag fails
+   */
+  open(stored: string): string;
+  /** True when `stored` is plaintext or sealed under an older key: `seal(open(stored))` would change it. */
+  needsResealing(stored: string): boolean;
+}
+
+const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 8);
+
+/**
+ * Parses SECRETS_ENCRYPTION_KEY: comma-separated base64 (or base64url) keys of 32 bytes each,
+ * newest first; an empty value gives no keys.
+ *
+ * @throws ConfigError naming SECRETS_ENCRYPTION_KEY when a key is not 32 bytes of base64
+ */
+export function parseEncryptionKeys(value: string): Buffer[] {
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .map((part, index) => {
+      const key = Buffer.from(part, 'base64');
+      if (key.length !== keyBytes || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(part)) {
+        throw new ConfigError(
+          `Invalid environment variable SECRETS_ENCRYPTION_KEY: key ${index + 1} must be ${keyBytes} bytes in base64 (openssl rand -base64 32)`,
+        );
+      }
+      return key;
+    });
+}
+
+/** A {@link SecretBox} over `keys`, newest first (see {@link parseEncryptionKeys}). */
+export function createSecretBox(keys: readonly Buffer[]): SecretBox {
+  const byId = new Map(keys.map((key) => [keyId(key), key]));
+  const newest = keys[0];
+  const newestId = newest === undefined ? undefined : keyId(newest);
+  return {
+    encrypting: newest !== undefined,
+    seal(plaintext) {
+      if (newest === undefined) return plaintext;
+      const iv = randomBytes(ivBytes);
+      const cipher = createCipheriv('aes-256-gcm', newest, iv);
+      const sealed = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+      return `${prefix}${newestId}:${iv.toString('base64url')}:${sealed.toString('base64url')}`;
+    },
+    open(stored) {
+      if (!stored.startsWith(prefix)) return stored;
+      const [id = '', iv = '', sealed = ''] = stored.slice(prefix.length).split(':');
+      const key = byId.get(id);
+      if (key === undefined) {
+        throw new SecretDecryptionError(`No configured SECRETS_ENCRYPTION_KEY has key id ${id}`);
+      }
+      const bytes = Buffer.from(sealed, 'base64url');
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+        decipher.setAuthTag(bytes.subarray(bytes.length - tagBytes));
+        return Buffer.concat([
+          decipher.update(bytes.subarray(0, bytes.length - tagBytes)),
+          decipher.final(),
+        ]).toString('utf8');
+      } catch (error) {
+        throw new SecretDecryptionError(`A stored secret failed authentication under key ${id}`, {
+          cause: error,
+        });
+      }
+    },
+    needsResealing(stored) {
+      if (newestId === undefined) return false;
+      return !stored.startsWith(`${prefix}${newestId}:`);
+    },
+  };
+}

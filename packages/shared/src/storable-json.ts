@@ -1,0 +1,71 @@
+/**
+ * What PostgreSQL can store of client input. `text` and `jsonb` refuse the NUL character
+ * (`22P05 unsupported Unicode escape sequence`), and a lone UTF-16 surrogate has no UTF-8 form, so
+ * a string carrying either must be refused at the door, before anything is written or queued
+ * (issue #7). Deep nesting is bounded too: Redis' Lua cjson, PostgreSQL's jsonb and recursive code
+ * all have depth limits of their own, and none of them should be what refuses an event.
+ */
+
+/** Deepest nesting of event `data` accepted: `{}` is depth 1, `{"a": {}}` depth 2 (issue #7). */
+export const maxDataDepth = 32;
+
+/** A string or an object key that cannot be stored, or a value nested too deeply. */
+export interface UnstorableJson {
+  /** JSON pointer (RFC 6901) of the offending value or key, below the `pointer` given. */
+  pointer: string;
+  /** What is wrong with it, e.g. `contains the NUL character (\u0000)`. */
+  detail: string;
+}
+
+const loneSurrogate = /\p{Cs}/u;
+
+/**
+ * Why `text` cannot be stored as PostgreSQL text, or null when it can: it must not contain NUL
+ * (U+0000) nor a lone surrogate (U+D800 to U+DFFF not part of a pair).
+ */
+export function unstorableTextReason(text: string): string | null {
+  if (text.includes('\u0000')) return 'contains the NUL character (\\u0000)';
+  if (loneSurrogate.test(text)) return 'contains a lone UTF-16 surrogate (not valid Unicode)';
+  return null;
+}
+
+/** Escapes one reference token of a JSON pointer (RFC 6901 section 4: `~` is `~0`, `/` is `~1`). */
+export function pointerToken(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/**
+ * The first string, object key or too deep value in `value`, a parsed JSON document, that cannot
+ * be stored; null when everything can. Depth counts containers: a scalar at the top is depth 0.
+ *
+ * @param pointer the JSON pointer of `value` itself, prefixed to the one returned (default `''`)
+ * @param maxDepth deepest nesting of objects and arrays allowed (default {@link maxDataDepth})
+ */
+export function findUnstorableJson(
+  value: unknown,
+  pointer = '',
+  maxDepth = maxDataDepth,
+): UnstorableJson | null {
+  const walk = (node: unknown, at: string, depth: number): UnstorableJson | null => {
+    if (typeof node === 'string') {
+      const reason = unstorableTextReason(node);
+      return reason === null ? null : { pointer: at || '/', detail: reason };
+    }
+    if (node === null || typeof node !== 'object') return null;
+    if (depth >= maxDepth) {
+      return { pointer: at || '/', detail: `is nested deeper than ${maxDepth} levels` };
+    }
+    const entries = Array.isArray(node) ? node.entries() : Object.entries(node);
+    for (const [key, child] of entries) {
+      const childAt = `${at}/${pointerToken(String(key))}`;
+      if (typeof key === 'string') {
+        const reason = unstorableTextReason(key);
+        if (reason !== null) return { pointer: childAt, detail: `has a key that ${reason}` };
+      }
+      const found = walk(child, childAt, depth + 1);
+      if (found !== null) return found;
+    }
+    return null;
+  };
+  return walk(value, pointer, 0);
+}
