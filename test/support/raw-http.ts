@@ -22,7 +22,16 @@ export function rawRequest(
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(
-      { host: '127.0.0.1', port, method, path: target, headers, agent: false },
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: target,
+        // Framed by length whatever the method: Node sends a GET body unframed otherwise.
+        headers:
+          body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        agent: false,
+      },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -24,7 +24,10 @@ try {
     databaseUrl,
     createSecretBox(parseEncryptionKeys(process.env.SECRETS_ENCRYPTION_KEY ?? '')),
   );
-  if (sealed > 0) console.log(`database ${where}: ${sealed} subscription(s) sealed under the newest SECRETS_ENCRYPTION_KEY`);
+  if (sealed > 0)
+    console.log(
+      `database ${where}: ${sealed} subscription(s) sealed under the newest SECRETS_ENCRYPTION_KEY`,
+    );
 } catch (error) {
   console.error(`db:migrate failed: ${(error as Error).message}`);
   process.exitCode = 1;

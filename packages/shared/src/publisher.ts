@@ -68,6 +68,9 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
   const ownsConnection = typeof options.redis === 'string';
   const connection =
     typeof options.redis === 'string' ? createProducerConnection(options.redis) : options.redis;
+  // Connection errors reach callers through publish() as PublishUnavailableError; unheard, ioredis
+  // and BullMQ would print every reconnection failure.
+  if (ownsConnection) connection.on('error', () => {});
   const queue = new Queue<EventJobData, unknown, 'event'>(queueNames.events, {
     connection,
     prefix: options.prefix ?? defaultQueuePrefix,
@@ -79,6 +82,8 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   });
+
+  queue.on('error', () => {});
 
   type Entry = { data: EventJobData; idempotencyKey?: string };
   const add = batcher<Entry, Job<EventJobData>>(

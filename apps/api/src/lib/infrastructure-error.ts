@@ -32,11 +32,16 @@ const sqlState = /^(08|53|57P)/;
 const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /** ioredis messages of a connection that is not there (no error code of their own). */
-const redisMessages = /Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries|LOADING|READONLY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN/;
+const redisMessages =
+  /Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries|LOADING|READONLY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN/;
 
 /** Whether `error` (or an error in its `cause` chain) says PostgreSQL or Redis is unavailable. */
 export function isInfrastructureError(error: unknown): boolean {
-  for (let current = error, depth = 0; current !== null && typeof current === 'object' && depth < 8; depth++) {
+  for (
+    let current = error, depth = 0;
+    current !== null && typeof current === 'object' && depth < 8;
+    depth++
+  ) {
     const e = current as {
       name?: string;
       code?: unknown;
@@ -49,7 +54,8 @@ export function isInfrastructureError(error: unknown): boolean {
       e instanceof PublishUnavailableError ||
       e.name === 'PrismaClientInitializationError' ||
       e.name === 'MaxRetriesPerRequestError' ||
-      (typeof e.code === 'string' && (prismaCodes.has(e.code) || socketCodes.has(e.code) || sqlState.test(e.code))) ||
+      (typeof e.code === 'string' &&
+        (prismaCodes.has(e.code) || socketCodes.has(e.code) || sqlState.test(e.code))) ||
       (adapter?.kind !== undefined && adapterKinds.has(adapter.kind)) ||
       (typeof adapter?.originalCode === 'string' && sqlState.test(adapter.originalCode)) ||
       (typeof e.message === 'string' && redisMessages.test(e.message))

@@ -23,6 +23,7 @@ export default fp<{ redisUrl: string; prefix: string }>(
       connection: redis,
       prefix: options.prefix,
     });
+    deliveryQueue.on('error', (error) => app.log.warn({ err: error }, 'delivery queue error'));
     app.decorate('redis', redis);
     app.decorate('publisher', publisher);
     app.decorate('deliveryQueue', deliveryQueue);

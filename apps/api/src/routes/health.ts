@@ -18,18 +18,22 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
     checks: Type.Optional(Type.Record(Type.String(), Type.String())),
   });
   app.get('/healthz', { schema: { hide: true, response: { 200: Status } } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true, response: { 200: Status, 503: Status } } }, async (_request, reply) => {
-    const [database, redis] = await Promise.allSettled([
-      withTimeout(app.prisma.$queryRaw`SELECT 1`, 2000),
-      withTimeout(app.redis.ping(), 2000),
-    ]);
-    const checks = {
-      postgresql: database.status === 'fulfilled' ? 'ok' : 'unreachable',
-      redis: redis.status === 'fulfilled' ? 'ok' : 'unreachable',
-    };
-    const ready = database.status === 'fulfilled' && redis.status === 'fulfilled';
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
-  });
+  app.get(
+    '/readyz',
+    { schema: { hide: true, response: { 200: Status, 503: Status } } },
+    async (_request, reply) => {
+      const [database, redis] = await Promise.allSettled([
+        withTimeout(app.prisma.$queryRaw`SELECT 1`, 2000),
+        withTimeout(app.redis.ping(), 2000),
+      ]);
+      const checks = {
+        postgresql: database.status === 'fulfilled' ? 'ok' : 'unreachable',
+        redis: redis.status === 'fulfilled' ? 'ok' : 'unreachable',
+      };
+      const ready = database.status === 'fulfilled' && redis.status === 'fulfilled';
+      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+    },
+  );
 };
 
 export default health;

@@ -1,0 +1,112 @@
+/**
+ * Issue #7, "Infrastructure down is 503, never 500, and never a hang": the API on a PostgreSQL
+ * server of the test's own, which the test stops and starts again, and on a Redis address where
+ * nothing listens (so the first connection never succeeds). The machine's shared servers are
+ * never touched.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { FastifyInstance } from 'fastify';
+import { migrate, migrationsDir } from '@webhooks/db';
+import { createEventPublisher, PublishUnavailableError } from '@webhooks/shared';
+import { buildApp, loadApiConfig } from '../src/index.js';
+import { freePort } from '../../../scripts/lib/services.js';
+import { testEnv, startTestApi, type TestApi } from '../../../test/support/api.js';
+import { startPrivatePostgres, type PrivatePostgres } from '../../../test/support/private-postgres.js';
+import { dropPrefix, newQueuePrefix } from '../../../test/support/redis.js';
+
+describe('PostgreSQL unreachable', () => {
+  let server: PrivatePostgres;
+  let app: FastifyInstance;
+  let token: string;
+  const prefix = newQueuePrefix('pg-down');
+
+  beforeAll(async () => {
+    server = await startPrivatePostgres();
+    const databaseUrl = server.urlOf('webhooks');
+    await migrate({ databaseUrl, migrationsDir });
+    app = await buildApp(loadApiConfig(testEnv(databaseUrl, prefix)));
+    const helper = await startTestApi('pg-down-tokens');
+    token = helper.token('acme');
+    await helper.close();
+  }, 60_000);
+  afterAll(async () => {
+    await app.close();
+    server.destroy();
+    await dropPrefix(prefix);
+  });
+
+  const call = (method: 'GET' | 'POST', url: string, payload?: object) =>
+    app.inject({ method, url, payload, headers: { authorization: `Bearer ${token}` } });
+
+  it('answers 503 with Retry-After on every route that needs it, then 2xx again once it is back', async () => {
+    const created = await call('POST', '/api/webhooks', { callback_url: 'https://example.com/h' });
+    expect(created.statusCode).toBe(201);
+    const { id } = created.json();
+
+    server.stop();
+    const requests: Array<[method: 'GET' | 'POST', url: string, payload?: object]> = [
+      ['GET', '/api/webhooks'],
+      ['GET', `/api/webhooks/${id}`],
+      ['GET', `/api/webhooks/${id}/secret`],
+      ['POST', `/api/webhooks/${id}/secret/rotate`],
+      ['GET', `/api/webhooks/${id}/deliveries`],
+      ['POST', '/api/webhooks', { callback_url: 'https://example.com/h2' }],
+    ];
+    for (const [method, url, payload] of requests) {
+      const response = await call(method, url, payload);
+      expect({ url, status: response.statusCode }).toEqual({ url, status: 503 });
+      expect(response.headers['retry-after']).toMatch(/^\d+$/);
+      expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    }
+    const ready = await app.inject({ url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().checks).toEqual({ postgresql: 'unreachable', redis: 'ok' });
+
+    server.start();
+    expect((await call('GET', `/api/webhooks/${id}`)).statusCode).toBe(200);
+    expect((await app.inject({ url: '/readyz' })).json()).toEqual({
+      status: 'ready',
+      checks: { postgresql: 'ok', redis: 'ok' },
+    });
+  }, 60_000);
+});
+
+describe('Redis unreachable from the start', () => {
+  let api: TestApi;
+  let deadRedisUrl: string;
+
+  beforeAll(async () => {
+    deadRedisUrl = `redis://127.0.0.1:${await freePort()}`;
+    api = await startTestApi('redis-down', { REDIS_URL: deadRedisUrl });
+  });
+  afterAll(() => api.close());
+
+  it('answers POST /api/events with 503 and Retry-After, and accepts nothing', async () => {
+    const response = await api.app.inject({
+      method: 'POST',
+      url: '/api/events',
+      headers: api.auth('acme'),
+      payload: { type: 'call.completed', data: {} },
+    });
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['retry-after']).toMatch(/^\d+$/);
+    expect(response.json().detail).toMatch(/nothing was accepted/);
+  });
+
+  it('reports Redis unreachable and PostgreSQL ok on /readyz', async () => {
+    const ready = await api.app.inject({ url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json().checks).toEqual({ postgresql: 'ok', redis: 'unreachable' });
+  });
+
+  it('makes the shared publisher throw PublishUnavailableError instead of waiting for ever', async () => {
+    const publisher = createEventPublisher({ redis: deadRedisUrl, prefix: 'never', timeoutMs: 500 });
+    try {
+      await expect(
+        publisher.publish({ accountId: 'a', type: 'call.completed', data: {} }),
+      ).rejects.toBeInstanceOf(PublishUnavailableError);
+    } finally {
+      await publisher.close();
+    }
+  });
+});
