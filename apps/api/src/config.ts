@@ -23,7 +23,7 @@ export const apiEnvSchema = Type.Object({
   JWT_SECRET: Type.String({
     default: '',
     description:
-      'HS256 secret of the bearer tokens, at least 32 characters; required in production unless JWT_PUBLIC_KEY is set',
+      'HS256 secret of the bearer tokens, at least 32 bytes; required outside NODE_ENV development and test unless JWT_PUBLIC_KEY is set',
   }),
   JWT_PUBLIC_KEY: Type.String({
     default: '',
@@ -45,8 +45,7 @@ export const apiEnvSchema = Type.Object({
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,
     minimum: 1,
-    description:
-      'Requests a minute per account (or per address without a token), shared by all API instances through Redis',
+    description: 'Requests a minute per authenticated account, shared by all API instances through Redis',
   }),
 });
 

@@ -158,8 +158,11 @@ const structuredBody = fc.record(
   { requiredKeys: [] },
 );
 /** The fields an operation takes, each mostly valid: what gets past validation to the handler. */
+const createFields = { callback_url: callbackUrl, webhook_id: mostly('crm', hostileText) };
 const fieldsOf: Record<string, Record<string, fc.Arbitrary<unknown>>> = {
-  '/api/webhooks': { callback_url: callbackUrl, webhook_id: mostly('crm', hostileText) },
+  '/api/webhooks': createFields,
+  '/api/webhooks/calls': createFields,
+  '/api/webhooks/messages': createFields,
   '/api/webhooks/{id}': {
     callback_url: callbackUrl,
     webhook_id: mostly<string | null>(null, hostileText),
@@ -171,7 +174,6 @@ const fieldsOf: Record<string, Record<string, fc.Arbitrary<unknown>>> = {
     idempotency_key: mostly('key', hostileText),
   },
 };
-fieldsOf['/api/webhooks/calls'] = fieldsOf['/api/webhooks/messages'] = fieldsOf['/api/webhooks'];
 const body = (template: string) =>
   fc.oneof(
     {
