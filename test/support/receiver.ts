@@ -16,8 +16,11 @@ export interface ReceivedRequest {
   at: number;
 }
 
-/** An answer: a status, a status after a delay, or `hang` (hold the request until the receiver closes). */
-export type Answer = number | { status: number; afterMs: number } | 'hang';
+/**
+ * An answer: a status, a status after a delay (`afterMs`, default none) with an optional body
+ * (default `answer <status>`), or `hang` (hold the request until the receiver closes).
+ */
+export type Answer = number | { status: number; afterMs?: number; body?: string | Buffer } | 'hang';
 
 /** A running receiver. */
 export interface Receiver {
@@ -57,9 +60,11 @@ export async function startReceiver(): Promise<Receiver> {
       }
       const status = typeof answer === 'number' ? answer : answer.status;
       const reply = () =>
-        response.writeHead(status, { 'content-type': 'text/plain' }).end(`answer ${status}`);
+        response
+          .writeHead(status, { 'content-type': 'text/plain' })
+          .end(typeof answer === 'number' ? `answer ${status}` : (answer.body ?? `answer ${status}`));
       if (typeof answer === 'number') reply();
-      else setTimeout(reply, answer.afterMs);
+      else setTimeout(reply, answer.afterMs ?? 0);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -262,6 +262,37 @@ describe('retries', () => {
     expect(stack.receiver.at('/stays')).toHaveLength(1);
     expect(stack.receiver.at('/gone')).toHaveLength(1);
   });
+  it('records an answer with NUL bytes and invalid UTF-8 without failing the deliveries batched with it', async () => {
+    stack.receiver.script('/nul-body', [
+      { status: 200, afterMs: 100, body: Buffer.from([0x6f, 0x00, 0x6b, 0xff]) },
+    ]);
+    stack.receiver.script('/neighbour', [{ status: 200, afterMs: 100 }]);
+    const poisoned = await stack.subscribe('acct-nul', { callback_url: `${stack.receiver.url}/nul-body` });
+    const healthy = await stack.subscribe('acct-neighbour', {
+      callback_url: `${stack.receiver.url}/neighbour`,
+    });
+    const [a, b] = await Promise.all([
+      stack.publisher.publish({ accountId: 'acct-nul', type: 'call.started', data: {} }),
+      stack.publisher.publish({ accountId: 'acct-neighbour', type: 'call.started', data: {} }),
+    ]);
+    for (const [sub, event] of [
+      [poisoned, a],
+      [healthy, b],
+    ] as const) {
+      const row = await waitFor('the delivery recorded', async () => {
+        const found = await deliveryOf(sub.id, event.id);
+        return found?.status === 'succeeded' && found;
+      });
+      expect(row.attemptsMade).toBe(1);
+    }
+    const [attempt] = await stack.worker.prisma.deliveryAttempt.findMany({
+      where: { delivery: { subscriptionId: poisoned.id } },
+    });
+    expect(attempt?.responseBody).toBe('ok\ufffd');
+    await sleep(backoffMs * 3);
+    expect(stack.receiver.at('/nul-body')).toHaveLength(1);
+    expect(stack.receiver.at('/neighbour')).toHaveLength(1);
+  });
 });
 
 describe('fan-out', () => {

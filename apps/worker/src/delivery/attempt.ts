@@ -26,7 +26,10 @@ export interface AttemptResult {
   /** null when the callback answered 200. */
   errorClass: AttemptErrorClass | null;
   errorMessage: string | null;
-  /** The first {@link keptResponseBytes} bytes of the answer, as UTF-8; null without an answer. */
+  /**
+   * The first {@link keptResponseBytes} bytes of the answer as valid UTF-8 without NUL characters
+   * (issue #8: what a callback answers must never fail the record); null without an answer.
+   */
   responseBody: string | null;
 }
 
@@ -107,7 +110,9 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
               : errorClass
                 ? `HTTP ${statusCode}`
                 : null,
-          responseBody: statusCode === null ? null : Buffer.concat(chunks).toString('utf8'),
+          // Decoding replaces invalid UTF-8; NUL goes too, or PostgreSQL would refuse the record.
+          responseBody:
+            statusCode === null ? null : Buffer.concat(chunks).toString('utf8').replace(/\u0000/g, ''),
         });
       };
       const stream = client.stream.post(url, { body, headers });
