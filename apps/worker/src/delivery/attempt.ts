@@ -112,7 +112,7 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
                 : null,
           // Decoding replaces invalid UTF-8; NUL goes too, or PostgreSQL would refuse the record.
           responseBody:
-            statusCode === null ? null : Buffer.concat(chunks).toString('utf8').replace(/\u0000/g, ''),
+            statusCode === null ? null : Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', ''),
         });
       };
       const stream = client.stream.post(url, { body, headers });
