@@ -17,7 +17,7 @@ declare module 'fastify' {
     deliveryQueue: Queue<DeliveryJobData>;
   }
   interface FastifyRequest {
-    /** The authenticated account (the token's `sub`); set on every `/api/*` request. */
+    /** The authenticated account (the token's `sub`); set on every route of the account scope (app.ts). */
     accountId: string;
   }
 }
