@@ -254,17 +254,22 @@ describe('hostile input is refused with 400 naming the field, and changes nothin
     expect(response.statusCode).toBe(202);
   });
 
-  it.each(['page=1e300', 'page=1000001', 'page=0', 'page_size=101', 'page=abc', 'status=%00'])(
-    'refuses the query %s with 400',
-    async (query) => {
-      const response = await api.app.inject({
-        method: 'GET',
-        url: `/api/webhooks?${query}`,
-        headers: json(api.token('paging')),
-      });
-      expect(response.statusCode).toBe(400);
-    },
-  );
+  it.each([
+    'page=1e300',
+    'page=1000001',
+    'page=0',
+    'page_size=101',
+    'page=abc',
+    'status=%00',
+    'status=active&status=%00',
+  ])('refuses the query %s with 400', async (query) => {
+    const response = await api.app.inject({
+      method: 'GET',
+      url: `/api/webhooks?${query}`,
+      headers: json(api.token('paging')),
+    });
+    expect(response.statusCode).toBe(400);
+  });
 
   it('answers the last page allowed, page=1000000, with an empty page', async () => {
     const response = await api.app.inject({

@@ -20,7 +20,9 @@ export default fp(
   async (app) => {
     app.addHook('preValidation', async (request) => {
       const found =
-        findUnstorableJson(request.body, '', maxBodyDepth) ?? findUnstorableJson(request.query, '', 1);
+        findUnstorableJson(request.body, '', maxBodyDepth) ??
+        // A query is an object of strings, or of arrays of strings for a repeated parameter.
+        findUnstorableJson(request.query, '', 2);
       if (found !== null) {
         const field = found.pointer === '/' ? 'the body' : found.pointer.slice(1);
         throw new HttpProblem(400, 'validation', `${field} ${found.detail}`, [found]);
