@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
 import { migrate, migrationsDir } from '@webhooks/db';
 import { createEventPublisher, PublishUnavailableError } from '@webhooks/shared';
-import { buildApp, loadApiConfig } from '../src/index.js';
+import { buildApp, createTokenMinter, loadApiConfig } from '../src/index.js';
 import { freePort } from '../../../scripts/lib/services.js';
-import { testEnv, startTestApi, type TestApi } from '../../../test/support/api.js';
+import { startTestApi, testEnv, testJwtSecret, type TestApi } from '../../../test/support/api.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../../../test/support/private-postgres.js';
 import { dropPrefix, newQueuePrefix } from '../../../test/support/redis.js';
 
@@ -25,9 +25,7 @@ describe('PostgreSQL unreachable', () => {
     const databaseUrl = server.urlOf('webhooks');
     await migrate({ databaseUrl, migrationsDir });
     app = await buildApp(loadApiConfig(testEnv(databaseUrl, prefix)));
-    const helper = await startTestApi('pg-down-tokens');
-    token = helper.token('acme');
-    await helper.close();
+    token = createTokenMinter({ secret: testJwtSecret })('acme');
   }, 60_000);
   afterAll(async () => {
     await app.close();

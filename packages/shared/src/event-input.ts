@@ -2,6 +2,7 @@
  * Validation of an event before it is accepted for delivery, shared by the publisher of internal
  * services and `POST /api/events`, so both doors refuse the same input the same way.
  */
+import { isValidAccountId, maxAccountIdLength } from './account-id.js';
 import { isEventType } from './catalogue.js';
 import { findUnstorableJson, maxDataDepth, unstorableTextReason } from './storable-json.js';
 
@@ -44,19 +45,14 @@ export interface EventInput {
  * Checks an event and returns when it occurred.
  *
  * @throws EventInputError 400 for an unknown type, a `data` that is not a JSON object or is nested
- *   deeper than {@link maxDataDepth}, an empty account, a bad date or idempotency key, or any of
+ *   deeper than {@link maxDataDepth}, an account id {@link isValidAccountId} refuses, a bad date or idempotency key, or any of
  *   them carrying text PostgreSQL cannot store (NUL, lone surrogates; see storable-json.ts); 413
  *   for `data` over {@link maxEventDataBytes}.
  */
 export function checkEventInput(input: EventInput): Date {
-  if (
-    typeof input.accountId !== 'string' ||
-    input.accountId.trim().length === 0 ||
-    input.accountId.length > 255 ||
-    unstorableTextReason(input.accountId) !== null
-  ) {
+  if (!isValidAccountId(input.accountId)) {
     throw new EventInputError(
-      'accountId must be a non-blank string of 1 to 255 storable characters',
+      `accountId must be a non-blank string of at most ${maxAccountIdLength} characters, without control characters`,
       '/account_id',
     );
   }

@@ -2,6 +2,7 @@
  * @webhooks/shared: what the API, the worker and internal publishers have in common: the event
  * catalogue, queue names and job data, the wire schemas, configuration loading and the publisher.
  */
+export * from './account-id.js';
 export * from './batching.js';
 export * from './catalogue.js';
 export * from './config.js';

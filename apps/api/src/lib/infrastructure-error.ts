@@ -4,9 +4,17 @@
  * second (issue #7). Errors are recognised by their codes, following `cause` chains.
  */
 import { PublishUnavailableError } from '@webhooks/shared';
+import { HttpProblem } from './problem.js';
 
 /** Seconds a client should wait before retrying after an infrastructure fault. */
 export const infrastructureRetryAfterSeconds = 5;
+
+/** The 503 problem of an infrastructure fault, with `Retry-After` in seconds; `detail` says what to do. */
+export function serviceUnavailable(detail: string): HttpProblem {
+  return new HttpProblem(503, 'unavailable', detail, undefined, {
+    'retry-after': String(infrastructureRetryAfterSeconds),
+  });
+}
 
 /**
  * Prisma error codes of an unreachable or overloaded database

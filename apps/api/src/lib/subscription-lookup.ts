@@ -1,4 +1,7 @@
-/** Reading and deleting one subscription of the caller's account. */
+/**
+ * Reading, deleting and rotating the signing secret of one subscription of the caller's account,
+ * each in one statement scoped to the account.
+ */
 import { validate as isUuid } from 'uuid';
 import type { PrismaClient, Subscription } from '@webhooks/db';
 import { notFound } from './problem.js';
@@ -34,4 +37,37 @@ export async function deleteOwnSubscription(
     ? await prisma.subscription.deleteMany({ where: { id, accountId } })
     : { count: 0 };
   if (count === 0) throw notFound(`Subscription ${id}`);
+}
+
+/** The new state of a rotated signing secret: the sealed current secret and when the previous one stops signing. */
+export interface RotatedSecret {
+  secret: string;
+  previous_secret_expires_at: Date;
+}
+
+/**
+ * Makes `sealedSecret` the current signing secret of subscription `id` of `accountId`; the secret
+ * current at that moment keeps signing until `previousExpiresAt`. One UPDATE, so concurrent
+ * rotations are serialised by the row lock and each moves the latest secret aside (issue #7).
+ *
+ * @throws HttpProblem 404 as {@link findOwnSubscription}
+ */
+export async function rotateOwnSigningSecret(
+  prisma: PrismaClient,
+  accountId: string,
+  id: string,
+  sealedSecret: string,
+  previousExpiresAt: Date,
+): Promise<RotatedSecret> {
+  const rows = isUuid(id)
+    ? await prisma.$queryRaw<RotatedSecret[]>`
+        UPDATE subscriptions
+        SET previous_secret = secret, secret = ${sealedSecret},
+            previous_secret_expires_at = ${previousExpiresAt}, updated_at = now()
+        WHERE id = ${id}::uuid AND account_id = ${accountId}
+        RETURNING secret, previous_secret_expires_at`
+    : [];
+  const row = rows[0];
+  if (row === undefined) throw notFound(`Subscription ${id}`);
+  return row;
 }

@@ -14,7 +14,7 @@
 import fp from 'fastify-plugin';
 import type {} from '../decorators.js';
 import jwt from '@fastify/jwt';
-import { unstorableTextReason } from '@webhooks/shared';
+import { isValidAccountId } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
 import type { ApiConfig } from '../config.js';
 
@@ -26,22 +26,6 @@ declare module '@fastify/jwt' {
 
 /** Clock skew allowed on `exp` and `nbf`, in ms (issue #7). */
 export const clockToleranceMs = 30_000;
-
-/** Longest account id (`sub`), in characters: the width of the `account_id` columns. */
-export const maxAccountIdLength = 255;
-
-const controlCharacter = /\p{Cc}/u;
-
-/** Whether `sub` can name an account: non-blank, at most 255 characters, no control characters, valid Unicode. */
-export function isValidAccountId(sub: unknown): sub is string {
-  return (
-    typeof sub === 'string' &&
-    sub.trim().length > 0 &&
-    sub.length <= maxAccountIdLength &&
-    !controlCharacter.test(sub) &&
-    unstorableTextReason(sub) === null
-  );
-}
 
 function unauthorized(detail: string): HttpProblem {
   return new HttpProblem(401, 'unauthorized', detail, undefined, {

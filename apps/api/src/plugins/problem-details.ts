@@ -6,7 +6,7 @@
  */
 import fp from 'fastify-plugin';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { infrastructureRetryAfterSeconds, isInfrastructureError } from '../lib/infrastructure-error.js';
+import { isInfrastructureError, serviceUnavailable } from '../lib/infrastructure-error.js';
 import { HttpProblem, type FieldError } from '../lib/problem.js';
 
 type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
@@ -60,13 +60,7 @@ export default fp(
         return send(
           reply,
           request,
-          new HttpProblem(
-            503,
-            'unavailable',
-            'A service dependency (PostgreSQL or Redis) is unavailable. Retry later.',
-            undefined,
-            { 'retry-after': String(infrastructureRetryAfterSeconds) },
-          ),
+          serviceUnavailable('A service dependency (PostgreSQL or Redis) is unavailable. Retry later.'),
         );
       }
       request.log.error({ err: error }, 'request failed');

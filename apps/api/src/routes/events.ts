@@ -12,7 +12,7 @@ import {
   Problem,
   PublishUnavailableError,
 } from '@webhooks/shared';
-import { infrastructureRetryAfterSeconds } from '../lib/infrastructure-error.js';
+import { serviceUnavailable } from '../lib/infrastructure-error.js';
 import { HttpProblem } from '../lib/problem.js';
 import { problemResponses } from '../lib/route-schemas.js';
 
@@ -49,12 +49,8 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
         }
         if (error instanceof PublishUnavailableError) {
           request.log.warn({ err: error }, 'event could not be queued');
-          throw new HttpProblem(
-            503,
-            'unavailable',
+          throw serviceUnavailable(
             'The event could not be queued; nothing was accepted. Retry later with the same idempotency_key.',
-            undefined,
-            { 'retry-after': String(infrastructureRetryAfterSeconds) },
           );
         }
         throw error;

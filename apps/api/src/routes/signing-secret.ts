@@ -9,7 +9,6 @@
  * that moment to `previous_secret`, and every secret handed out signs for its whole announced life.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { validate as isUuid } from 'uuid';
 import {
   generateSigningSecret,
   secretRotationOverlapMs,
@@ -17,9 +16,8 @@ import {
   type SecretBox,
 } from '@webhooks/shared';
 import { noStore } from '../lib/headers.js';
-import { notFound } from '../lib/problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
-import { findOwnSubscription } from '../lib/subscription-lookup.js';
+import { findOwnSubscription, rotateOwnSigningSecret } from '../lib/subscription-lookup.js';
 
 const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async (app, { secretBox }) => {
   const schema = (summary: string) => ({
@@ -47,18 +45,13 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
     '/api/webhooks/:id/secret/rotate',
     { schema: schema('Replace the signing secret; the old one keeps signing for 24 hours') },
     async (request, reply) => {
-      const { id } = request.params;
-      const rows = isUuid(id)
-        ? await app.prisma.$queryRaw<Array<{ secret: string; previous_secret_expires_at: Date }>>`
-            UPDATE subscriptions
-            SET previous_secret = secret, secret = ${secretBox.seal(generateSigningSecret())},
-                previous_secret_expires_at = ${new Date(Date.now() + secretRotationOverlapMs)},
-                updated_at = now()
-            WHERE id = ${id}::uuid AND account_id = ${request.accountId}
-            RETURNING secret, previous_secret_expires_at`
-        : [];
-      const row = rows[0];
-      if (row === undefined) throw notFound(`Subscription ${id}`);
+      const row = await rotateOwnSigningSecret(
+        app.prisma,
+        request.accountId,
+        request.params.id,
+        secretBox.seal(generateSigningSecret()),
+        new Date(Date.now() + secretRotationOverlapMs),
+      );
       return reply.headers(noStore).send(view(row.secret, row.previous_secret_expires_at));
     },
   );
