@@ -53,7 +53,6 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   await app.register(swagger);
   await app.register(health);
 
-  const policy = { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, backoffMs: config.DELIVERY_BACKOFF_MS };
   const { secretBox } = config;
   await app.register(async (accountScope) => {
     await accountScope.register(auth, {
@@ -70,10 +69,13 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     await accountScope.register(subscriptions, {
       allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE,
       secretBox,
+      queuePrefix: config.QUEUE_PREFIX,
+      maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
+      maxPerAccount: config.MAX_SUBSCRIPTIONS_PER_ACCOUNT,
     });
     await accountScope.register(signingSecret, { secretBox });
     await accountScope.register(events);
-    await accountScope.register(deliveries, { policy });
+    await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS });
   });
   await app.ready();
   return app;

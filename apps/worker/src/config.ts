@@ -21,6 +21,23 @@ export const workerEnvSchema = Type.Object({
     maximum: 120_000,
     description: 'Time allowed for one delivery request, connect to last byte, in ms',
   }),
+  DELIVERY_BACKOFF_MS: Type.Integer({
+    default: 60_000,
+    minimum: 1,
+    description:
+      'Wait after the first failed attempt, in ms; doubles after each further failure, stretched by a `Retry-After` answer',
+  }),
+  DNS_SERVERS: Type.String({
+    default: '',
+    description:
+      'Comma-separated DNS servers (`host` or `host:port`) that resolve callback hosts; the system ones when empty',
+  }),
+  DNS_TIMEOUT_MS: Type.Integer({
+    default: 2_000,
+    minimum: 100,
+    maximum: 60_000,
+    description: 'Time allowed for one DNS query of a callback host (two tries), in ms',
+  }),
   SUBSCRIPTION_DISABLE_AFTER: Type.Integer({
     default: 5,
     minimum: 1,

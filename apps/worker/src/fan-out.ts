@@ -14,7 +14,6 @@ import {
   kindOfType,
   parsePayloadTimestamp,
   type DeliveryJobData,
-  type DeliveryPolicy,
   batcher,
   type BatchOptions,
   type EventJobData,
@@ -27,7 +26,8 @@ const addBulkChunk = 500;
 export interface FanOutDeps {
   prisma: PrismaClient;
   deliveries: Queue<DeliveryJobData>;
-  policy: DeliveryPolicy;
+  /** DELIVERY_MAX_ATTEMPTS. */
+  maxAttempts: number;
   batch?: BatchOptions;
 }
 
@@ -67,7 +67,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
           targets.slice(i, i + addBulkChunk).map(({ event_id, subscription_id }) => ({
             name: 'delivery',
             data: { eventId: event_id, subscriptionId: subscription_id },
-            opts: deliveryJobOptions(deps.policy, deliveryJobId(event_id, subscription_id)),
+            opts: deliveryJobOptions(deps.maxAttempts, deliveryJobId(event_id, subscription_id)),
           })),
         );
       }

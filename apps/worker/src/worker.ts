@@ -4,7 +4,7 @@
  * processes may run against the same Redis and database; BullMQ hands each job to one of them.
  */
 import { createRequire } from 'node:module';
-import { Queue, Worker } from 'bullmq';
+import { Job, Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { createPrismaClient, type PrismaClient } from '@webhooks/db';
 import {
@@ -12,12 +12,17 @@ import {
   createWorkerConnection,
   queueNames,
   type DeliveryJobData,
-  type DeliveryPolicy,
   type EventJobData,
 } from '@webhooks/shared';
 import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
-import { createDeliveryProcessor, type DeliveryJobResult } from './delivery/processor.js';
+import type { DeliveryPolicy } from './delivery/backoff.js';
+import { createDeliveryGate } from './delivery/gate.js';
+import {
+  createDeliveryProcessor,
+  deliveryBackoffStrategy,
+  type DeliveryJobResult,
+} from './delivery/processor.js';
 import { createDeliveryStore } from './delivery/store.js';
 import { createFanOutProcessor } from './fan-out.js';
 
@@ -63,8 +68,30 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     allowPrivate: config.CALLBACK_ALLOW_PRIVATE,
     maxSockets: config.WORKER_CONCURRENCY,
     userAgent,
+    dnsServers: config.DNS_SERVERS.split(',').map((server) => server.trim()).filter(Boolean),
+    dnsTimeoutMs: config.DNS_TIMEOUT_MS,
   });
   const lockDuration = config.DELIVERY_TIMEOUT_MS + 5_000;
+  const gate = createDeliveryGate({
+    redis: producer,
+    prefix: config.QUEUE_PREFIX,
+    maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
+    leaseMs: lockDuration,
+    log,
+  });
+  // Promotes the parked jobs that a released slot was handed to.
+  const wake = async (jobIds: string[]) => {
+    await Promise.all(
+      jobIds.map(async (id) => {
+        try {
+          await (await Job.fromId(deliveryQueue, id))?.promote();
+        } catch (error) {
+          // Not delayed (yet): the parking job promotes itself when it sees its slot.
+          log.debug({ err: error, jobId: id }, 'wake-up of a parked delivery skipped');
+        }
+      }),
+    );
+  };
   const common = {
     connection: consumer,
     prefix: config.QUEUE_PREFIX,
@@ -76,7 +103,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
 
   const events = new Worker<EventJobData, number>(
     queueNames.events,
-    createFanOutProcessor({ prisma, deliveries: deliveryQueue, policy }),
+    createFanOutProcessor({ prisma, deliveries: deliveryQueue, maxAttempts: policy.maxAttempts }),
     common,
   );
   const deliveries = new Worker<DeliveryJobData, DeliveryJobResult>(
@@ -84,9 +111,14 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     createDeliveryProcessor({
       store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER, config.secretBox),
       sender,
+      gate,
+      wake,
+      maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
+      // A parked job whose wake-up was lost (its promoter died) asks again once its slot's lease is over.
+      parkMs: lockDuration,
       policy,
     }),
-    common,
+    { ...common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },
   );
   events.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
   deliveries.on('failed', (job, error) =>

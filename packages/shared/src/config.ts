@@ -54,10 +54,12 @@ export const commonEnv = {
     maximum: 25,
     description: 'Attempts per delivery, the first included, before it is given up',
   }),
-  DELIVERY_BACKOFF_MS: Type.Integer({
-    default: 60_000,
+  SUBSCRIPTION_MAX_IN_FLIGHT: Type.Integer({
+    default: 10,
     minimum: 1,
-    description: 'Wait after the first failed attempt, in ms; doubles after each further failure',
+    maximum: 1000,
+    description:
+      'Attempts to one subscription in flight at once across all workers; a subscription that times out gets fewer, down to 1',
   }),
 };
 

@@ -15,5 +15,6 @@ export * from './secret-box.js';
 export * from './secrets-config.js';
 export * from './signature.js';
 export * from './storable-json.js';
+export * from './throttle.js';
 export * from './timestamp.js';
 export * from './schemas/index.js';

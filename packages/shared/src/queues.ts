@@ -45,15 +45,12 @@ export const queueNames = { events: 'events', deliveries: 'deliveries' } as cons
 export const defaultQueuePrefix = 'webhooks';
 
 /**
- * Retry policy of deliveries: BullMQ's built-in attempts and exponential backoff (specification
- * sections 3 and 8). The wait before attempt n+1 is `backoffMs * 2^(n-1)` milliseconds.
+ * Name of the delivery jobs' backoff strategy. The worker registers the function behind it
+ * (`settings.backoffStrategy`), so that producers (the fan-out, the API's manual retry) need to
+ * know nothing of waits: exponential from DELIVERY_BACKOFF_MS, stretched by a callback's
+ * `Retry-After` (issue #8).
  */
-export interface DeliveryPolicy {
-  /** Attempts in all, first one included (DELIVERY_MAX_ATTEMPTS, default 5). */
-  maxAttempts: number;
-  /** Wait after the first failure, in milliseconds (DELIVERY_BACKOFF_MS, default 60000). */
-  backoffMs: number;
-}
+export const deliveryBackoffType = 'delivery';
 
 /**
  * The BullMQ job id of a delivery. BullMQ refuses custom ids with one `:` (Redis key separator),
@@ -63,22 +60,16 @@ export function deliveryJobId(eventId: string, subscriptionId: string, round = 0
   return round === 0 ? `${eventId}.${subscriptionId}` : `${eventId}.${subscriptionId}.r${round}`;
 }
 
-/** Job options of a delivery job under `policy`; completed jobs are dropped, failed kept an hour. */
-export function deliveryJobOptions(policy: DeliveryPolicy, jobId: string): JobsOptions {
+/**
+ * Job options of a delivery job with `maxAttempts` attempts in all (DELIVERY_MAX_ATTEMPTS);
+ * completed jobs are dropped, failed ones kept an hour.
+ */
+export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOptions {
   return {
     jobId,
-    attempts: policy.maxAttempts,
-    backoff: { type: 'exponential', delay: policy.backoffMs },
+    attempts: maxAttempts,
+    backoff: { type: deliveryBackoffType },
     removeOnComplete: true,
     removeOnFail: { age: 3600 },
   };
-}
-
-/**
- * When BullMQ will run the next attempt after `attemptsMade` failed attempts, or null when none is
- * left. Mirrors BullMQ's exponential backoff: `delay * 2^(attemptsMade - 1)`.
- */
-export function nextAttemptAt(policy: DeliveryPolicy, attemptsMade: number, now: Date): Date | null {
-  if (attemptsMade >= policy.maxAttempts) return null;
-  return new Date(now.getTime() + policy.backoffMs * 2 ** (attemptsMade - 1));
 }

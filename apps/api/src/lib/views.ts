@@ -7,6 +7,7 @@ import {
   buildDeliveryPayload,
   formatPayloadTimestamp,
   typesReceivedBy,
+  type DeliveryThrottle,
   type Delivery as DeliveryView,
   type DeliveryDetail,
   type Subscription,
@@ -19,8 +20,11 @@ export const subscriptionUri = (id: string) => `/api/webhooks/${id}`;
 export const deliveryUri = (subscriptionId: string, id: string) =>
   `/api/webhooks/${subscriptionId}/deliveries/${id}`;
 
-/** A subscription row as the API returns it (never with its secret). */
-export function toSubscription(row: SubscriptionRow): Subscription {
+/**
+ * A subscription row as the API returns it (never with its secret), with its current pacing
+ * (`delivery`, read from the delivery gate in Redis).
+ */
+export function toSubscription(row: SubscriptionRow, throttle: DeliveryThrottle): Subscription {
   return {
     id: row.id,
     resource_uri: subscriptionUri(row.id),
@@ -30,6 +34,8 @@ export function toSubscription(row: SubscriptionRow): Subscription {
     kind: row.kind as Subscription['kind'],
     event_types: [...typesReceivedBy(row.kind)],
     status: row.status,
+    rate_limit: row.rateLimit,
+    delivery: throttle,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
@@ -77,6 +83,7 @@ export function toDeliveryDetail(
       error: attempt.errorClass,
       error_message: attempt.errorMessage,
       response_body: attempt.responseBody,
+      in_flight_limit: attempt.inFlightLimit,
     })),
   };
 }

@@ -12,7 +12,6 @@ import {
   deliveryJobOptions,
   Page,
   Problem,
-  type DeliveryPolicy,
 } from '@webhooks/shared';
 import { pageEnvelope, pageRequest } from '../lib/pagination.js';
 import { HttpProblem, notFound } from '../lib/problem.js';
@@ -20,7 +19,7 @@ import { DeliveryParams, problemResponses, SubscriptionParams } from '../lib/rou
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import { toDelivery, toDeliveryDetail } from '../lib/views.js';
 
-const deliveries: FastifyPluginAsyncTypebox<{ policy: DeliveryPolicy }> = async (app, options) => {
+const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (app, options) => {
   const findDelivery = async (subscriptionId: string, deliveryId: string) => {
     const row = isUuid(deliveryId)
       ? await app.prisma.delivery.findFirst({
@@ -123,7 +122,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ policy: DeliveryPolicy }> = async 
         await app.deliveryQueue.add(
           'delivery',
           { eventId: delivery.eventId, subscriptionId: delivery.subscriptionId },
-          deliveryJobOptions(options.policy, jobId),
+          deliveryJobOptions(options.maxAttempts, jobId),
         );
       }
       const row = await app.prisma.delivery.findUniqueOrThrow({

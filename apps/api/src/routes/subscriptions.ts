@@ -1,17 +1,21 @@
 /**
  * The subscription resource (specification section 4; issue #3):
- * POST /api/webhooks and /api/webhooks/{kind} create (201 + Location), GET lists (paginated) and
- * reads, PUT updates, DELETE removes (204). Every query is scoped to the token's account.
+ * POST /api/webhooks and /api/webhooks/{kind} create (201 + Location; 409 past
+ * MAX_SUBSCRIPTIONS_PER_ACCOUNT, issue #8), GET lists (paginated) and reads, PUT updates, DELETE
+ * removes (204). Every query is scoped to the token's account. Each subscription shown carries its
+ * current pacing (`delivery`), read from the workers' delivery gate in Redis.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
+import type { Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   eventCatalogue,
   eventKinds,
   generateSigningSecret,
   Page,
   Problem,
+  readDeliveryThrottles,
   Subscription,
   SubscriptionCreate,
   SubscriptionCreated,
@@ -34,6 +38,12 @@ export interface SubscriptionRoutesOptions {
   allowPrivateCallbacks: boolean;
   /** Seals the signing secret of a new subscription for storage. */
   secretBox: SecretBox;
+  /** QUEUE_PREFIX: where the delivery gates live. */
+  queuePrefix: string;
+  /** SUBSCRIPTION_MAX_IN_FLIGHT. */
+  maxInFlight: number;
+  /** MAX_SUBSCRIPTIONS_PER_ACCOUNT. */
+  maxPerAccount: number;
 }
 
 const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = async (app, options) => {
@@ -42,6 +52,13 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       url === undefined ? null : checkCallbackUrl(url, options.allowPrivateCallbacks);
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
   };
+
+  const present = async (rows: SubscriptionRow[]) => {
+    const ids = rows.map((row) => row.id);
+    const throttles = await readDeliveryThrottles(app.redis, options.queuePrefix, ids, options.maxInFlight);
+    return rows.map((row) => toSubscription(row, throttles.get(row.id)!));
+  };
+  const presentOne = async (row: SubscriptionRow) => (await present([row]))[0]!;
 
   const create = (kind: EventKind | null) =>
     app.post(
@@ -54,11 +71,17 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               ? 'Subscribe to every event type'
               : `Subscribe to ${kind} events (${eventCatalogue[kind].types.join(', ')})`,
           body: SubscriptionCreate,
-          response: { 201: SubscriptionCreated, 403: Problem, 413: Problem, ...problemResponses },
+          response: {
+            201: SubscriptionCreated,
+            403: Problem,
+            409: Problem,
+            413: Problem,
+            ...problemResponses,
+          },
         },
       },
       async (request, reply) => {
-        const { callback_url, webhook_id, account_id } = request.body;
+        const { callback_url, webhook_id, rate_limit, account_id } = request.body;
         if (account_id !== undefined && account_id !== request.accountId) {
           throw new HttpProblem(403, 'forbidden', 'account_id differs from the account of the token', [
             { pointer: '/account_id', detail: 'must equal the token subject, or be left out' },
@@ -66,17 +89,30 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         }
         rejectBadCallback(callback_url);
         const secret = generateSigningSecret();
-        const row = await app.prisma.subscription.create({
-          data: {
-            id: uuidv7(),
-            accountId: request.accountId,
-            callbackUrl: callback_url,
-            webhookId: webhook_id ?? null,
-            kind,
-            secret: options.secretBox.seal(secret),
-          },
+        const row = await app.prisma.$transaction(async (tx) => {
+          // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
+          await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${request.accountId}, 0))`;
+          const existing = await tx.subscription.count({ where: { accountId: request.accountId } });
+          if (existing >= options.maxPerAccount) {
+            throw new HttpProblem(
+              409,
+              'subscription-limit',
+              `This account has ${existing} subscriptions, the most allowed (${options.maxPerAccount}); delete one first`,
+            );
+          }
+          return tx.subscription.create({
+            data: {
+              id: uuidv7(),
+              accountId: request.accountId,
+              callbackUrl: callback_url,
+              webhookId: webhook_id ?? null,
+              kind,
+              rateLimit: rate_limit ?? null,
+              secret: options.secretBox.seal(secret),
+            },
+          });
         });
-        const body = { ...toSubscription(row), secret };
+        const body = { ...(await presentOne(row)), secret };
         return reply.code(201).headers(noStore).header('location', body.resource_uri).send(body);
       },
     );
@@ -110,7 +146,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           take: page.pageSize,
         }),
       ]);
-      return pageEnvelope('/api/webhooks', request.query, page, count, rows.map(toSubscription));
+      return pageEnvelope('/api/webhooks', request.query, page, count, await present(rows));
     },
   );
 
@@ -124,8 +160,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         response: { 200: Subscription, ...problemResponses },
       },
     },
-    async (request) =>
-      toSubscription(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
+    async (request) => presentOne(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
   );
 
   app.put(
@@ -133,7 +168,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     {
       schema: {
         tags: ['subscriptions'],
-        summary: 'Change the callback URL, the webhook_id or the status',
+        summary: 'Change the callback URL, the webhook_id, the rate limit or the status',
         description: 'Setting `status: "active"` re-enables a subscription disabled after failed deliveries.',
         params: SubscriptionParams,
         body: SubscriptionUpdate,
@@ -142,7 +177,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     },
     async (request) => {
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const { callback_url, webhook_id, status } = request.body;
+      const { callback_url, webhook_id, status, rate_limit } = request.body;
       rejectBadCallback(callback_url);
       const row = await app.prisma.subscription.update({
         where: { id: current.id },
@@ -150,11 +185,12 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
           ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
           ...(status === undefined ? {} : { status }),
+          ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
           // Re-activating starts the failure count afresh, or one more failure would disable it again.
           ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
         },
       });
-      return toSubscription(row);
+      return presentOne(row);
     },
   );
 

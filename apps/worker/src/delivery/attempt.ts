@@ -3,11 +3,21 @@
  * happened as an {@link AttemptResult}. No retry here (BullMQ owns retries), no redirect followed,
  * at most 4 KiB of the answer kept, and the connection refused at connect time when the callback's
  * resolved address is loopback, private, link-local or a metadata address (request-filtering-agent),
- * unless CALLBACK_ALLOW_PRIVATE.
+ * unless CALLBACK_ALLOW_PRIVATE. That check applies to every address actually connected to, after
+ * name resolution.
+ *
+ * Names are resolved by cacheable-lookup over c-ares (`dns.promises.Resolver`, asynchronous, with a
+ * timeout of its own), not by `dns.lookup`, whose getaddrinfo calls occupy libuv's four
+ * thread-pool threads: a callback host whose DNS never answers would stall every other
+ * subscription's connections (issue #8). Only names the DNS servers do not know (`localhost`,
+ * /etc/hosts entries) fall back to `dns.lookup`.
  */
+import { promises as dns } from 'node:dns';
 import { performance } from 'node:perf_hooks';
+import CacheableLookup from 'cacheable-lookup';
 import got, { type Got } from 'got';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { parseRetryAfter } from './backoff.js';
 
 /** Most bytes of a callback's answer kept for the delivery log (4 KiB). */
 export const keptResponseBytes = 4096;
@@ -31,7 +41,12 @@ export interface AttemptResult {
    * (issue #8: what a callback answers must never fail the record); null without an answer.
    */
   responseBody: string | null;
+  /** The wait a 429 or 503 answer asked for with `Retry-After`, in ms; null otherwise. */
+  retryAfterMs: number | null;
 }
+
+/** HTTP statuses whose `Retry-After` is honoured (RFC 9110 section 10.2.3, RFC 6585 section 4). */
+const retryAfterStatuses = new Set([429, 503]);
 
 /** Options of {@link createAttemptSender}. */
 export interface AttemptSenderOptions {
@@ -43,6 +58,10 @@ export interface AttemptSenderOptions {
   maxSockets?: number;
   /** The `User-Agent` header. */
   userAgent: string;
+  /** DNS servers (`host` or `host:port`) resolving callback hosts (DNS_SERVERS); the system's when empty. */
+  dnsServers?: string[];
+  /** Timeout of one DNS query, in ms (DNS_TIMEOUT_MS); default 2000. */
+  dnsTimeoutMs?: number;
 }
 
 /** Sends attempts over one keep-alive agent pair shared by the whole worker. */
@@ -55,7 +74,14 @@ export interface AttemptSender {
 
 /** Sorts a request error into the delivery log's error classes. */
 export function classifyError(error: unknown): AttemptErrorClass {
-  const { code, name, message } = error as { code?: string; name?: string; message?: string };
+  const { code, name, message, syscall } = error as {
+    code?: string;
+    name?: string;
+    message?: string;
+    syscall?: string;
+  };
+  // c-ares reports its failures (ETIMEOUT, ECONNREFUSED of the DNS server...) from `query*` calls.
+  if (syscall?.startsWith('query') || syscall === 'getaddrinfo') return 'dns';
   if (name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
   if (/is not allowed\. Because/.test(message ?? '')) return 'blocked_address';
   if (code === 'ECONNREFUSED') return 'connection_refused';
@@ -76,8 +102,12 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
     http: new RequestFilteringHttpAgent(agentOptions),
     https: new RequestFilteringHttpsAgent(agentOptions),
   };
+  const resolver = new dns.Resolver({ timeout: options.dnsTimeoutMs ?? 2_000, tries: 2 });
+  if (options.dnsServers !== undefined && options.dnsServers.length > 0)
+    resolver.setServers(options.dnsServers);
   const client: Got = got.extend({
     agent,
+    dnsCache: new CacheableLookup({ resolver }),
     timeout: { request: options.timeoutMs },
     retry: { limit: 0 },
     followRedirect: false,
@@ -93,6 +123,7 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
       const chunks: Buffer[] = [];
       let kept = 0;
       let statusCode: number | null = null;
+      let retryAfterMs: number | null = null;
       let settled = false;
       const finish = (error?: unknown) => {
         if (settled) return;
@@ -113,11 +144,14 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
           // Decoding replaces invalid UTF-8; NUL goes too, or PostgreSQL would refuse the record.
           responseBody:
             statusCode === null ? null : Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', ''),
+          retryAfterMs,
         });
       };
       const stream = client.stream.post(url, { body, headers });
-      stream.on('response', (response: { statusCode: number }) => {
+      stream.on('response', (response: { statusCode: number; headers: Record<string, string | undefined> }) => {
         statusCode = response.statusCode;
+        if (retryAfterStatuses.has(statusCode))
+          retryAfterMs = parseRetryAfter(response.headers['retry-after'], new Date());
       });
       stream.on('data', (chunk: Buffer) => {
         if (kept < keptResponseBytes) {

@@ -2,12 +2,12 @@
  * The one place that decides what an attempt means for its delivery (specification sections 3
  * and 8; issue #4, "Outcome and retries"):
  * - exactly HTTP 200 confirms the delivery;
- * - any other answer, a timeout, a refused or reset connection fails the attempt, and BullMQ's
- *   exponential backoff retries it while attempts remain; after the last one it is given up;
+ * - any other answer, a timeout, a refused or reset connection fails the attempt, and it is retried
+ *   after the wait of {@link retryDelayMs} while attempts remain; after the last one it is given up;
  * - a callback address refused by the SSRF guard is given up at once: retrying cannot help.
  */
-import { nextAttemptAt, type DeliveryPolicy } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
+import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
 
 /** What becomes of a delivery after one attempt. */
 export type DeliveryOutcome =
@@ -29,8 +29,8 @@ export function decideOutcome(
 ): DeliveryOutcome {
   if (result.statusCode === 200 && result.errorClass === null) return { kind: 'succeeded' };
   if (result.errorClass === 'blocked_address') return { kind: 'given_up', reason: 'blocked_address' };
-  const next = nextAttemptAt(policy, attemptsBefore + 1, now);
-  return next === null
-    ? { kind: 'given_up', reason: 'attempts_exhausted' }
-    : { kind: 'retry', nextAttemptAt: next };
+  const failedAttempts = attemptsBefore + 1;
+  if (failedAttempts >= policy.maxAttempts) return { kind: 'given_up', reason: 'attempts_exhausted' };
+  const waitMs = retryDelayMs(policy.backoffMs, failedAttempts, result.retryAfterMs);
+  return { kind: 'retry', nextAttemptAt: new Date(now.getTime() + waitMs) };
 }

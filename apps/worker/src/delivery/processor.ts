@@ -1,11 +1,15 @@
 /**
  * The processor of the `deliveries` queue: one job, one attempt. It re-reads the delivery with its
  * event and subscription (deleted subscription: the job is dropped; disabled: the delivery is
- * cancelled), sends the attempt, records it, and lets BullMQ retry by throwing while attempts remain.
+ * cancelled), passes the subscription's gate (over its limit, the job waits in BullMQ's delayed set
+ * without using an attempt), sends the attempt, releases the gate, records the attempt, and lets
+ * BullMQ retry by throwing while attempts remain, after the wait of `backoff.ts`.
  */
-import { UnrecoverableError, type Job } from 'bullmq';
-import type { DeliveryJobData, DeliveryPolicy } from '@webhooks/shared';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import { congestionSignal, inFlightLimit, type DeliveryJobData } from '@webhooks/shared';
 import type { AttemptSender } from './attempt.js';
+import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
+import type { DeliveryGate } from './gate.js';
 import { decideOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
 import type { DeliveryStore } from './store.js';
@@ -16,22 +20,48 @@ export type DeliveryJobResult = 'succeeded' | 'dropped' | 'cancelled' | 'not_pen
 /** A failed attempt with attempts left, or the last one: BullMQ records the message. */
 export class DeliveryAttemptError extends Error {
   override name = 'DeliveryAttemptError';
+  /** @param retryAfterMs what the answer's `Retry-After` asked for, in ms; null when nothing */
+  constructor(
+    message: string,
+    readonly retryAfterMs: number | null,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The deliveries worker's `settings.backoffStrategy`: {@link retryDelayMs}, the same rule that
+ * gave the delivery log its `next_attempt_at`.
+ *
+ * @returns the wait in ms before the next attempt, after `attemptsMade` failed ones
+ */
+export function deliveryBackoffStrategy(policy: DeliveryPolicy) {
+  return (attemptsMade: number, _type?: string, error?: Error): number =>
+    retryDelayMs(
+      policy.backoffMs,
+      attemptsMade,
+      error instanceof DeliveryAttemptError ? error.retryAfterMs : null,
+    );
 }
 
 /** What the processor needs. */
 export interface DeliveryProcessorDeps {
   store: DeliveryStore;
   sender: AttemptSender;
-  /** Used when a job carries no attempts/backoff of its own. */
+  gate: DeliveryGate;
+  /** Promotes delayed jobs by id now (jobs the gate handed a slot); never throws. */
+  wake(jobIds: string[]): Promise<void>;
+  /** SUBSCRIPTION_MAX_IN_FLIGHT. */
+  maxInFlight: number;
+  /** How long a parked job waits at most before asking the gate again, in ms (in case a wake-up is lost). */
+  parkMs: number;
+  /** Backoff, and attempts when a job carries none of its own. */
   policy: DeliveryPolicy;
 }
 
-/** The round's policy as BullMQ will apply it: the job's own options win over the configuration. */
+/** The round's policy: the job's own attempts (a manual retry round's) win over the configuration. */
 function jobPolicy(job: Job, fallback: DeliveryPolicy): DeliveryPolicy {
-  const backoff = job.opts.backoff;
-  const backoffMs =
-    typeof backoff === 'object' && backoff.delay !== undefined ? backoff.delay : fallback.backoffMs;
-  return { maxAttempts: job.opts.attempts ?? fallback.maxAttempts, backoffMs };
+  return { maxAttempts: job.opts.attempts ?? fallback.maxAttempts, backoffMs: fallback.backoffMs };
 }
 
 /**
@@ -41,7 +71,7 @@ function jobPolicy(job: Job, fallback: DeliveryPolicy): DeliveryPolicy {
  * @throws UnrecoverableError when the callback's address is refused: no retry can help
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
-  return async (job: Job<DeliveryJobData>): Promise<DeliveryJobResult> => {
+  return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
     const { eventId, subscriptionId } = job.data;
     const delivery = await deps.store.load({ eventId, subscriptionId });
     if (delivery === null) return 'dropped';
@@ -52,15 +82,30 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       return 'cancelled';
     }
 
+    const jobId = job.id!;
+    const admission = await deps.gate.acquire(subscription.id, jobId, subscription.rateLimit);
+    if (!admission.admitted) {
+      await job.moveToDelayed(Date.now() + (admission.waitMs ?? deps.parkMs), token);
+      // A slot released between the gate's answer and the move above was handed to this job, and
+      // its promotion then found nothing delayed: promote it now.
+      if (admission.waitMs === null && (await deps.gate.holds(subscription.id, jobId))) await deps.wake([jobId]);
+      throw new DelayedError();
+    }
+
     const { body, headers } = buildAttemptRequest(event, subscription, new Date());
     const result = await deps.sender.send(subscription.callbackUrl, body, headers);
+    const woken = await deps.gate.release(subscription.id, jobId, admission.allowance, congestionSignal(result));
     const outcome = decideOutcome(result, job.attemptsMade, jobPolicy(job, deps.policy));
-    await deps.store.record({ delivery, result, outcome });
+    const inFlightLimitNow = inFlightLimit(Number(admission.allowance), deps.maxInFlight);
+    await Promise.all([
+      deps.wake(woken),
+      deps.store.record({ delivery, result, outcome, inFlightLimit: inFlightLimitNow }),
+    ]);
 
     if (outcome.kind === 'succeeded') return 'succeeded';
     const what = `${result.errorClass}: ${result.errorMessage ?? ''}`;
     if (outcome.kind === 'given_up' && outcome.reason === 'blocked_address')
       throw new UnrecoverableError(what);
-    throw new DeliveryAttemptError(what);
+    throw new DeliveryAttemptError(what, result.retryAfterMs);
   };
 }

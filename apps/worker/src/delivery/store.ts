@@ -24,6 +24,8 @@ export interface LoadedDelivery {
     previousSecret: string | null;
     previousSecretExpiresAt: Date | null;
     consecutiveFailures: number;
+    /** Attempts a second at most (`rate_limit`), null for no limit. */
+    rateLimit: number | null;
   };
 }
 
@@ -32,6 +34,8 @@ export interface AttemptRecord {
   delivery: LoadedDelivery;
   result: AttemptResult;
   outcome: DeliveryOutcome;
+  /** The in-flight limit the attempt was sent under (shows throttling in the delivery log). */
+  inFlightLimit: number;
 }
 
 /** Reads and writes of the `deliveries` processor. */
@@ -67,6 +71,7 @@ type Row = {
   previous_secret: string | null;
   previous_secret_expires_at: Date | null;
   consecutive_failures: number;
+  rate_limit: number | null;
 };
 
 /** The row with its secrets opened; a secret no configured key opens fails this delivery alone. */
@@ -86,6 +91,7 @@ function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
       previousSecret: row.previous_secret === null ? null : secretBox.open(row.previous_secret),
       previousSecretExpiresAt: row.previous_secret_expires_at,
       consecutiveFailures: row.consecutive_failures,
+      rateLimit: row.rate_limit,
     },
   };
 }
@@ -114,7 +120,7 @@ export function createDeliveryStore(
       SELECT d.id::text, d.status::text AS status, d.attempts_made,
              e.id::text AS event_id, e.type, e.data, e.occurred_at,
              s.id::text AS subscription_id, s.callback_url, s.webhook_id, s.kind, s.status::text AS subscription_status,
-             s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures
+             s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit
       FROM unnest(${keys.map((k) => k.eventId)}::uuid[], ${keys.map((k) => k.subscriptionId)}::uuid[]) AS k(event_id, subscription_id)
       JOIN deliveries d ON d.event_id = k.event_id AND d.subscription_id = k.subscription_id
       JOIN events e ON e.id = d.event_id
@@ -144,20 +150,23 @@ export function createDeliveryStore(
           ${column((r) => r.result.errorClass)}::text[],
           ${column((r) => r.result.errorMessage)}::text[],
           ${column((r) => r.result.responseBody)}::text[],
+          ${column((r) => r.inFlightLimit)}::int[],
           ${column((r) => deliveryStatus[r.outcome.kind])}::text[],
           ${column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null))}::timestamptz[],
           ${column((r) => r.delivery.subscription.id)}::uuid[],
           ${column(subscriptionEffect)}::text[]
         ) AS t(delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
-               response_body, status, next_attempt_at, subscription_id, subscription_effect)
+               response_body, in_flight_limit, status, next_attempt_at, subscription_id, subscription_effect)
       ), live AS (
         -- Deliveries deleted with their subscription during the attempt are left out (and the
         -- survivors locked against such a delete), so one deletion cannot fail the whole batch.
         SELECT i.* FROM input i JOIN deliveries d ON d.id = i.delivery_id FOR KEY SHARE OF d
       ), attempts AS (
         INSERT INTO delivery_attempts
-          (delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body)
-        SELECT delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body
+          (delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
+           in_flight_limit)
+        SELECT delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
+               in_flight_limit
         FROM live
       ), deliveries_updated AS (
         UPDATE deliveries d

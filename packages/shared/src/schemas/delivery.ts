@@ -26,6 +26,10 @@ export const DeliveryAttempt = Type.Object({
   }),
   error_message: Type.Union([Type.String(), Type.Null()]),
   response_body: Type.Union([Type.String(), Type.Null()], { description: 'First 4 KiB of the answer' }),
+  in_flight_limit: Type.Union([Type.Integer(), Type.Null()], {
+    description:
+      "The subscription's in-flight limit when this attempt was sent; below the maximum while the callback was throttled",
+  }),
 });
 
 /** A delivery as listed. */

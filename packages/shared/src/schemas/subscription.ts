@@ -21,6 +21,13 @@ const WebhookId = Type.String({
 const SubscriptionStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled')], {
   description: '`disabled` after too many deliveries failed in a row, or when set by the client',
 });
+const RateLimit = Type.Union(
+  [Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()],
+  {
+    description:
+      'Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts',
+  },
+);
 const Kind = Type.Union(
   eventKinds.map((kind) => Type.Literal(kind)),
   { description: 'Event kind this subscription is limited to' },
@@ -31,6 +38,7 @@ export const SubscriptionCreate = Type.Object(
   {
     callback_url: CallbackUrl,
     webhook_id: Type.Optional(WebhookId),
+    rate_limit: Type.Optional(RateLimit),
     account_id: Type.Optional(
       Type.String({
         maxLength: 255,
@@ -48,6 +56,7 @@ export const SubscriptionUpdate = Type.Object(
     callback_url: Type.Optional(CallbackUrl),
     webhook_id: Type.Optional(Type.Union([WebhookId, Type.Null()])),
     status: Type.Optional(SubscriptionStatus),
+    rate_limit: Type.Optional(RateLimit),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -64,6 +73,20 @@ export const Subscription = Type.Object(
     kind: Type.Union([Kind, Type.Null()], { description: 'null: receives every event type of the account' }),
     event_types: Type.Array(Type.String(), { description: 'Event types this subscription receives' }),
     status: SubscriptionStatus,
+    rate_limit: RateLimit,
+    delivery: Type.Object(
+      {
+        in_flight_limit: Type.Integer({
+          minimum: 1,
+          description:
+            'Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes',
+        }),
+        state: Type.Union([Type.Literal('healthy'), Type.Literal('throttled')], {
+          description: '`throttled` while `in_flight_limit` is below the service maximum',
+        }),
+      },
+      { description: 'How the service currently paces deliveries to this callback' },
+    ),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },

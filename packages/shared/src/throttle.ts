@@ -1,0 +1,109 @@
+/**
+ * How many attempts one subscription may have in flight (issue #8, "Adaptive: a subscription that
+ * times out gets less"): additive increase, multiplicative decrease, as TCP's congestion window
+ * (RFC 5681 section 3.1). The allowance is a real number between 1 and SUBSCRIPTION_MAX_IN_FLIGHT;
+ * its integer part is the in-flight limit.
+ * - An attempt that timed out or could not connect halves it (never below 1). All attempts sent
+ *   under one allowance count as one window: the gate applies a decrease only to the allowance the
+ *   attempt was admitted under, so ten hanging attempts halve it once, not ten times.
+ * - A confirmed attempt adds 1/limit, so a full window of successes adds 1.
+ * - Any other answer (a 500, a 429) says nothing about capacity and leaves it alone: the retry
+ *   schedule deals with those.
+ * None of this touches attempts, backoff or auto-disable.
+ */
+import type { Redis } from 'ioredis';
+
+/** What an attempt says about its callback's capacity. */
+export type CongestionSignal = 'increase' | 'decrease' | 'hold';
+
+/** Whether a subscription is held below its in-flight maximum, as shown on the subscription. */
+export type ThrottleState = 'healthy' | 'throttled';
+
+/** The signal of one attempt's result (the worker's AttemptResult: `errorClass` null when confirmed). */
+export function congestionSignal(result: { statusCode: number | null; errorClass: string | null }): CongestionSignal {
+  if (result.statusCode === 200 && result.errorClass === null) return 'increase';
+  switch (result.errorClass) {
+    case 'timeout':
+    case 'connection_refused':
+    case 'connection_reset':
+    case 'dns':
+      return 'decrease';
+    default:
+      return 'hold';
+  }
+}
+
+/** The in-flight limit of an allowance: its integer part, between 1 and `max`. */
+export function inFlightLimit(allowance: number, max: number): number {
+  return Math.max(1, Math.min(max, Math.floor(allowance)));
+}
+
+/**
+ * The allowance after one signal.
+ *
+ * @param allowance the allowance the attempt was admitted under (for a decrease) or the current
+ *   one (for an increase), between 1 and `max`
+ * @param max SUBSCRIPTION_MAX_IN_FLIGHT
+ */
+export function nextAllowance(allowance: number, signal: CongestionSignal, max: number): number {
+  if (signal === 'decrease') return Math.max(1, Math.floor(allowance / 2));
+  if (signal === 'increase') return Math.min(max, allowance + 1 / inFlightLimit(allowance, max));
+  return allowance;
+}
+
+/** `throttled` while the limit is below `max`. */
+export function throttleState(allowance: number, max: number): ThrottleState {
+  return inFlightLimit(allowance, max) < max ? 'throttled' : 'healthy';
+}
+
+/**
+ * Redis keys of one subscription's gate, all in one hash slot (the `{id}` hash tag) so that the
+ * gate's scripts may touch them together on Redis Cluster.
+ * - `leases`: sorted set of the job ids holding an in-flight slot, scored by lease expiry (ms);
+ * - `parked`: sorted set of the job ids waiting for a slot, scored by when they started waiting;
+ * - `sent`: sorted set of the attempts admitted in the last rate window (for `rate_limit`);
+ * - `state`: hash holding `allowance` while it is below the maximum.
+ */
+export function subscriptionGateKeys(prefix: string, subscriptionId: string) {
+  const base = `${prefix}:gate:{${subscriptionId}}`;
+  return {
+    leases: `${base}:leases`,
+    parked: `${base}:parked`,
+    sent: `${base}:sent`,
+    state: `${base}:state`,
+  };
+}
+
+/** A subscription's throttling as the API shows it (`delivery` on the subscription resource). */
+export interface DeliveryThrottle {
+  in_flight_limit: number;
+  state: ThrottleState;
+}
+
+/**
+ * Reads the throttling of `subscriptionIds` in one round trip.
+ *
+ * @param max SUBSCRIPTION_MAX_IN_FLIGHT; a subscription without stored state is at it
+ * @throws ioredis' errors when Redis cannot be reached
+ */
+export async function readDeliveryThrottles(
+  redis: Redis,
+  prefix: string,
+  subscriptionIds: readonly string[],
+  max: number,
+): Promise<Map<string, DeliveryThrottle>> {
+  const pipeline = redis.pipeline();
+  for (const id of subscriptionIds) pipeline.hget(subscriptionGateKeys(prefix, id).state, 'allowance');
+  const replies = (await pipeline.exec()) ?? [];
+  const throttles = new Map<string, DeliveryThrottle>();
+  subscriptionIds.forEach((id, i) => {
+    const [error, value] = replies[i] ?? [null, null];
+    if (error) throw error;
+    const allowance = typeof value === 'string' ? Number(value) : max;
+    throttles.set(id, {
+      in_flight_limit: inFlightLimit(allowance, max),
+      state: throttleState(allowance, max),
+    });
+  });
+  return throttles;
+}
