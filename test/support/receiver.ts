@@ -18,9 +18,12 @@ export interface ReceivedRequest {
 
 /**
  * An answer: a status, a status after a delay (`afterMs`, default none) with an optional body
- * (default `answer <status>`), or `hang` (hold the request until the receiver closes).
+ * (default `answer <status>`) and headers, or `hang` (hold the request until the receiver closes).
  */
-export type Answer = number | { status: number; afterMs?: number; body?: string | Buffer } | 'hang';
+export type Answer =
+  | number
+  | { status: number; afterMs?: number; body?: string | Buffer; headers?: Record<string, string> }
+  | 'hang';
 
 /** A running receiver. */
 export interface Receiver {
@@ -61,7 +64,10 @@ export async function startReceiver(): Promise<Receiver> {
       const status = typeof answer === 'number' ? answer : answer.status;
       const reply = () =>
         response
-          .writeHead(status, { 'content-type': 'text/plain' })
+          .writeHead(status, {
+            'content-type': 'text/plain',
+            ...(typeof answer === 'number' ? {} : answer.headers),
+          })
           .end(typeof answer === 'number' ? `answer ${status}` : (answer.body ?? `answer ${status}`));
       if (typeof answer === 'number') reply();
       else setTimeout(reply, answer.afterMs ?? 0);

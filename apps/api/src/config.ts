@@ -45,7 +45,8 @@ export const apiEnvSchema = Type.Object({
   MAX_SUBSCRIPTIONS_PER_ACCOUNT: Type.Integer({
     default: 1_000,
     minimum: 1,
-    description: 'Subscriptions one account may have; creating one more answers 409 (bounds fan-out per event)',
+    description:
+      'Subscriptions one account may have; creating one more answers 409 (bounds fan-out per event)',
   }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,

@@ -28,6 +28,8 @@ describe('POST /api/webhooks', () => {
       account_id: 'acme',
       kind: null,
       status: 'active',
+      rate_limit: null,
+      delivery: { in_flight_limit: 10, state: 'healthy' },
     });
     expect(body.event_types).toContain('message.failed');
     expect(body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
@@ -159,6 +161,31 @@ describe('CALLBACK_ALLOW_PRIVATE=true', () => {
       expect(response.statusCode).toBe(201);
     } finally {
       await local.close();
+    }
+  });
+});
+
+describe('MAX_SUBSCRIPTIONS_PER_ACCOUNT', () => {
+  it('answers 409 past the cap, even to concurrent creates, and counts each account apart', async () => {
+    const capped = await startTestApi('capped', { MAX_SUBSCRIPTIONS_PER_ACCOUNT: '3' });
+    const createIn = (account: string) =>
+      capped.app.inject({
+        method: 'POST',
+        url: '/api/webhooks',
+        headers: capped.auth(account),
+        payload: { callback_url: 'https://client.example/hooks' },
+      });
+    try {
+      const statuses = (await Promise.all(Array.from({ length: 6 }, () => createIn('busy')))).map(
+        (r) => r.statusCode,
+      );
+      expect(statuses.sort()).toEqual([201, 201, 201, 409, 409, 409]);
+      const refused = await createIn('busy');
+      expect(refused.json()).toMatchObject({ status: 409, type: '/problems/subscription-limit' });
+      expect(await capped.app.prisma.subscription.count({ where: { accountId: 'busy' } })).toBe(3);
+      expect((await createIn('quiet')).statusCode).toBe(201);
+    } finally {
+      await capped.close();
     }
   });
 });

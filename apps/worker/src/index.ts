@@ -3,3 +3,4 @@ export { loadWorkerConfig, workerEnvSchema, type WorkerConfig } from './config.j
 export { startWorker, userAgent, type RunningWorker } from './worker.js';
 export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
 export { createAttemptSender, type AttemptResult, type AttemptSender } from './delivery/attempt.js';
+export { parseRetryAfter, retryDelayMs, type DeliveryPolicy } from './delivery/backoff.js';

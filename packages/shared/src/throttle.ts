@@ -20,7 +20,10 @@ export type CongestionSignal = 'increase' | 'decrease' | 'hold';
 export type ThrottleState = 'healthy' | 'throttled';
 
 /** The signal of one attempt's result (the worker's AttemptResult: `errorClass` null when confirmed). */
-export function congestionSignal(result: { statusCode: number | null; errorClass: string | null }): CongestionSignal {
+export function congestionSignal(result: {
+  statusCode: number | null;
+  errorClass: string | null;
+}): CongestionSignal {
   if (result.statusCode === 200 && result.errorClass === null) return 'increase';
   switch (result.errorClass) {
     case 'timeout':

@@ -160,7 +160,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         response: { 200: Subscription, ...problemResponses },
       },
     },
-    async (request) => presentOne(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
+    async (request) =>
+      presentOne(await findOwnSubscription(app.prisma, request.accountId, request.params.id)),
   );
 
   app.put(

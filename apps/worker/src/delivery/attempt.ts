@@ -74,14 +74,15 @@ export interface AttemptSender {
 
 /** Sorts a request error into the delivery log's error classes. */
 export function classifyError(error: unknown): AttemptErrorClass {
-  const { code, name, message, syscall } = error as {
+  const { code, name, message, cause } = error as {
     code?: string;
     name?: string;
     message?: string;
-    syscall?: string;
+    cause?: { syscall?: string };
   };
   // c-ares reports its failures (ETIMEOUT, ECONNREFUSED of the DNS server...) from `query*` calls.
-  if (syscall?.startsWith('query') || syscall === 'getaddrinfo') return 'dns';
+  const syscall = cause?.syscall ?? '';
+  if (syscall.startsWith('query') || syscall === 'getaddrinfo') return 'dns';
   if (name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
   if (/is not allowed\. Because/.test(message ?? '')) return 'blocked_address';
   if (code === 'ECONNREFUSED') return 'connection_refused';
@@ -148,11 +149,14 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
         });
       };
       const stream = client.stream.post(url, { body, headers });
-      stream.on('response', (response: { statusCode: number; headers: Record<string, string | undefined> }) => {
-        statusCode = response.statusCode;
-        if (retryAfterStatuses.has(statusCode))
-          retryAfterMs = parseRetryAfter(response.headers['retry-after'], new Date());
-      });
+      stream.on(
+        'response',
+        (response: { statusCode: number; headers: Record<string, string | undefined> }) => {
+          statusCode = response.statusCode;
+          if (retryAfterStatuses.has(statusCode))
+            retryAfterMs = parseRetryAfter(response.headers['retry-after'], new Date());
+        },
+      );
       stream.on('data', (chunk: Buffer) => {
         if (kept < keptResponseBytes) {
           chunks.push(chunk.subarray(0, keptResponseBytes - kept));

@@ -125,7 +125,12 @@ export interface DeliveryGate {
    *
    * @returns the ids of parked jobs now holding a slot, to be promoted
    */
-  release(subscriptionId: string, jobId: string, admittedUnder: string, signal: CongestionSignal): Promise<string[]>;
+  release(
+    subscriptionId: string,
+    jobId: string,
+    admittedUnder: string,
+    signal: CongestionSignal,
+  ): Promise<string[]>;
   /** Whether `jobId` holds a slot (one handed to it while it was being parked). */
   holds(subscriptionId: string, jobId: string): Promise<boolean>;
 }

@@ -88,13 +88,19 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       await job.moveToDelayed(Date.now() + (admission.waitMs ?? deps.parkMs), token);
       // A slot released between the gate's answer and the move above was handed to this job, and
       // its promotion then found nothing delayed: promote it now.
-      if (admission.waitMs === null && (await deps.gate.holds(subscription.id, jobId))) await deps.wake([jobId]);
+      if (admission.waitMs === null && (await deps.gate.holds(subscription.id, jobId)))
+        await deps.wake([jobId]);
       throw new DelayedError();
     }
 
     const { body, headers } = buildAttemptRequest(event, subscription, new Date());
     const result = await deps.sender.send(subscription.callbackUrl, body, headers);
-    const woken = await deps.gate.release(subscription.id, jobId, admission.allowance, congestionSignal(result));
+    const woken = await deps.gate.release(
+      subscription.id,
+      jobId,
+      admission.allowance,
+      congestionSignal(result),
+    );
     const outcome = decideOutcome(result, job.attemptsMade, jobPolicy(job, deps.policy));
     const inFlightLimitNow = inFlightLimit(Number(admission.allowance), deps.maxInFlight);
     await Promise.all([

@@ -21,13 +21,10 @@ const WebhookId = Type.String({
 const SubscriptionStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled')], {
   description: '`disabled` after too many deliveries failed in a row, or when set by the client',
 });
-const RateLimit = Type.Union(
-  [Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()],
-  {
-    description:
-      'Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts',
-  },
-);
+const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()], {
+  description:
+    'Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts',
+});
 const Kind = Type.Union(
   eventKinds.map((kind) => Type.Literal(kind)),
   { description: 'Event kind this subscription is limited to' },

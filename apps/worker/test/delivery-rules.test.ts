@@ -1,0 +1,83 @@
+/** Unit tests of the delivery path's pure rules: outcome of an attempt, backoff with Retry-After. */
+import { describe, expect, it } from '@jest/globals';
+import { decideOutcome, parseRetryAfter, retryDelayMs, type AttemptResult } from '@webhooks/worker';
+
+const now = new Date('2026-11-21T12:00:00.000Z');
+const policy = { maxAttempts: 5, backoffMs: 60_000 };
+
+const result = (overrides: Partial<AttemptResult>): AttemptResult => ({
+  startedAt: now,
+  durationMs: 5,
+  statusCode: 500,
+  errorClass: 'http_status',
+  errorMessage: 'HTTP 500',
+  responseBody: '',
+  retryAfterMs: null,
+  ...overrides,
+});
+
+describe('retryDelayMs', () => {
+  it('doubles from the backoff after each failed attempt', () => {
+    expect([1, 2, 3, 4].map((n) => retryDelayMs(60_000, n, null))).toEqual([
+      60_000, 120_000, 240_000, 480_000,
+    ]);
+  });
+
+  it('waits for a longer Retry-After, never for a shorter one, and at most an hour', () => {
+    expect(retryDelayMs(1_000, 1, 3_000)).toBe(3_000);
+    expect(retryDelayMs(60_000, 1, 3_000)).toBe(60_000);
+    expect(retryDelayMs(1_000, 1, 86_400_000)).toBe(3_600_000);
+    // The hour bounds what a callback can ask for, not the service's own schedule.
+    expect(retryDelayMs(60_000, 8, 1_000)).toBe(60_000 * 2 ** 7);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  it('reads delay-seconds', () => {
+    expect(parseRetryAfter('3', now)).toBe(3_000);
+    expect(parseRetryAfter(' 120 ', now)).toBe(120_000);
+  });
+
+  it('reads an HTTP-date, and a past one as no wait', () => {
+    expect(parseRetryAfter('Sat, 21 Nov 2026 12:00:30 GMT', now)).toBe(30_000);
+    expect(parseRetryAfter('Sat, 21 Nov 2026 11:00:00 GMT', now)).toBe(0);
+  });
+
+  it('ignores what is neither', () => {
+    for (const value of [undefined, '', '-5', '1.5', 'soon', 'Friday'])
+      expect(parseRetryAfter(value, now)).toBeNull();
+  });
+});
+
+describe('decideOutcome', () => {
+  it('confirms exactly HTTP 200', () => {
+    expect(decideOutcome(result({ statusCode: 200, errorClass: null }), 0, policy, now)).toEqual({
+      kind: 'succeeded',
+    });
+    expect(decideOutcome(result({ statusCode: 201 }), 0, policy, now).kind).toBe('retry');
+  });
+
+  it('schedules the next attempt with the backoff, stretched by Retry-After', () => {
+    expect(decideOutcome(result({}), 1, policy, now)).toEqual({
+      kind: 'retry',
+      nextAttemptAt: new Date(now.getTime() + 120_000),
+    });
+    expect(decideOutcome(result({ statusCode: 503, retryAfterMs: 600_000 }), 0, policy, now)).toEqual({
+      kind: 'retry',
+      nextAttemptAt: new Date(now.getTime() + 600_000),
+    });
+  });
+
+  it('gives up after the last attempt, and at once on a refused address', () => {
+    expect(decideOutcome(result({}), 4, policy, now)).toEqual({
+      kind: 'given_up',
+      reason: 'attempts_exhausted',
+    });
+    expect(
+      decideOutcome(result({ statusCode: null, errorClass: 'blocked_address' }), 0, policy, now),
+    ).toEqual({
+      kind: 'given_up',
+      reason: 'blocked_address',
+    });
+  });
+});
