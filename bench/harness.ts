@@ -19,22 +19,38 @@ export interface BareReceiver {
   url: string;
   /** Requests answered 200, with arrival time (ms since epoch, sub-ms) per `webhook-id`. */
   confirmed: Map<string, number>;
+  /** The same per path and then per `webhook-id`. */
+  confirmedAt: Map<string, Map<string, number>>;
   requests: number;
   close(): Promise<void>;
 }
 
-/** Starts a bare receiver; `answer()` decides each status (default always 200). */
-export async function startBareReceiver(answer: () => number = () => 200): Promise<BareReceiver> {
-  const state = { confirmed: new Map<string, number>(), requests: 0 };
+/** What the receiver does with a request: answer this status, or hold it unanswered until closed. */
+export type BareAnswer = number | 'hang';
+
+/** Starts a bare receiver; `answer(path)` decides each answer (default always 200). */
+export async function startBareReceiver(
+  answer: (path: string) => BareAnswer = () => 200,
+): Promise<BareReceiver> {
+  const state = {
+    confirmed: new Map<string, number>(),
+    confirmedAt: new Map<string, Map<string, number>>(),
+    requests: 0,
+  };
   const server: Server = createServer((request, response) => {
     request.resume();
     request.on('end', () => {
       state.requests += 1;
-      const status = answer();
+      const path = request.url ?? '/';
+      const status = answer(path);
+      if (status === 'hang') return;
       if (status === 200) {
         const id = request.headers['webhook-id'];
-        if (typeof id === 'string' && !state.confirmed.has(id))
-          state.confirmed.set(id, performance.timeOrigin + performance.now());
+        const at = performance.timeOrigin + performance.now();
+        if (typeof id === 'string' && !state.confirmed.has(id)) state.confirmed.set(id, at);
+        const ofPath = state.confirmedAt.get(path) ?? new Map<string, number>();
+        state.confirmedAt.set(path, ofPath);
+        if (typeof id === 'string' && !ofPath.has(id)) ofPath.set(id, at);
       }
       response.writeHead(status).end();
     });
@@ -133,7 +149,12 @@ export async function startBenchStack(
  * afterwards, whatever happens.
  */
 export async function withBenchStack<T>(
-  options: { tag: string; env?: Record<string, string>; workers?: number; answer?: () => number },
+  options: {
+    tag: string;
+    env?: Record<string, string>;
+    workers?: number;
+    answer?: (path: string) => BareAnswer;
+  },
   run: (stack: BenchStack, publisher: EventPublisher, receiver: BareReceiver) => Promise<T>,
 ): Promise<T> {
   const receiver = await startBareReceiver(options.answer);

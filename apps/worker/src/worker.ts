@@ -4,7 +4,7 @@
  * processes may run against the same Redis and database; BullMQ hands each job to one of them.
  */
 import { createRequire } from 'node:module';
-import { Job, Queue, Worker } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { createPrismaClient, type PrismaClient } from '@webhooks/db';
 import {
@@ -79,21 +79,10 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     prefix: config.QUEUE_PREFIX,
     maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
     leaseMs: lockDuration,
+    // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
+    maxParkMs: 60_000,
     log,
   });
-  // Promotes the parked jobs that a released slot was handed to.
-  const wake = async (jobIds: string[]) => {
-    await Promise.all(
-      jobIds.map(async (id) => {
-        try {
-          await (await Job.fromId(deliveryQueue, id))?.promote();
-        } catch (error) {
-          // Not delayed (yet): the parking job promotes itself when it sees its slot.
-          log.debug({ err: error, jobId: id }, 'wake-up of a parked delivery skipped');
-        }
-      }),
-    );
-  };
   const common = {
     connection: consumer,
     prefix: config.QUEUE_PREFIX,
@@ -114,10 +103,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER, config.secretBox),
       sender,
       gate,
-      wake,
       maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
-      // A parked job whose wake-up was lost (its promoter died) asks again once its slot's lease is over.
-      parkMs: lockDuration,
       policy,
     }),
     { ...common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },

@@ -54,6 +54,38 @@ export function nextAllowance(allowance: number, signal: CongestionSignal, max: 
   return allowance;
 }
 
+/** Weight of the newest attempt in a subscription's average attempt duration (an EWMA). */
+const durationWeight = 0.2;
+
+/** A subscription's average attempt duration in ms after one more attempt of `durationMs`; `average` null at first. */
+export function averageDurationMs(average: number | null, durationMs: number): number {
+  return average === null ? durationMs : average + durationWeight * (durationMs - average);
+}
+
+/** Shortest wait of a parked delivery, in ms. */
+export const minParkMs = 10;
+
+/**
+ * How long a delivery over its subscription's in-flight limit waits before asking again, in ms:
+ * about the time the deliveries parked before it take to go through at the current limit
+ * (`(parked + 1) / limit` attempts of the average duration), between {@link minParkMs} and
+ * `maxMs`, spread by ±10% so that they do not all return at once. Waiting costs no attempt.
+ *
+ * @param parked deliveries of the subscription waiting already
+ * @param averageMs the subscription's average attempt duration; null when none is known yet
+ * @param random a number in [0, 1) (Math.random)
+ */
+export function parkDelayMs(
+  parked: number,
+  limit: number,
+  averageMs: number | null,
+  maxMs: number,
+  random: number,
+): number {
+  const turn = ((parked + 1) / limit) * (averageMs ?? 50);
+  return Math.round(Math.min(maxMs, Math.max(minParkMs, turn)) * (0.9 + 0.2 * random));
+}
+
 /** `throttled` while the limit is below `max`. */
 export function throttleState(allowance: number, max: number): ThrottleState {
   return inFlightLimit(allowance, max) < max ? 'throttled' : 'healthy';

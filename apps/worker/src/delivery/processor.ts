@@ -49,12 +49,8 @@ export interface DeliveryProcessorDeps {
   store: DeliveryStore;
   sender: AttemptSender;
   gate: DeliveryGate;
-  /** Promotes delayed jobs by id now (jobs the gate handed a slot); never throws. */
-  wake(jobIds: string[]): Promise<void>;
   /** SUBSCRIPTION_MAX_IN_FLIGHT. */
   maxInFlight: number;
-  /** How long a parked job waits at most before asking the gate again, in ms (in case a wake-up is lost). */
-  parkMs: number;
   /** Backoff, and attempts when a job carries none of its own. */
   policy: DeliveryPolicy;
 }
@@ -68,6 +64,7 @@ function jobPolicy(job: Job, fallback: DeliveryPolicy): DeliveryPolicy {
  * Creates the processor.
  *
  * @throws DeliveryAttemptError when the attempt failed (BullMQ retries it while attempts remain)
+ * @throws DelayedError when the subscription's gate holds the job back (no attempt is used)
  * @throws UnrecoverableError when the callback's address is refused: no retry can help
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
@@ -85,28 +82,19 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const jobId = job.id!;
     const admission = await deps.gate.acquire(subscription.id, jobId, subscription.rateLimit);
     if (!admission.admitted) {
-      await job.moveToDelayed(Date.now() + (admission.waitMs ?? deps.parkMs), token);
-      // A slot released between the gate's answer and the move above was handed to this job, and
-      // its promotion then found nothing delayed: promote it now.
-      if (admission.waitMs === null && (await deps.gate.holds(subscription.id, jobId)))
-        await deps.wake([jobId]);
+      await job.moveToDelayed(Date.now() + admission.waitMs, token);
       throw new DelayedError();
     }
 
     const { body, headers } = buildAttemptRequest(event, subscription, new Date());
     const result = await deps.sender.send(subscription.callbackUrl, body, headers);
-    const woken = await deps.gate.release(
-      subscription.id,
-      jobId,
-      admission.allowance,
-      congestionSignal(result),
-    );
+    await deps.gate.release(subscription.id, jobId, admission, {
+      signal: congestionSignal(result),
+      durationMs: result.durationMs,
+    });
     const outcome = decideOutcome(result, job.attemptsMade, jobPolicy(job, deps.policy));
-    const inFlightLimitNow = inFlightLimit(Number(admission.allowance), deps.maxInFlight);
-    await Promise.all([
-      deps.wake(woken),
-      deps.store.record({ delivery, result, outcome, inFlightLimit: inFlightLimitNow }),
-    ]);
+    const sentUnder = inFlightLimit(Number(admission.allowance), deps.maxInFlight);
+    await deps.store.record({ delivery, result, outcome, inFlightLimit: sentUnder });
 
     if (outcome.kind === 'succeeded') return 'succeeded';
     const what = `${result.errorClass}: ${result.errorMessage ?? ''}`;

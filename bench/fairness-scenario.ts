@@ -1,0 +1,155 @@
+/**
+ * The fairness benchmark of issue #8: two worker processes at their defaults (WORKER_CONCURRENCY
+ * 50, DELIVERY_TIMEOUT_MS 10000), 10 subscriptions receiving `call.completed`, 50 events/s
+ * through `POST /api/events`; the receiver answers 200 at once, except on one subscription's path,
+ * which is faulty in one of three ways. Each faulty run is paired with the same load where that
+ * path answers 200 too, in the same `pnpm bench` run. The figures are the nine healthy
+ * subscriptions' publish → receipt latencies and when their last delivery arrived; the first
+ * eight seconds of publishing warm the stack up and are not measured.
+ */
+import { percentile } from '../scripts/lib/stats.js';
+import { subscribe, withBenchStack, type BareAnswer, type BenchStack } from './harness.js';
+import type { Progress } from './delivery-scenarios.js';
+
+/** The three faults: a hanging callback, one failing at once, a hanging one of another account. */
+export type FairnessVariant = 'hang' | 'fail' | 'hang-other-account';
+
+/** One run's figures for the healthy subscriptions. */
+export interface FairnessRun {
+  p50Ms: number;
+  p99Ms: number;
+  /** Healthy deliveries expected and arrived. */
+  expected: number;
+  arrived: number;
+  /** From the last publish to the last healthy arrival, in ms. */
+  lastArrivalAfterEndMs: number;
+}
+
+const healthyCount = 9;
+/** Seconds published before the measured ones, while the workers start, pools connect and code warms up (about 5 s on a 2-core machine). */
+const warmupSeconds = 8;
+/** How long to wait for stragglers after publishing ends, in ms (the issue's table: 120 s). */
+const drainMs = 120_000;
+
+/** Publishes one `call.completed` for `account` through the API; returns its id. */
+async function postEvent(stack: BenchStack, token: string, n: number): Promise<string> {
+  const response = await fetch(`${stack.apiUrl}/api/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'call.completed', data: { call_id: `c-${n}`, duration_s: n % 600 } }),
+  });
+  if (response.status !== 202) throw new Error(`POST /api/events answered ${response.status}`);
+  return ((await response.json()) as { id: string }).id;
+}
+
+/**
+ * Runs one variant, with the fault (`faulty`) or as its pair without it.
+ *
+ * @param rate events per second to the healthy subscriptions' account
+ */
+export async function fairnessRun(
+  variant: FairnessVariant,
+  faulty: boolean,
+  rate: number,
+  seconds: number,
+  progress: Progress,
+): Promise<FairnessRun> {
+  const fault: BareAnswer = !faulty ? 200 : variant === 'fail' ? 500 : 'hang';
+  const name = `${variant}${faulty ? '' : '/pair'}`;
+  return withBenchStack(
+    {
+      tag: 'fairness',
+      workers: 2,
+      env: { WORKER_CONCURRENCY: '50', DELIVERY_TIMEOUT_MS: '10000' },
+      answer: (path) => (path === '/faulty' ? fault : 200),
+    },
+    async (stack, _publisher, receiver) => {
+      const otherAccount = variant === 'hang-other-account';
+      const paths = Array.from({ length: healthyCount }, (_, i) => `/healthy-${i}`);
+      for (const path of paths) await subscribe(stack, 'tenant-a', `${receiver.url}${path}`);
+      await subscribe(stack, otherAccount ? 'tenant-b' : 'tenant-a', `${receiver.url}/faulty`);
+      const tokenA = stack.token('tenant-a');
+      const tokenB = stack.token('tenant-b');
+
+      const sentAt = new Map<string, number>();
+      const warmup = rate * warmupSeconds;
+      const total = warmup + rate * seconds;
+      const start = performance.now();
+      const pending: Promise<unknown>[] = [];
+      for (let i = 0; i < total; i++) {
+        const due = start + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+        const at = performance.timeOrigin + performance.now();
+        pending.push(
+          postEvent(stack, tokenA, i).then((id) => {
+            if (i >= warmup) sentAt.set(id, at);
+          }),
+        );
+        // The other account gets the same events, so both runs carry ten deliveries per event.
+        if (otherAccount) pending.push(postEvent(stack, tokenB, i));
+        if (i % rate === 0) progress(`fair/${name}`, i, total);
+      }
+      await Promise.all(pending);
+      const end = performance.timeOrigin + performance.now();
+
+      const expected = sentAt.size * healthyCount;
+      const arrivedCount = () =>
+        paths.reduce(
+          (sum, path) =>
+            sum + [...(receiver.confirmedAt.get(path)?.keys() ?? [])].filter((id) => sentAt.has(id)).length,
+          0,
+        );
+      const deadline = Date.now() + drainMs;
+      while (arrivedCount() < expected && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+
+      const latencies: number[] = [];
+      let lastArrival = end;
+      for (const path of paths) {
+        for (const [id, at] of receiver.confirmedAt.get(path) ?? []) {
+          const sent = sentAt.get(id);
+          if (sent === undefined) continue;
+          latencies.push(at - sent);
+          lastArrival = Math.max(lastArrival, at);
+        }
+      }
+      return {
+        p50Ms: percentile(latencies, 50),
+        p99Ms: percentile(latencies, 99),
+        expected,
+        arrived: latencies.length,
+        lastArrivalAfterEndMs: lastArrival - end,
+      };
+    },
+  );
+}
+
+/** A variant with its pair, and whether it met issue #8's target. */
+export interface FairnessResult {
+  variant: FairnessVariant;
+  faulty: FairnessRun;
+  pair: FairnessRun;
+  /** Faulty p99 over paired p99. */
+  p99Ratio: number;
+  /** p99 at most 2× the pair's and every healthy delivery arrived within 5 s of publishing's end. */
+  met: boolean;
+}
+
+/** Runs the three variants, each with its pair. */
+export async function fairness(rate: number, seconds: number, progress: Progress): Promise<FairnessResult[]> {
+  const results: FairnessResult[] = [];
+  for (const variant of ['hang', 'fail', 'hang-other-account'] as const) {
+    const pair = await fairnessRun(variant, false, rate, seconds, progress);
+    const faulty = await fairnessRun(variant, true, rate, seconds, progress);
+    const p99Ratio = faulty.p99Ms / pair.p99Ms;
+    results.push({
+      variant,
+      faulty,
+      pair,
+      p99Ratio,
+      met: p99Ratio <= 2 && faulty.arrived === faulty.expected && faulty.lastArrivalAfterEndMs <= 5_000,
+    });
+  }
+  return results;
+}
