@@ -3,8 +3,9 @@
  *
  * @throws ConfigError from {@link loadWorkerConfig} naming the variable that is invalid.
  */
+import { promises as dns } from 'node:dns';
 import Type, { type Static } from 'typebox';
-import { commonEnv, loadConfig, secretBoxFromEnv, type SecretBox } from '@webhooks/shared';
+import { commonEnv, ConfigError, loadConfig, secretBoxFromEnv, type SecretBox } from '@webhooks/shared';
 
 /** Environment variables of the worker service. */
 export const workerEnvSchema = Type.Object({
@@ -55,15 +56,33 @@ export const workerEnvSchema = Type.Object({
 export type WorkerConfig = Static<typeof workerEnvSchema> & {
   /** Opens the signing secrets stored sealed (SECRETS_ENCRYPTION_KEY). */
   secretBox: SecretBox;
+  /** DNS_SERVERS as a list; empty for the system's. */
+  dnsServers: string[];
 };
+
+/** DNS_SERVERS split and checked the way the resolver will read it. */
+function parseDnsServers(value: string): string[] {
+  const servers = value
+    .split(',')
+    .map((server) => server.trim())
+    .filter(Boolean);
+  try {
+    new dns.Resolver().setServers(servers);
+  } catch (error) {
+    throw new ConfigError(
+      `Invalid environment variable DNS_SERVERS=${JSON.stringify(value)}: ${(error as Error).message} (IP addresses, optionally with :port, comma-separated)`,
+    );
+  }
+  return servers;
+}
 
 /**
  * Reads and validates the worker configuration from `env` (default `process.env`).
  *
  * @throws ConfigError naming the variable; SECRETS_ENCRYPTION_KEY is required outside NODE_ENV
- *   development and test.
+ *   development and test; DNS_SERVERS must be IP addresses.
  */
 export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
   const config = loadConfig(workerEnvSchema, env);
-  return { ...config, secretBox: secretBoxFromEnv(config) };
+  return { ...config, secretBox: secretBoxFromEnv(config), dnsServers: parseDnsServers(config.DNS_SERVERS) };
 }

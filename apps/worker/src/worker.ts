@@ -68,9 +68,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     allowPrivate: config.CALLBACK_ALLOW_PRIVATE,
     maxSockets: config.WORKER_CONCURRENCY,
     userAgent,
-    dnsServers: config.DNS_SERVERS.split(',')
-      .map((server) => server.trim())
-      .filter(Boolean),
+    dnsServers: config.dnsServers,
     dnsTimeoutMs: config.DNS_TIMEOUT_MS,
   });
   const lockDuration = config.DELIVERY_TIMEOUT_MS + 5_000;

@@ -10,6 +10,8 @@ describe('worker configuration from the environment', () => {
       DELIVERY_MAX_ATTEMPTS: 5,
       DELIVERY_BACKOFF_MS: 60_000,
       SUBSCRIPTION_DISABLE_AFTER: 5,
+      SUBSCRIPTION_MAX_IN_FLIGHT: 10,
+      dnsServers: [],
     });
   });
 
@@ -17,6 +19,9 @@ describe('worker configuration from the environment', () => {
     expect(
       loadWorkerConfig({ NODE_ENV: 'test', WORKER_CONCURRENCY: '8', CALLBACK_ALLOW_PRIVATE: 'true' }),
     ).toMatchObject({ WORKER_CONCURRENCY: 8, CALLBACK_ALLOW_PRIVATE: true });
+    expect(loadWorkerConfig({ NODE_ENV: 'test', DNS_SERVERS: '10.0.0.2, 10.0.0.3:5353' }).dnsServers).toEqual(
+      ['10.0.0.2', '10.0.0.3:5353'],
+    );
   });
 
   it.each([
@@ -25,6 +30,7 @@ describe('worker configuration from the environment', () => {
     [{ NODE_ENV: 'test', DELIVERY_TIMEOUT_MS: '5' }, 'DELIVERY_TIMEOUT_MS'],
     [{}, 'SECRETS_ENCRYPTION_KEY'],
     [{ NODE_ENV: 'staging' }, 'SECRETS_ENCRYPTION_KEY'],
+    [{ NODE_ENV: 'test', DNS_SERVERS: 'dns.example' }, 'DNS_SERVERS'],
   ])('refuses %j naming %s', (env, name) => {
     expect(() => loadWorkerConfig(env)).toThrow(ConfigError);
     expect(() => loadWorkerConfig(env)).toThrow(new RegExp(`environment variable ${name}\\b`));
