@@ -4,7 +4,7 @@
  * processes may run against the same Redis and database; BullMQ hands each job to one of them.
  */
 import { createRequire } from 'node:module';
-import { Queue, Worker } from 'bullmq';
+import { Job, Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { createPrismaClient, type PrismaClient } from '@webhooks/db';
 import {
@@ -79,6 +79,14 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     leaseMs: lockDuration,
     // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
     maxParkMs: 60_000,
+    async wake(jobId) {
+      try {
+        await (await Job.fromId(deliveryQueue, jobId))?.promote();
+      } catch (error) {
+        // Not delayed (it is being parked, or already back): it asks the gate again on its own.
+        log.debug({ err: error, jobId }, 'wake-up of a parked delivery skipped');
+      }
+    },
     log,
   });
   const common = {

@@ -103,7 +103,10 @@ describe('rate_limit', () => {
     for (const start of arrivals) {
       expect(arrivals.filter((at) => at >= start && at < start + 1000).length).toBeLessThanOrEqual(2);
     }
-    const deliveries = await stack.worker.prisma.delivery.findMany({ where: { subscriptionId: sub.id } });
+    const deliveries = await waitFor('ten deliveries recorded', async () => {
+      const rows = await stack.worker.prisma.delivery.findMany({ where: { subscriptionId: sub.id } });
+      return rows.every((d) => d.status === 'succeeded') && rows;
+    });
     expect(deliveries.map((d) => [d.status, d.attemptsMade])).toEqual(Array(10).fill(['succeeded', 1]));
   });
 

@@ -54,10 +54,13 @@ export function nextAllowance(allowance: number, signal: CongestionSignal, max: 
   return allowance;
 }
 
-/** Weight of the newest attempt in a subscription's average attempt duration (an EWMA). */
+/** Weight of the newest sample in a subscription's average slot time (an EWMA). */
 const durationWeight = 0.2;
 
-/** A subscription's average attempt duration in ms after one more attempt of `durationMs`; `average` null at first. */
+/**
+ * A subscription's average time an attempt holds its in-flight slot, in ms, after one more of
+ * `durationMs`; `average` null at first.
+ */
 export function averageDurationMs(average: number | null, durationMs: number): number {
   return average === null ? durationMs : average + durationWeight * (durationMs - average);
 }
@@ -68,11 +71,12 @@ export const minParkMs = 10;
 /**
  * How long a delivery over its subscription's in-flight limit waits before asking again, in ms:
  * about the time the deliveries parked before it take to go through at the current limit
- * (`(parked + 1) / limit` attempts of the average duration), between {@link minParkMs} and
- * `maxMs`, spread by ±10% so that they do not all return at once. Waiting costs no attempt.
+ * (`(parked + 1) / limit` slot times), between {@link minParkMs} and `maxMs`, spread by ±10% so
+ * that they do not all return at once. Waiting costs no attempt.
  *
- * @param parked deliveries of the subscription waiting already
- * @param averageMs the subscription's average attempt duration; null when none is known yet
+ * @param parked deliveries of the subscription waiting ahead of this one
+ * @param averageMs how long an attempt holds its slot (the average, or longer when one in flight
+ *   already did); null when nothing is known yet
  * @param random a number in [0, 1) (Math.random)
  */
 export function parkDelayMs(

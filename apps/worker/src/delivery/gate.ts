@@ -7,9 +7,10 @@
  *   {@link rateWindowMs};
  * - a job over the limit is parked: the processor moves it to BullMQ's delayed set, without using
  *   an attempt and without holding a worker slot, for about the time the deliveries parked before
- *   it need to go through (`parkDelayMs`). Nothing is handed over or woken: a slot freed is taken
- *   by whichever of the subscription's jobs asks next, so a slot never idles while a woken job
- *   travels through the queue.
+ *   it need to go through (`parkDelayMs`). The slot is taken before the delivery is read from
+ *   PostgreSQL, so parking costs two Redis round trips and no query. A slot freed wakes the parked
+ *   job first in line, but is not reserved for it: whichever of the subscription's jobs asks next
+ *   takes it, so a slot never idles while a woken job travels through a long queue.
  *
  * Slots are leases that expire ({@link DeliveryGateOptions.leaseMs}), so a worker killed mid-attempt
  * cannot keep one. Each operation is one Lua script, atomic across workers, timed by Redis' clock
@@ -20,6 +21,7 @@ import type { Logger } from 'pino';
 import {
   averageDurationMs,
   inFlightLimit,
+  minParkMs,
   nextAllowance,
   parkDelayMs,
   subscriptionGateKeys,
@@ -38,59 +40,72 @@ const stateTtlMs = 86_400_000;
 const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
- * KEYS: leases, parked, sent, state. ARGV: job id, lease ms, max in flight, rate limit (0: none),
- * rate window ms, ms after which a parked entry is forgotten. Returns {admitted 1|0, rate wait ms
- * (-1 when parked or admitted), allowance, parked count, average duration ms or '', age of the
- * oldest attempt in flight in ms}.
+ * KEYS: leases, parked, state. ARGV: job id, lease ms, max in flight, ms after which a parked
+ * entry is forgotten. Returns {admitted 1|0, allowance, parked jobs ahead of this one (parked in
+ * the order they first asked), average slot time ms or '', age of the oldest slot held in ms}.
  */
 const acquireLua = `${nowMs}
-local job, leaseMs, max, rate = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local job, leaseMs, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[6]))
-local state = redis.call('HMGET', KEYS[4], 'allowance', 'average_ms')
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[4]))
+local state = redis.call('HMGET', KEYS[3], 'allowance', 'average_ms')
 local allowance = state[1] or ARGV[3]
 local average = state[2] or ''
 local limit = math.max(1, math.min(max, math.floor(tonumber(allowance))))
 if redis.call('ZCARD', KEYS[1]) >= limit then
-  local parked = redis.call('ZCARD', KEYS[2])
-  redis.call('ZADD', KEYS[2], now, job)
-  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
+  redis.call('ZADD', KEYS[2], 'NX', now, job)
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]))
+  local ahead = redis.call('ZRANK', KEYS[2], job)
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {0, -1, allowance, parked, average, now - (tonumber(oldest[2]) - leaseMs)}
-end
-if rate > 0 then
-  local window = tonumber(ARGV[5])
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - window)
-  if redis.call('ZCARD', KEYS[3]) >= rate then
-    local oldest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-    return {0, math.max(1, tonumber(oldest[2]) + window - now), allowance, 0, average, 0}
-  end
-  redis.call('ZADD', KEYS[3], now, job .. '@' .. now)
-  redis.call('PEXPIRE', KEYS[3], window)
+  return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs)}
 end
 redis.call('ZADD', KEYS[1], now + leaseMs, job)
 redis.call('PEXPIRE', KEYS[1], leaseMs)
 redis.call('ZREM', KEYS[2], job)
-return {1, -1, allowance, 0, average, 0}`;
+return {1, allowance, 0, average, 0}`;
 
 /**
- * KEYS: leases, state. ARGV: job id, max in flight, allowance expected, new allowance ('' for no
- * change), new average duration ms. The new allowance is set only if the allowance is still the
- * one expected (compare-and-set), so all the attempts of one window change it once.
+ * KEYS: sent. ARGV: job id, rate limit, rate window ms. Returns 0 and counts the attempt when the
+ * window has room, else the ms until it has.
+ */
+const rateLua = `${nowMs}
+local rate, window = tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) >= rate then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return math.max(1, tonumber(oldest[2]) + window - now)
+end
+redis.call('ZADD', KEYS[1], now, ARGV[1] .. '@' .. now)
+redis.call('PEXPIRE', KEYS[1], window)
+return 0`;
+
+/**
+ * KEYS: leases, state, parked. ARGV: job id, max in flight, allowance expected, new allowance (''
+ * for no change), new average slot time ms. The new allowance is set only if the allowance is
+ * still the one expected (compare-and-set), so all the attempts of one window change it once.
+ * When a slot is free, returns the id of the parked job first in line (in a list), to be promoted;
+ * else an empty list.
  */
 const releaseLua = `
 redis.call('ZREM', KEYS[1], ARGV[1])
 local allowance = redis.call('HGET', KEYS[2], 'allowance') or ARGV[2]
 if ARGV[4] ~= '' and allowance == ARGV[3] then
-  if tonumber(ARGV[4]) >= tonumber(ARGV[2]) then
+  allowance = ARGV[4]
+  if tonumber(allowance) >= tonumber(ARGV[2]) then
     redis.call('HDEL', KEYS[2], 'allowance')
   else
-    redis.call('HSET', KEYS[2], 'allowance', ARGV[4])
+    redis.call('HSET', KEYS[2], 'allowance', allowance)
   end
 end
 redis.call('HSET', KEYS[2], 'average_ms', ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ${stateTtlMs})
-return 1`;
+local limit = math.max(1, math.min(tonumber(ARGV[2]), math.floor(tonumber(allowance))))
+local woken = {}
+if redis.call('ZCARD', KEYS[1]) < limit then
+  local heads = redis.call('ZPOPMIN', KEYS[3])
+  for i = 1, #heads, 2 do woken[#woken + 1] = heads[i] end
+end
+return woken`;
 
 /** What the gate answered a job. */
 export type Admission =
@@ -99,7 +114,7 @@ export type Admission =
    * `averageMs` the subscription's average attempt duration (null when none is known yet).
    */
   | { admitted: true; allowance: string; averageMs: number | null }
-  /** Wait `waitMs` (parked over the in-flight limit, or held back by the rate limit) and ask again. */
+  /** Parked over the in-flight limit: wait `waitMs` and ask again. */
   | { admitted: false; waitMs: number };
 
 /** Options of {@link createDeliveryGate}. */
@@ -114,84 +129,132 @@ export interface DeliveryGateOptions {
   leaseMs: number;
   /** Longest wait of a parked delivery before it asks again, in ms. */
   maxParkMs: number;
+  /**
+   * Moves a parked (delayed) job back to the queue now; never throws. Called when a slot frees, for
+   * the subscription's parked job first in line, so that a slot does not idle while parked jobs
+   * wait out an estimate that was too long. The job is not given the slot: it asks like any other.
+   */
+  wake(jobId: string): Promise<void>;
   log: Logger;
 }
 
 /** The gate's operations; `jobId` is the BullMQ job id of the delivery. */
 export interface DeliveryGate {
   /**
-   * Takes a slot for `jobId`, or says how long to wait.
+   * Takes an in-flight slot for `jobId`, or says how long to wait.
    *
-   * @param rateLimit the subscription's `rate_limit` (attempts a second), null for none
    * @throws ioredis' errors when Redis cannot be reached
    */
-  acquire(subscriptionId: string, jobId: string, rateLimit: number | null): Promise<Admission>;
+  acquire(subscriptionId: string, jobId: string): Promise<Admission>;
   /**
-   * Gives the slot back, applies the attempt's congestion signal to the allowance it was admitted
-   * under and its duration to the average. Never throws: when Redis fails, the slot's lease expires
-   * on its own.
+   * Counts an attempt against the subscription's `rate_limit` (attempts a second) when its window
+   * has room.
+   *
+   * @returns 0 when counted, else the ms to wait
+   * @throws ioredis' errors when Redis cannot be reached
+   */
+  pace(subscriptionId: string, jobId: string, rateLimit: number): Promise<number>;
+  /**
+   * Gives the slot back; after an attempt, applies its congestion signal to the allowance it was
+   * admitted under (`attempt` null: nothing was sent), and `heldMs`, how long the slot was held,
+   * to the subscription's average. Never throws: when Redis fails, the slot's lease expires on its
+   * own.
    */
   release(
     subscriptionId: string,
     jobId: string,
     admission: Extract<Admission, { admitted: true }>,
-    attempt: { signal: CongestionSignal; durationMs: number },
+    attempt: { signal: CongestionSignal } | null,
+    heldMs: number,
   ): Promise<void>;
 }
 
 type GateCommands = {
-  webhookGateAcquire(
-    ...args: Array<string | number>
-  ): Promise<[number, number, string, number, string, number]>;
-  webhookGateRelease(...args: Array<string | number>): Promise<number>;
+  webhookGateAcquire(...args: Array<string | number>): Promise<[number, string, number, string, number]>;
+  webhookGateRate(...args: Array<string | number>): Promise<number>;
+  webhookGateRelease(...args: Array<string | number>): Promise<string[]>;
 };
 
-/** Creates the gate on `options.redis` (registering its two scripts there). */
+/** Most subscriptions this process remembers as full (a bound on memory; the hints are short-lived). */
+const maxFullHints = 10_000;
+
+/** Creates the gate on `options.redis` (registering its scripts there). */
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
-  const { redis, prefix, maxInFlight, leaseMs, maxParkMs, log } = options;
-  redis.defineCommand('webhookGateAcquire', { numberOfKeys: 4, lua: acquireLua });
-  redis.defineCommand('webhookGateRelease', { numberOfKeys: 2, lua: releaseLua });
+  const { redis, prefix, maxInFlight, leaseMs, maxParkMs, wake, log } = options;
+  redis.defineCommand('webhookGateAcquire', { numberOfKeys: 3, lua: acquireLua });
+  redis.defineCommand('webhookGateRate', { numberOfKeys: 1, lua: rateLua });
+  redis.defineCommand('webhookGateRelease', { numberOfKeys: 3, lua: releaseLua });
   const commands = redis as unknown as GateCommands;
+  /**
+   * Subscriptions the gate just found full, until about when one of their slots frees: more of
+   * their jobs fetched meanwhile park without a round trip. Only ever refuses (the gate in Redis
+   * alone admits), and only for a few ms, so a stale hint costs a short wait, never a slot.
+   */
+  const fullHints = new Map<
+    string,
+    { until: number; parked: number; limit: number; turnMs: number | null }
+  >();
+
+  const park = (hint: { parked: number; limit: number; turnMs: number | null }): Admission => ({
+    admitted: false,
+    waitMs: parkDelayMs(hint.parked, hint.limit, hint.turnMs, maxParkMs, Math.random()),
+  });
 
   return {
-    async acquire(subscriptionId, jobId, rateLimit) {
+    async acquire(subscriptionId, jobId) {
+      const hint = fullHints.get(subscriptionId);
+      if (hint !== undefined && hint.until > Date.now()) {
+        hint.parked += 1;
+        return park(hint);
+      }
       const keys = subscriptionGateKeys(prefix, subscriptionId);
-      const [admitted, rateWaitMs, allowance, parked, average, oldestInFlightMs] =
-        await commands.webhookGateAcquire(
-          keys.leases,
-          keys.parked,
-          keys.sent,
-          keys.state,
-          jobId,
-          leaseMs,
-          maxInFlight,
-          rateLimit ?? 0,
-          rateWindowMs,
-          maxParkMs * 2,
-        );
+      const [admitted, allowance, ahead, average, oldestInFlightMs] = await commands.webhookGateAcquire(
+        keys.leases,
+        keys.parked,
+        keys.state,
+        jobId,
+        leaseMs,
+        maxInFlight,
+        maxParkMs * 2,
+      );
       const averageMs = average === '' ? null : Number(average);
       if (admitted === 1) return { admitted: true, allowance, averageMs };
-      if (rateWaitMs >= 0) return { admitted: false, waitMs: rateWaitMs };
       const limit = inFlightLimit(Number(allowance), maxInFlight);
-      // Attempts in flight for longer than the average (a callback that just began to hang) say more.
-      const turnMs = Math.max(averageMs ?? 0, oldestInFlightMs) || null;
-      return { admitted: false, waitMs: parkDelayMs(parked, limit, turnMs, maxParkMs, Math.random()) };
+      // A slot held far longer than the average (a callback that just began to hang) says more.
+      const turnMs = averageMs !== null && oldestInFlightMs > 4 * averageMs ? oldestInFlightMs : averageMs;
+      if (fullHints.size >= maxFullHints) fullHints.clear();
+      const untilSlotFrees = Math.min(50, Math.max(minParkMs, (turnMs ?? minParkMs) / limit));
+      const fresh = { until: Date.now() + untilSlotFrees, parked: ahead, limit, turnMs };
+      fullHints.set(subscriptionId, fresh);
+      return park(fresh);
     },
 
-    async release(subscriptionId, jobId, admission, attempt) {
+    async pace(subscriptionId, jobId, rateLimit) {
+      const { sent } = subscriptionGateKeys(prefix, subscriptionId);
+      return commands.webhookGateRate(sent, jobId, rateLimit, rateWindowMs);
+    },
+
+    async release(subscriptionId, jobId, admission, attempt, heldMs) {
+      fullHints.delete(subscriptionId);
       const keys = subscriptionGateKeys(prefix, subscriptionId);
-      const next = String(nextAllowance(Number(admission.allowance), attempt.signal, maxInFlight));
-      const average = averageDurationMs(admission.averageMs, attempt.durationMs);
+      const next =
+        attempt === null
+          ? admission.allowance
+          : String(nextAllowance(Number(admission.allowance), attempt.signal, maxInFlight));
+      const average = averageDurationMs(admission.averageMs, heldMs);
       try {
-        await commands.webhookGateRelease(
+        const woken = await commands.webhookGateRelease(
           keys.leases,
           keys.state,
+          keys.parked,
           jobId,
           maxInFlight,
           admission.allowance,
           next === admission.allowance ? '' : next,
           Math.round(average),
         );
+        // Not awaited: the slot is free already, and the promotion is only a shortcut.
+        for (const id of woken) void wake(id);
       } catch (error) {
         log.warn({ err: error, subscriptionId }, 'delivery gate release failed; the slot lease will expire');
       }

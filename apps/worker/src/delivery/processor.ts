@@ -1,18 +1,20 @@
 /**
- * The processor of the `deliveries` queue: one job, one attempt. It re-reads the delivery with its
- * event and subscription (deleted subscription: the job is dropped; disabled: the delivery is
- * cancelled), passes the subscription's gate (over its limit, the job waits in BullMQ's delayed set
- * without using an attempt), sends the attempt, releases the gate, records the attempt, and lets
- * BullMQ retry by throwing while attempts remain, after the wait of `backoff.ts`.
+ * The processor of the `deliveries` queue: one job, one attempt. It takes an in-flight slot of the
+ * subscription's gate (over the limit, the job waits in BullMQ's delayed set without using an
+ * attempt), re-reads the delivery with its event and subscription (deleted subscription: the job is
+ * dropped; disabled: the delivery is cancelled), passes the subscription's `rate_limit`, sends the
+ * attempt, gives the slot back, records the attempt, and lets BullMQ retry by throwing while
+ * attempts remain, after the wait of `backoff.ts`.
  */
+import { performance } from 'node:perf_hooks';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { congestionSignal, inFlightLimit, type DeliveryJobData } from '@webhooks/shared';
-import type { AttemptSender } from './attempt.js';
+import type { AttemptResult, AttemptSender } from './attempt.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
 import type { DeliveryGate } from './gate.js';
 import { decideOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
-import type { DeliveryStore } from './store.js';
+import type { DeliveryStore, LoadedDelivery } from './store.js';
 
 /** What a delivery job came to (the BullMQ return value of a completed job). */
 export type DeliveryJobResult = 'succeeded' | 'dropped' | 'cancelled' | 'not_pending';
@@ -60,6 +62,12 @@ function jobPolicy(job: Job, fallback: DeliveryPolicy): DeliveryPolicy {
   return { maxAttempts: job.opts.attempts ?? fallback.maxAttempts, backoffMs: fallback.backoffMs };
 }
 
+/** What happened while the job held its slot. */
+type WithinSlot =
+  | { kind: 'done'; result: Exclude<DeliveryJobResult, 'succeeded'> }
+  | { kind: 'rate_limited'; waitMs: number }
+  | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
+
 /**
  * Creates the processor.
  *
@@ -68,30 +76,48 @@ function jobPolicy(job: Job, fallback: DeliveryPolicy): DeliveryPolicy {
  * @throws UnrecoverableError when the callback's address is refused: no retry can help
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
-  return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
-    const { eventId, subscriptionId } = job.data;
-    const delivery = await deps.store.load({ eventId, subscriptionId });
-    if (delivery === null) return 'dropped';
-    if (delivery.status !== 'pending') return 'not_pending';
+  const park = async (job: Job, token: string | undefined, waitMs: number): Promise<never> => {
+    await job.moveToDelayed(Date.now() + waitMs, token);
+    throw new DelayedError();
+  };
+
+  const withinSlot = async (job: Job<DeliveryJobData>): Promise<WithinSlot> => {
+    const delivery = await deps.store.load(job.data);
+    if (delivery === null) return { kind: 'done', result: 'dropped' };
+    if (delivery.status !== 'pending') return { kind: 'done', result: 'not_pending' };
     const { event, subscription } = delivery;
     if (subscription.status === 'disabled') {
       await deps.store.cancel(delivery.id);
-      return 'cancelled';
+      return { kind: 'done', result: 'cancelled' };
     }
-
-    const jobId = job.id!;
-    const admission = await deps.gate.acquire(subscription.id, jobId, subscription.rateLimit);
-    if (!admission.admitted) {
-      await job.moveToDelayed(Date.now() + admission.waitMs, token);
-      throw new DelayedError();
+    if (subscription.rateLimit !== null) {
+      const waitMs = await deps.gate.pace(subscription.id, job.id!, subscription.rateLimit);
+      if (waitMs > 0) return { kind: 'rate_limited', waitMs };
     }
-
     const { body, headers } = buildAttemptRequest(event, subscription, new Date());
-    const result = await deps.sender.send(subscription.callbackUrl, body, headers);
-    await deps.gate.release(subscription.id, jobId, admission, {
-      signal: congestionSignal(result),
-      durationMs: result.durationMs,
-    });
+    return {
+      kind: 'sent',
+      delivery,
+      result: await deps.sender.send(subscription.callbackUrl, body, headers),
+    };
+  };
+
+  return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
+    const { subscriptionId } = job.data;
+    const admission = await deps.gate.acquire(subscriptionId, job.id!);
+    if (!admission.admitted) return park(job, token, admission.waitMs);
+    const admittedAt = performance.now();
+    let step: WithinSlot | undefined;
+    try {
+      step = await withinSlot(job);
+    } finally {
+      const attempt = step?.kind === 'sent' ? { signal: congestionSignal(step.result) } : null;
+      await deps.gate.release(subscriptionId, job.id!, admission, attempt, performance.now() - admittedAt);
+    }
+    if (step.kind === 'done') return step.result;
+    if (step.kind === 'rate_limited') return park(job, token, step.waitMs);
+
+    const { delivery, result } = step;
     const outcome = decideOutcome(result, job.attemptsMade, jobPolicy(job, deps.policy));
     const sentUnder = inFlightLimit(Number(admission.allowance), deps.maxInFlight);
     await deps.store.record({ delivery, result, outcome, inFlightLimit: sentUnder });
