@@ -1,6 +1,14 @@
 /** Unit tests of the adaptive in-flight allowance (AIMD). */
 import { describe, expect, it } from '@jest/globals';
-import { congestionSignal, inFlightLimit, nextAllowance, throttleState } from '../src/throttle.js';
+import {
+  averageDurationMs,
+  congestionSignal,
+  inFlightLimit,
+  minParkMs,
+  nextAllowance,
+  parkDelayMs,
+  throttleState,
+} from '../src/throttle.js';
 
 const max = 10;
 
@@ -51,5 +59,26 @@ describe('inFlightLimit and throttleState', () => {
     expect(throttleState(3.9, max)).toBe('throttled');
     expect(inFlightLimit(10, max)).toBe(10);
     expect(throttleState(10, max)).toBe('healthy');
+  });
+});
+
+describe('parkDelayMs', () => {
+  it('waits about the turn of the deliveries ahead: place in line / limit × slot time', () => {
+    expect(parkDelayMs(19, 10, 100, 60_000, 0.5)).toBe(200);
+    expect(parkDelayMs(0, 1, 10_000, 60_000, 0.5)).toBe(10_000);
+  });
+
+  it('stays between the floor and the ceiling, spread by ±10%', () => {
+    expect(parkDelayMs(0, 10, 1, 60_000, 0.5)).toBe(minParkMs);
+    expect(parkDelayMs(5_000, 1, 10_000, 60_000, 0.5)).toBe(60_000);
+    expect(parkDelayMs(19, 10, 100, 60_000, 0)).toBe(180);
+    expect(parkDelayMs(19, 10, 100, 60_000, 0.999)).toBe(220);
+  });
+});
+
+describe('averageDurationMs', () => {
+  it('starts at the first sample and moves a fifth of the way to each next one', () => {
+    expect(averageDurationMs(null, 40)).toBe(40);
+    expect(averageDurationMs(40, 140)).toBe(60);
   });
 });
