@@ -53,8 +53,8 @@ describe('a callback that never answers', () => {
     await publishTo('acct-healthy');
     await waitFor('the healthy delivery', () => stack.receiver.at('/healthy').length === 1);
     expect(stack.receiver.at('/hang')).toHaveLength(2);
+    await waitFor('the healthy attempt recorded', async () => (await attemptsOf(healthy.id)) === 1);
     expect(await attemptsOf(hanging.id)).toBe(0);
-    expect(await attemptsOf(healthy.id)).toBe(1);
   });
 });
 
@@ -130,8 +130,11 @@ describe('a poisoned event', () => {
       await sleep(500);
       const received = stack.receiver.at('/poison');
       expect(received.map((r) => r.headers['webhook-id'])).toEqual([healthy.id]);
-      const delivery = await stack.worker.prisma.delivery.findFirst({ where: { eventId: healthy.id } });
-      expect(delivery?.attemptsMade).toBe(1);
+      const delivery = await waitFor('the healthy delivery recorded', async () => {
+        const row = await stack.worker.prisma.delivery.findFirst({ where: { eventId: healthy.id } });
+        return row?.status === 'succeeded' && row;
+      });
+      expect(delivery.attemptsMade).toBe(1);
       expect(await stack.worker.prisma.event.count({ where: { id: poisoned.id } })).toBe(0);
     } finally {
       await events.close();
