@@ -5,7 +5,7 @@
  */
 import type { EventPublisher } from '@webhooks/shared';
 import { percentile } from '../scripts/lib/stats.js';
-import { subscribe, waitForSucceeded, withBenchStack } from './harness.js';
+import { publishAtSteadyRate, subscribe, waitForSucceeded, withBenchStack } from './harness.js';
 
 /** Progress callback: a scenario's name, units done, units expected. */
 export type Progress = (scenario: string, done: number, total: number) => void;
@@ -64,25 +64,15 @@ export async function steadyLatency(
 ): Promise<{ p50Ms: number; p99Ms: number; events: number }> {
   return withBenchStack({ tag: 'latency' }, async (stack, publisher, receiver) => {
     await subscribe(stack, 'bench', `${receiver.url}/hook`);
-    const sentAt = new Map<string, number>();
-    // The first seconds (pools connecting, code warming up) are published but not measured.
-    const warmup = rate * latencyWarmupSeconds;
-    const total = warmup + rate * seconds;
-    const start = performance.now();
-    const pending: Promise<void>[] = [];
-    for (let i = 0; i < total; i++) {
-      const due = start + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-      const at = performance.timeOrigin + performance.now();
-      pending.push(
-        publisher.publish({ accountId: 'bench', type: 'call.started', data: { n: i } }).then(({ id }) => {
-          if (i >= warmup) sentAt.set(id, at);
-        }),
-      );
-      if (i % rate === 0) progress('latency', i, total);
-    }
-    await Promise.all(pending);
+    const { sentAt } = await publishAtSteadyRate({
+      rate,
+      warmupSeconds: latencyWarmupSeconds,
+      seconds,
+      publish: async (i) =>
+        (await publisher.publish({ accountId: 'bench', type: 'call.started', data: { n: i } })).id,
+      onProgress: (done, total) => progress('latency', done, total),
+    });
+    const total = rate * (latencyWarmupSeconds + seconds);
     await waitForSucceeded(stack, total, 120_000);
     const latencies = [...sentAt].map(([id, at]) => (receiver.confirmed.get(id) ?? Number.NaN) - at);
     return { p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), events: sentAt.size };

@@ -8,7 +8,13 @@
  * eight seconds of publishing warm the stack up and are not measured.
  */
 import { percentile } from '../scripts/lib/stats.js';
-import { subscribe, withBenchStack, type BareAnswer, type BenchStack } from './harness.js';
+import {
+  publishAtSteadyRate,
+  subscribe,
+  withBenchStack,
+  type BareAnswer,
+  type BenchStack,
+} from './harness.js';
 import type { Progress } from './delivery-scenarios.js';
 
 /** The three faults: a hanging callback, one failing at once, a hanging one of another account. */
@@ -71,27 +77,20 @@ export async function fairnessRun(
       const tokenA = stack.token('tenant-a');
       const tokenB = stack.token('tenant-b');
 
-      const sentAt = new Map<string, number>();
-      const warmup = rate * warmupSeconds;
-      const total = warmup + rate * seconds;
-      const start = performance.now();
-      const pending: Promise<unknown>[] = [];
-      for (let i = 0; i < total; i++) {
-        const due = start + (i * 1000) / rate;
-        const wait = due - performance.now();
-        if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-        const at = performance.timeOrigin + performance.now();
-        pending.push(
-          postEvent(stack, tokenA, i).then((id) => {
-            if (i >= warmup) sentAt.set(id, at);
-          }),
-        );
-        // The other account gets the same events, so both runs carry ten deliveries per event.
-        if (otherAccount) pending.push(postEvent(stack, tokenB, i));
-        if (i % rate === 0) progress(`fair/${name}`, i, total);
-      }
-      await Promise.all(pending);
-      const end = performance.timeOrigin + performance.now();
+      const { sentAt, end } = await publishAtSteadyRate({
+        rate,
+        warmupSeconds,
+        seconds,
+        publish: async (i) => {
+          // The other account gets the same events, so both runs carry ten deliveries per event.
+          const [id] = await Promise.all([
+            postEvent(stack, tokenA, i),
+            otherAccount ? postEvent(stack, tokenB, i) : null,
+          ]);
+          return id;
+        },
+        onProgress: (done, total) => progress(`fair/${name}`, done, total),
+      });
 
       const expected = sentAt.size * healthyCount;
       const arrivedCount = () =>

@@ -252,3 +252,39 @@ export async function waitForSucceeded(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/**
+ * Publishes at a steady `rate` events per second: `warmupSeconds` of events that are not measured
+ * (workers starting, pools connecting, code warming up), then `seconds` that are. `publish(i)`
+ * sends event `i` at its due time, without waiting for earlier ones, and resolves with its id.
+ *
+ * @returns when each measured event was sent (ms since epoch, sub-ms) by id, and when the last
+ *   publish resolved; after every publish has resolved
+ */
+export async function publishAtSteadyRate(options: {
+  rate: number;
+  warmupSeconds: number;
+  seconds: number;
+  publish(i: number): Promise<string>;
+  onProgress?(done: number, total: number): void;
+}): Promise<{ sentAt: Map<string, number>; end: number }> {
+  const { rate, publish } = options;
+  const warmup = rate * options.warmupSeconds;
+  const total = warmup + rate * options.seconds;
+  const sentAt = new Map<string, number>();
+  const start = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const wait = start + (i * 1000) / rate - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    const at = performance.timeOrigin + performance.now();
+    pending.push(
+      publish(i).then((id) => {
+        if (i >= warmup) sentAt.set(id, at);
+      }),
+    );
+    if (i % rate === 0) options.onProgress?.(i, total);
+  }
+  await Promise.all(pending);
+  return { sentAt, end: performance.timeOrigin + performance.now() };
+}

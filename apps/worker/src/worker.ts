@@ -109,7 +109,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER, config.secretBox),
       sender,
       gate,
-      maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
       policy,
     }),
     { ...common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },

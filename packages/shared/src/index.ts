@@ -15,6 +15,7 @@ export * from './secret-box.js';
 export * from './secrets-config.js';
 export * from './signature.js';
 export * from './storable-json.js';
+export * from './subscription-gate.js';
 export * from './throttle.js';
 export * from './timestamp.js';
 export * from './schemas/index.js';

@@ -110,10 +110,11 @@ return woken`;
 /** What the gate answered a job. */
 export type Admission =
   /**
-   * Send now. `allowance` is the allowance admitted under, as stored (a decimal string), and
-   * `averageMs` the subscription's average attempt duration (null when none is known yet).
+   * Send now. `allowance` is the allowance admitted under, as stored (a decimal string),
+   * `inFlightLimit` its integer part, and `averageMs` the subscription's average slot time (null
+   * when none is known yet).
    */
-  | { admitted: true; allowance: string; averageMs: number | null }
+  | { admitted: true; allowance: string; inFlightLimit: number; averageMs: number | null }
   /** Parked over the in-flight limit: wait `waitMs` and ask again. */
   | { admitted: false; waitMs: number };
 
@@ -218,8 +219,8 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         maxParkMs * 2,
       );
       const averageMs = average === '' ? null : Number(average);
-      if (admitted === 1) return { admitted: true, allowance, averageMs };
       const limit = inFlightLimit(Number(allowance), maxInFlight);
+      if (admitted === 1) return { admitted: true, allowance, inFlightLimit: limit, averageMs };
       // A slot held far longer than the average (a callback that just began to hang) says more.
       const turnMs = averageMs !== null && oldestInFlightMs > 4 * averageMs ? oldestInFlightMs : averageMs;
       if (fullHints.size >= maxFullHints) fullHints.clear();

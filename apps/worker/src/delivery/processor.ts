@@ -8,7 +8,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import { congestionSignal, inFlightLimit, type DeliveryJobData } from '@webhooks/shared';
+import { congestionSignal, type DeliveryJobData } from '@webhooks/shared';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
 import type { DeliveryGate } from './gate.js';
@@ -51,8 +51,6 @@ export interface DeliveryProcessorDeps {
   store: DeliveryStore;
   sender: AttemptSender;
   gate: DeliveryGate;
-  /** SUBSCRIPTION_MAX_IN_FLIGHT. */
-  maxInFlight: number;
   /** Backoff, and attempts when a job carries none of its own. */
   policy: DeliveryPolicy;
 }
@@ -119,8 +117,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
     const { delivery, result } = step;
     const outcome = decideOutcome(result, job.attemptsMade, jobPolicy(job, deps.policy));
-    const sentUnder = inFlightLimit(Number(admission.allowance), deps.maxInFlight);
-    await deps.store.record({ delivery, result, outcome, inFlightLimit: sentUnder });
+    await deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
 
     if (outcome.kind === 'succeeded') return 'succeeded';
     const what = `${result.errorClass}: ${result.errorMessage ?? ''}`;

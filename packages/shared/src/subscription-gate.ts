@@ -1,0 +1,59 @@
+/**
+ * Where a subscription's delivery gate lives in Redis, and how the API reads its throttling. The
+ * worker's gate (apps/worker/src/delivery/gate.ts) writes these keys; the rules behind the values
+ * are in `throttle.ts`.
+ */
+import type { Redis } from 'ioredis';
+import { inFlightLimit, throttleState, type ThrottleState } from './throttle.js';
+
+/**
+ * Redis keys of one subscription's gate, all in one hash slot (the `{id}` hash tag) so that the
+ * gate's scripts may touch them together on Redis Cluster.
+ * - `leases`: sorted set of the job ids holding an in-flight slot, scored by lease expiry (ms);
+ * - `parked`: sorted set of the job ids waiting for a slot, scored by when they started waiting;
+ * - `sent`: sorted set of the attempts admitted in the last rate window (for `rate_limit`);
+ * - `state`: hash holding `allowance` while it is below the maximum.
+ */
+export function subscriptionGateKeys(prefix: string, subscriptionId: string) {
+  const base = `${prefix}:gate:{${subscriptionId}}`;
+  return {
+    leases: `${base}:leases`,
+    parked: `${base}:parked`,
+    sent: `${base}:sent`,
+    state: `${base}:state`,
+  };
+}
+
+/** A subscription's throttling as the API shows it (`delivery` on the subscription resource). */
+export interface DeliveryThrottle {
+  in_flight_limit: number;
+  state: ThrottleState;
+}
+
+/**
+ * Reads the throttling of `subscriptionIds` in one round trip.
+ *
+ * @param max SUBSCRIPTION_MAX_IN_FLIGHT; a subscription without stored state is at it
+ * @throws ioredis' errors when Redis cannot be reached
+ */
+export async function readDeliveryThrottles(
+  redis: Redis,
+  prefix: string,
+  subscriptionIds: readonly string[],
+  max: number,
+): Promise<Map<string, DeliveryThrottle>> {
+  const pipeline = redis.pipeline();
+  for (const id of subscriptionIds) pipeline.hget(subscriptionGateKeys(prefix, id).state, 'allowance');
+  const replies = (await pipeline.exec()) ?? [];
+  const throttles = new Map<string, DeliveryThrottle>();
+  subscriptionIds.forEach((id, i) => {
+    const [error, value] = replies[i] ?? [null, null];
+    if (error) throw error;
+    const allowance = typeof value === 'string' ? Number(value) : max;
+    throttles.set(id, {
+      in_flight_limit: inFlightLimit(allowance, max),
+      state: throttleState(allowance, max),
+    });
+  });
+  return throttles;
+}
