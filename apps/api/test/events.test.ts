@@ -91,7 +91,7 @@ describe('GET /api/event-types', () => {
     });
     expect(response.statusCode).toBe(200);
     const { kinds } = response.json();
-    expect(kinds.map((k: { kind: string }) => k.kind)).toEqual(['calls', 'messages']);
+    expect(kinds.map((k: { kind: string }) => k.kind)).toEqual(['calls', 'messages', 'operational']);
     expect(kinds[0]).toMatchObject({
       subscribe_uri: '/api/webhooks/calls',
       types: ['call.started', 'call.completed', 'call.failed'],

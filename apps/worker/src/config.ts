@@ -44,6 +44,29 @@ export const workerEnvSchema = Type.Object({
     minimum: 1,
     description: 'Deliveries failed for good in a row after which the subscription is disabled',
   }),
+  DELIVERY_MAX_AGE: Type.Integer({
+    default: 3 * 24 * 3600,
+    minimum: 1,
+    description:
+      'Seconds after which a delivery not yet sent (its round started that long ago) is given up as `expired`; until then PostgreSQL or Redis faults only postpone it',
+  }),
+  RECONCILE_INTERVAL_MS: Type.Integer({
+    default: 60_000,
+    minimum: 100,
+    description:
+      'How often the reconciler re-drives stranded deliveries and fan-outs (once across all workers), in ms',
+  }),
+  RECONCILE_GRACE_MS: Type.Integer({
+    default: 300_000,
+    minimum: 0,
+    description:
+      'How far past its `next_attempt_at` a pending delivery must be, in ms, before the reconciler looks for its job',
+  }),
+  RETENTION_DAYS: Type.Integer({
+    default: 30,
+    minimum: 1,
+    description: 'Days events, deliveries and attempts are kept; older ones are deleted hourly, in batches',
+  }),
   WORKER_HEALTH_PORT: Type.Integer({
     default: 0,
     minimum: 0,

@@ -4,13 +4,16 @@
  * per subscription and enqueues one delivery job each. Concurrent events are fanned out together,
  * one SQL statement and one `addBulk` per batch (see `batcher` in @webhooks/shared). Every step is idempotent, and
  * job ids are `<event id>.<subscription id>`, so a fan-out run twice (a stalled job) never
- * delivers twice.
+ * delivers twice. An event no active subscription receives is not stored (issue #9, "Retention").
+ *
+ * A fan-out that PostgreSQL or Redis fails is deferred (`deferral.ts`), never failed: an accepted
+ * event waits out an outage of any length.
  */
 import type { Job, Queue } from 'bullmq';
+import type { Logger } from 'pino';
 import type { PrismaClient } from '@webhooks/db';
 import {
-  deliveryJobId,
-  deliveryJobOptions,
+  deliveryJob,
   kindOfType,
   parsePayloadTimestamp,
   type DeliveryJobData,
@@ -18,6 +21,7 @@ import {
   type BatchOptions,
   type EventJobData,
 } from '@webhooks/shared';
+import { deferJob } from './deferral.js';
 
 /** Most delivery jobs added in one `addBulk`. */
 const addBulkChunk = 500;
@@ -28,6 +32,7 @@ export interface FanOutDeps {
   deliveries: Queue<DeliveryJobData>;
   /** DELIVERY_MAX_ATTEMPTS. */
   maxAttempts: number;
+  log: Logger;
   batch?: BatchOptions;
 }
 
@@ -45,16 +50,17 @@ export function createFanOutProcessor(deps: FanOutDeps) {
           ${events.map((e) => parsePayloadTimestamp(e.timestamp).toISOString())}::timestamptz[],
           ${events.map((e) => kindOfType(e.type) ?? null)}::text[]
         ) AS t(id, account_id, type, data, occurred_at, kind)
-      ), stored AS (
-        INSERT INTO events (id, account_id, type, data, occurred_at)
-        SELECT id, account_id, type, data, occurred_at FROM input
-        ON CONFLICT (id) DO NOTHING
       ), targets AS (
         SELECT i.id AS event_id, s.id AS subscription_id
         FROM input i
         JOIN subscriptions s ON s.account_id = i.account_id AND s.status = 'active' AND (s.kind IS NULL OR s.kind = i.kind)
         -- Locked so that a subscription deleted meanwhile cannot fail the deliveries' foreign key.
         FOR KEY SHARE OF s
+      ), stored AS (
+        INSERT INTO events (id, account_id, type, data, occurred_at)
+        SELECT id, account_id, type, data, occurred_at FROM input
+        WHERE id IN (SELECT event_id FROM targets)
+        ON CONFLICT (id) DO NOTHING
       ), created AS (
         INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
         SELECT uuid_generate_v7(), event_id, subscription_id, now(), now() FROM targets
@@ -64,11 +70,11 @@ export function createFanOutProcessor(deps: FanOutDeps) {
       // Bounded chunks keep one Redis transaction, and the worker's memory, small however wide the fan-out.
       for (let i = 0; i < targets.length; i += addBulkChunk) {
         await deps.deliveries.addBulk(
-          targets.slice(i, i + addBulkChunk).map(({ event_id, subscription_id }) => ({
-            name: 'delivery',
-            data: { eventId: event_id, subscriptionId: subscription_id },
-            opts: deliveryJobOptions(deps.maxAttempts, deliveryJobId(event_id, subscription_id)),
-          })),
+          targets
+            .slice(i, i + addBulkChunk)
+            .map(({ event_id, subscription_id }) =>
+              deliveryJob({ eventId: event_id, subscriptionId: subscription_id, round: 0 }, deps.maxAttempts),
+            ),
         );
       }
       const counts = new Map<string, number>();
@@ -77,5 +83,12 @@ export function createFanOutProcessor(deps: FanOutDeps) {
     },
     deps.batch ?? { maxBatchSize: 20 },
   );
-  return (job: Job<EventJobData>): Promise<number> => fanOut(job.data);
+  return async (job: Job<EventJobData>, token?: string): Promise<number> => {
+    try {
+      return await fanOut(job.data);
+    } catch (error) {
+      deps.log.warn({ err: error, eventId: job.id }, 'fan-out deferred: a dependency failed');
+      return deferJob(job, token);
+    }
+  };
 }

@@ -1,7 +1,9 @@
 /**
- * The delivery worker: a BullMQ worker on `events` (fan-out) and one on `deliveries` (attempts),
- * wired with their PostgreSQL pool, Redis connections and HTTP sender. Any number of worker
- * processes may run against the same Redis and database; BullMQ hands each job to one of them.
+ * The delivery worker: a BullMQ worker on `events` (fan-out), one on `deliveries` (attempts) and
+ * one on `maintenance` (the reconciler and retention, as job schedulers), wired with their
+ * PostgreSQL pool, Redis connections and HTTP sender. Any number of worker processes may run
+ * against the same Redis and database; BullMQ hands each job to one of them, and each scheduled
+ * task runs once per interval whatever their number.
  */
 import { createRequire } from 'node:module';
 import { Job, Queue, Worker } from 'bullmq';
@@ -11,8 +13,11 @@ import {
   createProducerConnection,
   createWorkerConnection,
   queueNames,
+  deliveryJob,
+  finishedJobRetention,
   type DeliveryJobData,
   type EventJobData,
+  type MaintenanceJobData,
 } from '@webhooks/shared';
 import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
@@ -25,6 +30,11 @@ import {
 } from './delivery/processor.js';
 import { createDeliveryStore } from './delivery/store.js';
 import { createFanOutProcessor } from './fan-out.js';
+import { createReconciler, type ReconcileReport } from './reconciler.js';
+import { deleteExpiredRows, type RetentionReport } from './retention.js';
+
+/** How often retention runs, in ms. */
+const retentionIntervalMs = 3_600_000;
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -35,7 +45,10 @@ export const userAgent = `webhook-service/${version} (+https://www.standardwebho
 export interface RunningWorker {
   events: Worker<EventJobData, number>;
   deliveries: Worker<DeliveryJobData, DeliveryJobResult>;
+  maintenance: Worker<MaintenanceJobData, ReconcileReport | RetentionReport>;
   prisma: PrismaClient;
+  /** One run of the reconciler, as its scheduler runs it. */
+  reconcile(): Promise<ReconcileReport>;
   /** Stops taking jobs, lets running ones finish, then closes every connection. */
   close(): Promise<void>;
 }
@@ -59,10 +72,10 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   for (const connection of [producer, consumer]) {
     connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   }
-  const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, {
-    connection: producer,
-    prefix: config.QUEUE_PREFIX,
-  });
+  const queueOptions = { connection: producer, prefix: config.QUEUE_PREFIX };
+  const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, queueOptions);
+  const eventQueue = new Queue<EventJobData>(queueNames.events, queueOptions);
+  const maintenanceQueue = new Queue<MaintenanceJobData>(queueNames.maintenance, queueOptions);
   const sender = createAttemptSender({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     allowPrivate: config.CALLBACK_ALLOW_PRIVATE,
@@ -100,18 +113,60 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
 
   const events = new Worker<EventJobData, number>(
     queueNames.events,
-    createFanOutProcessor({ prisma, deliveries: deliveryQueue, maxAttempts: policy.maxAttempts }),
+    createFanOutProcessor({ prisma, deliveries: deliveryQueue, maxAttempts: policy.maxAttempts, log }),
     common,
   );
+  const store = createDeliveryStore(prisma, {
+    disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
+    secretBox: config.secretBox,
+    async enqueueNotices(notices) {
+      try {
+        await deliveryQueue.addBulk(notices.map((notice) => deliveryJob(notice, policy.maxAttempts)));
+      } catch (error) {
+        log.warn({ err: error }, 'subscription.disabled deliveries not enqueued; the reconciler will');
+      }
+    },
+  });
   const deliveries = new Worker<DeliveryJobData, DeliveryJobResult>(
     queueNames.deliveries,
-    createDeliveryProcessor({
-      store: createDeliveryStore(prisma, config.SUBSCRIPTION_DISABLE_AFTER, config.secretBox),
-      sender,
-      gate,
-      policy,
-    }),
+    createDeliveryProcessor({ store, sender, gate, policy, maxAgeMs: config.DELIVERY_MAX_AGE * 1000, log }),
     { ...common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },
+  );
+  const reconcile = createReconciler({
+    prisma,
+    redis: producer,
+    deliveries: deliveryQueue,
+    events: eventQueue,
+    maxAttempts: policy.maxAttempts,
+    graceMs: config.RECONCILE_GRACE_MS,
+    log,
+  });
+  const maintenance = new Worker<MaintenanceJobData, ReconcileReport | RetentionReport>(
+    queueNames.maintenance,
+    async (job) => {
+      if (job.data.task === 'reconcile') return reconcile();
+      const report = await deleteExpiredRows(prisma, { retentionDays: config.RETENTION_DAYS });
+      log.info(report, 'retention: rows deleted');
+      return report;
+    },
+    { connection: consumer, prefix: config.QUEUE_PREFIX, concurrency: 1 },
+  );
+  // Upserted by every worker that starts: the same scheduler ids, so still one of each.
+  const schedule = (task: MaintenanceJobData['task'], every: number) =>
+    maintenanceQueue.upsertJobScheduler(
+      task,
+      { every },
+      {
+        name: task,
+        data: { task },
+        opts: { removeOnComplete: finishedJobRetention.completed, removeOnFail: finishedJobRetention.failed },
+      },
+    );
+  Promise.all([
+    schedule('reconcile', config.RECONCILE_INTERVAL_MS),
+    schedule('retention', retentionIntervalMs),
+  ]).catch((error: unknown) =>
+    log.error({ err: error }, 'maintenance schedules not set; retried at the next start'),
   );
   events.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
   deliveries.on('failed', (job, error) =>
@@ -120,16 +175,21 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       'delivery attempt failed',
     ),
   );
-  for (const worker of [events, deliveries])
+  maintenance.on('failed', (job, error) =>
+    log.error({ err: error, task: job?.data.task }, 'maintenance task failed'),
+  );
+  for (const worker of [events, deliveries, maintenance])
     worker.on('error', (error) => log.error({ err: error }, 'worker error'));
 
   return {
     events,
     deliveries,
+    maintenance,
     prisma,
+    reconcile,
     async close() {
-      await Promise.all([events.close(), deliveries.close()]);
-      await deliveryQueue.close();
+      await Promise.all([events.close(), deliveries.close(), maintenance.close()]);
+      await Promise.all([deliveryQueue.close(), eventQueue.close(), maintenanceQueue.close()]);
       sender.close();
       await prisma.$disconnect();
       producer.disconnect();

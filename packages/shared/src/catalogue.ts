@@ -4,6 +4,9 @@
  * Event types are written `<resource>.<action>` (specification section 6.2). Each kind gets its own
  * subscription endpoint, `POST /api/webhooks/<kind>` (specification section 4, note 1), and a
  * subscription made there receives only that kind's types. Adding a kind is one entry here.
+ *
+ * `operational` events are about the service itself (issue #9): the service emits them, and
+ * publishers may not.
  */
 export const eventCatalogue = {
   calls: {
@@ -13,6 +16,11 @@ export const eventCatalogue = {
   messages: {
     description: 'Text messages: sent, received or failed.',
     types: ['message.sent', 'message.received', 'message.failed'],
+  },
+  operational: {
+    description:
+      'About your subscriptions, emitted by the service: subscription.disabled when one is disabled after failing deliveries.',
+    types: ['subscription.disabled'],
   },
 } as const satisfies Record<string, { description: string; types: readonly string[] }>;
 
@@ -40,6 +48,11 @@ export function isEventKind(value: string): value is EventKind {
 /** True when `value` is an event type of the catalogue. */
 export function isEventType(value: string): value is EventType {
   return kindByType.has(value);
+}
+
+/** True when `type` is an operational event type: emitted by the service, never by a publisher. */
+export function isOperationalType(type: string): boolean {
+  return kindByType.get(type) === 'operational';
 }
 
 /** The kind an event type belongs to, or undefined for a type outside the catalogue. */

@@ -3,7 +3,7 @@
  * services and `POST /api/events`, so both doors refuse the same input the same way.
  */
 import { isValidAccountId, maxAccountIdLength } from './account-id.js';
-import { isEventType } from './catalogue.js';
+import { isEventType, isOperationalType } from './catalogue.js';
 import { findUnstorableJson, maxDataDepth, unstorableTextReason } from './storable-json.js';
 
 /** Largest `data` accepted, in bytes of its JSON serialization (256 KiB). */
@@ -44,7 +44,7 @@ export interface EventInput {
 /**
  * Checks an event and returns when it occurred.
  *
- * @throws EventInputError 400 for an unknown type, a `data` that is not a JSON object or is nested
+ * @throws EventInputError 400 for an unknown or operational type, a `data` that is not a JSON object or is nested
  *   deeper than {@link maxDataDepth}, an account id {@link isValidAccountId} refuses, a bad date or idempotency key, or any of
  *   them carrying text PostgreSQL cannot store (NUL, lone surrogates; see storable-json.ts); 413
  *   for `data` over {@link maxEventDataBytes}.
@@ -59,6 +59,12 @@ export function checkEventInput(input: EventInput): Date {
   if (typeof input.type !== 'string' || !isEventType(input.type)) {
     throw new EventInputError(
       `Unknown event type ${JSON.stringify(input.type)}; GET /api/event-types lists them`,
+      '/type',
+    );
+  }
+  if (isOperationalType(input.type)) {
+    throw new EventInputError(
+      `${input.type} is an operational event type: only the service emits it`,
       '/type',
     );
   }

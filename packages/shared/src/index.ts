@@ -19,3 +19,4 @@ export * from './subscription-gate.js';
 export * from './throttle.js';
 export * from './timestamp.js';
 export * from './schemas/index.js';
+export * from './resource-paths.js';

@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import { batcher } from './batching.js';
 import { checkEventInput, type EventInput } from './event-input.js';
-import { defaultQueuePrefix, queueNames, type EventJobData } from './queues.js';
+import { defaultQueuePrefix, finishedJobRetention, queueNames, type EventJobData } from './queues.js';
 import { createProducerConnection } from './redis.js';
 import { formatPayloadTimestamp } from './timestamp.js';
 
@@ -75,11 +75,12 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
     connection,
     prefix: options.prefix ?? defaultQueuePrefix,
     defaultJobOptions: {
-      // Fan-out retries on its own (a database hiccup must not lose an accepted event).
+      // The fan-out waits out PostgreSQL and Redis faults without using attempts (issue #9); these
+      // are for anything else, and the reconciler retries a fan-out that still fails.
       attempts: 10,
       backoff: { type: 'exponential', delay: 1000 },
-      removeOnComplete: { age: 3600, count: 10_000 },
-      removeOnFail: { age: 7 * 24 * 3600 },
+      removeOnComplete: finishedJobRetention.completed,
+      removeOnFail: finishedJobRetention.failed,
     },
   });
 

@@ -20,24 +20,45 @@ export interface EventJobData {
 
 /**
  * One delivery: one event to one subscription. Kept to the two ids that address the delivery row
- * (unique on event and subscription), so a million queued deliveries stay small in Redis.
+ * (unique on event and subscription) and two small counters, so a million queued deliveries stay
+ * small in Redis.
  */
 export interface DeliveryJobData {
   eventId: string;
   subscriptionId: string;
+  /** The delivery's round this job runs (the row's `round`); 0, the first, when absent. */
+  round?: number;
+}
+
+/**
+ * What the worker adds to a job it puts back because PostgreSQL or Redis failed around it
+ * (issue #9): how many times it did, so that the wait grows.
+ */
+export interface Deferrable {
+  deferrals?: number;
+}
+
+/** Job data of the `maintenance` queue: which scheduled task to run. */
+export interface MaintenanceJobData {
+  task: 'reconcile' | 'retention';
 }
 
 /** Queue name to job data. */
 export interface QueueJobs {
-  events: EventJobData;
-  deliveries: DeliveryJobData;
+  events: EventJobData & Deferrable;
+  deliveries: DeliveryJobData & Deferrable;
+  maintenance: MaintenanceJobData;
 }
 
 /** The name of a queue of `QueueJobs`. */
 export type QueueName = keyof QueueJobs;
 
 /** Queue names as values. */
-export const queueNames = { events: 'events', deliveries: 'deliveries' } as const satisfies {
+export const queueNames = {
+  events: 'events',
+  deliveries: 'deliveries',
+  maintenance: 'maintenance',
+} as const satisfies {
   [K in QueueName]: K;
 };
 
@@ -61,8 +82,32 @@ export function deliveryJobId(eventId: string, subscriptionId: string, round = 0
 }
 
 /**
- * Job options of a delivery job with `maxAttempts` attempts in all (DELIVERY_MAX_ATTEMPTS);
- * completed jobs are dropped, failed ones kept an hour.
+ * How long finished jobs stay in Redis, on every queue (issue #9, "Retention"): by age in seconds
+ * and by count, whichever is reached first. PostgreSQL keeps the delivery log; these are only for
+ * operators looking at the queues.
+ */
+export const finishedJobRetention = {
+  completed: { age: 3600, count: 1000 },
+  failed: { age: 7 * 24 * 3600, count: 10_000 },
+} as const;
+
+/**
+ * The round a manual retry or a recovery starts, after `attemptsMade` attempts in all: one past
+ * them, so its job id ({@link deliveryJobId}) is new, and two concurrent requests name one round.
+ */
+export function nextRound(attemptsMade: number): number {
+  return attemptsMade + 1;
+}
+
+/** Attempts the delivery made before `round` started (0 for the first round). */
+export function attemptsBeforeRound(round: number): number {
+  return Math.max(0, round - 1);
+}
+
+/**
+ * Job options of a delivery job with `maxAttempts` attempts in all (DELIVERY_MAX_ATTEMPTS):
+ * completed jobs are dropped (the delivery log has them), failed ones bounded as
+ * {@link finishedJobRetention} says.
  */
 export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOptions {
   return {
@@ -70,6 +115,22 @@ export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOpti
     attempts: maxAttempts,
     backoff: { type: deliveryBackoffType },
     removeOnComplete: true,
-    removeOnFail: { age: 3600 },
+    removeOnFail: finishedJobRetention.failed,
+  };
+}
+
+/**
+ * The job of one round of a delivery: its deterministic id ({@link deliveryJobId}) and options,
+ * for `Queue.add` or `addBulk`.
+ */
+export function deliveryJob(
+  delivery: { eventId: string; subscriptionId: string; round: number },
+  maxAttempts: number,
+): { name: 'delivery'; data: DeliveryJobData; opts: JobsOptions } {
+  const { eventId, subscriptionId, round } = delivery;
+  return {
+    name: 'delivery',
+    data: round === 0 ? { eventId, subscriptionId } : { eventId, subscriptionId, round },
+    opts: deliveryJobOptions(maxAttempts, deliveryJobId(eventId, subscriptionId, round)),
   };
 }

@@ -5,6 +5,9 @@
 import type { Delivery, DeliveryAttempt, Event, Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   buildDeliveryPayload,
+  deliveriesUri,
+  deliveryUri,
+  subscriptionUri,
   formatPayloadTimestamp,
   typesReceivedBy,
   type DeliveryThrottle,
@@ -13,12 +16,7 @@ import {
   type Subscription,
 } from '@webhooks/shared';
 
-/** Path of a subscription. */
-export const subscriptionUri = (id: string) => `/api/webhooks/${id}`;
-
-/** Path of a delivery. */
-export const deliveryUri = (subscriptionId: string, id: string) =>
-  `/api/webhooks/${subscriptionId}/deliveries/${id}`;
+export { deliveriesUri, deliveryUri, subscriptionUri };
 
 /**
  * A subscription row as the API returns it (never with its secret), with its current pacing

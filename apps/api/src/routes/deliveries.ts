@@ -1,6 +1,7 @@
 /**
  * The delivery log of a subscription (issue #4): list its deliveries, read one with its payload
- * and every attempt, and redeliver a failed one with a fresh round of attempts.
+ * and every attempt, redeliver a failed one with a fresh round of attempts, and recover every
+ * failed or cancelled delivery of a time window at once (issue #9).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { validate as isUuid } from 'uuid';
@@ -8,18 +9,33 @@ import {
   Delivery,
   DeliveryDetail,
   DeliveryListQuery,
-  deliveryJobId,
-  deliveryJobOptions,
   Page,
   Problem,
+  RecoverAccepted,
+  RecoverRequest,
 } from '@webhooks/shared';
 import { pageEnvelope, pageRequest } from '../lib/pagination.js';
 import { HttpProblem, notFound } from '../lib/problem.js';
+import { startRounds } from '../lib/redelivery.js';
 import { DeliveryParams, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
-import { toDelivery, toDeliveryDetail } from '../lib/views.js';
+import { deliveriesUri, toDelivery, toDeliveryDetail } from '../lib/views.js';
+
+/**
+ * How far past the requested page the delivery list counts, in rows: `count` is exact up to
+ * `(page - 1) * page_size` + this, and that number beyond (README, "Delivery log").
+ */
+export const deliveryCountWindow = 10_000;
+
+/** Deliveries a recovery reads and starts per statement. */
+const recoverBatch = 1_000;
+
+/** The 409 of a redelivery to a disabled subscription. */
+const disabledConflict = () =>
+  new HttpProblem(409, 'conflict', 'The subscription is disabled; set its status to active first');
 
 const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (app, options) => {
+  const redelivery = { prisma: app.prisma, queue: app.deliveryQueue, maxAttempts: options.maxAttempts };
   const findDelivery = async (subscriptionId: string, deliveryId: string) => {
     const row = isUuid(deliveryId)
       ? await app.prisma.delivery.findFirst({
@@ -50,7 +66,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
         ...(request.query.status === undefined ? {} : { status: request.query.status }),
       };
       const [count, rows] = await app.prisma.$transaction([
-        app.prisma.delivery.count({ where }),
+        app.prisma.delivery.count({ where, take: page.skip + deliveryCountWindow }),
         app.prisma.delivery.findMany({
           where,
           include: { event: { select: { type: true } } },
@@ -59,13 +75,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
           take: page.pageSize,
         }),
       ]);
-      return pageEnvelope(
-        `/api/webhooks/${subscription.id}/deliveries`,
-        request.query,
-        page,
-        count,
-        rows.map(toDelivery),
-      );
+      return pageEnvelope(deliveriesUri(subscription.id), request.query, page, count, rows.map(toDelivery));
     },
   );
 
@@ -105,31 +115,58 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
           `Only a failed or cancelled delivery can be retried; this one is ${delivery.status}`,
         );
       }
-      if (subscription.status !== 'active') {
-        throw new HttpProblem(
-          409,
-          'conflict',
-          'The subscription is disabled; set its status to active first',
-        );
-      }
-      // Only the request that moves it back to pending enqueues, so two concurrent retries make one round.
-      const claimed = await app.prisma.delivery.updateMany({
-        where: { id: delivery.id, status: delivery.status },
-        data: { status: 'pending', nextAttemptAt: new Date() },
-      });
-      if (claimed.count === 1) {
-        const jobId = deliveryJobId(delivery.eventId, delivery.subscriptionId, delivery.attemptsMade + 1);
-        await app.deliveryQueue.add(
-          'delivery',
-          { eventId: delivery.eventId, subscriptionId: delivery.subscriptionId },
-          deliveryJobOptions(options.maxAttempts, jobId),
-        );
-      }
+      if (subscription.status !== 'active') throw disabledConflict();
+      await startRounds(redelivery, [delivery]);
       const row = await app.prisma.delivery.findUniqueOrThrow({
         where: { id: delivery.id },
         include: { event: { select: { type: true } } },
       });
       return reply.code(202).send(toDelivery(row));
+    },
+  );
+
+  app.post(
+    '/api/webhooks/:id/recover',
+    {
+      schema: {
+        tags: ['deliveries'],
+        summary: 'Send again every failed or cancelled delivery of a time window',
+        description:
+          'Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. ' +
+          'Deliveries already pending are left as they are, so recovering twice sends nothing twice.',
+        params: SubscriptionParams,
+        body: RecoverRequest,
+        response: { 202: RecoverAccepted, 409: Problem, ...problemResponses },
+      },
+    },
+    async (request, reply) => {
+      const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      const since = new Date(request.body.since);
+      const until = request.body.until === undefined ? new Date() : new Date(request.body.until);
+      if (until <= since) {
+        throw new HttpProblem(400, 'validation', 'until must be later than since', [
+          { pointer: '/until', detail: 'must be later than since' },
+        ]);
+      }
+      if (subscription.status !== 'active') throw disabledConflict();
+      let count = 0;
+      for (let after = ''; ;) {
+        const batch = await app.prisma.delivery.findMany({
+          where: {
+            subscriptionId: subscription.id,
+            status: { in: ['failed', 'cancelled'] },
+            createdAt: { gte: since, lt: until },
+            ...(after === '' ? {} : { id: { gt: after } }),
+          },
+          select: { id: true, eventId: true, subscriptionId: true, attemptsMade: true },
+          orderBy: { id: 'asc' },
+          take: recoverBatch,
+        });
+        count += (await startRounds(redelivery, batch)).length;
+        if (batch.length < recoverBatch) break;
+        after = batch[batch.length - 1]!.id;
+      }
+      return reply.code(202).send({ count });
     },
   );
 };

@@ -1,49 +1,56 @@
 /**
- * The processor of the `deliveries` queue: one job, one attempt. It takes an in-flight slot of the
- * subscription's gate (over the limit, the job waits in BullMQ's delayed set without using an
- * attempt), re-reads the delivery with its event and subscription (deleted subscription: the job is
- * dropped; disabled: the delivery is cancelled), passes the subscription's `rate_limit`, sends the
- * attempt, gives the slot back, records the attempt, and lets BullMQ retry by throwing while
- * attempts remain, after the wait of `backoff.ts`.
+ * The processor of the `deliveries` queue: one job, one attempt. It gives up a round older than
+ * DELIVERY_MAX_AGE as `expired`, takes an in-flight slot of the subscription's gate (over the
+ * limit, the job waits in BullMQ's delayed set without using an attempt), re-reads the delivery
+ * with its event and subscription (deleted subscription: the job is dropped; disabled: the
+ * delivery is cancelled), passes the subscription's `rate_limit`, sends the attempt, gives the
+ * slot back, records the attempt, and lets BullMQ retry by throwing while attempts remain.
+ *
+ * Only a sent request is an attempt (issue #9): when PostgreSQL or Redis fails anywhere around it,
+ * the job is deferred (`deferral.ts`) and tried again later, its attempts untouched. The round's
+ * attempts are counted from the delivery row, not from the job, so a job the reconciler
+ * re-created continues the round where it was.
  */
 import { performance } from 'node:perf_hooks';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import { congestionSignal, type DeliveryJobData } from '@webhooks/shared';
+import type { Logger } from 'pino';
+import { attemptsBeforeRound, congestionSignal, type DeliveryJobData } from '@webhooks/shared';
+import { deferJob } from '../deferral.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
+import { isExpired, roundStartedAt } from './expiry.js';
 import type { DeliveryGate } from './gate.js';
 import { decideOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
 
 /** What a delivery job came to (the BullMQ return value of a completed job). */
-export type DeliveryJobResult = 'succeeded' | 'dropped' | 'cancelled' | 'not_pending';
+export type DeliveryJobResult = 'succeeded' | 'dropped' | 'cancelled' | 'not_pending' | 'expired';
 
-/** A failed attempt with attempts left, or the last one: BullMQ records the message. */
+/** A failed attempt with attempts left: BullMQ records the message and waits `delayMs`. */
 export class DeliveryAttemptError extends Error {
   override name = 'DeliveryAttemptError';
-  /** @param retryAfterMs what the answer's `Retry-After` asked for, in ms; null when nothing */
+  /** @param delayMs wait before the next attempt, in ms, as {@link decideOutcome} computed it */
   constructor(
     message: string,
-    readonly retryAfterMs: number | null,
+    readonly delayMs: number,
   ) {
     super(message);
   }
 }
 
 /**
- * The deliveries worker's `settings.backoffStrategy`: {@link retryDelayMs}, the same rule that
- * gave the delivery log its `next_attempt_at`.
+ * The deliveries worker's `settings.backoffStrategy`: the wait {@link decideOutcome} computed
+ * (the same that gave the delivery log its `next_attempt_at`), or {@link retryDelayMs} for a
+ * failure that carries none.
  *
  * @returns the wait in ms before the next attempt, after `attemptsMade` failed ones
  */
 export function deliveryBackoffStrategy(policy: DeliveryPolicy) {
   return (attemptsMade: number, _type?: string, error?: Error): number =>
-    retryDelayMs(
-      policy.backoffMs,
-      attemptsMade,
-      error instanceof DeliveryAttemptError ? error.retryAfterMs : null,
-    );
+    error instanceof DeliveryAttemptError
+      ? error.delayMs
+      : retryDelayMs(policy.backoffMs, attemptsMade, null);
 }
 
 /** What the processor needs. */
@@ -53,25 +60,29 @@ export interface DeliveryProcessorDeps {
   gate: DeliveryGate;
   /** Backoff, and attempts when a job carries none of its own. */
   policy: DeliveryPolicy;
+  /** DELIVERY_MAX_AGE, in ms. */
+  maxAgeMs: number;
+  log: Logger;
 }
 
-/** The round's policy: the job's own attempts (a manual retry round's) win over the configuration. */
-function jobPolicy(job: Job, fallback: DeliveryPolicy): DeliveryPolicy {
-  return { maxAttempts: job.opts.attempts ?? fallback.maxAttempts, backoffMs: fallback.backoffMs };
-}
+/**
+ * How long a job of a new round waits for the API to mark its row (the API enqueues first), in
+ * ms; past it, the API gave the round up and the job is dropped.
+ */
+const roundStartGraceMs = 60_000;
 
 /** What happened while the job held its slot. */
 type WithinSlot =
   | { kind: 'done'; result: Exclude<DeliveryJobResult, 'succeeded'> }
-  | { kind: 'rate_limited'; waitMs: number }
+  | { kind: 'wait'; waitMs: number }
   | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
 
 /**
  * Creates the processor.
  *
- * @throws DeliveryAttemptError when the attempt failed (BullMQ retries it while attempts remain)
- * @throws DelayedError when the subscription's gate holds the job back (no attempt is used)
- * @throws UnrecoverableError when the callback's address is refused: no retry can help
+ * @throws DeliveryAttemptError when the attempt failed with attempts left (BullMQ retries it)
+ * @throws UnrecoverableError when the delivery was given up (attempts exhausted, address refused)
+ * @throws DelayedError when the job waits: its gate, its rate limit, or a PostgreSQL or Redis fault
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const park = async (job: Job, token: string | undefined, waitMs: number): Promise<never> => {
@@ -79,9 +90,16 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     throw new DelayedError();
   };
 
-  const withinSlot = async (job: Job<DeliveryJobData>): Promise<WithinSlot> => {
+  const withinSlot = async (job: Job<DeliveryJobData>, round: number): Promise<WithinSlot> => {
     const delivery = await deps.store.load(job.data);
     if (delivery === null) return { kind: 'done', result: 'dropped' };
+    if (delivery.round > round) return { kind: 'done', result: 'not_pending' };
+    if (delivery.round < round) {
+      // The API enqueues a round before it marks the row; give it time, then take it as rolled back.
+      return Date.now() - job.timestamp < roundStartGraceMs
+        ? { kind: 'wait', waitMs: 1_000 }
+        : { kind: 'done', result: 'not_pending' };
+    }
     if (delivery.status !== 'pending') return { kind: 'done', result: 'not_pending' };
     const { event, subscription } = delivery;
     if (subscription.status === 'disabled') {
@@ -90,7 +108,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     }
     if (subscription.rateLimit !== null) {
       const waitMs = await deps.gate.pace(subscription.id, job.id!, subscription.rateLimit);
-      if (waitMs > 0) return { kind: 'rate_limited', waitMs };
+      if (waitMs > 0) return { kind: 'wait', waitMs };
     }
     const { body, headers } = buildAttemptRequest(event, subscription, new Date());
     return {
@@ -100,29 +118,54 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     };
   };
 
-  return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
-    const { subscriptionId } = job.data;
+  const run = async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
+    const { eventId, subscriptionId } = job.data;
+    const round = job.data.round ?? 0;
+    if (isExpired(roundStartedAt(eventId, round, job.timestamp), Date.now(), deps.maxAgeMs)) {
+      await deps.store.expire({ eventId, subscriptionId, round });
+      return 'expired';
+    }
     const admission = await deps.gate.acquire(subscriptionId, job.id!);
     if (!admission.admitted) return park(job, token, admission.waitMs);
     const admittedAt = performance.now();
     let step: WithinSlot | undefined;
     try {
-      step = await withinSlot(job);
+      step = await withinSlot(job, round);
     } finally {
       const attempt = step?.kind === 'sent' ? { signal: congestionSignal(step.result) } : null;
       await deps.gate.release(subscriptionId, job.id!, admission, attempt, performance.now() - admittedAt);
     }
     if (step.kind === 'done') return step.result;
-    if (step.kind === 'rate_limited') return park(job, token, step.waitMs);
+    if (step.kind === 'wait') return park(job, token, step.waitMs);
 
     const { delivery, result } = step;
-    const outcome = decideOutcome(result, job.attemptsMade, jobPolicy(job, deps.policy));
+    const maxAttempts = job.opts.attempts ?? deps.policy.maxAttempts;
+    const outcome = decideOutcome(result, delivery.attemptsMade - attemptsBeforeRound(round), {
+      maxAttempts,
+      backoffMs: deps.policy.backoffMs,
+    });
     await deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
 
     if (outcome.kind === 'succeeded') return 'succeeded';
     const what = `${result.errorClass}: ${result.errorMessage ?? ''}`;
-    if (outcome.kind === 'given_up' && outcome.reason === 'blocked_address')
-      throw new UnrecoverableError(what);
-    throw new DeliveryAttemptError(what, result.retryAfterMs);
+    if (outcome.kind === 'given_up') throw new UnrecoverableError(what);
+    throw new DeliveryAttemptError(what, Math.max(0, outcome.nextAttemptAt.getTime() - Date.now()));
+  };
+
+  return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
+    try {
+      return await run(job, token);
+    } catch (error) {
+      if (
+        error instanceof DelayedError ||
+        error instanceof DeliveryAttemptError ||
+        error instanceof UnrecoverableError
+      )
+        throw error;
+      // Anything else failed around the attempt, not the callback: PostgreSQL, Redis, a stored
+      // secret no key opens. None of it is the callback's attempt to lose.
+      deps.log.warn({ err: error, jobId: job.id }, 'delivery deferred: a dependency failed');
+      return deferJob(job, token);
+    }
   };
 }

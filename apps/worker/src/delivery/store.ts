@@ -4,8 +4,9 @@
  * PostgreSQL, data-modifying CTEs included, so every write stays all-or-nothing.
  */
 import type { PrismaClient } from '@webhooks/db';
-import { batcher, type BatchOptions, type SecretBox } from '@webhooks/shared';
+import { batcher, kindOfType, subscriptionUri, type BatchOptions, type SecretBox } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
+import { failureRunChanges, failureRunEffect } from './auto-disable.js';
 import type { DeliveryOutcome } from './outcome.js';
 
 /** A delivery with what its attempt needs of the event and the subscription. */
@@ -13,6 +14,8 @@ export interface LoadedDelivery {
   id: string;
   status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
   attemptsMade: number;
+  /** The round it is in (0 the first; a retry or recovery starts attempts made + 1). */
+  round: number;
   event: { id: string; type: string; data: Record<string, unknown>; occurredAt: Date };
   subscription: {
     id: string;
@@ -38,6 +41,13 @@ export interface AttemptRecord {
   inFlightLimit: number;
 }
 
+/** A delivery row's key and round: what names its job. */
+export interface DeliveryKey {
+  eventId: string;
+  subscriptionId: string;
+  round: number;
+}
+
 /** Reads and writes of the `deliveries` processor. */
 export interface DeliveryStore {
   /** The delivery of `eventId` to `subscriptionId`, or null when it no longer exists (subscription deleted). */
@@ -45,19 +55,40 @@ export interface DeliveryStore {
   /** Marks a pending delivery cancelled (its subscription is disabled): nothing more is tried for it. */
   cancel(deliveryId: string): Promise<void>;
   /**
+   * Gives up a delivery still pending in `key.round` as `expired` (issue #9: not sent within
+   * DELIVERY_MAX_AGE); its subscription's run of failures is left alone.
+   */
+  expire(key: DeliveryKey): Promise<void>;
+  /**
    * Records an attempt, the delivery's new state and, when the delivery ends, its subscription's
-   * run of failures (a delivery given up extends it and at `disableAfter` disables the
-   * subscription; a success ends it), before the job is acknowledged.
+   * run of failures ({@link failureRunChanges}), before the job is acknowledged. A subscription
+   * this disables gets a `subscription.disabled` event, stored with its deliveries in the same
+   * statement; their jobs are handed to `enqueueNotices`.
    *
-   * @throws Prisma's errors; the job then fails and BullMQ runs it again
+   * @throws Prisma's errors; the processor then defers the job without using an attempt
    */
   record(record: AttemptRecord): Promise<void>;
+}
+
+/** What the store needs besides its database. */
+export interface DeliveryStoreOptions {
+  /** SUBSCRIPTION_DISABLE_AFTER. */
+  disableAfter: number;
+  /** Opens the stored signing secrets (SECRETS_ENCRYPTION_KEY). */
+  secretBox: SecretBox;
+  /**
+   * Enqueues the deliveries of `subscription.disabled` events once they are stored. It must not
+   * throw: a delivery it could not enqueue stays pending, and the reconciler re-drives it.
+   */
+  enqueueNotices(deliveries: DeliveryKey[]): Promise<void>;
+  batch?: BatchOptions;
 }
 
 type Row = {
   id: string;
   status: LoadedDelivery['status'];
   attempts_made: number;
+  round: number;
   event_id: string;
   type: string;
   data: Record<string, unknown>;
@@ -80,6 +111,7 @@ function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
     id: row.id,
     status: row.status,
     attemptsMade: row.attempts_made,
+    round: row.round,
     event: { id: row.event_id, type: row.type, data: row.data, occurredAt: row.occurred_at },
     subscription: {
       id: row.subscription_id,
@@ -96,28 +128,17 @@ function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
   };
 }
 
+/** The operational event a subscription disabled by its failures produces (issue #9). */
+const disabledEventType = 'subscription.disabled';
+
 const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'failed' } as const;
 
-/** What a finished delivery does to its subscription's run of failures. */
-function subscriptionEffect({ delivery, outcome }: AttemptRecord): 'failure' | 'reset' | null {
-  if (outcome.kind === 'given_up') return 'failure';
-  if (outcome.kind === 'succeeded' && delivery.subscription.consecutiveFailures > 0) return 'reset';
-  return null;
-}
-
-/**
- * Creates the store; `disableAfter` is SUBSCRIPTION_DISABLE_AFTER, `secretBox` opens the stored
- * signing secrets (SECRETS_ENCRYPTION_KEY).
- */
-export function createDeliveryStore(
-  prisma: PrismaClient,
-  disableAfter: number,
-  secretBox: SecretBox,
-  batch: BatchOptions = {},
-): DeliveryStore {
+/** Creates the store. */
+export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStoreOptions): DeliveryStore {
+  const { disableAfter, secretBox, batch = {} } = options;
   const load = batcher<{ eventId: string; subscriptionId: string }, LoadedDelivery | null>(async (keys) => {
     const rows = await prisma.$queryRaw<Row[]>`
-      SELECT d.id::text, d.status::text AS status, d.attempts_made,
+      SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
              e.id::text AS event_id, e.type, e.data, e.occurred_at,
              s.id::text AS subscription_id, s.callback_url, s.webhook_id, s.kind, s.status::text AS subscription_status,
              s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit
@@ -139,7 +160,14 @@ export function createDeliveryStore(
 
   const record = batcher<AttemptRecord, void>(async (records) => {
     const column = <T>(pick: (r: AttemptRecord) => T) => records.map(pick);
-    await prisma.$executeRaw`
+    // Sorted, so that concurrent batches lock subscriptions in one order and never deadlock.
+    const changes = failureRunChanges(
+      records.map((r) => ({
+        subscriptionId: r.delivery.subscription.id,
+        effect: failureRunEffect(r.outcome, r.delivery.subscription.consecutiveFailures),
+      })),
+    ).sort((a, b) => (a.subscriptionId < b.subscriptionId ? -1 : 1));
+    const notices = await prisma.$queryRaw<Array<{ event_id: string; subscription_id: string }>>`
       WITH input AS (
         SELECT * FROM unnest(
           ${column((r) => r.delivery.id)}::uuid[],
@@ -152,11 +180,9 @@ export function createDeliveryStore(
           ${column((r) => r.result.responseBody)}::text[],
           ${column((r) => r.inFlightLimit)}::int[],
           ${column((r) => deliveryStatus[r.outcome.kind])}::text[],
-          ${column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null))}::timestamptz[],
-          ${column((r) => r.delivery.subscription.id)}::uuid[],
-          ${column(subscriptionEffect)}::text[]
+          ${column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null))}::timestamptz[]
         ) AS t(delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
-               response_body, in_flight_limit, status, next_attempt_at, subscription_id, subscription_effect)
+               response_body, in_flight_limit, status, next_attempt_at)
       ), live AS (
         -- Deliveries deleted with their subscription during the attempt are left out (and the
         -- survivors locked against such a delete), so one deletion cannot fail the whole batch.
@@ -173,27 +199,67 @@ export function createDeliveryStore(
         SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
             last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
         FROM live i WHERE d.id = i.delivery_id
-      ), effects AS (
-        -- Per subscription: a success in the batch ends the run before the batch's failures count.
-        SELECT subscription_id,
-               count(*) FILTER (WHERE subscription_effect = 'failure') AS failures,
-               count(*) FILTER (WHERE subscription_effect = 'reset') AS resets
-        FROM live WHERE subscription_effect IS NOT NULL GROUP BY subscription_id
+      ), changes AS (
+        SELECT * FROM unnest(
+          ${changes.map((c) => c.subscriptionId)}::uuid[],
+          ${changes.map((c) => c.reset)}::boolean[],
+          ${changes.map((c) => c.failures)}::int[]
+        ) AS c(subscription_id, reset, failures)
+      ), prior AS (
+        -- Locked, so this reads the latest committed status (and the runs below add to the latest
+        -- count): which subscriptions this batch disables is then exact under concurrency.
+        SELECT s.id, s.status FROM subscriptions s JOIN changes c ON c.subscription_id = s.id
+        ORDER BY s.id FOR NO KEY UPDATE OF s
       ), runs AS (
-        SELECT s.id, CASE WHEN e.resets > 0 THEN e.failures ELSE s.consecutive_failures + e.failures END AS run
-        FROM subscriptions s JOIN effects e ON e.subscription_id = s.id
+        -- applyFailureRun, as an atomic increment.
+        UPDATE subscriptions s
+        SET consecutive_failures = (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures,
+            status = CASE
+              WHEN c.failures > 0 AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= ${disableAfter}
+              THEN 'disabled'::"SubscriptionStatus" ELSE s.status END,
+            updated_at = now()
+        FROM changes c JOIN prior p ON p.id = c.subscription_id
+        WHERE s.id = c.subscription_id
+        RETURNING s.id, s.account_id, s.callback_url, s.consecutive_failures, p.status AS was, s.status AS now
+      ), disabled AS (
+        SELECT * FROM runs WHERE was = 'active' AND now = 'disabled'
+      ), notices AS (
+        INSERT INTO events (id, account_id, type, data, occurred_at)
+        SELECT uuid_generate_v7(), d.account_id, ${disabledEventType},
+               jsonb_build_object(
+                 'subscription_id', d.id, 'resource_uri', ${subscriptionUri('')} || d.id::text,
+                 'callback_url', d.callback_url, 'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
+               now()
+        FROM disabled d
+        RETURNING id, account_id
+      ), notice_deliveries AS (
+        INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
+        SELECT uuid_generate_v7(), n.id, s.id, now(), now()
+        FROM notices n
+        JOIN subscriptions s ON s.account_id = n.account_id AND s.status = 'active'
+          AND (s.kind IS NULL OR s.kind = ${kindOfType(disabledEventType)!})
+        WHERE s.id NOT IN (SELECT id FROM disabled)
+        FOR KEY SHARE OF s
+        RETURNING event_id, subscription_id
       )
-      UPDATE subscriptions s
-      SET consecutive_failures = r.run,
-          status = CASE WHEN r.run >= ${disableAfter} THEN 'disabled'::"SubscriptionStatus" ELSE s.status END,
-          updated_at = now()
-      FROM runs r WHERE s.id = r.id`;
+      SELECT event_id::text, subscription_id::text FROM notice_deliveries`;
+    if (notices.length > 0) {
+      await options.enqueueNotices(
+        notices.map((n) => ({ eventId: n.event_id, subscriptionId: n.subscription_id, round: 0 })),
+      );
+    }
     return records.map(() => undefined);
   }, batch);
 
   return {
     load,
     record,
+    async expire({ eventId, subscriptionId, round }) {
+      await prisma.$executeRaw`
+        UPDATE deliveries SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, updated_at = now()
+        WHERE event_id = ${eventId}::uuid AND subscription_id = ${subscriptionId}::uuid
+          AND round = ${round} AND status = 'pending'`;
+    },
     async cancel(deliveryId) {
       await prisma.$executeRaw`
         UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = now()

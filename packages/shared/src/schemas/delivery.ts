@@ -6,7 +6,7 @@ const DeliveryStatus = Type.Union(
   [Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')],
   {
     description:
-      'pending: attempts remain; succeeded: a 200 was received; failed: given up; cancelled: subscription disabled',
+      'pending: attempts remain; succeeded: a 200 was received; failed: given up (after its last attempt, or `expired` unsent after DELIVERY_MAX_AGE); cancelled: subscription disabled',
   },
 );
 
@@ -42,7 +42,10 @@ export const Delivery = Type.Object({
   status: DeliveryStatus,
   attempts_made: Type.Integer(),
   last_status_code: Type.Union([Type.Integer(), Type.Null()]),
-  last_error: Type.Union([Type.String(), Type.Null()]),
+  last_error: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "The last attempt's error class, or `expired` for a delivery given up unsent after DELIVERY_MAX_AGE",
+  }),
   next_attempt_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
@@ -65,3 +68,27 @@ export const DeliveryListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
+
+/** Body of `POST /api/webhooks/{id}/recover` (issue #9, the shape of Svix's recover). */
+export const RecoverRequest = Type.Object(
+  {
+    since: Type.String({
+      format: 'date-time',
+      description: 'Recover deliveries created at or after this time (ISO 8601)',
+    }),
+    until: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: 'And before this time (ISO 8601); now if omitted',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type RecoverRequest = Static<typeof RecoverRequest>;
+
+/** Answer of `POST /api/webhooks/{id}/recover` (202). */
+export const RecoverAccepted = Type.Object({
+  count: Type.Integer({ description: 'Failed or cancelled deliveries sent again, each as a fresh round' }),
+});
+export type RecoverAccepted = Static<typeof RecoverAccepted>;

@@ -1,0 +1,71 @@
+/**
+ * Starting a fresh round of attempts for failed or cancelled deliveries: the manual retry of one
+ * delivery and the recovery of many (issue #9). Redis first, PostgreSQL second: the round's jobs
+ * are enqueued under their deterministic ids, then the rows are marked `pending` in that round.
+ * Should the marking fail, the jobs are removed again; a job that outlives a failed removal finds
+ * its row in an earlier round and is dropped by the worker. So no row is ever `pending` without a
+ * job, and Redis down means nothing changes (the caller answers 503).
+ */
+import type { Queue } from 'bullmq';
+import type { PrismaClient } from '@webhooks/db';
+import { deliveryJob, deliveryJobId, nextRound, type DeliveryJobData } from '@webhooks/shared';
+
+/** A delivery that may start a new round: its key and the attempts it made so far. */
+export interface RedeliveryCandidate {
+  id: string;
+  eventId: string;
+  subscriptionId: string;
+  attemptsMade: number;
+}
+
+/** What a new round needs. */
+export interface RedeliveryDeps {
+  prisma: PrismaClient;
+  queue: Queue<DeliveryJobData>;
+  /** Attempts of the round (DELIVERY_MAX_ATTEMPTS). */
+  maxAttempts: number;
+}
+
+/**
+ * Starts a new round for each of `candidates` that is still failed or cancelled, with
+ * `attempts_made` unchanged since it was read (two concurrent requests start one round).
+ *
+ * @returns the ids of the deliveries now pending in their new round
+ * @throws Redis or Prisma errors (infrastructure faults, answered 503); nothing is left changed
+ */
+export async function startRounds(
+  deps: RedeliveryDeps,
+  candidates: RedeliveryCandidate[],
+): Promise<string[]> {
+  if (candidates.length === 0) return [];
+  const rounds = candidates.map((c) => ({ ...c, round: nextRound(c.attemptsMade) }));
+  await deps.queue.addBulk(rounds.map((r) => deliveryJob(r, deps.maxAttempts)));
+  try {
+    const rows = await deps.prisma.$queryRaw<Array<{ id: string }>>`
+      UPDATE deliveries d
+      SET status = 'pending', round = r.round, next_attempt_at = now(), updated_at = now()
+      FROM unnest(${rounds.map((r) => r.id)}::uuid[], ${rounds.map((r) => r.attemptsMade)}::int[],
+                  ${rounds.map((r) => r.round)}::int[]) AS r(id, attempts_made, round)
+      WHERE d.id = r.id AND d.attempts_made = r.attempts_made AND d.status IN ('failed', 'cancelled')
+      RETURNING d.id::text`;
+    // A job whose row was not marked stays: a concurrent request marked that same round (one job
+    // for both), or the worker drops it, finding the row in another round.
+    return rows.map((row) => row.id);
+  } catch (error) {
+    await removeJobs(deps.queue, rounds);
+    throw error;
+  }
+}
+
+/**
+ * Removes the jobs of rounds that could not be marked. Best effort: a job left behind is dropped
+ * by the worker when it finds its row in another round.
+ */
+async function removeJobs(
+  queue: Queue<DeliveryJobData>,
+  rounds: Array<{ eventId: string; subscriptionId: string; round: number }>,
+): Promise<void> {
+  await Promise.allSettled(
+    rounds.map((r) => queue.remove(deliveryJobId(r.eventId, r.subscriptionId, r.round))),
+  );
+}

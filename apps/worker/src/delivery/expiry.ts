@@ -1,0 +1,18 @@
+/**
+ * When a delivery stops waiting (issue #9): a round not sent within DELIVERY_MAX_AGE of its start,
+ * whatever held it back (an outage, a throttled or paced callback), is given up as `expired`.
+ */
+
+/**
+ * When the job's round started, in ms since the epoch: the event's acceptance for the first round
+ * (its id is a UUIDv7, RFC 9562 section 5.7, whose first 48 bits are that time), the job's creation
+ * for a manual retry or a recovery.
+ */
+export function roundStartedAt(eventId: string, round: number, jobCreatedAt: number): number {
+  return round === 0 ? Number.parseInt(eventId.replaceAll('-', '').slice(0, 12), 16) : jobCreatedAt;
+}
+
+/** True when a round that started at `startedAt` (ms) is older than `maxAgeMs` at `now` (ms). */
+export function isExpired(startedAt: number, now: number, maxAgeMs: number): boolean {
+  return now - startedAt > maxAgeMs;
+}

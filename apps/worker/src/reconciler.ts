@@ -1,0 +1,127 @@
+/**
+ * The reconciler (issue #9): re-drives whatever an outage, a crash or a lost Redis write left
+ * without a job.
+ * - A delivery `pending` for longer than the grace period past its `next_attempt_at` whose round
+ *   has no live job (none at all, or one in the failed set after stalling too often) gets its job
+ *   again, under its deterministic id (`deliveryJobId`).
+ * - A fan-out job in the failed set is retried with fresh attempts.
+ *
+ * It runs as one BullMQ job scheduler (worker.ts), so once per interval across all workers, and it
+ * is idempotent: a second run finds every job it re-drove alive and does nothing.
+ */
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { PrismaClient } from '@webhooks/db';
+import { deliveryJob, deliveryJobId, type DeliveryJobData, type EventJobData } from '@webhooks/shared';
+
+/** What the reconciler needs. */
+export interface ReconcilerDeps {
+  prisma: PrismaClient;
+  /** The connection of the queues below, to check many jobs in one pipeline. */
+  redis: Redis;
+  deliveries: Queue<DeliveryJobData>;
+  events: Queue<EventJobData>;
+  /** DELIVERY_MAX_ATTEMPTS, for the jobs it re-creates. */
+  maxAttempts: number;
+  /** RECONCILE_GRACE_MS: how far past its `next_attempt_at` a pending delivery must be, in ms. */
+  graceMs: number;
+  log: Logger;
+}
+
+/** What one run re-drove. */
+export interface ReconcileReport {
+  /** Pending deliveries whose job was re-created. */
+  deliveries: number;
+  /** Failed fan-out jobs retried. */
+  fanOuts: number;
+}
+
+/** Rows read per query, and job checks per Redis pipeline. */
+const pageSize = 1_000;
+
+type Pending = {
+  event_id: string;
+  subscription_id: string;
+  round: number;
+  next_attempt_at: Date;
+  id: string;
+};
+
+/** Creates one run of the reconciler; each call scans everything once and reports what it re-drove. */
+export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileReport> {
+  /** The jobs of `rows` that are not alive: missing, or finished (BullMQ's failed set). */
+  const stranded = async (rows: Pending[]) => {
+    const pipeline = deps.redis.pipeline();
+    for (const row of rows) {
+      const id = deliveryJobId(row.event_id, row.subscription_id, row.round);
+      pipeline.exists(deps.deliveries.toKey(id));
+      pipeline.zscore(deps.deliveries.toKey('failed'), id);
+      pipeline.zscore(deps.deliveries.toKey('completed'), id);
+    }
+    const answers = (await pipeline.exec()) ?? [];
+    return rows
+      .map((row, i) => {
+        const [exists, failed, completed] = answers
+          .slice(3 * i, 3 * i + 3)
+          .map(([error, value]: [Error | null, unknown]) => {
+            if (error) throw error;
+            return value;
+          });
+        return { row, exists: exists === 1, finished: failed !== null || completed !== null };
+      })
+      .filter(({ exists, finished }) => !exists || finished);
+  };
+
+  const redriveDeliveries = async (): Promise<number> => {
+    let redriven = 0;
+    let after = { at: new Date(0), id: '00000000-0000-0000-0000-000000000000' };
+    for (;;) {
+      const rows = await deps.prisma.$queryRaw<Pending[]>`
+        SELECT id::text, event_id::text, subscription_id::text, round, next_attempt_at
+        FROM deliveries
+        WHERE status = 'pending'
+          AND next_attempt_at < now() - make_interval(secs => ${deps.graceMs / 1000})
+          AND (next_attempt_at, id) > (${after.at}, ${after.id}::uuid)
+        ORDER BY next_attempt_at, id
+        LIMIT ${pageSize}`;
+      if (rows.length === 0) return redriven;
+      const lost = await stranded(rows);
+      for (const { row, exists } of lost) {
+        if (exists) await deps.deliveries.remove(deliveryJobId(row.event_id, row.subscription_id, row.round));
+      }
+      if (lost.length > 0) {
+        await deps.deliveries.addBulk(
+          lost.map(({ row }) =>
+            deliveryJob(
+              { eventId: row.event_id, subscriptionId: row.subscription_id, round: row.round },
+              deps.maxAttempts,
+            ),
+          ),
+        );
+        redriven += lost.length;
+      }
+      const last = rows[rows.length - 1]!;
+      after = { at: last.next_attempt_at, id: last.id };
+      if (rows.length < pageSize) return redriven;
+    }
+  };
+
+  const retryFanOuts = async (): Promise<number> => {
+    let retried = 0;
+    for (;;) {
+      const failed = await deps.events.getFailed(0, pageSize - 1);
+      if (failed.length === 0) return retried;
+      for (const job of failed) await job.retry('failed', { resetAttemptsMade: true });
+      retried += failed.length;
+      if (failed.length < pageSize) return retried;
+    }
+  };
+
+  return async () => {
+    const report = { deliveries: await redriveDeliveries(), fanOuts: await retryFanOuts() };
+    if (report.deliveries > 0 || report.fanOuts > 0)
+      deps.log.warn(report, 'reconciler re-drove stranded work');
+    return report;
+  };
+}

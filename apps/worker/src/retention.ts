@@ -1,0 +1,65 @@
+/**
+ * Retention (issue #9): events, deliveries and attempts older than RETENTION_DAYS are deleted,
+ * attempts first, then deliveries, then events, each in statements of at most `batchSize` rows
+ * (default 1,000), so no statement holds its locks for long and the API and the deliveries keep
+ * running between them. Runs hourly as a BullMQ job scheduler (worker.ts).
+ */
+import type { PrismaClient } from '@webhooks/db';
+
+/** What one run deleted, in rows. */
+export interface RetentionReport {
+  attempts: number;
+  deliveries: number;
+  events: number;
+}
+
+/** Options of {@link deleteExpiredRows}. */
+export interface RetentionOptions {
+  /** RETENTION_DAYS: rows created more than this many days before `now` are deleted. */
+  retentionDays: number;
+  /** Most rows one statement deletes (default 1,000). */
+  batchSize?: number;
+  now?: Date;
+  /** Called after each statement; retention goes on when it resolves. */
+  afterBatch?: (report: RetentionReport) => Promise<void> | void;
+}
+
+/** Deletes everything older than the retention period and reports how many rows of each. */
+export async function deleteExpiredRows(
+  prisma: PrismaClient,
+  options: RetentionOptions,
+): Promise<RetentionReport> {
+  const batchSize = options.batchSize ?? 1_000;
+  const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
+  const report: RetentionReport = { attempts: 0, deliveries: 0, events: 0 };
+  const drain = async (table: keyof RetentionReport, deleteBatch: () => Promise<number>) => {
+    for (;;) {
+      const deleted = await deleteBatch();
+      report[table] += deleted;
+      await options.afterBatch?.({ ...report });
+      if (deleted < batchSize) return;
+    }
+  };
+  await drain(
+    'attempts',
+    () => prisma.$executeRaw`
+      DELETE FROM delivery_attempts WHERE id IN (
+        SELECT a.id FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id
+        WHERE d.created_at < ${cutoff} LIMIT ${batchSize})`,
+  );
+  await drain(
+    'deliveries',
+    () => prisma.$executeRaw`
+      DELETE FROM deliveries WHERE id IN (
+        SELECT id FROM deliveries WHERE created_at < ${cutoff} LIMIT ${batchSize})`,
+  );
+  await drain(
+    'events',
+    () => prisma.$executeRaw`
+      DELETE FROM events WHERE id IN (
+        SELECT e.id FROM events e
+        WHERE e.created_at < ${cutoff} AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+        LIMIT ${batchSize})`,
+  );
+  return report;
+}
