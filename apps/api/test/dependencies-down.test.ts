@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
+import { v7 as uuidv7 } from 'uuid';
 import { migrate, migrationsDir } from '@webhooks/db';
 import { createEventPublisher, PublishUnavailableError } from '@webhooks/shared';
 import { buildApp, createTokenMinter, loadApiConfig } from '../src/index.js';
@@ -95,6 +96,42 @@ describe('Redis unreachable from the start', () => {
     const ready = await api.app.inject({ url: '/readyz' });
     expect(ready.statusCode).toBe(503);
     expect(ready.json().checks).toEqual({ postgresql: 'ok', redis: 'unreachable' });
+  });
+
+  it('answers a manual retry and a recovery with 503, and leaves the failed delivery as it was', async () => {
+    const prisma = api.app.prisma;
+    const subscription = await prisma.subscription.create({
+      data: { id: uuidv7(), accountId: 'acme', callbackUrl: 'https://example.com/h', secret: 'unused' },
+    });
+    const event = await prisma.event.create({
+      data: { id: uuidv7(), accountId: 'acme', type: 'call.completed', data: {}, occurredAt: new Date() },
+    });
+    const delivery = await prisma.delivery.create({
+      data: {
+        id: uuidv7(),
+        eventId: event.id,
+        subscriptionId: subscription.id,
+        status: 'failed',
+        attemptsMade: 5,
+      },
+    });
+    const before = await prisma.delivery.findUniqueOrThrow({ where: { id: delivery.id } });
+    const retry = await api.app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${subscription.id}/deliveries/${delivery.id}/retry`,
+      headers: api.auth('acme'),
+    });
+    const recover = await api.app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${subscription.id}/recover`,
+      headers: api.auth('acme'),
+      payload: { since: new Date(Date.now() - 60_000).toISOString() },
+    });
+    for (const response of [retry, recover]) {
+      expect(response.statusCode).toBe(503);
+      expect(response.headers['retry-after']).toMatch(/^\d+$/);
+    }
+    expect(await prisma.delivery.findUniqueOrThrow({ where: { id: delivery.id } })).toEqual(before);
   });
 
   it('makes the shared publisher throw PublishUnavailableError instead of waiting for ever', async () => {

@@ -115,7 +115,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
         data: input.data,
         timestamp: formatPayloadTimestamp(occurredAt),
       };
-      const job = await withTimeout(
+      const job = await withRedisTimeout(
         add({ data, idempotencyKey: input.idempotencyKey }),
         options.timeoutMs ?? defaultPublishTimeoutMs,
       );
@@ -131,16 +131,18 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
 }
 
 /**
- * `pending`, or a {@link PublishUnavailableError} after `ms`. BullMQ waits for a first connection
- * without a bound, and a producer connection refuses commands while Redis is away: both end here.
- * A publish that times out may still reach Redis later; that is why a retry must reuse its
- * idempotency key.
+ * `pending` (a write to Redis through BullMQ), or a {@link PublishUnavailableError} after `ms`.
+ * BullMQ waits for a first connection without a bound, and a producer connection refuses commands
+ * while Redis is away: both end here. A write that times out may still reach Redis later; that is
+ * why a retried publish must reuse its idempotency key.
+ *
+ * @param what what is written, for the error message (`the event`)
  */
-async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+export async function withRedisTimeout<T>(pending: Promise<T>, ms: number, what = 'the event'): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new PublishUnavailableError(`Redis did not take the event within ${ms} ms`)),
+      () => reject(new PublishUnavailableError(`Redis did not take ${what} within ${ms} ms`)),
       ms,
     );
   });
@@ -148,7 +150,7 @@ async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
     return await Promise.race([pending, timeout]);
   } catch (error) {
     if (error instanceof PublishUnavailableError) throw error;
-    throw new PublishUnavailableError(`Redis refused the event: ${(error as Error).message}`, {
+    throw new PublishUnavailableError(`Redis refused ${what}: ${(error as Error).message}`, {
       cause: error,
     });
   } finally {

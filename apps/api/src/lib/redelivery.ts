@@ -8,7 +8,14 @@
  */
 import type { Queue } from 'bullmq';
 import type { PrismaClient } from '@webhooks/db';
-import { deliveryJob, deliveryJobId, nextRound, type DeliveryJobData } from '@webhooks/shared';
+import {
+  defaultPublishTimeoutMs,
+  deliveryJob,
+  deliveryJobId,
+  nextRound,
+  withRedisTimeout,
+  type DeliveryJobData,
+} from '@webhooks/shared';
 
 /** A delivery that may start a new round: its key and the attempts it made so far. */
 export interface RedeliveryCandidate {
@@ -31,7 +38,8 @@ export interface RedeliveryDeps {
  * `attempts_made` unchanged since it was read (two concurrent requests start one round).
  *
  * @returns the ids of the deliveries now pending in their new round
- * @throws Redis or Prisma errors (infrastructure faults, answered 503); nothing is left changed
+ * @throws PublishUnavailableError when Redis does not take the jobs within 2 s, Prisma's errors
+ *   when PostgreSQL fails (infrastructure faults, answered 503); no row is left changed
  */
 export async function startRounds(
   deps: RedeliveryDeps,
@@ -39,7 +47,11 @@ export async function startRounds(
 ): Promise<string[]> {
   if (candidates.length === 0) return [];
   const rounds = candidates.map((c) => ({ ...c, round: nextRound(c.attemptsMade) }));
-  await deps.queue.addBulk(rounds.map((r) => deliveryJob(r, deps.maxAttempts)));
+  await withRedisTimeout(
+    deps.queue.addBulk(rounds.map((r) => deliveryJob(r, deps.maxAttempts))),
+    defaultPublishTimeoutMs,
+    'the redelivery',
+  );
   try {
     const rows = await deps.prisma.$queryRaw<Array<{ id: string }>>`
       UPDATE deliveries d
