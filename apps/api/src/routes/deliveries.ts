@@ -143,7 +143,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
       const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       const since = new Date(request.body.since);
       const until = request.body.until === undefined ? new Date() : new Date(request.body.until);
-      if (until <= since) {
+      if (request.body.until !== undefined && until <= since) {
         throw new HttpProblem(400, 'validation', 'until must be later than since', [
           { pointer: '/until', detail: 'must be later than since' },
         ]);

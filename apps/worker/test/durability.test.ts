@@ -1,0 +1,363 @@
+/**
+ * Issue #9 end to end on the shared servers (nothing is stopped here; the fault suite is
+ * faults.test.ts): the reconciler, recovery, the exact auto-disable count and its operational
+ * event, events nobody receives, retention, and the bounded delivery count.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { pino } from 'pino';
+import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { v7 as uuidv7 } from 'uuid';
+import { deliveryJobId, queueNames, type EventJobData } from '@webhooks/shared';
+import { startWorker } from '../src/index.js';
+import { deleteExpiredRows } from '../src/retention.js';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { testRedisUrl } from '../../../test/support/redis.js';
+import { waitFor } from '../../../test/support/wait.js';
+
+const silent = pino({ level: 'silent' });
+
+/** Status of every delivery of `subscriptionId`, by event id. */
+async function statuses(stack: TestStack, subscriptionId: string) {
+  const rows = await stack.api.app.prisma.delivery.findMany({ where: { subscriptionId } });
+  return new Map(rows.map((row) => [row.eventId, row.status]));
+}
+
+const allAre = async (stack: TestStack, subscriptionId: string, count: number, status: string) => {
+  const found = await statuses(stack, subscriptionId);
+  return found.size === count && [...found.values()].every((s) => s === status);
+};
+
+describe('the reconciler', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack('reconcile', {
+      DELIVERY_BACKOFF_MS: '1000',
+      RECONCILE_GRACE_MS: '0',
+      RECONCILE_INTERVAL_MS: '3600000',
+    });
+  });
+  afterAll(() => stack.close());
+
+  it('re-creates the job of a pending delivery whose job was deleted by hand, once', async () => {
+    stack.receiver.script('/lost', [500, 200]);
+    const sub = await stack.subscribe('acct-lost', { callback_url: `${stack.receiver.url}/lost` });
+    const { id } = await stack.publisher.publish({ accountId: 'acct-lost', type: 'call.started', data: {} });
+    const delivery = await waitFor('the first attempt to be recorded', async () => {
+      const row = await stack.api.app.prisma.delivery.findFirst({ where: { subscriptionId: sub.id } });
+      return row?.attemptsMade === 1 ? row : undefined;
+    });
+    const queue = new Queue(queueNames.deliveries, {
+      connection: { url: testRedisUrl },
+      prefix: stack.api.prefix,
+    });
+    try {
+      await queue.remove(deliveryJobId(id, sub.id));
+      expect(await queue.getJob(deliveryJobId(id, sub.id))).toBeUndefined();
+      await waitFor('its next attempt to be due', () => Date.now() > delivery.nextAttemptAt!.getTime());
+
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 1, fanOuts: 0 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0 });
+      await waitFor('the delivery', () => allAre(stack, sub.id, 1, 'succeeded'));
+      expect(stack.receiver.at('/lost').map((r) => r.headers['webhook-id'])).toEqual([id, id]);
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('retries a fan-out in the failed set', async () => {
+    const sub = await stack.subscribe('acct-fan', { callback_url: `${stack.receiver.url}/fan` });
+    await stack.worker.events.pause();
+    const connection = new Redis(testRedisUrl, { maxRetriesPerRequest: null });
+    const queue = new Queue<EventJobData>(queueNames.events, { connection, prefix: stack.api.prefix });
+    const taker = new Worker(queueNames.events, null, {
+      connection,
+      prefix: stack.api.prefix,
+      autorun: false,
+    });
+    try {
+      const data: EventJobData = {
+        id: uuidv7(),
+        accountId: 'acct-fan',
+        type: 'call.started',
+        data: {},
+        timestamp: '2026-11-21T00:00:00.000',
+      };
+      await queue.add('event', data, { jobId: data.id, attempts: 1 });
+      const job = await taker.getNextJob('test-token');
+      await job!.moveToFailed(new Error('stranded for the test'), 'test-token');
+      expect(await queue.getJobState(data.id)).toBe('failed');
+      stack.worker.events.resume();
+
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 1 });
+      await waitFor('the delivery', () => stack.receiver.at('/fan').length === 1);
+      expect(stack.receiver.at('/fan')[0]!.headers['webhook-id']).toBe(data.id);
+      await waitFor('its record', () => allAre(stack, sub.id, 1, 'succeeded'));
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0 });
+    } finally {
+      await taker.close();
+      await queue.close();
+      connection.disconnect();
+    }
+  });
+
+  it('does not store an event no subscription receives', async () => {
+    const { id } = await stack.publisher.publish({
+      accountId: 'acct-nobody',
+      type: 'call.started',
+      data: {},
+    });
+    const queue = new Queue(queueNames.events, {
+      connection: { url: testRedisUrl },
+      prefix: stack.api.prefix,
+    });
+    try {
+      await waitFor('the fan-out', async () => (await queue.getJobState(id)) === 'completed');
+      expect(await stack.api.app.prisma.event.count({ where: { id } })).toBe(0);
+    } finally {
+      await queue.close();
+    }
+  });
+});
+
+describe('recovery', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack('recover', { DELIVERY_MAX_ATTEMPTS: '1', SUBSCRIPTION_DISABLE_AFTER: '25' });
+  });
+  afterAll(() => stack.close());
+
+  const recover = (subscriptionId: string, body: Record<string, unknown>, account = 'acct-rec') =>
+    stack.api.app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${subscriptionId}/recover`,
+      headers: stack.api.auth(account),
+      payload: body,
+    });
+
+  it('sends every failed delivery of the window again, once however often it is asked', async () => {
+    stack.receiver.script('/rec', [500, 500, 500, 200]);
+    const since = new Date(Date.now() - 1_000).toISOString();
+    const sub = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/rec` });
+    const ids = [];
+    for (let i = 0; i < 3; i++)
+      ids.push(
+        (await stack.publisher.publish({ accountId: 'acct-rec', type: 'call.started', data: { i } })).id,
+      );
+    await waitFor('three failed deliveries', () => allAre(stack, sub.id, 3, 'failed'));
+
+    const first = await recover(sub.id, { since });
+    const second = await recover(sub.id, { since });
+    expect([first.statusCode, first.json()]).toEqual([202, { count: 3 }]);
+    expect([second.statusCode, second.json()]).toEqual([202, { count: 0 }]);
+    await waitFor('the recovered deliveries', () => allAre(stack, sub.id, 3, 'succeeded'));
+    const webhookIds = stack.receiver.at('/rec').map((r) => r.headers['webhook-id']);
+    expect(webhookIds.sort()).toEqual([...ids, ...ids].sort());
+    expect((await recover(sub.id, { since })).json()).toEqual({ count: 0 });
+  });
+
+  it('leaves deliveries outside the window alone', async () => {
+    stack.receiver.script('/window', [500]);
+    const sub = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/window` });
+    await stack.publisher.publish({ accountId: 'acct-rec', type: 'call.started', data: {} });
+    await waitFor('the failed delivery', () => allAre(stack, sub.id, 1, 'failed'));
+    const later = new Date(Date.now() + 60_000).toISOString();
+    expect((await recover(sub.id, { since: later })).json()).toEqual({ count: 0 });
+    const past = { since: '2020-01-01T00:00:00Z', until: '2020-01-02T00:00:00Z' };
+    expect((await recover(sub.id, past)).json()).toEqual({ count: 0 });
+  });
+
+  it('refuses a disabled subscription (409) and a window that ends before it starts (400 naming until)', async () => {
+    const sub = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/off` });
+    const bad = await recover(sub.id, { since: '2026-01-02T00:00:00Z', until: '2026-01-01T00:00:00Z' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().errors).toEqual([{ pointer: '/until', detail: 'must be later than since' }]);
+    const notADate = await recover(sub.id, { since: 'yesterday' });
+    expect(notADate.statusCode).toBe(400);
+    expect(notADate.json().errors[0].pointer).toBe('/since');
+
+    await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${sub.id}`,
+      headers: stack.api.auth('acct-rec'),
+      payload: { status: 'disabled' },
+    });
+    expect((await recover(sub.id, { since: '2026-01-01T00:00:00Z' })).statusCode).toBe(409);
+    expect((await recover(sub.id, { since: '2026-01-01T00:00:00Z' }, 'someone-else')).statusCode).toBe(404);
+  });
+});
+
+describe('auto-disable', () => {
+  it('counts every failure exactly with two workers recording concurrently', async () => {
+    const stack = await startTestStack('disable-count', {
+      DELIVERY_MAX_ATTEMPTS: '1',
+      SUBSCRIPTION_DISABLE_AFTER: '1000',
+      SUBSCRIPTION_MAX_IN_FLIGHT: '100',
+    });
+    const second = startWorker(stack.workerConfig, silent);
+    try {
+      stack.receiver.script('/down', [500]);
+      const sub = await stack.subscribe('acct-count', { callback_url: `${stack.receiver.url}/down` });
+      await Promise.all(
+        Array.from({ length: 500 }, (_, i) =>
+          stack.publisher.publish({ accountId: 'acct-count', type: 'call.started', data: { i } }),
+        ),
+      );
+      await waitFor('500 failed deliveries', () => allAre(stack, sub.id, 500, 'failed'), 60_000);
+      const row = await stack.api.app.prisma.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+      expect(row.consecutiveFailures).toBe(500);
+      expect(row.status).toBe('active');
+    } finally {
+      await second.close();
+      await stack.close();
+    }
+  }, 90_000);
+
+  it('tells the account with a subscription.disabled event, and refuses it from publishers', async () => {
+    const stack = await startTestStack('disable-notice', {
+      DELIVERY_MAX_ATTEMPTS: '1',
+      SUBSCRIPTION_DISABLE_AFTER: '2',
+    });
+    try {
+      stack.receiver.script('/failing', [500]);
+      const failing = await stack.subscribe(
+        'acct-ops',
+        { callback_url: `${stack.receiver.url}/failing` },
+        'calls',
+      );
+      const ops = await stack.subscribe(
+        'acct-ops',
+        { callback_url: `${stack.receiver.url}/ops` },
+        'operational',
+      );
+      const other = await stack.subscribe('acct-other', { callback_url: `${stack.receiver.url}/other` });
+      for (let i = 0; i < 2; i++)
+        await stack.publisher.publish({ accountId: 'acct-ops', type: 'call.started', data: { i } });
+
+      const [notice] = await waitFor(
+        'the operational event',
+        () => stack.receiver.at('/ops').length > 0 && stack.receiver.at('/ops'),
+      );
+      // No `type`: the operational endpoint receives one type only (specification section 2.2).
+      expect(JSON.parse(notice!.body)).toMatchObject({
+        data: {
+          subscription_id: failing.id,
+          resource_uri: failing.resource_uri,
+          callback_url: `${stack.receiver.url}/failing`,
+          reason: 'consecutive_failures',
+          failure_count: 2,
+        },
+      });
+      const row = await stack.api.app.prisma.subscription.findUniqueOrThrow({ where: { id: failing.id } });
+      expect(row.status).toBe('disabled');
+      await waitFor('its delivery to be recorded', () => allAre(stack, ops.id, 1, 'succeeded'));
+      expect(stack.receiver.at('/ops')).toHaveLength(1);
+      expect(await statuses(stack, other.id)).toEqual(new Map());
+
+      const spoofed = await stack.api.app.inject({
+        method: 'POST',
+        url: '/api/events',
+        headers: stack.api.auth('acct-ops'),
+        payload: { type: 'subscription.disabled', data: {} },
+      });
+      expect(spoofed.statusCode).toBe(400);
+      expect(spoofed.json().errors[0].pointer).toBe('/type');
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
+describe('retention and the delivery count', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack('retention');
+  });
+  afterAll(() => stack.close());
+
+  const rowCounts = async () => {
+    const prisma = stack.api.app.prisma;
+    return {
+      events: await prisma.event.count(),
+      deliveries: await prisma.delivery.count(),
+      attempts: await prisma.deliveryAttempt.count(),
+    };
+  };
+
+  /** Publishes `n` events to the account's one subscription and waits for their deliveries. */
+  const deliverBatch = async (subscriptionId: string, n: number) => {
+    const before = (await statuses(stack, subscriptionId)).size;
+    await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        stack.publisher.publish({ accountId: 'acct-ret', type: 'call.started', data: { i } }),
+      ),
+    );
+    await waitFor('the deliveries', () => allAre(stack, subscriptionId, before + n, 'succeeded'));
+  };
+
+  it('keeps storage flat: everything older than RETENTION_DAYS goes, in small batches, while deliveries go on', async () => {
+    const sub = await stack.subscribe('acct-ret', { callback_url: `${stack.receiver.url}/ret` });
+    const prisma = stack.api.app.prisma;
+    const afterEachRetention = [];
+    for (let round = 0; round < 3; round++) {
+      await deliverBatch(sub.id, 40);
+      // Age everything delivered so far by 31 days, as time would.
+      await prisma.$executeRaw`UPDATE events SET created_at = created_at - interval '31 days'`;
+      await prisma.$executeRaw`UPDATE deliveries SET created_at = created_at - interval '31 days'`;
+      await deliverBatch(sub.id, 10);
+
+      const order: string[] = [];
+      const report = await deleteExpiredRows(prisma, {
+        retentionDays: 30,
+        batchSize: 7,
+        afterBatch: async () => {
+          if (order.length > 0) return;
+          order.push('first batch');
+          await deliverBatch(sub.id, 1);
+          const read = await stack.api.app.inject({
+            url: sub.resource_uri,
+            headers: stack.api.auth('acct-ret'),
+          });
+          order.push(`served ${read.statusCode} mid-retention`);
+        },
+      });
+      order.push('retention done');
+      expect(order).toEqual(['first batch', 'served 200 mid-retention', 'retention done']);
+      // The first round deletes its 40; each later one also the 11 the round before kept.
+      const aged = round === 0 ? 40 : 51;
+      expect(report).toEqual({ attempts: aged, deliveries: aged, events: aged });
+      afterEachRetention.push(await rowCounts());
+    }
+    expect(afterEachRetention).toEqual([
+      { events: 11, deliveries: 11, attempts: 11 },
+      { events: 11, deliveries: 11, attempts: 11 },
+      { events: 11, deliveries: 11, attempts: 11 },
+    ]);
+  });
+
+  it('counts at most 10,000 deliveries past the requested page', async () => {
+    const sub = await stack.subscribe('acct-many', { callback_url: `${stack.receiver.url}/many` });
+    const prisma = stack.api.app.prisma;
+    await prisma.$executeRaw`
+      WITH e AS (
+        INSERT INTO events (id, account_id, type, data, occurred_at)
+        SELECT uuid_generate_v7(), 'acct-many', 'call.started', '{}', now() FROM generate_series(1, 10050)
+        RETURNING id
+      )
+      INSERT INTO deliveries (id, event_id, subscription_id, status, updated_at)
+      SELECT uuid_generate_v7(), id, ${sub.id}::uuid, 'succeeded', now() FROM e`;
+    const page = async (n: number) =>
+      (
+        await stack.api.app.inject({
+          url: `${sub.resource_uri}/deliveries?page=${n}&page_size=100`,
+          headers: stack.api.auth('acct-many'),
+        })
+      ).json();
+    const first = await page(1);
+    expect(first.count).toBe(10_000);
+    expect(first.next).toContain('page=2');
+    expect((await page(2)).count).toBe(10_050);
+    const last = await page(101);
+    expect([last.count, last.results.length, last.next]).toEqual([10_050, 50, null]);
+  });
+});
