@@ -1,0 +1,92 @@
+/**
+ * A Redis server of a test's own, on a free port in a temporary folder, with the append-only file
+ * on, for tests that shut Redis down, kill it or restart it: the machine's shared server is never
+ * touched.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from '../../scripts/lib/services.js';
+import { waitFor } from './wait.js';
+
+/** A private Redis server and its controls. */
+export interface PrivateRedis {
+  url: string;
+  /** Starts it again on the same port and folder (it reloads its append-only file). */
+  start(): Promise<void>;
+  /** SHUTDOWN, as an orderly stop does: the append-only file is flushed. */
+  shutdown(): Promise<void>;
+  /** SIGKILL: whatever the fsync policy had not written is lost. */
+  kill(): Promise<void>;
+  /** Stops it for good and removes its folder. */
+  destroy(): Promise<void>;
+}
+
+/**
+ * Starts `redis-server` with `appendonly yes` and `appendfsync` as given (default `always`, which
+ * loses no acknowledged write even to SIGKILL; `everysec` may lose about the last second).
+ */
+export async function startPrivateRedis(
+  appendfsync: 'always' | 'everysec' = 'always',
+): Promise<PrivateRedis> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'wh-redis-'));
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  let child: ChildProcess | null = null;
+  let exited: Promise<void> = Promise.resolve();
+
+  const ping = async () => {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      return (await client.ping()) === 'PONG';
+    } catch {
+      return false;
+    } finally {
+      client.disconnect();
+    }
+  };
+  const start = async () => {
+    const server = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        appendfsync,
+        '--save',
+        '',
+      ],
+      { stdio: 'ignore' },
+    );
+    child = server;
+    exited = new Promise((resolve) => server.once('exit', () => resolve()));
+    await waitFor('the private Redis to answer', ping);
+  };
+  const stop = async (signal: NodeJS.Signals) => {
+    child?.kill(signal);
+    await exited;
+    child = null;
+  };
+  await start();
+  return {
+    url,
+    start,
+    // redis-server answers SIGTERM with the same orderly SHUTDOWN as the command.
+    shutdown: () => stop('SIGTERM'),
+    kill: () => stop('SIGKILL'),
+    async destroy() {
+      await stop('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
