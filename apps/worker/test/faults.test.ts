@@ -34,7 +34,7 @@ const env = () =>
   testEnv(databaseUrl, prefix, {
     REDIS_URL: redis.url,
     CALLBACK_ALLOW_PRIVATE: 'true',
-    DELIVERY_TIMEOUT_MS: '2000',
+    DELIVERY_TIMEOUT_MS: '1000',
     DELIVERY_BACKOFF_MS: '200',
     DELIVERY_MAX_ATTEMPTS: '3',
     RECONCILE_INTERVAL_MS: '1000',
