@@ -120,6 +120,25 @@ describe('the reconciler', () => {
   });
 });
 
+describe('DELIVERY_MAX_AGE', () => {
+  it('gives up a delivery not sent in time as expired, without counting it against the callback', async () => {
+    const stack = await startTestStack('expiry', { DELIVERY_MAX_AGE: '1', DELIVERY_BACKOFF_MS: '1500' });
+    try {
+      stack.receiver.script('/late', [500, 200]);
+      const sub = await stack.subscribe('acct-late', { callback_url: `${stack.receiver.url}/late` });
+      await stack.publisher.publish({ accountId: 'acct-late', type: 'call.started', data: {} });
+      await waitFor('the delivery to end', () => allAre(stack, sub.id, 1, 'failed'));
+      const [delivery] = await stack.api.app.prisma.delivery.findMany({ where: { subscriptionId: sub.id } });
+      expect([delivery!.lastError, delivery!.attemptsMade]).toEqual(['expired', 1]);
+      expect(stack.receiver.at('/late')).toHaveLength(1);
+      const row = await stack.api.app.prisma.subscription.findUniqueOrThrow({ where: { id: sub.id } });
+      expect(row.consecutiveFailures).toBe(0);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
 describe('recovery', () => {
   let stack: TestStack;
   beforeAll(async () => {
