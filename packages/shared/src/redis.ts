@@ -12,9 +12,13 @@ export function createWorkerConnection(url: string): Redis {
 
 /**
  * A connection for producers (the publisher, the API): commands fail at once while Redis is away.
- * Commands issued in the same tick share one socket write (auto-pipelining): under load the API
- * otherwise spends more CPU writing to the Redis socket than on anything else (bench/README.md).
+ *
+ * Without auto-pipelining: with it, ioredis 5 throws an uncaught `TypeError: results[i] is not
+ * iterable` when a script command (`defineCommand`, which the rate limiter and the delivery gate
+ * use) is sent before the connection is ready with the offline queue off (redis/ioredis#1931,
+ * #1511), and that would crash the process. Batching of concurrent publishes (`addBulk`) and
+ * explicit pipelines keep most of what it saved (bench/README.md).
  */
 export function createProducerConnection(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, enableAutoPipelining: true });
+  return new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
 }
