@@ -22,10 +22,11 @@ import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import { deliveriesUri, toDelivery, toDeliveryDetail } from '../lib/views.js';
 
 /**
- * How far past the requested page the delivery list counts, in rows: `count` is exact up to
- * `(page - 1) * page_size` + this, and that number beyond (README, "Delivery log").
+ * How far past the start of the requested page the delivery list counts, in rows: `count` is
+ * exact up to `(page - 1) * page_size` + this, and stops there (README, "Retries and limits",
+ * pagination), so no call counts all of a subscription's deliveries.
  */
-export const deliveryCountWindow = 10_000;
+const deliveryCountWindow = 10_000;
 
 /** Deliveries a recovery reads and starts per statement. */
 const recoverBatch = 1_000;
