@@ -50,27 +50,29 @@ type Pending = {
 
 /** Creates one run of the reconciler; each call scans everything once and reports what it re-drove. */
 export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileReport> {
-  /** The jobs of `rows` that are not alive: missing, or finished (BullMQ's failed set). */
+  /**
+   * The jobs of `rows` that are not alive: missing, or in BullMQ's failed set. (A completed
+   * delivery job is removed at once, `deliveryJobOptions`, so it counts as missing.)
+   */
   const stranded = async (rows: Pending[]) => {
     const pipeline = deps.redis.pipeline();
     for (const row of rows) {
       const id = deliveryJobId(row.event_id, row.subscription_id, row.round);
       pipeline.exists(deps.deliveries.toKey(id));
       pipeline.zscore(deps.deliveries.toKey('failed'), id);
-      pipeline.zscore(deps.deliveries.toKey('completed'), id);
     }
     const answers = (await pipeline.exec()) ?? [];
     return rows
       .map((row, i) => {
-        const [exists, failed, completed] = answers
-          .slice(3 * i, 3 * i + 3)
+        const [exists, failed] = answers
+          .slice(2 * i, 2 * i + 2)
           .map(([error, value]: [Error | null, unknown]) => {
             if (error) throw error;
             return value;
           });
-        return { row, exists: exists === 1, finished: failed !== null || completed !== null };
+        return { row, exists: exists === 1, failed: failed !== null };
       })
-      .filter(({ exists, finished }) => !exists || finished);
+      .filter(({ exists, failed }) => !exists || failed);
   };
 
   const redriveDeliveries = async (): Promise<number> => {

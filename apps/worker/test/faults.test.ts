@@ -136,45 +136,35 @@ async function expectEverythingDelivered(accepted: string[]) {
 
 const resetReceiver = () => receiver.requests.splice(0);
 
+/**
+ * Two workers under load while a server goes `down` after `afterMs` and comes `up` `forMs` later;
+ * the load runs on 1.5 s past its return, then everything accepted must be delivered.
+ */
+async function survivesOutage(outage: { afterMs: number; forMs: number; down(): unknown; up(): unknown }) {
+  resetReceiver();
+  spawn();
+  spawn();
+  const { accepted } = await publishDuring(outage.afterMs + outage.forMs + 1_500, async () => {
+    await sleep(outage.afterMs);
+    await outage.down();
+    await sleep(outage.forMs);
+    await outage.up();
+  });
+  expect(accepted.length).toBeGreaterThan(0);
+  await expectEverythingDelivered(accepted);
+}
+
 describe('faults under load', () => {
   it('Redis shut down for 3 s and started again', async () => {
-    resetReceiver();
-    spawn();
-    spawn();
-    const { accepted } = await publishDuring(6_000, async () => {
-      await sleep(1_500);
-      await redis.shutdown();
-      await sleep(3_000);
-      await redis.start();
-    });
-    expect(accepted.length).toBeGreaterThan(0);
-    await expectEverythingDelivered(accepted);
+    await survivesOutage({ afterMs: 1_500, forMs: 3_000, down: redis.shutdown, up: redis.start });
   }, 90_000);
 
   it('Redis killed with SIGKILL and restarted: appendfsync always loses no accepted event', async () => {
-    resetReceiver();
-    spawn();
-    spawn();
-    const { accepted } = await publishDuring(5_000, async () => {
-      await sleep(1_500);
-      await redis.kill();
-      await sleep(1_000);
-      await redis.start();
-    });
-    await expectEverythingDelivered(accepted);
+    await survivesOutage({ afterMs: 1_500, forMs: 1_000, down: redis.kill, up: redis.start });
   }, 90_000);
 
   it('PostgreSQL stopped for 8 s, far longer than the retry schedule (0.2 s, 0.4 s): no attempt is used', async () => {
-    resetReceiver();
-    spawn();
-    spawn();
-    const { accepted } = await publishDuring(10_000, async () => {
-      await sleep(1_000);
-      postgres.stop();
-      await sleep(8_000);
-      postgres.start();
-    });
-    await expectEverythingDelivered(accepted);
+    await survivesOutage({ afterMs: 1_000, forMs: 8_000, down: postgres.stop, up: postgres.start });
   }, 90_000);
 
   it('a worker SIGKILLed three times on the same delivery: the fourth delivers it', async () => {

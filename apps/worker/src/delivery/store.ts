@@ -160,13 +160,12 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
 
   const record = batcher<AttemptRecord, void>(async (records) => {
     const column = <T>(pick: (r: AttemptRecord) => T) => records.map(pick);
-    // Sorted, so that concurrent batches lock subscriptions in one order and never deadlock.
     const changes = failureRunChanges(
       records.map((r) => ({
         subscriptionId: r.delivery.subscription.id,
         effect: failureRunEffect(r.outcome, r.delivery.subscription.consecutiveFailures),
       })),
-    ).sort((a, b) => (a.subscriptionId < b.subscriptionId ? -1 : 1));
+    );
     const notices = await prisma.$queryRaw<Array<{ event_id: string; subscription_id: string }>>`
       WITH input AS (
         SELECT * FROM unnest(
@@ -207,7 +206,8 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
         ) AS c(subscription_id, reset, failures)
       ), prior AS (
         -- Locked, so this reads the latest committed status (and the runs below add to the latest
-        -- count): which subscriptions this batch disables is then exact under concurrency.
+        -- count): which subscriptions this batch disables is then exact under concurrency. Locked
+        -- in id order, so concurrent batches never deadlock.
         SELECT s.id, s.status FROM subscriptions s JOIN changes c ON c.subscription_id = s.id
         ORDER BY s.id FOR NO KEY UPDATE OF s
       ), runs AS (
