@@ -24,6 +24,41 @@ export interface PrivateRedis {
   destroy(): Promise<void>;
 }
 
+/** Whether a Redis server answers PING on 127.0.0.1:`port` (a sentinel too). */
+export async function pingRedis(port: number): Promise<boolean> {
+  const client = new Redis(port, '127.0.0.1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Spawns `redis-server` on 127.0.0.1:`port` with its files in `dir`, no RDB snapshots, and `args`
+ * added (a sentinel is `--sentinel` with a configuration file first).
+ */
+export function spawnRedisServer(
+  port: number,
+  dir: string,
+  args: string[],
+  first: string[] = [],
+): ChildProcess {
+  return spawn(
+    'redis-server',
+    [...first, '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...args],
+    { stdio: 'ignore' },
+  );
+}
+
 /**
  * Starts `redis-server` with `appendonly yes` and `appendfsync` as given (default `always`, which
  * loses no acknowledged write even to SIGKILL; `everysec` may lose about the last second).
@@ -37,40 +72,11 @@ export async function startPrivateRedis(
   let child: ChildProcess | null = null;
   let exited: Promise<void> = Promise.resolve();
 
-  const ping = async () => {
-    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      return (await client.ping()) === 'PONG';
-    } catch {
-      return false;
-    } finally {
-      client.disconnect();
-    }
-  };
   const start = async () => {
-    const server = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        appendfsync,
-        '--save',
-        '',
-      ],
-      { stdio: 'ignore' },
-    );
+    const server = spawnRedisServer(port, dir, ['--appendonly', 'yes', '--appendfsync', appendfsync]);
     child = server;
     exited = new Promise((resolve) => server.once('exit', () => resolve()));
-    await waitFor('the private Redis to answer', ping);
+    await waitFor('the private Redis to answer', () => pingRedis(port));
   };
   const stop = async (signal: NodeJS.Signals) => {
     child?.kill(signal);

@@ -8,7 +8,6 @@ import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
 import { loadWorkerConfig, startWorker, type RunningWorker, type WorkerConfig } from '@webhooks/worker';
 import { startTestApi, testEnv, type TestApi } from './api.js';
 import { startReceiver, type Receiver } from './receiver.js';
-import { testRedisUrl } from './redis.js';
 
 /** A running stack. */
 export interface TestStack {
@@ -33,7 +32,7 @@ export async function startTestStack(tag: string, env: Record<string, string> = 
   const workerConfig = loadWorkerConfig(testEnv(api.database.url, api.prefix, allEnv));
   const worker = startWorker(workerConfig, pino({ level: 'silent' }));
   const receiver = await startReceiver();
-  const publisher = createEventPublisher({ redis: testRedisUrl, prefix: api.prefix });
+  const publisher = createEventPublisher({ redis: api.config.redis, prefix: api.prefix });
   return {
     api,
     worker,

@@ -49,7 +49,11 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   await app.register(validation);
   await app.register(problemDetails);
   await app.register(prisma, { databaseUrl: config.DATABASE_URL });
-  await app.register(queues, { redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+  await app.register(queues, {
+    redis: config.redis,
+    prefix: config.keyPrefix,
+    waitReplicas: config.REDIS_WAIT_REPLICAS,
+  });
   await app.register(swagger);
   await app.register(health);
 
@@ -62,14 +66,14 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     });
     await accountScope.register(rateLimit, {
       max: config.RATE_LIMIT_PER_MINUTE,
-      nameSpace: `${config.QUEUE_PREFIX}:rate-limit:`,
+      nameSpace: `${config.keyPrefix}:rate-limit:`,
     });
     await accountScope.register(storableInput);
     await accountScope.register(eventTypes);
     await accountScope.register(subscriptions, {
       allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE,
       secretBox,
-      queuePrefix: config.QUEUE_PREFIX,
+      queuePrefix: config.keyPrefix,
       maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
       maxPerAccount: config.MAX_SUBSCRIPTIONS_PER_ACCOUNT,
     });

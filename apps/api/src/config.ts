@@ -9,7 +9,9 @@ import {
   ConfigError,
   isDevelopmentEnv,
   loadConfig,
+  redisSettingsFromEnv,
   secretBoxFromEnv,
+  type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
 
@@ -59,14 +61,15 @@ export const apiEnvSchema = Type.Object({
 export const minJwtSecretBytes = 32;
 
 /** The API's configuration after defaults and validation. */
-export type ApiConfig = Static<typeof apiEnvSchema> & {
-  /** The verification key in force: JWT_PUBLIC_KEY, JWT_SECRET or the development secret. */
-  jwtKey: { algorithm: 'HS256' | 'RS256' | 'ES256'; key: string };
-  /** Set when the development secret is in use: the text of the warning to log. */
-  jwtWarning?: string;
-  /** Encryption of signing secrets at rest (SECRETS_ENCRYPTION_KEY). */
-  secretBox: SecretBox;
-};
+export type ApiConfig = Static<typeof apiEnvSchema> &
+  RedisSettings & {
+    /** The verification key in force: JWT_PUBLIC_KEY, JWT_SECRET or the development secret. */
+    jwtKey: { algorithm: 'HS256' | 'RS256' | 'ES256'; key: string };
+    /** Set when the development secret is in use: the text of the warning to log. */
+    jwtWarning?: string;
+    /** Encryption of signing secrets at rest (SECRETS_ENCRYPTION_KEY). */
+    secretBox: SecretBox;
+  };
 
 /**
  * Reads and validates the API configuration from `env` (default `process.env`).
@@ -78,8 +81,9 @@ export type ApiConfig = Static<typeof apiEnvSchema> & {
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
   const config = loadConfig(apiEnvSchema, env);
   const secretBox = secretBoxFromEnv(config);
+  const base = { ...config, ...redisSettingsFromEnv(config), secretBox };
   if (config.JWT_PUBLIC_KEY !== '') {
-    return { ...config, secretBox, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };
+    return { ...base, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };
   }
   const development = isDevelopmentEnv(config.NODE_ENV);
   const productionRule = `outside NODE_ENV development or test (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`;
@@ -94,7 +98,7 @@ export function loadApiConfig(env: Record<string, string | undefined> = process.
         `Invalid environment variable JWT_SECRET: the public development secret is refused ${productionRule}`,
       );
     }
-    return { ...config, secretBox, jwtKey: { algorithm: 'HS256', key: config.JWT_SECRET } };
+    return { ...base, jwtKey: { algorithm: 'HS256', key: config.JWT_SECRET } };
   }
   if (!development) {
     throw new ConfigError(
@@ -102,8 +106,7 @@ export function loadApiConfig(env: Record<string, string | undefined> = process.
     );
   }
   return {
-    ...config,
-    secretBox,
+    ...base,
     jwtKey: { algorithm: 'HS256', key: developmentJwtSecret },
     jwtWarning:
       'JWT_SECRET is not set: using the public development secret. Anyone can mint tokens; never run like this in production.',

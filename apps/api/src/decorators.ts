@@ -5,14 +5,13 @@
  * the app (tests, tools) sees them too.
  */
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { PrismaClient } from '@webhooks/db';
-import type { DeliveryJobData, EventPublisher } from '@webhooks/shared';
+import type { DeliveryJobData, EventPublisher, RedisConnection } from '@webhooks/shared';
 
 declare module 'fastify' {
   interface FastifyInstance {
     prisma: PrismaClient;
-    redis: Redis;
+    redis: RedisConnection;
     publisher: EventPublisher;
     deliveryQueue: Queue<DeliveryJobData>;
   }

@@ -5,7 +5,15 @@
  */
 import { promises as dns } from 'node:dns';
 import Type, { type Static } from 'typebox';
-import { commonEnv, ConfigError, loadConfig, secretBoxFromEnv, type SecretBox } from '@webhooks/shared';
+import {
+  commonEnv,
+  ConfigError,
+  loadConfig,
+  redisSettingsFromEnv,
+  secretBoxFromEnv,
+  type RedisSettings,
+  type SecretBox,
+} from '@webhooks/shared';
 
 /** Environment variables of the worker service. */
 export const workerEnvSchema = Type.Object({
@@ -76,12 +84,13 @@ export const workerEnvSchema = Type.Object({
 });
 
 /** The worker's configuration after defaults and validation. */
-export type WorkerConfig = Static<typeof workerEnvSchema> & {
-  /** Opens the signing secrets stored sealed (SECRETS_ENCRYPTION_KEY). */
-  secretBox: SecretBox;
-  /** DNS_SERVERS as a list; empty for the system's. */
-  dnsServers: string[];
-};
+export type WorkerConfig = Static<typeof workerEnvSchema> &
+  RedisSettings & {
+    /** Opens the signing secrets stored sealed (SECRETS_ENCRYPTION_KEY). */
+    secretBox: SecretBox;
+    /** DNS_SERVERS as a list; empty for the system's. */
+    dnsServers: string[];
+  };
 
 /** DNS_SERVERS split and checked the way the resolver will read it. */
 function parseDnsServers(value: string): string[] {
@@ -107,5 +116,10 @@ function parseDnsServers(value: string): string[] {
  */
 export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
   const config = loadConfig(workerEnvSchema, env);
-  return { ...config, secretBox: secretBoxFromEnv(config), dnsServers: parseDnsServers(config.DNS_SERVERS) };
+  return {
+    ...config,
+    ...redisSettingsFromEnv(config),
+    secretBox: secretBoxFromEnv(config),
+    dnsServers: parseDnsServers(config.DNS_SERVERS),
+  };
 }

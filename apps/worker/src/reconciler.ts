@@ -10,7 +10,7 @@
  * is idempotent: a second run finds every job it re-drove alive and does nothing.
  */
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@webhooks/shared';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '@webhooks/db';
 import { deliveryJob, deliveryJobId, type DeliveryJobData, type EventJobData } from '@webhooks/shared';
@@ -19,7 +19,7 @@ import { deliveryJob, deliveryJobId, type DeliveryJobData, type EventJobData } f
 export interface ReconcilerDeps {
   prisma: PrismaClient;
   /** The connection of the queues below, to check many jobs in one pipeline. */
-  redis: Redis;
+  redis: RedisConnection;
   deliveries: Queue<DeliveryJobData>;
   events: Queue<EventJobData>;
   /** DELIVERY_MAX_ATTEMPTS, for the jobs it re-creates. */

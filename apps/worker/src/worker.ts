@@ -67,12 +67,12 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     backoffMs: config.DELIVERY_BACKOFF_MS,
   };
-  const producer = createProducerConnection(config.REDIS_URL);
-  const consumer = createWorkerConnection(config.REDIS_URL);
+  const producer = createProducerConnection(config.redis);
+  const consumer = createWorkerConnection(config.redis);
   for (const connection of [producer, consumer]) {
     connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   }
-  const queueOptions = { connection: producer, prefix: config.QUEUE_PREFIX };
+  const queueOptions = { connection: producer, prefix: config.keyPrefix };
   const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, queueOptions);
   const eventQueue = new Queue<EventJobData>(queueNames.events, queueOptions);
   const maintenanceQueue = new Queue<MaintenanceJobData>(queueNames.maintenance, queueOptions);
@@ -87,7 +87,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const lockDuration = config.DELIVERY_TIMEOUT_MS + 5_000;
   const gate = createDeliveryGate({
     redis: producer,
-    prefix: config.QUEUE_PREFIX,
+    prefix: config.keyPrefix,
     maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
     leaseMs: lockDuration,
     // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
@@ -104,7 +104,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   });
   const common = {
     connection: consumer,
-    prefix: config.QUEUE_PREFIX,
+    prefix: config.keyPrefix,
     concurrency: config.WORKER_CONCURRENCY,
     lockDuration,
     stalledInterval: lockDuration,
@@ -149,7 +149,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       log.info(report, 'retention: rows deleted');
       return report;
     },
-    { connection: consumer, prefix: config.QUEUE_PREFIX, concurrency: 1 },
+    { connection: consumer, prefix: config.keyPrefix, concurrency: 1 },
   );
   // Upserted by every worker that starts: the same scheduler ids, so still one of each.
   const schedule = (task: MaintenanceJobData['task'], every: number) =>

@@ -6,6 +6,10 @@
  */
 import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import Value from 'typebox/value';
+import { ConfigError } from './config-error.js';
+import { redisEnv } from './redis.js';
+
+export { ConfigError };
 
 /** DATABASE_URL when none is set. */
 export const defaultDatabaseUrl = 'postgresql://postgres@127.0.0.1:5432/webhooks';
@@ -26,14 +30,12 @@ export const commonEnv = {
     default: defaultDatabaseUrl,
     description: 'PostgreSQL connection URL; the database is created by `pnpm db:migrate` if missing',
   }),
-  REDIS_URL: Type.String({
-    default: 'redis://127.0.0.1:6379',
-    description: 'Redis connection URL for BullMQ',
-  }),
+  ...redisEnv,
   QUEUE_PREFIX: Type.String({
     default: 'webhooks',
     minLength: 1,
-    description: 'Redis key prefix of the BullMQ queues; services that work together must share it',
+    description:
+      'Redis key prefix of the BullMQ queues; services that work together must share it (`{…}` is added on a Redis Cluster)',
   }),
   HOST: Type.String({
     default: '127.0.0.1',
@@ -69,11 +71,6 @@ export const commonEnv = {
  */
 export function isDevelopmentEnv(nodeEnv: string): boolean {
   return nodeEnv === 'development' || nodeEnv === 'test';
-}
-
-/** A configuration variable refused at start-up; the message names the variable. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
 }
 
 /**

@@ -6,12 +6,17 @@
  */
 import { createHash } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import { batcher } from './batching.js';
 import { checkEventInput, type EventInput } from './event-input.js';
 import { defaultQueuePrefix, finishedJobRetention, queueNames, type EventJobData } from './queues.js';
-import { createProducerConnection } from './redis.js';
+import {
+  createProducerConnection,
+  effectiveKeyPrefix,
+  type RedisConnection,
+  type RedisTopology,
+} from './redis.js';
 import { formatPayloadTimestamp } from './timestamp.js';
 
 /** How long an idempotency key is remembered, in milliseconds (24 hours). */
@@ -55,25 +60,39 @@ export interface EventPublisher {
 
 /** Options of {@link createEventPublisher}. */
 export interface EventPublisherOptions {
-  /** A Redis URL (a fail-fast connection is opened) or an ioredis connection the caller owns. */
-  redis: string | Redis;
-  /** BullMQ key prefix; must match the worker's QUEUE_PREFIX. Default `webhooks`. */
+  /**
+   * A Redis URL or topology (a fail-fast connection is opened), or an ioredis connection
+   * (`Redis` or `Cluster`) the caller owns.
+   */
+  redis: string | RedisTopology | RedisConnection;
+  /**
+   * BullMQ key prefix; must match the worker's QUEUE_PREFIX. Default `webhooks`; wrapped in a
+   * hash tag on a Cluster ({@link effectiveKeyPrefix}).
+   */
   prefix?: string;
+  /**
+   * Replicas that must acknowledge an event before `publish` resolves (Redis `WAIT`,
+   * REDIS_WAIT_REPLICAS); default 0. With Sentinel, 1 means a failover cannot lose an event that
+   * was accepted: a write the promoted replica never got is answered with PublishUnavailableError.
+   */
+  waitReplicas?: number;
   /** Longest wait for Redis per publish, in ms (default {@link defaultPublishTimeoutMs}). */
   timeoutMs?: number;
 }
 
 /** Creates a publisher on the `events` queue. */
 export function createEventPublisher(options: EventPublisherOptions): EventPublisher {
-  const ownsConnection = typeof options.redis === 'string';
-  const connection =
-    typeof options.redis === 'string' ? createProducerConnection(options.redis) : options.redis;
+  const given = options.redis;
+  const ownsConnection = !(given instanceof Redis || given instanceof Cluster);
+  const connection = ownsConnection ? createProducerConnection(given) : given;
+  const waitReplicas = options.waitReplicas ?? 0;
+  const timeoutMs = options.timeoutMs ?? defaultPublishTimeoutMs;
   // Connection errors reach callers through publish() as PublishUnavailableError; unheard, ioredis
   // and BullMQ would print every reconnection failure.
   if (ownsConnection) connection.on('error', () => {});
   const queue = new Queue<EventJobData, unknown, 'event'>(queueNames.events, {
     connection,
-    prefix: options.prefix ?? defaultQueuePrefix,
+    prefix: effectiveKeyPrefix(connection, options.prefix ?? defaultQueuePrefix),
     defaultJobOptions: {
       // The fan-out waits out PostgreSQL and Redis faults without using attempts (issue #9); these
       // are for anything else, and the reconciler retries a fan-out that still fails.
@@ -88,8 +107,8 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
 
   type Entry = { data: EventJobData; idempotencyKey?: string };
   const add = batcher<Entry, Job<EventJobData>>(
-    (entries) =>
-      queue.addBulk(
+    async (entries) => {
+      const jobs = await queue.addBulk(
         entries.map(({ data, idempotencyKey }) => ({
           name: 'event' as const,
           data,
@@ -101,7 +120,10 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
                 : { id: idempotencyId(data.accountId, idempotencyKey), ttl: idempotencyWindowMs },
           },
         })),
-      ),
+      );
+      if (waitReplicas > 0) await awaitReplicas(connection, waitReplicas, timeoutMs);
+      return jobs;
+    },
     { windowMs: 1 },
   );
 
@@ -115,10 +137,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
         data: input.data,
         timestamp: formatPayloadTimestamp(occurredAt),
       };
-      const job = await withRedisTimeout(
-        add({ data, idempotencyKey: input.idempotencyKey }),
-        options.timeoutMs ?? defaultPublishTimeoutMs,
-      );
+      const job = await withRedisTimeout(add({ data, idempotencyKey: input.idempotencyKey }), timeoutMs);
       if (job.id === data.id) return { id: data.id, timestamp: data.timestamp, duplicate: false };
       const first = job.id === undefined ? undefined : await queue.getJob(job.id);
       return { id: job.id ?? data.id, timestamp: first?.data.timestamp ?? null, duplicate: true };
@@ -155,6 +174,19 @@ export async function withRedisTimeout<T>(pending: Promise<T>, ms: number, what 
     });
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Waits until `replicas` replicas hold every write this connection made (Redis `WAIT`), at most
+ * `timeoutMs`. @throws PublishUnavailableError when fewer acknowledged in time.
+ */
+async function awaitReplicas(connection: RedisConnection, replicas: number, timeoutMs: number) {
+  const acknowledged = await (connection as Redis).wait(replicas, timeoutMs);
+  if (acknowledged < replicas) {
+    throw new PublishUnavailableError(
+      `Redis replicated the event to ${acknowledged} of ${replicas} replicas within ${timeoutMs} ms`,
+    );
   }
 }
 

@@ -1,13 +1,164 @@
 /**
- * Redis connections as BullMQ's "going to production" guide asks: workers retry commands forever
- * (`maxRetriesPerRequest: null`) so a Redis restart pauses them instead of killing them; producers
- * fail fast (`enableOfflineQueue: false`) so a caller learns at once that an event was not accepted.
+ * Redis connections on one node (REDIS_URL), behind Sentinel (REDIS_SENTINELS) or on a Cluster
+ * (REDIS_CLUSTER_NODES), as BullMQ's "going to production" guide asks: workers retry commands
+ * forever (`maxRetriesPerRequest: null`) so a Redis restart or failover pauses them instead of
+ * killing them; producers fail fast (`enableOfflineQueue: false`) so a caller learns at once that
+ * an event was not accepted.
  */
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import Type from 'typebox';
+import { ConfigError } from './config-error.js';
+
+/** A connection of any topology; both classes carry the same commands, scripts and pipelines. */
+export type RedisConnection = Redis | Cluster;
+
+/** One Redis server's address. */
+export interface RedisNode {
+  host: string;
+  /** TCP port. */
+  port: number;
+}
+
+/** Where Redis is: exactly one of the three forms. */
+export type RedisTopology =
+  | { mode: 'single'; url: string }
+  | {
+      mode: 'sentinel';
+      sentinels: RedisNode[];
+      /** The master's name in the sentinels' configuration. */
+      name: string;
+      /** Password and TLS of the data nodes, from REDIS_URL (its host and port are not used). */
+      url: string;
+    }
+  | { mode: 'cluster'; nodes: RedisNode[]; url: string };
+
+/** Redis variables both services read (README, "Configuration" and "Deployment"). */
+export const redisEnv = {
+  REDIS_URL: Type.String({
+    default: 'redis://127.0.0.1:6379',
+    description:
+      'Redis connection URL; with REDIS_SENTINELS or REDIS_CLUSTER_NODES only its password, username and `rediss:` (TLS) are used',
+  }),
+  REDIS_SENTINELS: Type.String({
+    default: '',
+    description: 'Comma-separated `host:port` of Redis Sentinels; when set, Redis is found through them',
+  }),
+  REDIS_SENTINEL_NAME: Type.String({
+    default: 'mymaster',
+    description: 'Name of the master the sentinels watch (with REDIS_SENTINELS)',
+  }),
+  REDIS_CLUSTER_NODES: Type.String({
+    default: '',
+    description:
+      'Comma-separated `host:port` of Redis Cluster nodes (some suffice); when set, Redis is a cluster and the queue prefix gets a hash tag',
+  }),
+  REDIS_WAIT_REPLICAS: Type.Integer({
+    default: 0,
+    minimum: 0,
+    description:
+      'Replicas that must hold an event before it is accepted (Redis `WAIT`); 1 with Sentinel keeps accepted events through a failover',
+  }),
+};
+
+/** Parses a `host:port,host:port` list. @throws ConfigError naming `variable`. */
+export function parseRedisNodes(variable: string, value: string): RedisNode[] {
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const match = /^(.+):(\d{1,5})$/.exec(entry);
+      const port = Number(match?.[2]);
+      if (!match || port < 1 || port > 65535) {
+        throw new ConfigError(
+          `Invalid environment variable ${variable}: ${JSON.stringify(entry)} is not host:port (comma-separated list)`,
+        );
+      }
+      return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+    });
+}
+
+/**
+ * The topology the variables of {@link redisEnv} describe.
+ *
+ * @throws ConfigError when both REDIS_SENTINELS and REDIS_CLUSTER_NODES are set, a list is not
+ *   `host:port` entries, or REDIS_WAIT_REPLICAS is set on a cluster (`WAIT` names no key, so
+ *   a cluster client cannot send it to the master that took the event).
+ */
+export function redisTopologyFromEnv(config: {
+  REDIS_URL: string;
+  REDIS_SENTINELS: string;
+  REDIS_SENTINEL_NAME: string;
+  REDIS_CLUSTER_NODES: string;
+  REDIS_WAIT_REPLICAS: number;
+}): RedisTopology {
+  const sentinels = parseRedisNodes('REDIS_SENTINELS', config.REDIS_SENTINELS);
+  const nodes = parseRedisNodes('REDIS_CLUSTER_NODES', config.REDIS_CLUSTER_NODES);
+  if (sentinels.length > 0 && nodes.length > 0) {
+    throw new ConfigError(
+      'Invalid environment variables REDIS_SENTINELS and REDIS_CLUSTER_NODES: set one of them, not both',
+    );
+  }
+  if (sentinels.length > 0) {
+    return { mode: 'sentinel', sentinels, name: config.REDIS_SENTINEL_NAME, url: config.REDIS_URL };
+  }
+  if (nodes.length > 0) {
+    if (config.REDIS_WAIT_REPLICAS > 0) {
+      throw new ConfigError(
+        'Invalid environment variable REDIS_WAIT_REPLICAS: not supported with REDIS_CLUSTER_NODES (leave it 0)',
+      );
+    }
+    return { mode: 'cluster', nodes, url: config.REDIS_URL };
+  }
+  return { mode: 'single', url: config.REDIS_URL };
+}
+
+/**
+ * The key prefix of every Redis key the service uses (queues, delivery gates, rate limits). On a
+ * Cluster it is wrapped in a hash tag, `{webhooks}`, because BullMQ's scripts touch several keys
+ * of a queue at once and Redis Cluster runs a script only when its keys share a slot (BullMQ,
+ * "Redis Cluster"). Every key then lives on one master: the cluster gives failover, not sharding.
+ */
+export function effectiveKeyPrefix(topology: RedisTopology | RedisConnection, prefix: string): string {
+  const cluster = topology instanceof Cluster || ('mode' in topology && topology.mode === 'cluster');
+  return cluster && !prefix.includes('{') ? `{${prefix}}` : prefix;
+}
+
+/** Password, username, TLS and database of a URL, for the nodes behind sentinels or of a cluster. */
+function credentials(url: string): RedisOptions {
+  const parsed = new URL(url);
+  return {
+    username: parsed.username ? decodeURIComponent(parsed.username) : undefined,
+    password: parsed.password ? decodeURIComponent(parsed.password) : undefined,
+    tls: parsed.protocol === 'rediss:' ? {} : undefined,
+  };
+}
+
+function connect(topology: RedisTopology | string, options: RedisOptions, cluster: ClusterOptions) {
+  const where: RedisTopology = typeof topology === 'string' ? { mode: 'single', url: topology } : topology;
+  switch (where.mode) {
+    case 'single':
+      return new Redis(where.url, options);
+    case 'sentinel':
+      return new Redis({
+        ...credentials(where.url),
+        ...options,
+        sentinels: where.sentinels,
+        name: where.name,
+        // Reconnects to the new master as soon as the sentinels announce it, not on the next error.
+        failoverDetector: true,
+      });
+    case 'cluster':
+      return new Cluster(where.nodes, {
+        ...cluster,
+        redisOptions: { ...credentials(where.url), ...options },
+      });
+  }
+}
 
 /** A connection for BullMQ workers and queue events: commands wait for Redis to come back. */
-export function createWorkerConnection(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null });
+export function createWorkerConnection(topology: RedisTopology | string): RedisConnection {
+  return connect(topology, { maxRetriesPerRequest: null }, {});
 }
 
 /**
@@ -19,6 +170,43 @@ export function createWorkerConnection(url: string): Redis {
  * #1511), and that would crash the process. Batching of concurrent publishes (`addBulk`) and
  * explicit pipelines keep most of what it saved (bench/README.md).
  */
-export function createProducerConnection(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+export function createProducerConnection(topology: RedisTopology | string): RedisConnection {
+  return connect(
+    topology,
+    { maxRetriesPerRequest: 1, enableOfflineQueue: false },
+    // A cluster refuses commands until it has its slot map; the offline queue only holds them that
+    // long, and each caller bounds its own wait (withRedisTimeout).
+    { enableOfflineQueue: true },
+  );
+}
+
+/** Where a topology points, for the start-up log line: no password. */
+export function describeRedisTopology(topology: RedisTopology): string {
+  const list = (nodes: RedisNode[]) => nodes.map((node) => `${node.host}:${node.port}`).join(',');
+  switch (topology.mode) {
+    case 'single': {
+      const url = new URL(topology.url);
+      if (url.password) url.password = 'redacted';
+      return url.toString();
+    }
+    case 'sentinel':
+      return `sentinel ${topology.name}@${list(topology.sentinels)}`;
+    case 'cluster':
+      return `cluster ${list(topology.nodes)}`;
+  }
+}
+
+/** The Redis side of a service's configuration: its topology and the key prefix in force. */
+export interface RedisSettings {
+  redis: RedisTopology;
+  /** QUEUE_PREFIX as {@link effectiveKeyPrefix} makes it: what every Redis key starts with. */
+  keyPrefix: string;
+}
+
+/** {@link RedisSettings} from validated variables. @throws ConfigError as {@link redisTopologyFromEnv}. */
+export function redisSettingsFromEnv(
+  config: Parameters<typeof redisTopologyFromEnv>[0] & { QUEUE_PREFIX: string },
+): RedisSettings {
+  const redis = redisTopologyFromEnv(config);
+  return { redis, keyPrefix: effectiveKeyPrefix(redis, config.QUEUE_PREFIX) };
 }

@@ -3,11 +3,11 @@
  * worker's gate (apps/worker/src/delivery/gate.ts) writes these keys; the rules behind the values
  * are in `throttle.ts`.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis.js';
 import { inFlightLimit, throttleState, type ThrottleState } from './throttle.js';
 
 /**
- * Redis keys of one subscription's gate, all in one hash slot (the `{id}` hash tag) so that the
+ * Redis keys of one subscription's gate, all in one hash slot so that the
  * gate's scripts may touch them together on Redis Cluster.
  * - `leases`: sorted set of the job ids holding an in-flight slot, scored by lease expiry (ms);
  * - `parked`: sorted set of the job ids waiting for a slot, scored by when they started waiting;
@@ -37,7 +37,7 @@ export interface DeliveryThrottle {
  * @throws ioredis' errors when Redis cannot be reached
  */
 export async function readDeliveryThrottles(
-  redis: Redis,
+  redis: RedisConnection,
   prefix: string,
   subscriptionIds: readonly string[],
   max: number,

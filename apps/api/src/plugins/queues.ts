@@ -11,20 +11,26 @@ import {
   createProducerConnection,
   queueNames,
   type DeliveryJobData,
+  type RedisConnection,
+  type RedisTopology,
 } from '@webhooks/shared';
 
-export default fp<{ redisUrl: string; prefix: string }>(
+export default fp<{ redis: RedisTopology; prefix: string; waitReplicas: number }>(
   async (app, options) => {
-    const redis = createProducerConnection(options.redisUrl);
+    const redis = createProducerConnection(options.redis);
     // ioredis emits connection errors as events; without a listener they would crash the process.
     redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'));
-    const publisher = createEventPublisher({ redis, prefix: options.prefix });
+    const publisher = createEventPublisher({
+      redis,
+      prefix: options.prefix,
+      waitReplicas: options.waitReplicas,
+    });
     const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, {
       connection: redis,
       prefix: options.prefix,
     });
     deliveryQueue.on('error', (error) => app.log.warn({ err: error }, 'delivery queue error'));
-    app.decorate('redis', redis);
+    app.decorate<RedisConnection>('redis', redis);
     app.decorate('publisher', publisher);
     app.decorate('deliveryQueue', deliveryQueue);
     app.addHook('onClose', async () => {

@@ -16,7 +16,7 @@
  * cannot keep one. Each operation is one Lua script, atomic across workers, timed by Redis' clock
  * so that workers' clocks need not agree. Queueing, ordering and retries stay BullMQ's.
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '@webhooks/shared';
 import type { Logger } from 'pino';
 import {
   averageDurationMs,
@@ -121,7 +121,7 @@ export type Admission =
 /** Options of {@link createDeliveryGate}. */
 export interface DeliveryGateOptions {
   /** A producer connection (never a blocking one). */
-  redis: Redis;
+  redis: RedisConnection;
   /** QUEUE_PREFIX. */
   prefix: string;
   /** SUBSCRIPTION_MAX_IN_FLIGHT. */

@@ -1,0 +1,51 @@
+import { describe, expect, it } from '@jest/globals';
+import { ConfigError, effectiveKeyPrefix, redisTopologyFromEnv } from '../src/index.js';
+
+const env = {
+  REDIS_URL: 'redis://:pw@127.0.0.1:6379',
+  REDIS_SENTINELS: '',
+  REDIS_SENTINEL_NAME: 'mymaster',
+  REDIS_CLUSTER_NODES: '',
+  REDIS_WAIT_REPLICAS: 0,
+};
+
+describe('Redis topology from the environment', () => {
+  it('is one node by REDIS_URL unless a list is set', () => {
+    expect(redisTopologyFromEnv(env)).toEqual({ mode: 'single', url: env.REDIS_URL });
+  });
+
+  it('reads sentinels and cluster nodes as host:port lists, IPv6 in brackets', () => {
+    expect(redisTopologyFromEnv({ ...env, REDIS_SENTINELS: 'a:26379, [::1]:26380' })).toMatchObject({
+      mode: 'sentinel',
+      name: 'mymaster',
+      sentinels: [
+        { host: 'a', port: 26379 },
+        { host: '::1', port: 26380 },
+      ],
+    });
+    expect(redisTopologyFromEnv({ ...env, REDIS_CLUSTER_NODES: 'r1:7000,r2:7001' })).toMatchObject({
+      mode: 'cluster',
+      nodes: [
+        { host: 'r1', port: 7000 },
+        { host: 'r2', port: 7001 },
+      ],
+    });
+  });
+
+  it.each([
+    [{ REDIS_SENTINELS: 'a:1', REDIS_CLUSTER_NODES: 'b:2' }, /set one of them/],
+    [{ REDIS_CLUSTER_NODES: 'r1' }, /REDIS_CLUSTER_NODES: "r1" is not host:port/],
+    [{ REDIS_SENTINELS: 'a:99999' }, /REDIS_SENTINELS: "a:99999"/],
+    [{ REDIS_CLUSTER_NODES: 'r1:7000', REDIS_WAIT_REPLICAS: 1 }, /REDIS_WAIT_REPLICAS/],
+  ])('refuses %j naming the variable', (overrides, message) => {
+    expect(() => redisTopologyFromEnv({ ...env, ...overrides })).toThrow(ConfigError);
+    expect(() => redisTopologyFromEnv({ ...env, ...overrides })).toThrow(message);
+  });
+
+  it('wraps the key prefix in a hash tag on a cluster only', () => {
+    const cluster = redisTopologyFromEnv({ ...env, REDIS_CLUSTER_NODES: 'r1:7000' });
+    expect(effectiveKeyPrefix(cluster, 'webhooks')).toBe('{webhooks}');
+    expect(effectiveKeyPrefix(cluster, '{mine}')).toBe('{mine}');
+    expect(effectiveKeyPrefix(redisTopologyFromEnv(env), 'webhooks')).toBe('webhooks');
+  });
+});
