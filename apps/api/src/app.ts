@@ -5,12 +5,16 @@
  * plugin whose authentication, rate limit and input guard apply to every route registered inside
  * it and to no other (issue #7), so no spelling of a path can reach account data unauthenticated.
  */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiConfig } from './config.js';
 import auth from './plugins/auth.js';
+import metrics from './plugins/metrics.js';
 import prisma from './plugins/prisma.js';
 import problemDetails from './plugins/problem-details.js';
+import queueDashboard from './plugins/queue-dashboard.js';
 import queues from './plugins/queues.js';
 import rateLimit from './plugins/rate-limit.js';
 import storableInput from './plugins/storable-input.js';
@@ -32,6 +36,12 @@ export const requestTimeoutMs = 30_000;
 /** Idle time after which a connection is closed, in ms (Node's `server.timeout`). */
 export const connectionTimeoutMs = 60_000;
 
+/** A caller's `X-Request-Id` when it is a plain token of at most 128 characters, else a new UUID. */
+function requestId(request: IncomingMessage): string {
+  const given = request.headers['x-request-id'];
+  return typeof given === 'string' && /^[\w.:@/+=-]{1,128}$/.test(given) ? given : randomUUID();
+}
+
 /**
  * A ready-to-listen API app for `config`. Close it with `app.close()`, which also closes its
  * PostgreSQL pool and Redis connection.
@@ -43,11 +53,17 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     requestTimeout: requestTimeoutMs,
     connectionTimeout: connectionTimeoutMs,
     routerOptions: { ignoreTrailingSlash: true },
+    requestIdHeader: false,
+    genReqId: requestId,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   if (config.jwtWarning) app.log.warn(config.jwtWarning);
 
   await app.register(validation);
   await app.register(problemDetails);
+  await app.register(metrics, { token: config.METRICS_TOKEN });
   await app.register(prisma, { databaseUrl: config.DATABASE_URL });
   await app.register(queues, {
     redis: config.redis,
@@ -56,6 +72,9 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   });
   await app.register(swagger);
   await app.register(health);
+  if (config.ADMIN_TOKEN !== '') {
+    await app.register(queueDashboard, { token: config.ADMIN_TOKEN, keyPrefix: config.keyPrefix });
+  }
 
   const { secretBox } = config;
   await app.register(async (accountScope) => {

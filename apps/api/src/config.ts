@@ -50,6 +50,11 @@ export const apiEnvSchema = Type.Object({
     description:
       'Subscriptions one account may have; creating one more answers 409 (bounds fan-out per event)',
   }),
+  ADMIN_TOKEN: Type.String({
+    default: '',
+    description:
+      'When set, the queue dashboard is served at `/admin/queues` to this token (bearer or Basic password); off when empty',
+  }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,
     minimum: 1,

@@ -5,12 +5,15 @@
  * the app (tests, tools) sees them too.
  */
 import type { Queue } from 'bullmq';
+import type { Registry } from 'prom-client';
 import type { PrismaClient } from '@webhooks/db';
 import type { DeliveryJobData, EventPublisher, RedisConnection } from '@webhooks/shared';
 
 declare module 'fastify' {
   interface FastifyInstance {
     prisma: PrismaClient;
+    /** The app's Prometheus registry (plugins/metrics.ts). */
+    metrics: Registry;
     redis: RedisConnection;
     publisher: EventPublisher;
     deliveryQueue: Queue<DeliveryJobData>;

@@ -4,7 +4,8 @@
  */
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
-import { loadApiConfig } from './config.js';
+import { describeRedisTopology, redactedConfig } from '@webhooks/shared';
+import { apiEnvSchema, loadApiConfig } from './config.js';
 
 const config = loadApiConfig();
 const app = await buildApp(config);
@@ -16,3 +17,12 @@ closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
 });
 
 await app.listen({ host: config.HOST, port: config.PORT });
+app.log.info(
+  {
+    config: redactedConfig(apiEnvSchema, config),
+    redis: describeRedisTopology(config.redis),
+    keyPrefix: config.keyPrefix,
+    queueDashboard: config.ADMIN_TOKEN !== '',
+  },
+  'api started',
+);

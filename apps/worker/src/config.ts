@@ -75,6 +75,11 @@ export const workerEnvSchema = Type.Object({
     minimum: 1,
     description: 'Days events, deliveries and attempts are kept; older ones are deleted hourly, in batches',
   }),
+  WORKER_QUEUES: Type.String({
+    default: 'events,deliveries',
+    description:
+      'Queues this process consumes, comma-separated: `events` (fan-out) and/or `deliveries` (attempts); every process also runs the scheduled reconciler and retention, once across all',
+  }),
   WORKER_HEALTH_PORT: Type.Integer({
     default: 0,
     minimum: 0,
@@ -90,7 +95,30 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     secretBox: SecretBox;
     /** DNS_SERVERS as a list; empty for the system's. */
     dnsServers: string[];
+    /** WORKER_QUEUES as a set. */
+    roles: ReadonlySet<WorkerRole>;
   };
+
+/** A queue a worker process may consume (WORKER_QUEUES). */
+export type WorkerRole = 'events' | 'deliveries';
+
+const workerRoles: readonly WorkerRole[] = ['events', 'deliveries'];
+
+/** WORKER_QUEUES as a set. @throws ConfigError for an empty list or an unknown queue. */
+function parseRoles(value: string): Set<WorkerRole> {
+  const names = value
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const unknown = names.find((name) => !workerRoles.includes(name as WorkerRole));
+  if (names.length === 0 || unknown !== undefined) {
+    const problem = unknown === undefined ? 'empty' : `unknown queue ${JSON.stringify(unknown)}`;
+    throw new ConfigError(
+      `Invalid environment variable WORKER_QUEUES=${JSON.stringify(value)}: ${problem} (one or both of ${workerRoles.join(', ')}, comma-separated)`,
+    );
+  }
+  return new Set(names as WorkerRole[]);
+}
 
 /** DNS_SERVERS split and checked the way the resolver will read it. */
 function parseDnsServers(value: string): string[] {
@@ -121,5 +149,6 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     ...redisSettingsFromEnv(config),
     secretBox: secretBoxFromEnv(config),
     dnsServers: parseDnsServers(config.DNS_SERVERS),
+    roles: parseRoles(config.WORKER_QUEUES),
   };
 }

@@ -67,14 +67,21 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         ON CONFLICT (event_id, subscription_id) DO NOTHING
       )
       SELECT event_id::text, subscription_id::text FROM targets`;
+      const requestIds = new Map(events.map((event) => [event.id, event.requestId]));
       // Bounded chunks keep one Redis transaction, and the worker's memory, small however wide the fan-out.
       for (let i = 0; i < targets.length; i += addBulkChunk) {
         await deps.deliveries.addBulk(
-          targets
-            .slice(i, i + addBulkChunk)
-            .map(({ event_id, subscription_id }) =>
-              deliveryJob({ eventId: event_id, subscriptionId: subscription_id, round: 0 }, deps.maxAttempts),
+          targets.slice(i, i + addBulkChunk).map(({ event_id, subscription_id }) =>
+            deliveryJob(
+              {
+                eventId: event_id,
+                subscriptionId: subscription_id,
+                round: 0,
+                requestId: requestIds.get(event_id),
+              },
+              deps.maxAttempts,
             ),
+          ),
         );
       }
       const counts = new Map<string, number>();
@@ -84,10 +91,13 @@ export function createFanOutProcessor(deps: FanOutDeps) {
     deps.batch ?? { maxBatchSize: 20 },
   );
   return async (job: Job<EventJobData>, token?: string): Promise<number> => {
+    const { id: eventId, requestId, type } = job.data;
     try {
-      return await fanOut(job.data);
+      const deliveries = await fanOut(job.data);
+      deps.log.info({ eventId, requestId, type, deliveries }, 'event fanned out');
+      return deliveries;
     } catch (error) {
-      deps.log.warn({ err: error, eventId: job.id }, 'fan-out deferred: a dependency failed');
+      deps.log.warn({ err: error, eventId, requestId }, 'fan-out deferred: a dependency failed');
       return deferJob(job, token);
     }
   };

@@ -1,24 +1,65 @@
 /**
- * The worker's optional health endpoint (WORKER_HEALTH_PORT): `/healthz` answers 200 while the
- * process runs, `/readyz` 200 when both BullMQ workers are running and PostgreSQL answers, 503
- * otherwise. Meant for orchestrators' probes; the worker has no other HTTP surface.
+ * The worker's operator endpoint (WORKER_HEALTH_PORT), for orchestrators' probes and Prometheus:
+ * - `/healthz`: 200 while the process runs;
+ * - `/readyz`: 200 when its BullMQ workers run and PostgreSQL and Redis both answer within 2 s,
+ *   503 otherwise, with each dependency `ok` or `unreachable` in `checks` (as the API's);
+ * - `/metrics`: the Prometheus text format (metrics.ts); with METRICS_TOKEN set, 401 without it.
+ * The worker has no other HTTP surface.
  */
 import { createServer, type Server } from 'node:http';
+import { operatorTokenAccepted } from '@webhooks/shared';
 import type { RunningWorker } from './worker.js';
 
-/** Starts the health server on `host:port`. */
-export function startHealthServer(worker: RunningWorker, host: string, port: number): Promise<Server> {
+const readinessTimeoutMs = 2_000;
+
+const answersWithin = (pending: Promise<unknown>, ms: number): Promise<boolean> =>
+  Promise.race([
+    pending.then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref()),
+  ]);
+
+/** Readiness of `worker`: HTTP status and body. */
+async function readiness(worker: RunningWorker): Promise<[number, object]> {
+  const [postgresql, redis] = await Promise.all([
+    answersWithin(worker.prisma.$queryRaw`SELECT 1`, readinessTimeoutMs),
+    answersWithin(worker.redis.ping(), readinessTimeoutMs),
+  ]);
+  const running = [worker.events, worker.deliveries].every((consumer) => consumer?.isRunning() ?? true);
+  const checks = {
+    postgresql: postgresql ? 'ok' : 'unreachable',
+    redis: redis ? 'ok' : 'unreachable',
+    workers: running ? 'ok' : 'not running',
+  };
+  const ready = postgresql && redis && running;
+  return [ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks }];
+}
+
+/** Starts the server on `host:port`; `metricsToken` is METRICS_TOKEN ('' leaves `/metrics` open). */
+export function startHealthServer(
+  worker: RunningWorker,
+  host: string,
+  port: number,
+  metricsToken = '',
+): Promise<Server> {
   const server = createServer((request, response) => {
     const reply = (status: number, body: object) => {
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
+    const fail = (error: unknown) => reply(500, { status: (error as Error).message });
     if (request.url === '/healthz') return reply(200, { status: 'ok' });
-    if (request.url !== '/readyz') return reply(404, { status: 'not found' });
-    const running = worker.events.isRunning() && worker.deliveries.isRunning();
-    worker.prisma.$queryRaw`SELECT 1`.then(
-      () => reply(running ? 200 : 503, { status: running ? 'ready' : 'not running' }),
-      () => reply(503, { status: 'postgresql not reachable' }),
-    );
+    if (request.url === '/readyz')
+      return void readiness(worker).then(([status, body]) => reply(status, body), fail);
+    if (request.url !== '/metrics') return reply(404, { status: 'not found' });
+    if (metricsToken !== '' && !operatorTokenAccepted(request.headers.authorization, metricsToken)) {
+      response.setHeader('www-authenticate', 'Bearer realm="metrics"');
+      return reply(401, { status: 'METRICS_TOKEN is required' });
+    }
+    worker.metrics.metrics().then((text) => {
+      response.writeHead(200, { 'content-type': worker.metrics.contentType }).end(text);
+    }, fail);
   });
   return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
 }

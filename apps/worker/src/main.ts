@@ -5,7 +5,8 @@
  */
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
-import { loadWorkerConfig } from './config.js';
+import { describeRedisTopology, redactedConfig } from '@webhooks/shared';
+import { loadWorkerConfig, workerEnvSchema } from './config.js';
 import { startHealthServer } from './health-server.js';
 import { startWorker } from './worker.js';
 
@@ -14,7 +15,7 @@ const log = pino({ level: config.LOG_LEVEL, name: 'worker' });
 const worker = startWorker(config, log);
 const health =
   config.WORKER_HEALTH_PORT > 0
-    ? await startHealthServer(worker, config.HOST, config.WORKER_HEALTH_PORT)
+    ? await startHealthServer(worker, config.HOST, config.WORKER_HEALTH_PORT, config.METRICS_TOKEN)
     : null;
 
 closeWithGrace({ delay: config.DELIVERY_TIMEOUT_MS + 5_000 }, async ({ signal, err }) => {
@@ -26,9 +27,10 @@ closeWithGrace({ delay: config.DELIVERY_TIMEOUT_MS + 5_000 }, async ({ signal, e
 
 log.info(
   {
-    concurrency: config.WORKER_CONCURRENCY,
-    maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
-    backoffMs: config.DELIVERY_BACKOFF_MS,
+    config: redactedConfig(workerEnvSchema, config),
+    queues: [...config.roles],
+    redis: describeRedisTopology(config.redis),
+    keyPrefix: config.keyPrefix,
   },
   'worker started',
 );

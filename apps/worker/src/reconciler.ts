@@ -13,6 +13,7 @@ import type { Queue } from 'bullmq';
 import type { RedisConnection } from '@webhooks/shared';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '@webhooks/db';
+import type { WorkerMetrics } from './metrics.js';
 import { deliveryJob, deliveryJobId, type DeliveryJobData, type EventJobData } from '@webhooks/shared';
 
 /** What the reconciler needs. */
@@ -27,6 +28,7 @@ export interface ReconcilerDeps {
   /** RECONCILE_GRACE_MS: how far past its `next_attempt_at` a pending delivery must be, in ms. */
   graceMs: number;
   log: Logger;
+  metrics: Pick<WorkerMetrics, 'redriven'>;
 }
 
 /** What one run re-drove. */
@@ -122,6 +124,8 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
 
   return async () => {
     const report = { deliveries: await redriveDeliveries(), fanOuts: await retryFanOuts() };
+    deps.metrics.redriven.inc({ kind: 'delivery' }, report.deliveries);
+    deps.metrics.redriven.inc({ kind: 'fan_out' }, report.fanOuts);
     if (report.deliveries > 0 || report.fanOuts > 0)
       deps.log.warn(report, 'reconciler re-drove stranded work');
     return report;

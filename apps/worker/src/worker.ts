@@ -6,8 +6,9 @@
  * task runs once per interval whatever their number.
  */
 import { createRequire } from 'node:module';
-import { Job, Queue, Worker } from 'bullmq';
+import { Job, Queue, Worker, type WorkerOptions } from 'bullmq';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { createPrismaClient, type PrismaClient } from '@webhooks/db';
 import {
   createProducerConnection,
@@ -18,6 +19,7 @@ import {
   type DeliveryJobData,
   type EventJobData,
   type MaintenanceJobData,
+  type RedisConnection,
 } from '@webhooks/shared';
 import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
@@ -30,6 +32,7 @@ import {
 } from './delivery/processor.js';
 import { createDeliveryStore } from './delivery/store.js';
 import { createFanOutProcessor } from './fan-out.js';
+import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
 import { deleteExpiredRows, type RetentionReport } from './retention.js';
 
@@ -43,10 +46,16 @@ export const userAgent = `webhook-service/${version} (+https://www.standardwebho
 
 /** A started worker. */
 export interface RunningWorker {
-  events: Worker<EventJobData, number>;
-  deliveries: Worker<DeliveryJobData, DeliveryJobResult>;
+  /** The fan-out, unless WORKER_QUEUES leaves `events` out. */
+  events: Worker<EventJobData, number> | null;
+  /** The attempts, unless WORKER_QUEUES leaves `deliveries` out. */
+  deliveries: Worker<DeliveryJobData, DeliveryJobResult> | null;
   maintenance: Worker<MaintenanceJobData, ReconcileReport | RetentionReport>;
   prisma: PrismaClient;
+  /** The producer connection, for readiness checks. */
+  redis: RedisConnection;
+  /** The process's Prometheus registry. */
+  metrics: Registry;
   /** One run of the reconciler, as its scheduler runs it. */
   reconcile(): Promise<ReconcileReport>;
   /** Stops taking jobs, lets running ones finish, then closes every connection. */
@@ -76,32 +85,9 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, queueOptions);
   const eventQueue = new Queue<EventJobData>(queueNames.events, queueOptions);
   const maintenanceQueue = new Queue<MaintenanceJobData>(queueNames.maintenance, queueOptions);
-  const sender = createAttemptSender({
-    timeoutMs: config.DELIVERY_TIMEOUT_MS,
-    allowPrivate: config.CALLBACK_ALLOW_PRIVATE,
-    maxSockets: config.WORKER_CONCURRENCY,
-    userAgent,
-    dnsServers: config.dnsServers,
-    dnsTimeoutMs: config.DNS_TIMEOUT_MS,
-  });
+  const metrics = createWorkerMetrics();
+  const stopSampling = metrics.sampleQueues([eventQueue, deliveryQueue]);
   const lockDuration = config.DELIVERY_TIMEOUT_MS + 5_000;
-  const gate = createDeliveryGate({
-    redis: producer,
-    prefix: config.keyPrefix,
-    maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
-    leaseMs: lockDuration,
-    // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
-    maxParkMs: 60_000,
-    async wake(jobId) {
-      try {
-        await (await Job.fromId(deliveryQueue, jobId))?.promote();
-      } catch (error) {
-        // Not delayed (it is being parked, or already back): it asks the gate again on its own.
-        log.debug({ err: error, jobId }, 'wake-up of a parked delivery skipped');
-      }
-    },
-    log,
-  });
   const common = {
     connection: consumer,
     prefix: config.keyPrefix,
@@ -110,28 +96,17 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     stalledInterval: lockDuration,
     maxStalledCount: 3,
   };
-
-  const events = new Worker<EventJobData, number>(
-    queueNames.events,
-    createFanOutProcessor({ prisma, deliveries: deliveryQueue, maxAttempts: policy.maxAttempts, log }),
-    common,
-  );
-  const store = createDeliveryStore(prisma, {
-    disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
-    secretBox: config.secretBox,
-    async enqueueNotices(notices) {
-      try {
-        await deliveryQueue.addBulk(notices.map((notice) => deliveryJob(notice, policy.maxAttempts)));
-      } catch (error) {
-        log.warn({ err: error }, 'subscription.disabled deliveries not enqueued; the reconciler will');
-      }
-    },
-  });
-  const deliveries = new Worker<DeliveryJobData, DeliveryJobResult>(
-    queueNames.deliveries,
-    createDeliveryProcessor({ store, sender, gate, policy, maxAgeMs: config.DELIVERY_MAX_AGE * 1000, log }),
-    { ...common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },
-  );
+  const events = config.roles.has('events')
+    ? new Worker<EventJobData, number>(
+        queueNames.events,
+        createFanOutProcessor({ prisma, deliveries: deliveryQueue, maxAttempts: policy.maxAttempts, log }),
+        common,
+      )
+    : null;
+  const delivering = config.roles.has('deliveries')
+    ? startDeliveries(config, { prisma, producer, deliveryQueue, policy, lockDuration, common, log, metrics })
+    : null;
+  const deliveries = delivering?.worker ?? null;
   const reconcile = createReconciler({
     prisma,
     redis: producer,
@@ -140,6 +115,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     maxAttempts: policy.maxAttempts,
     graceMs: config.RECONCILE_GRACE_MS,
     log,
+    metrics,
   });
   const maintenance = new Worker<MaintenanceJobData, ReconcileReport | RetentionReport>(
     queueNames.maintenance,
@@ -168,8 +144,8 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   ]).catch((error: unknown) =>
     log.error({ err: error }, 'maintenance schedules not set; retried at the next start'),
   );
-  events.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
-  deliveries.on('failed', (job, error) =>
+  events?.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
+  deliveries?.on('failed', (job, error) =>
     log.debug(
       { jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error.message },
       'delivery attempt failed',
@@ -179,21 +155,95 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     log.error({ err: error, task: job?.data.task }, 'maintenance task failed'),
   );
   for (const worker of [events, deliveries, maintenance])
-    worker.on('error', (error) => log.error({ err: error }, 'worker error'));
+    worker?.on('error', (error) => log.error({ err: error }, 'worker error'));
 
   return {
     events,
     deliveries,
     maintenance,
     prisma,
+    redis: producer,
+    metrics: metrics.registry,
     reconcile,
     async close() {
-      await Promise.all([events.close(), deliveries.close(), maintenance.close()]);
+      stopSampling();
+      await Promise.all([events?.close(), deliveries?.close(), maintenance.close()]);
       await Promise.all([deliveryQueue.close(), eventQueue.close(), maintenanceQueue.close()]);
-      sender.close();
+      delivering?.sender.close();
       await prisma.$disconnect();
       producer.disconnect();
       consumer.disconnect();
     },
   };
+}
+
+/**
+ * The `deliveries` side of a worker process: its HTTP sender, the per-subscription gate, the
+ * delivery store and the BullMQ worker running the attempts.
+ */
+function startDeliveries(
+  config: WorkerConfig,
+  deps: {
+    prisma: PrismaClient;
+    producer: RedisConnection;
+    deliveryQueue: Queue<DeliveryJobData>;
+    policy: DeliveryPolicy;
+    lockDuration: number;
+    common: WorkerOptions;
+    log: Logger;
+    metrics: WorkerMetrics;
+  },
+) {
+  const { deliveryQueue, policy, log, metrics } = deps;
+  const sender = createAttemptSender({
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    allowPrivate: config.CALLBACK_ALLOW_PRIVATE,
+    maxSockets: config.WORKER_CONCURRENCY,
+    userAgent,
+    dnsServers: config.dnsServers,
+    dnsTimeoutMs: config.DNS_TIMEOUT_MS,
+  });
+  const gate = createDeliveryGate({
+    redis: deps.producer,
+    prefix: config.keyPrefix,
+    maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
+    leaseMs: deps.lockDuration,
+    // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
+    maxParkMs: 60_000,
+    async wake(jobId) {
+      try {
+        await (await Job.fromId(deliveryQueue, jobId))?.promote();
+      } catch (error) {
+        // Not delayed (it is being parked, or already back): it asks the gate again on its own.
+        log.debug({ err: error, jobId }, 'wake-up of a parked delivery skipped');
+      }
+    },
+    log,
+    metrics,
+  });
+  const store = createDeliveryStore(deps.prisma, {
+    disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
+    secretBox: config.secretBox,
+    async enqueueNotices(notices) {
+      try {
+        await deliveryQueue.addBulk(notices.map((notice) => deliveryJob(notice, policy.maxAttempts)));
+      } catch (error) {
+        log.warn({ err: error }, 'subscription.disabled deliveries not enqueued; the reconciler will');
+      }
+    },
+  });
+  const worker = new Worker<DeliveryJobData, DeliveryJobResult>(
+    queueNames.deliveries,
+    createDeliveryProcessor({
+      store,
+      sender,
+      gate,
+      policy,
+      maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
+      log,
+      metrics,
+    }),
+    { ...deps.common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },
+  );
+  return { worker, sender };
 }

@@ -41,6 +41,11 @@ export const commonEnv = {
     default: '127.0.0.1',
     description: 'Listen address of the API and of the worker health endpoint',
   }),
+  METRICS_TOKEN: Type.String({
+    default: '',
+    description:
+      'When set, `/metrics` (Prometheus) requires it as a bearer token or Basic password; open when empty',
+  }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info', description: 'pino log level' },
@@ -99,4 +104,25 @@ export function loadConfig<P extends TProperties>(
     );
   }
   return value as Static<TObject<P>>;
+}
+
+/** Variables whose value is a secret, by name (JWT_SECRET, SECRETS_ENCRYPTION_KEY, METRICS_TOKEN…). */
+const secretVariable = /SECRET|TOKEN|PASSWORD|ENCRYPTION_KEY/;
+
+/**
+ * The effective value of every variable of `schema`, for the one log line each service writes at
+ * start-up (issue #10): secrets show as `redacted` (or empty when unset), and URL passwords too.
+ */
+export function redactedConfig(schema: TObject, config: object): Record<string, unknown> {
+  const shown: Record<string, unknown> = {};
+  for (const name of Object.keys(schema.properties)) {
+    const value: unknown = (config as Record<string, unknown>)[name];
+    if (secretVariable.test(name)) shown[name] = value === '' ? '' : 'redacted';
+    else if (typeof value === 'string' && /^[a-z]+:\/\/[^/]*:[^/]*@/i.test(value)) {
+      const url = new URL(value);
+      url.password = 'redacted';
+      shown[name] = url.toString();
+    } else shown[name] = value;
+  }
+  return shown;
 }

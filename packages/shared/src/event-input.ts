@@ -39,6 +39,8 @@ export interface EventInput {
   occurredAt?: Date | string;
   /** A second publish with the same key for the same account within 24 hours enqueues nothing. */
   idempotencyKey?: string;
+  /** The request that published it (`X-Request-Id`), carried to the worker's log lines. */
+  requestId?: string;
 }
 
 /**

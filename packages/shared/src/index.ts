@@ -7,6 +7,8 @@ export * from './batching.js';
 export * from './catalogue.js';
 export * from './config.js';
 export * from './event-input.js';
+export * from './events-metric.js';
+export * from './operator-token.js';
 export * from './payload.js';
 export * from './publisher.js';
 export * from './queues.js';

@@ -8,7 +8,9 @@ import { createHash } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
+import type { Registry } from 'prom-client';
 import { batcher } from './batching.js';
+import { eventsPublishedCounter, type EventSource } from './events-metric.js';
 import { checkEventInput, type EventInput } from './event-input.js';
 import { defaultQueuePrefix, finishedJobRetention, queueNames, type EventJobData } from './queues.js';
 import {
@@ -78,6 +80,12 @@ export interface EventPublisherOptions {
   waitReplicas?: number;
   /** Longest wait for Redis per publish, in ms (default {@link defaultPublishTimeoutMs}). */
   timeoutMs?: number;
+  /**
+   * Where `webhook_events_published_total` is counted: a prom-client registry (default the global
+   * one, which an internal service exposes with its own metrics) and the `source` label (default
+   * `publisher`).
+   */
+  metrics?: { registry?: Registry; source?: EventSource };
 }
 
 /** Creates a publisher on the `events` queue. */
@@ -87,6 +95,9 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
   const connection = ownsConnection ? createProducerConnection(given) : given;
   const waitReplicas = options.waitReplicas ?? 0;
   const timeoutMs = options.timeoutMs ?? defaultPublishTimeoutMs;
+  const published = eventsPublishedCounter(options.metrics?.registry).labels(
+    options.metrics?.source ?? 'publisher',
+  );
   // Connection errors reach callers through publish() as PublishUnavailableError; unheard, ioredis
   // and BullMQ would print every reconnection failure.
   if (ownsConnection) connection.on('error', () => {});
@@ -136,9 +147,13 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
         type: input.type,
         data: input.data,
         timestamp: formatPayloadTimestamp(occurredAt),
+        ...(input.requestId === undefined ? {} : { requestId: input.requestId }),
       };
       const job = await withRedisTimeout(add({ data, idempotencyKey: input.idempotencyKey }), timeoutMs);
-      if (job.id === data.id) return { id: data.id, timestamp: data.timestamp, duplicate: false };
+      if (job.id === data.id) {
+        published.inc();
+        return { id: data.id, timestamp: data.timestamp, duplicate: false };
+      }
       const first = job.id === undefined ? undefined : await queue.getJob(job.id);
       return { id: job.id ?? data.id, timestamp: first?.data.timestamp ?? null, duplicate: true };
     },

@@ -16,6 +16,8 @@ export interface EventJobData {
   data: Record<string, unknown>;
   /** When the event occurred: the payload's `timestamp`, UTC, ISO 8601 without zone designator. */
   timestamp: string;
+  /** The `X-Request-Id` of the API request that published it, for the worker's log lines. */
+  requestId?: string;
 }
 
 /**
@@ -28,6 +30,8 @@ export interface DeliveryJobData {
   subscriptionId: string;
   /** The delivery's round this job runs (the row's `round`); 0, the first, when absent. */
   round?: number;
+  /** The event's {@link EventJobData.requestId}, when it had one: logged with every attempt. */
+  requestId?: string;
 }
 
 /**
@@ -124,13 +128,18 @@ export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOpti
  * for `Queue.add` or `addBulk`.
  */
 export function deliveryJob(
-  delivery: { eventId: string; subscriptionId: string; round: number },
+  delivery: { eventId: string; subscriptionId: string; round: number; requestId?: string },
   maxAttempts: number,
 ): { name: 'delivery'; data: DeliveryJobData; opts: JobsOptions } {
-  const { eventId, subscriptionId, round } = delivery;
+  const { eventId, subscriptionId, round, requestId } = delivery;
   return {
     name: 'delivery',
-    data: round === 0 ? { eventId, subscriptionId } : { eventId, subscriptionId, round },
+    data: {
+      eventId,
+      subscriptionId,
+      ...(round === 0 ? {} : { round }),
+      ...(requestId === undefined ? {} : { requestId }),
+    },
     opts: deliveryJobOptions(maxAttempts, deliveryJobId(eventId, subscriptionId, round)),
   };
 }

@@ -24,6 +24,7 @@ export default fp<{ redis: RedisTopology; prefix: string; waitReplicas: number }
       redis,
       prefix: options.prefix,
       waitReplicas: options.waitReplicas,
+      metrics: { registry: app.metrics, source: 'api' },
     });
     const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, {
       connection: redis,
@@ -38,5 +39,5 @@ export default fp<{ redis: RedisTopology; prefix: string; waitReplicas: number }
       redis.disconnect();
     });
   },
-  { name: 'queues' },
+  { name: 'queues', dependencies: ['metrics'] },
 );

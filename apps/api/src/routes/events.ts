@@ -37,6 +37,7 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
           data,
           occurredAt: occurred_at,
           idempotencyKey: idempotency_key,
+          requestId: request.id,
         });
       } catch (error) {
         if (error instanceof EventInputError) {

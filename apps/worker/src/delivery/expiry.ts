@@ -3,13 +3,18 @@
  * whatever held it back (an outage, a throttled or paced callback), is given up as `expired`.
  */
 
+/** When the event was accepted, in ms since the epoch: its id is a UUIDv7 (RFC 9562 section 5.7), whose first 48 bits are that time. */
+export function eventAcceptedAt(eventId: string): number {
+  return Number.parseInt(eventId.replaceAll('-', '').slice(0, 12), 16);
+}
+
 /**
  * When the job's round started, in ms since the epoch: the event's acceptance for the first round
- * (its id is a UUIDv7, RFC 9562 section 5.7, whose first 48 bits are that time), the job's creation
+ * ({@link eventAcceptedAt}), the job's creation
  * for a manual retry or a recovery.
  */
 export function roundStartedAt(eventId: string, round: number, jobCreatedAt: number): number {
-  return round === 0 ? Number.parseInt(eventId.replaceAll('-', '').slice(0, 12), 16) : jobCreatedAt;
+  return round === 0 ? eventAcceptedAt(eventId) : jobCreatedAt;
 }
 
 /** True when a round that started at `startedAt` (ms) is older than `maxAgeMs` at `now` (ms). */

@@ -16,7 +16,6 @@
  * cannot keep one. Each operation is one Lua script, atomic across workers, timed by Redis' clock
  * so that workers' clocks need not agree. Queueing, ordering and retries stay BullMQ's.
  */
-import type { RedisConnection } from '@webhooks/shared';
 import type { Logger } from 'pino';
 import {
   averageDurationMs,
@@ -25,8 +24,11 @@ import {
   nextAllowance,
   parkDelayMs,
   subscriptionGateKeys,
+  throttleState,
   type CongestionSignal,
+  type RedisConnection,
 } from '@webhooks/shared';
+import type { WorkerMetrics } from '../metrics.js';
 
 /**
  * The rate window, in ms: one second and a guard of 50 ms, so that the jitter between admitting an
@@ -137,6 +139,8 @@ export interface DeliveryGateOptions {
    */
   wake(jobId: string): Promise<void>;
   log: Logger;
+  /** Counted: a job parked, a subscription whose in-flight limit drops below the maximum. */
+  metrics: Pick<WorkerMetrics, 'parked' | 'throttled'>;
 }
 
 /** The gate's operations; `jobId` is the BullMQ job id of the delivery. */
@@ -181,7 +185,7 @@ const maxFullHints = 10_000;
 
 /** Creates the gate on `options.redis` (registering its scripts there). */
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
-  const { redis, prefix, maxInFlight, leaseMs, maxParkMs, wake, log } = options;
+  const { redis, prefix, maxInFlight, leaseMs, maxParkMs, wake, log, metrics } = options;
   redis.defineCommand('webhookGateAcquire', { numberOfKeys: 3, lua: acquireLua });
   redis.defineCommand('webhookGateRate', { numberOfKeys: 1, lua: rateLua });
   redis.defineCommand('webhookGateRelease', { numberOfKeys: 3, lua: releaseLua });
@@ -196,10 +200,13 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     { until: number; parked: number; limit: number; turnMs: number | null }
   >();
 
-  const park = (hint: { parked: number; limit: number; turnMs: number | null }): Admission => ({
-    admitted: false,
-    waitMs: parkDelayMs(hint.parked, hint.limit, hint.turnMs, maxParkMs, Math.random()),
-  });
+  const park = (hint: { parked: number; limit: number; turnMs: number | null }): Admission => {
+    metrics.parked.inc();
+    return {
+      admitted: false,
+      waitMs: parkDelayMs(hint.parked, hint.limit, hint.turnMs, maxParkMs, Math.random()),
+    };
+  };
 
   return {
     async acquire(subscriptionId, jobId) {
@@ -243,6 +250,8 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
           ? admission.allowance
           : String(nextAllowance(Number(admission.allowance), attempt.signal, maxInFlight));
       const average = averageDurationMs(admission.averageMs, heldMs);
+      const wasThrottled = throttleState(Number(admission.allowance), maxInFlight) === 'throttled';
+      if (!wasThrottled && throttleState(Number(next), maxInFlight) === 'throttled') metrics.throttled.inc();
       try {
         const woken = await commands.webhookGateRelease(
           keys.leases,

@@ -16,11 +16,12 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { attemptsBeforeRound, congestionSignal, type DeliveryJobData } from '@webhooks/shared';
 import { deferJob } from '../deferral.js';
+import { attemptStatusClass, type WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
-import { isExpired, roundStartedAt } from './expiry.js';
+import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
 import type { DeliveryGate } from './gate.js';
-import { decideOutcome } from './outcome.js';
+import { decideOutcome, type DeliveryOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
 
@@ -63,6 +64,7 @@ export interface DeliveryProcessorDeps {
   /** DELIVERY_MAX_AGE, in ms. */
   maxAgeMs: number;
   log: Logger;
+  metrics: Pick<WorkerMetrics, 'deliveries' | 'attemptDuration' | 'deliveryLatency'>;
 }
 
 /**
@@ -123,6 +125,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const round = job.data.round ?? 0;
     if (isExpired(roundStartedAt(eventId, round, job.timestamp), Date.now(), deps.maxAgeMs)) {
       await deps.store.expire({ eventId, subscriptionId, round });
+      deps.log.warn(
+        { eventId, subscriptionId, requestId: job.data.requestId, reason: 'expired' },
+        'delivery given up',
+      );
       return 'expired';
     }
     const admission = await deps.gate.acquire(subscriptionId, job.id!);
@@ -145,6 +151,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       backoffMs: deps.policy.backoffMs,
     });
     await deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
+    observe(job, delivery, result, outcome);
 
     if (outcome.kind === 'succeeded') return 'succeeded';
     const what = `${result.errorClass}: ${result.errorMessage ?? ''}`;
@@ -152,9 +159,46 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     throw new DeliveryAttemptError(what, Math.max(0, outcome.nextAttemptAt.getTime() - Date.now()));
   };
 
+  /** The recorded attempt's metrics and log line: `info` when confirmed, `warn` when given up. */
+  const observe = (
+    job: Job<DeliveryJobData>,
+    delivery: LoadedDelivery,
+    result: AttemptResult,
+    outcome: DeliveryOutcome,
+  ) => {
+    deps.metrics.attemptDuration.observe(
+      { status_class: attemptStatusClass(result) },
+      result.durationMs / 1000,
+    );
+    deps.metrics.deliveries.inc({ outcome: outcome.kind });
+    const line = {
+      deliveryId: delivery.id,
+      eventId: delivery.event.id,
+      subscriptionId: delivery.subscription.id,
+      requestId: job.data.requestId,
+      attempt: delivery.attemptsMade + 1,
+      status: result.statusCode,
+      durationMs: result.durationMs,
+    };
+    if (outcome.kind === 'succeeded') {
+      deps.metrics.deliveryLatency.observe((Date.now() - eventAcceptedAt(delivery.event.id)) / 1000);
+      deps.log.info(line, 'delivery succeeded');
+    } else if (outcome.kind === 'given_up') {
+      deps.log.warn({ ...line, error: result.errorClass, reason: outcome.reason }, 'delivery given up');
+    } else {
+      deps.log.debug(
+        { ...line, error: result.errorClass, nextAttemptAt: outcome.nextAttemptAt },
+        'delivery attempt failed',
+      );
+    }
+  };
+
   return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
     try {
-      return await run(job, token);
+      const result = await run(job, token);
+      if (result === 'cancelled' || result === 'dropped') deps.metrics.deliveries.inc({ outcome: result });
+      if (result === 'expired') deps.metrics.deliveries.inc({ outcome: 'given_up' });
+      return result;
     } catch (error) {
       if (
         error instanceof DelayedError ||
@@ -164,7 +208,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
         throw error;
       // Anything else failed around the attempt, not the callback: PostgreSQL, Redis, a stored
       // secret no key opens. None of it is the callback's attempt to lose.
-      deps.log.warn({ err: error, jobId: job.id }, 'delivery deferred: a dependency failed');
+      deps.log.warn(
+        { err: error, jobId: job.id, eventId: job.data.eventId, requestId: job.data.requestId },
+        'delivery deferred: a dependency failed',
+      );
       return deferJob(job, token);
     }
   };

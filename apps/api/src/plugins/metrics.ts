@@ -1,0 +1,51 @@
+/**
+ * Prometheus metrics of the API (issue #10) with prom-client, on a registry of the app's own:
+ * Node's process defaults, `webhook_http_request_duration_seconds{method, route, status_class}`
+ * (the route's pattern, never its path, so ids add no labels) and what other plugins register
+ * on `app.metrics` (the publisher's `webhook_events_published_total`). Served at `/metrics`,
+ * outside the account scope; with METRICS_TOKEN set it answers 401 without that token.
+ */
+import fp from 'fastify-plugin';
+import type {} from '../decorators.js';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { operatorTokenAccepted } from '@webhooks/shared';
+import { HttpProblem } from '../lib/problem.js';
+
+/** `2xx` … `5xx` of an HTTP status. */
+export function httpStatusClass(status: number): string {
+  return `${Math.floor(status / 100)}xx`;
+}
+
+export default fp<{ token: string }>(
+  async (app, options) => {
+    const registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+    const duration = new Histogram({
+      name: 'webhook_http_request_duration_seconds',
+      help: 'API requests from arrival to the last byte of the answer, in seconds, by route pattern',
+      labelNames: ['method', 'route', 'status_class'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    });
+    app.decorate('metrics', registry);
+    app.addHook('onResponse', async (request, reply) => {
+      duration.observe(
+        {
+          method: request.method,
+          route: request.routeOptions.url ?? 'unmatched',
+          status_class: httpStatusClass(reply.statusCode),
+        },
+        reply.elapsedTime / 1000,
+      );
+    });
+    app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+      if (options.token !== '' && !operatorTokenAccepted(request.headers.authorization, options.token)) {
+        throw new HttpProblem(401, 'unauthorized', 'METRICS_TOKEN is required', undefined, {
+          'www-authenticate': 'Bearer realm="metrics"',
+        });
+      }
+      return reply.type(registry.contentType).send(await registry.metrics());
+    });
+  },
+  { name: 'metrics' },
+);

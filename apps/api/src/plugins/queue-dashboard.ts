@@ -1,0 +1,48 @@
+/**
+ * The operators' queue dashboard (issue #10): bull-board at `/admin/queues`, on the `events`,
+ * `deliveries` and `maintenance` queues. Registered only when ADMIN_TOKEN is set, in a scope of its
+ * own whose every request must carry that token (bearer, or the password of Basic authentication
+ * so that a browser asks for it); a client's JWT never opens it. Without the token: 401.
+ */
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import { Queue } from 'bullmq';
+import type { FastifyPluginAsync } from 'fastify';
+import type {} from '../decorators.js';
+import { operatorTokenAccepted, queueNames } from '@webhooks/shared';
+import { HttpProblem } from '../lib/problem.js';
+
+/** Where the dashboard is served. */
+export const queueDashboardPath = '/admin/queues';
+
+const queueDashboard: FastifyPluginAsync<{ token: string; keyPrefix: string }> = async (app, options) => {
+  // Answered here, not thrown: bull-board's routes have an error handler of their own.
+  app.addHook('onRequest', async (request, reply) => {
+    if (operatorTokenAccepted(request.headers.authorization, options.token)) return;
+    const problem = new HttpProblem(401, 'unauthorized', 'ADMIN_TOKEN is required');
+    return reply
+      .code(401)
+      .header('www-authenticate', 'Basic realm="queues", charset="UTF-8"')
+      .type('application/problem+json')
+      .send(problem.toProblem(request.url));
+  });
+  const queues = Object.values(queueNames).map(
+    (name) => new Queue(name, { connection: app.redis, prefix: options.keyPrefix }),
+  );
+  for (const queue of queues)
+    queue.on('error', (error) => app.log.warn({ err: error }, 'dashboard queue error'));
+  app.addHook('onClose', async () => {
+    await Promise.all(queues.map((queue) => queue.close()));
+  });
+  const serverAdapter = new FastifyAdapter();
+  serverAdapter.setBasePath(queueDashboardPath);
+  createBullBoard({
+    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'Webhook queues' } },
+  });
+  await app.register(serverAdapter.registerPlugin(), { prefix: queueDashboardPath });
+};
+
+export default queueDashboard;

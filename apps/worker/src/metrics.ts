@@ -1,0 +1,128 @@
+/**
+ * Prometheus metrics of the worker (issue #10) with prom-client, on a registry of the process's
+ * own, served by the health server at `/metrics`. Labels stay few: no subscription, account or
+ * event ids, so a million subscriptions add no series.
+ *
+ * - `webhook_deliveries_total{outcome}`: what each delivery job run came to (`succeeded`, `retry`,
+ *   `given_up`, `cancelled`, `dropped`);
+ * - `webhook_attempt_duration_seconds{status_class}`: one observation per attempt sent;
+ * - `webhook_delivery_latency_seconds`: from the event's acceptance to its confirmation;
+ * - `webhook_queue_jobs{queue, state}`: sampled from BullMQ every {@link queueSampleIntervalMs};
+ * - `webhook_subscriptions_throttled_total`, `webhook_deliveries_parked_total` (issue #8's gate)
+ *   and `webhook_reconciler_redriven_total{kind}` (issue #9's reconciler);
+ * - Node's process defaults (`collectDefaultMetrics`).
+ */
+import type { Queue } from 'bullmq';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AttemptResult } from './delivery/attempt.js';
+
+/** How often queue lengths are read from Redis, in ms: never per scrape. */
+export const queueSampleIntervalMs = 5_000;
+
+/** The `outcome` of a delivery job run. */
+export type DeliveryMetricOutcome = 'succeeded' | 'retry' | 'given_up' | 'cancelled' | 'dropped';
+
+/** The BullMQ job states `webhook_queue_jobs` reports. */
+export const sampledJobStates = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+
+/**
+ * The `status_class` of an attempt: `2xx` … `5xx` when the callback answered, otherwise how it
+ * failed: `timeout`, `connect_error` (refused, reset, DNS), `blocked` (SSRF guard) or `other`.
+ */
+export function attemptStatusClass(result: Pick<AttemptResult, 'statusCode' | 'errorClass'>): string {
+  if (result.statusCode !== null) return `${Math.floor(result.statusCode / 100)}xx`;
+  switch (result.errorClass) {
+    case 'timeout':
+      return 'timeout';
+    case 'connection_refused':
+    case 'connection_reset':
+    case 'dns':
+      return 'connect_error';
+    case 'blocked_address':
+      return 'blocked';
+    default:
+      return 'other';
+  }
+}
+
+/** The worker's metrics. */
+export interface WorkerMetrics {
+  registry: Registry;
+  deliveries: Counter<'outcome'>;
+  attemptDuration: Histogram<'status_class'>;
+  deliveryLatency: Histogram;
+  queueJobs: Gauge<'queue' | 'state'>;
+  throttled: Counter;
+  parked: Counter;
+  redriven: Counter<'kind'>;
+  /** Reads the queues' job counts now and every {@link queueSampleIntervalMs}; returns the stop. */
+  sampleQueues(queues: Queue[]): () => void;
+}
+
+/** Creates the registry and every metric on it. */
+export function createWorkerMetrics(): WorkerMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const queueJobs = new Gauge({
+    name: 'webhook_queue_jobs',
+    help: `Jobs in each BullMQ queue by state, sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max)`,
+    labelNames: ['queue', 'state'],
+    registers,
+  });
+  return {
+    registry,
+    deliveries: new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Delivery job runs by what they came to',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    attemptDuration: new Histogram({
+      name: 'webhook_attempt_duration_seconds',
+      help: 'Attempts sent, from connecting to the last byte of the answer, in seconds',
+      labelNames: ['status_class'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    deliveryLatency: new Histogram({
+      name: 'webhook_delivery_latency_seconds',
+      help: "From the event's acceptance to its delivery's confirmation (HTTP 200), in seconds",
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+      registers,
+    }),
+    queueJobs,
+    throttled: new Counter({
+      name: 'webhook_subscriptions_throttled_total',
+      help: 'Times a subscription went from its full in-flight limit to a lowered one (it timed out or answered 429/503)',
+      registers,
+    }),
+    parked: new Counter({
+      name: 'webhook_deliveries_parked_total',
+      help: 'Delivery jobs put back to wait because their subscription had no free in-flight slot',
+      registers,
+    }),
+    redriven: new Counter({
+      name: 'webhook_reconciler_redriven_total',
+      help: 'Jobs the reconciler re-created or retried because a fault had lost or failed them',
+      labelNames: ['kind'],
+      registers,
+    }),
+    sampleQueues(queues) {
+      const sample = async () => {
+        await Promise.all(
+          queues.map(async (queue) => {
+            const counts = await queue.getJobCounts(...sampledJobStates);
+            for (const state of sampledJobStates)
+              queueJobs.set({ queue: queue.name, state }, counts[state] ?? 0);
+          }),
+        ).catch(() => {
+          // Redis is away: the last values stay, and /readyz says why.
+        });
+      };
+      void sample();
+      const timer = setInterval(() => void sample(), queueSampleIntervalMs).unref();
+      return () => clearInterval(timer);
+    },
+  };
+}

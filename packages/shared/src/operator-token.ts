@@ -1,0 +1,32 @@
+/**
+ * The check of an operator token (METRICS_TOKEN, ADMIN_TOKEN): the operator surfaces of both
+ * services (`/metrics`, `/admin/queues`) accept it as a bearer token (RFC 6750) or, so that a
+ * browser can prompt for it, as the password of HTTP Basic authentication (RFC 7617, any user
+ * name). Client JWTs never open them: they are a different secret.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+/** Compares in constant time whatever the lengths, so the answer time says nothing of the token. */
+function sameSecret(given: string, token: string): boolean {
+  return timingSafeEqual(digest(given), digest(token));
+}
+
+/**
+ * Whether an `Authorization` header value carries `token`.
+ *
+ * @param header the request's `Authorization` header, if any
+ * @param token the configured token; never empty (an empty token means the surface is off or open,
+ *   which the caller decides)
+ */
+export function operatorTokenAccepted(header: string | undefined, token: string): boolean {
+  if (header === undefined) return false;
+  const [scheme = '', credentials = ''] = header.trim().split(/\s+/, 2);
+  if (scheme.toLowerCase() === 'bearer') return sameSecret(credentials, token);
+  if (scheme.toLowerCase() === 'basic') {
+    const decoded = Buffer.from(credentials, 'base64').toString();
+    return sameSecret(decoded.slice(decoded.indexOf(':') + 1), token);
+  }
+  return false;
+}
