@@ -1,0 +1,157 @@
+/**
+ * The worker as platform teams run it (issue #10): a fan-out-only and a delivery-only process
+ * side by side (WORKER_QUEUES), their log lines traceable by event and request id, their
+ * `/metrics` moving with a delivery, a start-up line without secrets, and `/readyz` failing while
+ * Redis or PostgreSQL is unreachable.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startTestApi, testEncryptionKey, testEnv, type TestApi } from '../../../test/support/api.js';
+import { startPrivateRedis } from '../../../test/support/private-redis.js';
+import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
+import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
+import { waitFor } from '../../../test/support/wait.js';
+import { freePort } from '../../../scripts/lib/services.js';
+
+const metricsToken = 'worker-metrics-token';
+let api: TestApi;
+let receiver: Receiver;
+const spawned: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  api = await startTestApi('operations', { CALLBACK_ALLOW_PRIVATE: 'true' });
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  for (const worker of spawned) worker.child.kill('SIGKILL');
+  await receiver.close();
+  await api.close();
+});
+
+/** A worker process on the test's database and prefix, its health port returned. */
+async function startWorkerProcess(env: Record<string, string>) {
+  const port = await freePort();
+  const worker = spawnWorker({
+    ...testEnv(api.database.url, api.prefix, {
+      CALLBACK_ALLOW_PRIVATE: 'true',
+      LOG_LEVEL: 'info',
+      WORKER_HEALTH_PORT: String(port),
+      METRICS_TOKEN: metricsToken,
+    }),
+    ...env,
+  });
+  spawned.push(worker);
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor('the worker to log its start', () => worker.output.join('').includes('worker started'));
+  return { worker, base, lines: () => worker.output.join('').split('\n').filter(Boolean) };
+}
+
+const logged = (lines: string[], message: string) =>
+  lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === message);
+
+function sample(text: string, series: string): number {
+  const line = text.split('\n').find((entry) => entry.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
+describe('workers split by role', () => {
+  it('a fan-out-only and a delivery-only process deliver together, each logging its part of the event', async () => {
+    const fanOut = await startWorkerProcess({ WORKER_QUEUES: 'events' });
+    const delivery = await startWorkerProcess({ WORKER_QUEUES: 'deliveries' });
+    const subscribed = await api.app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers: api.auth('acct-ops'),
+      payload: { callback_url: `${receiver.url}/ops` },
+    });
+    const published = await api.app.inject({
+      method: 'POST',
+      url: '/api/events',
+      headers: { ...api.auth('acct-ops'), 'x-request-id': 'trace-ops-1' },
+      payload: { type: 'call.completed', data: { call_id: 'c-ops' } },
+    });
+    const eventId: string = published.json().id;
+    await waitFor('the delivery', () => receiver.at('/ops').length === 1);
+    const [succeeded] = await waitFor('the success logged', () => {
+      const lines = logged(delivery.lines(), 'delivery succeeded');
+      return lines.length > 0 && lines;
+    });
+
+    const [fannedOut] = logged(fanOut.lines(), 'event fanned out');
+    expect(fannedOut).toMatchObject({ eventId, requestId: 'trace-ops-1', deliveries: 1 });
+    expect(succeeded).toMatchObject({
+      eventId,
+      requestId: 'trace-ops-1',
+      subscriptionId: subscribed.json().id,
+      status: 200,
+      attempt: 1,
+    });
+    expect(typeof succeeded?.deliveryId).toBe('string');
+    expect(typeof succeeded?.durationMs).toBe('number');
+    expect(logged(fanOut.lines(), 'delivery succeeded')).toHaveLength(0);
+    expect(logged(delivery.lines(), 'event fanned out')).toHaveLength(0);
+    expect(fanOut.lines().filter((line) => line.includes(eventId)).length).toBeGreaterThan(0);
+
+    const [started] = logged(delivery.lines(), 'worker started');
+    expect(started).toMatchObject({ queues: ['deliveries'] });
+    expect((started?.config as Record<string, unknown>).SECRETS_ENCRYPTION_KEY).toBe('redacted');
+    expect(delivery.lines().join('\n')).not.toContain(testEncryptionKey);
+    expect(delivery.lines().join('\n')).not.toContain(metricsToken);
+
+    expect((await fetch(`${delivery.base}/metrics`)).status).toBe(401);
+    const scrape = async (base: string) =>
+      (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
+    const metrics = await scrape(delivery.base);
+    expect(sample(metrics, 'webhook_deliveries_total{outcome="succeeded"}')).toBe(1);
+    expect(sample(metrics, 'webhook_attempt_duration_seconds_count{status_class="2xx"}')).toBe(1);
+    expect(sample(metrics, 'webhook_delivery_latency_seconds_count')).toBe(1);
+    expect(metrics).toContain('webhook_reconciler_redriven_total');
+    expect(metrics).toContain('process_resident_memory_bytes');
+    await waitFor(
+      'the completed fan-out in the queue sample',
+      async () =>
+        sample(await scrape(fanOut.base), 'webhook_queue_jobs{queue="events",state="completed"}') >= 1,
+    );
+    expect(sample(await scrape(fanOut.base), 'webhook_deliveries_total{outcome="succeeded"}')).toBe(0);
+  });
+
+  it('refuses an unknown queue in WORKER_QUEUES at start, naming the variable', async () => {
+    const worker = spawnWorker(testEnv(api.database.url, api.prefix, { WORKER_QUEUES: 'events,mail' }));
+    spawned.push(worker);
+    expect(await worker.exited).not.toBe(0);
+    expect(worker.output.join('')).toContain('WORKER_QUEUES');
+  });
+});
+
+describe('/readyz', () => {
+  it('fails while Redis is unreachable, and while PostgreSQL is', async () => {
+    const redis = await startPrivateRedis();
+    try {
+      const worker = await startWorkerProcess({ REDIS_URL: redis.url });
+      const ready = async () => {
+        const response = await fetch(`${worker.base}/readyz`);
+        return {
+          status: response.status,
+          body: (await response.json()) as { checks: Record<string, string> },
+        };
+      };
+      await waitFor('readiness', async () => (await ready()).status === 200);
+      await redis.kill();
+      const down = await waitFor('readiness to fail', async () => {
+        const answer = await ready();
+        return answer.status === 503 && answer;
+      });
+      expect(down.body.checks).toMatchObject({ redis: 'unreachable', postgresql: 'ok' });
+    } finally {
+      await redis.destroy();
+    }
+    const noDatabase = await startWorkerProcess({
+      DATABASE_URL: `postgresql://postgres@127.0.0.1:${await freePort()}/none`,
+    });
+    const answer = await waitFor('Redis connected', async () => {
+      const response = await fetch(`${noDatabase.base}/readyz`);
+      const body = (await response.json()) as { checks: Record<string, string> };
+      return body.checks.redis === 'ok' && { status: response.status, checks: body.checks };
+    });
+    expect(answer).toEqual({ status: 503, checks: expect.objectContaining({ postgresql: 'unreachable' }) });
+  });
+});

@@ -1,0 +1,53 @@
+import { describe, expect, it } from '@jest/globals';
+import Type from 'typebox';
+import { operatorTokenAccepted, redactedConfig } from '../src/index.js';
+
+describe('an operator token', () => {
+  const token = 'ops-token';
+  const basic = (user: string, password: string) =>
+    `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+  it('is accepted as a bearer token or as the password of Basic authentication, any user', () => {
+    expect(operatorTokenAccepted(`Bearer ${token}`, token)).toBe(true);
+    expect(operatorTokenAccepted(`bearer  ${token}`, token)).toBe(true);
+    expect(operatorTokenAccepted(basic('anyone', token), token)).toBe(true);
+    expect(operatorTokenAccepted(basic('', `${token}`), token)).toBe(true);
+  });
+
+  it('is refused when absent, different, a prefix of it, or in another scheme', () => {
+    expect(operatorTokenAccepted(undefined, token)).toBe(false);
+    expect(operatorTokenAccepted('Bearer ops', token)).toBe(false);
+    expect(operatorTokenAccepted(`Bearer ${token}x`, token)).toBe(false);
+    expect(operatorTokenAccepted(basic(token, 'nope'), token)).toBe(false);
+    expect(operatorTokenAccepted(`Token ${token}`, token)).toBe(false);
+  });
+});
+
+describe('the configuration logged at start-up', () => {
+  const schema = Type.Object({
+    JWT_SECRET: Type.String(),
+    ADMIN_TOKEN: Type.String(),
+    DATABASE_URL: Type.String(),
+    REDIS_URL: Type.String(),
+    PORT: Type.Integer(),
+  });
+
+  it('redacts secrets and URL passwords, shows everything else, and only the schema', () => {
+    expect(
+      redactedConfig(schema, {
+        JWT_SECRET: 's3cret-s3cret',
+        ADMIN_TOKEN: '',
+        DATABASE_URL: 'postgresql://app:pa55@db:5432/webhooks',
+        REDIS_URL: 'redis://127.0.0.1:6379',
+        PORT: 3000,
+        secretBox: { key: 'x' },
+      }),
+    ).toEqual({
+      JWT_SECRET: 'redacted',
+      ADMIN_TOKEN: '',
+      DATABASE_URL: 'postgresql://app:redacted@db:5432/webhooks',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      PORT: 3000,
+    });
+  });
+});
