@@ -45,6 +45,12 @@ table.push(
   ['duplicates', summary.duplicates],
   ['latency publish → receipt p50', `${summary.latencyP50Ms.toFixed(1)} ms`],
   ['latency publish → receipt p99', `${summary.latencyP99Ms.toFixed(1)} ms`],
+  ...(summary.workerMetrics === null
+    ? []
+    : [
+        ['worker /metrics: deliveries succeeded', summary.workerMetrics.succeeded],
+        ['worker /metrics: attempts retried', summary.workerMetrics.retry],
+      ]),
 );
 console.log(table.toString());
 console.log('Delivery log of one retried delivery (GET /api/webhooks/{id}/deliveries/{delivery_id}):');

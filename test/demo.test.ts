@@ -25,6 +25,7 @@ it('the demo delivers every event of a small burst, verified, exactly once, with
     failures: 0,
     signatureFailures: 0,
     duplicates: 0,
+    workerMetrics: { succeeded: 78, retry: 2 },
   });
   const log = summary.retriedDeliveryLog as { attempts: Array<{ status_code: number }> };
   expect(log.attempts.map((attempt) => attempt.status_code)).toEqual([500, 200]);

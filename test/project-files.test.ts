@@ -24,9 +24,26 @@ describe('README', () => {
 describe('docker/', () => {
   const compose = parse(read('docker/compose.yaml'), { merge: true });
 
-  it('compose.yaml names postgres, redis, migrate, api and a scalable worker', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'migrate', 'postgres', 'redis', 'worker']);
+  it('compose.yaml names postgres, redis, migrate, api, a fan-out worker, scalable delivery workers and an optional Prometheus', () => {
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'api',
+      'fanout',
+      'migrate',
+      'postgres',
+      'prometheus',
+      'redis',
+      'worker',
+    ]);
+    expect(compose.services.fanout.environment.WORKER_QUEUES).toBe('events');
+    expect(compose.services.worker.environment.WORKER_QUEUES).toBe('deliveries');
     expect(compose.services.worker.deploy.replicas).toBeGreaterThan(1);
+    expect(compose.services.prometheus.profiles).toEqual(['metrics']);
+    const scrape = parse(read('docker/prometheus.yml'));
+    expect(scrape.scrape_configs.map((job: { job_name: string }) => job.job_name).sort()).toEqual([
+      'api',
+      'fanout',
+      'worker',
+    ]);
     expect(compose.services.redis.command.join(' ')).toMatch(
       /--appendonly yes.*--maxmemory-policy noeviction/,
     );
@@ -36,6 +53,7 @@ describe('docker/', () => {
     const known = {
       api: apiEnvSchema.properties,
       worker: workerEnvSchema.properties,
+      fanout: workerEnvSchema.properties,
       migrate: apiEnvSchema.properties,
     };
     for (const [service, properties] of Object.entries(known)) {

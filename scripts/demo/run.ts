@@ -9,6 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { createEventPublisher, eventCatalogue, type EventType } from '@webhooks/shared';
 import { createTokenMinter, developmentJwtSecret } from '@webhooks/api';
 import { startReceiver } from '../lib/receiver.js';
+import { prometheusSample } from '../lib/prometheus-sample.js';
+import { sleep, waitFor } from '../lib/wait.js';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../lib/services.js';
 import { percentile } from '../lib/stats.js';
 
@@ -47,8 +49,14 @@ export interface DemoSummary {
   latencyP99Ms: number;
   /** The delivery log of one retried delivery, as the API returns it. */
   retriedDeliveryLog: unknown;
+  /**
+   * `webhook_deliveries_total` as the worker's `/metrics` counted them (succeeded, retry), when the
+   * demo started the worker; null with API_URL.
+   */
+  workerMetrics: { succeeded: number; retry: number } | null;
 }
 
+const succeededSeries = 'webhook_deliveries_total{outcome="succeeded"}';
 const callTypes = eventCatalogue.calls.types;
 const messageTypes = eventCatalogue.messages.types;
 
@@ -66,8 +74,11 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     : `demo-${randomBytes(4).toString('hex')}`;
   const services: ServiceProcess[] = [];
   let apiUrl = options.apiUrl;
+  let metricsUrl: string | undefined;
   if (apiUrl === undefined) {
     const port = await freePort();
+    const healthPort = await freePort();
+    metricsUrl = `http://127.0.0.1:${healthPort}/metrics`;
     const env = {
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -77,6 +88,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
       DELIVERY_BACKOFF_MS: '500',
       LOG_LEVEL: 'warn',
       RATE_LIMIT_PER_MINUTE: '100000',
+      WORKER_HEALTH_PORT: String(healthPort),
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     };
     services.push(startService('api', env), startService('worker', env));
@@ -140,11 +152,19 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
       published.set(id, at);
     }
 
-    const deadline = Date.now() + (options.timeoutMs ?? 120_000);
-    while (delivered < expected && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    // A timeout is reported by the summary (ok: false), not thrown.
+    const timeoutMs = options.timeoutMs ?? 120_000;
+    await waitFor('every delivery', () => delivered >= expected, timeoutMs).catch(() => undefined);
     // Anything arriving late would be a duplicate: give it a moment to show.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
+    const scrape = async () => (metricsUrl === undefined ? null : (await fetch(metricsUrl)).text());
+    // The worker counts a delivery once it has recorded it, a moment after the receipt.
+    await waitFor(
+      'the worker to count every delivery',
+      async () =>
+        prometheusSample((await scrape()) ?? '', succeededSeries) >= delivered || metricsUrl === undefined,
+      timeoutMs,
+    ).catch(() => undefined);
 
     const failed = await Promise.all(
       [general.id, calls.id].map(
@@ -156,6 +176,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     const retriedDeliveryLog = retriedKey
       ? await findDeliveryLog(api, calls.id, retriedKey.split(' ')[1]!)
       : null;
+    const metrics = await scrape();
     await api('DELETE', general.resource_uri);
     await api('DELETE', calls.resource_uri);
     const failures = failed.reduce((a, b) => a + b, 0);
@@ -175,6 +196,13 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
       latencyP50Ms: percentile(latencies, 50),
       latencyP99Ms: percentile(latencies, 99),
       retriedDeliveryLog,
+      workerMetrics:
+        metrics === null
+          ? null
+          : {
+              succeeded: prometheusSample(metrics, succeededSeries),
+              retry: prometheusSample(metrics, 'webhook_deliveries_total{outcome="retry"}'),
+            },
     };
   } finally {
     await publisher.close();

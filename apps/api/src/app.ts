@@ -1,9 +1,12 @@
 /**
  * Builds the API service (no listening: server.ts does that, tests use `inject`). Plugins are
- * registered in dependency order: validation and errors, then PostgreSQL and Redis, then the
- * OpenAPI document and the public routes (health), then the account scope: one encapsulated
+ * registered in dependency order: validation and errors, metrics, then PostgreSQL and Redis, then
+ * the OpenAPI document and the public routes (health; the queue dashboard when ADMIN_TOKEN is
+ * set, in a scope of its own), then the account scope: one encapsulated
  * plugin whose authentication, rate limit and input guard apply to every route registered inside
  * it and to no other (issue #7), so no spelling of a path can reach account data unauthenticated.
+ * Every answer carries `X-Request-Id` (the caller's, or a new UUID), which is also in the
+ * request's log lines (`reqId`) and in the jobs of the events it publishes.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';

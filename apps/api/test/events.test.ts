@@ -45,6 +45,7 @@ describe('POST /api/events', () => {
       type: 'call.completed',
       data: { call_id: 'x' },
       timestamp: '2026-11-21T10:15:30.500',
+      requestId: response.headers['x-request-id'],
     });
     expect(await events.count()).toBe(before + 1);
   });

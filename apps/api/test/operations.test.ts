@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { queueNames, type EventJobData } from '@webhooks/shared';
+import { prometheusSample } from '../../../scripts/lib/prometheus-sample.js';
 import { startTestApi, type TestApi } from '../../../test/support/api.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 
@@ -26,12 +27,6 @@ afterAll(async () => {
   await Promise.all([open.close(), guarded.close()]);
 });
 
-/** The value of one sample of a Prometheus text exposition, 0 when absent. */
-function sample(text: string, series: string): number {
-  const line = text.split('\n').find((entry) => entry.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
-}
-
 describe('/metrics', () => {
   it('counts accepted events and times requests by route pattern, never by id', async () => {
     const before = (await open.app.inject({ url: '/metrics' })).body;
@@ -50,9 +45,9 @@ describe('/metrics', () => {
     expect(after.statusCode).toBe(200);
     expect(after.headers['content-type']).toMatch(/^text\/plain/);
     const series = 'webhook_events_published_total{source="api"}';
-    expect(sample(after.body, series) - sample(before, series)).toBe(1);
+    expect(prometheusSample(after.body, series) - prometheusSample(before, series)).toBe(1);
     expect(
-      sample(
+      prometheusSample(
         after.body,
         'webhook_http_request_duration_seconds_count{method="POST",route="/api/events",status_class="2xx"}',
       ),

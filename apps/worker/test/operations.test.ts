@@ -5,6 +5,7 @@
  * Redis or PostgreSQL is unreachable.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { prometheusSample } from '../../../scripts/lib/prometheus-sample.js';
 import { startTestApi, testEncryptionKey, testEnv, type TestApi } from '../../../test/support/api.js';
 import { startPrivateRedis } from '../../../test/support/private-redis.js';
 import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
@@ -47,11 +48,6 @@ async function startWorkerProcess(env: Record<string, string>) {
 
 const logged = (lines: string[], message: string) =>
   lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === message);
-
-function sample(text: string, series: string): number {
-  const line = text.split('\n').find((entry) => entry.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
-}
 
 describe('workers split by role', () => {
   it('a fan-out-only and a delivery-only process deliver together, each logging its part of the event', async () => {
@@ -101,17 +97,20 @@ describe('workers split by role', () => {
     const scrape = async (base: string) =>
       (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).text();
     const metrics = await scrape(delivery.base);
-    expect(sample(metrics, 'webhook_deliveries_total{outcome="succeeded"}')).toBe(1);
-    expect(sample(metrics, 'webhook_attempt_duration_seconds_count{status_class="2xx"}')).toBe(1);
-    expect(sample(metrics, 'webhook_delivery_latency_seconds_count')).toBe(1);
+    expect(prometheusSample(metrics, 'webhook_deliveries_total{outcome="succeeded"}')).toBe(1);
+    expect(prometheusSample(metrics, 'webhook_attempt_duration_seconds_count{status_class="2xx"}')).toBe(1);
+    expect(prometheusSample(metrics, 'webhook_delivery_latency_seconds_count')).toBe(1);
     expect(metrics).toContain('webhook_reconciler_redriven_total');
     expect(metrics).toContain('process_resident_memory_bytes');
     await waitFor(
       'the completed fan-out in the queue sample',
       async () =>
-        sample(await scrape(fanOut.base), 'webhook_queue_jobs{queue="events",state="completed"}') >= 1,
+        prometheusSample(await scrape(fanOut.base), 'webhook_queue_jobs{queue="events",state="completed"}') >=
+        1,
     );
-    expect(sample(await scrape(fanOut.base), 'webhook_deliveries_total{outcome="succeeded"}')).toBe(0);
+    expect(prometheusSample(await scrape(fanOut.base), 'webhook_deliveries_total{outcome="succeeded"}')).toBe(
+      0,
+    );
   });
 
   it('refuses an unknown queue in WORKER_QUEUES at start, naming the variable', async () => {
