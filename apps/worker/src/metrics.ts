@@ -4,7 +4,7 @@
  * event ids, so a million subscriptions add no series.
  *
  * - `webhook_deliveries_total{outcome}`: what each delivery job run came to (`succeeded`, `retry`,
- *   `given_up`, `cancelled`, `dropped`);
+ *   `given_up` (an expired delivery included), `cancelled`, `dropped`);
  * - `webhook_attempt_duration_seconds{status_class}`: one observation per attempt sent;
  * - `webhook_delivery_latency_seconds`: from the event's acceptance to its confirmation;
  * - `webhook_queue_jobs{queue, state}`: sampled from BullMQ every {@link queueSampleIntervalMs};

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
-import { Cluster, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import type { Registry } from 'prom-client';
 import { batcher } from './batching.js';
@@ -16,6 +16,7 @@ import { defaultQueuePrefix, finishedJobRetention, queueNames, type EventJobData
 import {
   createProducerConnection,
   effectiveKeyPrefix,
+  isRedisTopology,
   type RedisConnection,
   type RedisTopology,
 } from './redis.js';
@@ -91,8 +92,9 @@ export interface EventPublisherOptions {
 /** Creates a publisher on the `events` queue. */
 export function createEventPublisher(options: EventPublisherOptions): EventPublisher {
   const given = options.redis;
-  const ownsConnection = !(given instanceof Redis || given instanceof Cluster);
-  const connection = ownsConnection ? createProducerConnection(given) : given;
+  const ownsConnection = typeof given === 'string' || isRedisTopology(given);
+  const connection =
+    typeof given === 'string' || isRedisTopology(given) ? createProducerConnection(given) : given;
   const waitReplicas = options.waitReplicas ?? 0;
   const timeoutMs = options.timeoutMs ?? defaultPublishTimeoutMs;
   const published = eventsPublishedCounter(options.metrics?.registry).labels(

@@ -120,8 +120,16 @@ export function redisTopologyFromEnv(config: {
  * "Redis Cluster"). Every key then lives on one master: the cluster gives failover, not sharding.
  */
 export function effectiveKeyPrefix(topology: RedisTopology | RedisConnection, prefix: string): string {
-  const cluster = topology instanceof Cluster || ('mode' in topology && topology.mode === 'cluster');
+  const cluster = isRedisTopology(topology) ? topology.mode === 'cluster' : topology.isCluster;
   return cluster && !prefix.includes('{') ? `{${prefix}}` : prefix;
+}
+
+/**
+ * Whether `value` is a {@link RedisTopology} rather than a connection. Checked by shape, not
+ * `instanceof`, so that a connection made by another copy of ioredis is recognised too.
+ */
+export function isRedisTopology(value: RedisTopology | RedisConnection): value is RedisTopology {
+  return !('isCluster' in value) && typeof (value as { url?: unknown }).url === 'string';
 }
 
 /** Password, username, TLS and database of a URL, for the nodes behind sentinels or of a cluster. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigError, effectiveKeyPrefix, redisTopologyFromEnv } from '../src/index.js';
+import { Cluster, Redis } from 'ioredis';
+import { ConfigError, effectiveKeyPrefix, isRedisTopology, redisTopologyFromEnv } from '../src/index.js';
 
 const env = {
   REDIS_URL: 'redis://:pw@127.0.0.1:6379',
@@ -47,5 +48,15 @@ describe('Redis topology from the environment', () => {
     expect(effectiveKeyPrefix(cluster, 'webhooks')).toBe('{webhooks}');
     expect(effectiveKeyPrefix(cluster, '{mine}')).toBe('{mine}');
     expect(effectiveKeyPrefix(redisTopologyFromEnv(env), 'webhooks')).toBe('webhooks');
+  });
+
+  it('tells a connection from a topology by shape, and reads a connection the same way', () => {
+    const single = new Redis({ lazyConnect: true });
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    expect(isRedisTopology(single)).toBe(false);
+    expect(isRedisTopology(cluster)).toBe(false);
+    expect(isRedisTopology(redisTopologyFromEnv(env))).toBe(true);
+    expect(effectiveKeyPrefix(cluster, 'webhooks')).toBe('{webhooks}');
+    expect(effectiveKeyPrefix(single, 'webhooks')).toBe('webhooks');
   });
 });
