@@ -144,6 +144,36 @@ describe('health, readiness and documentation', () => {
     );
   });
 
+  it('names every operation with a unique operationId and a described tag, for SDK generators', async () => {
+    const document = (await api.app.inject({ method: 'GET', url: '/docs/json' })).json();
+    const operations = Object.values(
+      document.paths as Record<string, Record<string, { operationId?: string; tags?: string[] }>>,
+    ).flatMap((path) => Object.values(path));
+    const ids = operations.map((operation) => operation.operationId);
+    expect(ids.every((id) => typeof id === 'string' && /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(
+      expect.arrayContaining([
+        'createSubscription',
+        'createCallsSubscription',
+        'listSubscriptions',
+        'rotateSigningSecret',
+        'listDeliveries',
+        'retryDelivery',
+        'publishEvent',
+      ]),
+    );
+    const described = new Set(
+      (document.tags as Array<{ name: string; description: string }>)
+        .filter((tag) => tag.description)
+        .map((tag) => tag.name),
+    );
+    expect(operations.flatMap((operation) => operation.tags ?? []).every((tag) => described.has(tag))).toBe(
+      true,
+    );
+    expect(document.info.license).toEqual({ name: 'MIT', identifier: 'MIT' });
+  });
+
   it('answers unknown routes with a 404 problem', async () => {
     const response = await api.app.inject({ method: 'GET', url: '/nothing-here' });
     expect(response.statusCode).toBe(404);

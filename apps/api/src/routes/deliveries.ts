@@ -53,6 +53,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
     {
       schema: {
         tags: ['deliveries'],
+        operationId: 'listDeliveries',
         summary: 'Deliveries of a subscription, newest first',
         params: SubscriptionParams,
         querystring: DeliveryListQuery,
@@ -85,6 +86,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
     {
       schema: {
         tags: ['deliveries'],
+        operationId: 'getDelivery',
         summary: 'One delivery with its payload and every attempt',
         params: DeliveryParams,
         response: { 200: DeliveryDetail, ...problemResponses },
@@ -101,6 +103,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
     {
       schema: {
         tags: ['deliveries'],
+        operationId: 'retryDelivery',
         summary: 'Redeliver a failed delivery with a fresh round of attempts',
         params: DeliveryParams,
         response: { 202: Delivery, 409: Problem, ...problemResponses },
@@ -131,6 +134,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
     {
       schema: {
         tags: ['deliveries'],
+        operationId: 'recoverDeliveries',
         summary: 'Send again every failed or cancelled delivery of a time window',
         description:
           'Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. ' +

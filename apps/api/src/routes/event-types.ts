@@ -18,6 +18,7 @@ const eventTypes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['events'],
+        operationId: 'listEventTypes',
         summary: 'The event catalogue',
         response: { 200: EventCatalogueResponse, ...problemResponses },
       },

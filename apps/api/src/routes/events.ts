@@ -22,6 +22,7 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags: ['events'],
+        operationId: 'publishEvent',
         summary: 'Publish an event to the subscriptions of your account',
         body: EventCreate,
         response: { 202: EventAccepted, 413: Problem, ...problemResponses },

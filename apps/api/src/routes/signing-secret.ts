@@ -20,8 +20,9 @@ import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription, rotateOwnSigningSecret } from '../lib/subscription-lookup.js';
 
 const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async (app, { secretBox }) => {
-  const schema = (summary: string) => ({
+  const schema = (operationId: string, summary: string) => ({
     tags: ['subscriptions'] as string[],
+    operationId,
     summary,
     params: SubscriptionParams,
     response: { 200: SigningSecret, ...problemResponses },
@@ -34,7 +35,7 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
 
   app.get(
     '/api/webhooks/:id/secret',
-    { schema: schema('The signing secret of the deliveries') },
+    { schema: schema('getSigningSecret', 'The signing secret of the deliveries') },
     async (request, reply) => {
       const row = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       return reply.headers(noStore).send(view(row.secret, row.previousSecretExpiresAt));
@@ -43,7 +44,12 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
 
   app.post(
     '/api/webhooks/:id/secret/rotate',
-    { schema: schema('Replace the signing secret; the old one keeps signing for 24 hours') },
+    {
+      schema: schema(
+        'rotateSigningSecret',
+        'Replace the signing secret; the old one keeps signing for 24 hours',
+      ),
+    },
     async (request, reply) => {
       const row = await rotateOwnSigningSecret(
         app.prisma,

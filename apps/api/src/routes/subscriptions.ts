@@ -46,6 +46,14 @@ export interface SubscriptionRoutesOptions {
   maxPerAccount: number;
 }
 
+/**
+ * The `operationId` of a create route: `createSubscription` for every type,
+ * `createCallsSubscription` and so on per kind. SDK generators name their methods after these.
+ */
+export function createSubscriptionOperation(kind: EventKind | null): string {
+  return kind === null ? 'createSubscription' : `create${kind[0]!.toUpperCase()}${kind.slice(1)}Subscription`;
+}
+
 const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = async (app, options) => {
   const rejectBadCallback = (url: string | undefined) => {
     const error: FieldError | null =
@@ -66,6 +74,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       {
         schema: {
           tags: ['subscriptions'],
+          operationId: createSubscriptionOperation(kind),
           summary:
             kind === null
               ? 'Subscribe to every event type'
@@ -124,6 +133,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     {
       schema: {
         tags: ['subscriptions'],
+        operationId: 'listSubscriptions',
         summary: "The caller's subscriptions, oldest first",
         querystring: SubscriptionListQuery,
         response: { 200: Page(Subscription), ...problemResponses },
@@ -155,6 +165,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     {
       schema: {
         tags: ['subscriptions'],
+        operationId: 'getSubscription',
         summary: 'One subscription',
         params: SubscriptionParams,
         response: { 200: Subscription, ...problemResponses },
@@ -169,6 +180,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     {
       schema: {
         tags: ['subscriptions'],
+        operationId: 'updateSubscription',
         summary: 'Change the callback URL, the webhook_id, the rate limit or the status',
         description: 'Setting `status: "active"` re-enables a subscription disabled after failed deliveries.',
         params: SubscriptionParams,
@@ -200,6 +212,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     {
       schema: {
         tags: ['subscriptions'],
+        operationId: 'deleteSubscription',
         summary: 'Delete a subscription; its pending deliveries are dropped',
         params: SubscriptionParams,
         response: { 204: Type.Null(), ...problemResponses },
