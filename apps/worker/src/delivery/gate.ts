@@ -31,10 +31,12 @@ import {
 import type { WorkerMetrics } from '../metrics.js';
 
 /**
- * The rate window, in ms: one second and a guard of 50 ms, so that the jitter between admitting an
- * attempt and its arrival cannot put `rate_limit + 1` requests into one second at the receiver.
+ * The rate window, in ms: one second and a guard of 100 ms, so that the jitter between admitting an
+ * attempt and its arrival cannot put `rate_limit + 1` requests into one second at the receiver. A
+ * guard of 50 ms was once exceeded on a loaded 2-core CI machine; the cost is a pace up to 10%
+ * below `rate_limit`, which keeps the promise that it is never exceeded.
  */
-export const rateWindowMs = 1_050;
+export const rateWindowMs = 1_100;
 
 /** Gate state (a lowered allowance, the average duration) is forgotten after a day idle, in ms. */
 const stateTtlMs = 86_400_000;
