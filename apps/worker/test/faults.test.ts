@@ -195,11 +195,15 @@ describe('faults under load', () => {
     const { accepted } = await publishDuring(1_000, async () => {});
     // No worker yet: every delivery is still an event job; let one worker fan out, then delete.
     const worker = spawn();
+    // As long as the other waits of this file: a process starting on a loaded CI machine.
     await waitFor(
       'the fan-out',
       async () =>
         (await api.prisma.delivery.count({ where: { eventId: { in: accepted } } })) === accepted.length * 3,
-    );
+      30_000,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; the worker wrote: ${worker.output.join('').slice(-3000)}`);
+    });
     worker.child.kill('SIGKILL');
     await worker.exited;
     const queue = new Queue(queueNames.deliveries, { connection: { url: redis.url }, prefix });
