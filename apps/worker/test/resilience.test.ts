@@ -92,7 +92,8 @@ describe('graceful shutdown', () => {
     await waitFor('the worker to start', () => worker.output.join('').includes('worker started'));
     const health = (path: string) => fetch(`http://127.0.0.1:${healthPort}${path}`).then((r) => r.status);
     expect(await health('/healthz')).toBe(200);
-    expect(await health('/readyz')).toBe(200);
+    // Ready once its Redis and PostgreSQL connections answer, a moment after the start line.
+    await waitFor('the worker to be ready', async () => (await health('/readyz')) === 200);
     const { id } = await publisher.publish({ accountId: 'acct-slow', type: 'call.started', data: {} });
     await waitFor('the delivery to be under way', () => receiver.at('/slow').length === 1);
     worker.child.kill('SIGTERM');
