@@ -4,7 +4,7 @@
  */
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
-import { describeRedisTopology, redactedConfig } from '@webhooks/shared';
+import { redactedConfig } from '@webhooks/shared';
 import { apiEnvSchema, loadApiConfig } from './config.js';
 
 const config = loadApiConfig();
@@ -20,7 +20,7 @@ await app.listen({ host: config.HOST, port: config.PORT });
 app.log.info(
   {
     config: redactedConfig(apiEnvSchema, config),
-    redis: describeRedisTopology(config.redis),
+    redisMode: config.redis.mode,
     keyPrefix: config.keyPrefix,
     queueDashboard: config.ADMIN_TOKEN !== '',
   },

@@ -11,6 +11,7 @@ import {
   loadConfig,
   redisSettingsFromEnv,
   secretBoxFromEnv,
+  splitList,
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
@@ -106,10 +107,7 @@ const workerRoles: readonly WorkerRole[] = ['events', 'deliveries'];
 
 /** WORKER_QUEUES as a set. @throws ConfigError for an empty list or an unknown queue. */
 function parseRoles(value: string): Set<WorkerRole> {
-  const names = value
-    .split(',')
-    .map((name) => name.trim())
-    .filter(Boolean);
+  const names = splitList(value);
   const unknown = names.find((name) => !workerRoles.includes(name as WorkerRole));
   if (names.length === 0 || unknown !== undefined) {
     const problem = unknown === undefined ? 'empty' : `unknown queue ${JSON.stringify(unknown)}`;
@@ -122,10 +120,7 @@ function parseRoles(value: string): Set<WorkerRole> {
 
 /** DNS_SERVERS split and checked the way the resolver will read it. */
 function parseDnsServers(value: string): string[] {
-  const servers = value
-    .split(',')
-    .map((server) => server.trim())
-    .filter(Boolean);
+  const servers = splitList(value);
   try {
     new dns.Resolver().setServers(servers);
   } catch (error) {

@@ -5,7 +5,7 @@
  */
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
-import { describeRedisTopology, redactedConfig } from '@webhooks/shared';
+import { redactedConfig } from '@webhooks/shared';
 import { loadWorkerConfig, workerEnvSchema } from './config.js';
 import { startHealthServer } from './health-server.js';
 import { startWorker } from './worker.js';
@@ -29,7 +29,7 @@ log.info(
   {
     config: redactedConfig(workerEnvSchema, config),
     queues: [...config.roles],
-    redis: describeRedisTopology(config.redis),
+    redisMode: config.redis.mode,
     keyPrefix: config.keyPrefix,
   },
   'worker started',

@@ -14,6 +14,7 @@
  */
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { httpStatusClass } from '@webhooks/shared';
 import type { AttemptResult } from './delivery/attempt.js';
 
 /** How often queue lengths are read from Redis, in ms: never per scrape. */
@@ -30,7 +31,7 @@ export const sampledJobStates = ['waiting', 'active', 'delayed', 'failed', 'comp
  * failed: `timeout`, `connect_error` (refused, reset, DNS), `blocked` (SSRF guard) or `other`.
  */
 export function attemptStatusClass(result: Pick<AttemptResult, 'statusCode' | 'errorClass'>): string {
-  if (result.statusCode !== null) return `${Math.floor(result.statusCode / 100)}xx`;
+  if (result.statusCode !== null) return httpStatusClass(result.statusCode);
   switch (result.errorClass) {
     case 'timeout':
       return 'timeout';

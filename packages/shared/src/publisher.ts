@@ -92,9 +92,9 @@ export interface EventPublisherOptions {
 /** Creates a publisher on the `events` queue. */
 export function createEventPublisher(options: EventPublisherOptions): EventPublisher {
   const given = options.redis;
-  const ownsConnection = typeof given === 'string' || isRedisTopology(given);
   const connection =
     typeof given === 'string' || isRedisTopology(given) ? createProducerConnection(given) : given;
+  const ownsConnection = connection !== given;
   const waitReplicas = options.waitReplicas ?? 0;
   const timeoutMs = options.timeoutMs ?? defaultPublishTimeoutMs;
   const published = eventsPublishedCounter(options.metrics?.registry).labels(

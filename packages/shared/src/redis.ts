@@ -6,8 +6,9 @@
  * an event was not accepted.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import { ConfigError } from './config-error.js';
+import { splitList } from './env-list.js';
 
 /** A connection of any topology; both classes carry the same commands, scripts and pipelines. */
 export type RedisConnection = Redis | Cluster;
@@ -60,22 +61,21 @@ export const redisEnv = {
   }),
 };
 
+/** The validated values of {@link redisEnv}. */
+export type RedisEnv = { [K in keyof typeof redisEnv]: Static<(typeof redisEnv)[K]> };
+
 /** Parses a `host:port,host:port` list. @throws ConfigError naming `variable`. */
-export function parseRedisNodes(variable: string, value: string): RedisNode[] {
-  return value
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean)
-    .map((entry) => {
-      const match = /^(.+):(\d{1,5})$/.exec(entry);
-      const port = Number(match?.[2]);
-      if (!match || port < 1 || port > 65535) {
-        throw new ConfigError(
-          `Invalid environment variable ${variable}: ${JSON.stringify(entry)} is not host:port (comma-separated list)`,
-        );
-      }
-      return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
-    });
+function parseRedisNodes(variable: string, value: string): RedisNode[] {
+  return splitList(value).map((entry) => {
+    const match = /^(.+):(\d{1,5})$/.exec(entry);
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65535) {
+      throw new ConfigError(
+        `Invalid environment variable ${variable}: ${JSON.stringify(entry)} is not host:port (comma-separated list)`,
+      );
+    }
+    return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+  });
 }
 
 /**
@@ -85,13 +85,7 @@ export function parseRedisNodes(variable: string, value: string): RedisNode[] {
  *   `host:port` entries, or REDIS_WAIT_REPLICAS is set on a cluster (`WAIT` names no key, so
  *   a cluster client cannot send it to the master that took the event).
  */
-export function redisTopologyFromEnv(config: {
-  REDIS_URL: string;
-  REDIS_SENTINELS: string;
-  REDIS_SENTINEL_NAME: string;
-  REDIS_CLUSTER_NODES: string;
-  REDIS_WAIT_REPLICAS: number;
-}): RedisTopology {
+export function redisTopologyFromEnv(config: RedisEnv): RedisTopology {
   const sentinels = parseRedisNodes('REDIS_SENTINELS', config.REDIS_SENTINELS);
   const nodes = parseRedisNodes('REDIS_CLUSTER_NODES', config.REDIS_CLUSTER_NODES);
   if (sentinels.length > 0 && nodes.length > 0) {
@@ -132,7 +126,7 @@ export function isRedisTopology(value: RedisTopology | RedisConnection): value i
   return !('isCluster' in value) && typeof (value as { url?: unknown }).url === 'string';
 }
 
-/** Password, username, TLS and database of a URL, for the nodes behind sentinels or of a cluster. */
+/** User name, password and TLS (`rediss:`) of a URL, for the nodes behind sentinels or of a cluster. */
 function credentials(url: string): RedisOptions {
   const parsed = new URL(url);
   return {
@@ -188,22 +182,6 @@ export function createProducerConnection(topology: RedisTopology | string): Redi
   );
 }
 
-/** Where a topology points, for the start-up log line: no password. */
-export function describeRedisTopology(topology: RedisTopology): string {
-  const list = (nodes: RedisNode[]) => nodes.map((node) => `${node.host}:${node.port}`).join(',');
-  switch (topology.mode) {
-    case 'single': {
-      const url = new URL(topology.url);
-      if (url.password) url.password = 'redacted';
-      return url.toString();
-    }
-    case 'sentinel':
-      return `sentinel ${topology.name}@${list(topology.sentinels)}`;
-    case 'cluster':
-      return `cluster ${list(topology.nodes)}`;
-  }
-}
-
 /** The Redis side of a service's configuration: its topology and the key prefix in force. */
 export interface RedisSettings {
   redis: RedisTopology;
@@ -212,9 +190,7 @@ export interface RedisSettings {
 }
 
 /** {@link RedisSettings} from validated variables. @throws ConfigError as {@link redisTopologyFromEnv}. */
-export function redisSettingsFromEnv(
-  config: Parameters<typeof redisTopologyFromEnv>[0] & { QUEUE_PREFIX: string },
-): RedisSettings {
+export function redisSettingsFromEnv(config: RedisEnv & { QUEUE_PREFIX: string }): RedisSettings {
   const redis = redisTopologyFromEnv(config);
   return { redis, keyPrefix: effectiveKeyPrefix(redis, config.QUEUE_PREFIX) };
 }

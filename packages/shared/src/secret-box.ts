@@ -8,6 +8,7 @@
  * hex digits of the key's SHA-256, so decryption picks its key without trying each. A value
  * without the `enc:` prefix is a plaintext secret (no key configured, or not migrated yet).
  */
+import { splitList } from './env-list.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { ConfigError } from './config.js';
 
@@ -46,19 +47,15 @@ const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').sl
  * @throws ConfigError naming SECRETS_ENCRYPTION_KEY when a key is not 32 bytes of base64
  */
 export function parseEncryptionKeys(value: string): Buffer[] {
-  return value
-    .split(',')
-    .map((part) => part.trim())
-    .filter((part) => part !== '')
-    .map((part, index) => {
-      const key = Buffer.from(part, 'base64');
-      if (key.length !== keyBytes || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(part)) {
-        throw new ConfigError(
-          `Invalid environment variable SECRETS_ENCRYPTION_KEY: key ${index + 1} must be ${keyBytes} bytes in base64 (openssl rand -base64 32)`,
-        );
-      }
-      return key;
-    });
+  return splitList(value).map((part, index) => {
+    const key = Buffer.from(part, 'base64');
+    if (key.length !== keyBytes || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(part)) {
+      throw new ConfigError(
+        `Invalid environment variable SECRETS_ENCRYPTION_KEY: key ${index + 1} must be ${keyBytes} bytes in base64 (openssl rand -base64 32)`,
+      );
+    }
+    return key;
+  });
 }
 
 /** A {@link SecretBox} over `keys`, newest first (see {@link parseEncryptionKeys}). */

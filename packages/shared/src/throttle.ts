@@ -93,3 +93,12 @@ export function parkDelayMs(
 export function throttleState(allowance: number, max: number): ThrottleState {
   return inFlightLimit(allowance, max) < max ? 'throttled' : 'healthy';
 }
+
+/**
+ * Whether moving a subscription's allowance from `before` to `after` throttles it: its in-flight
+ * limit drops below `max` from `max` (what `webhook_subscriptions_throttled_total` counts, once
+ * per episode however far the allowance then falls).
+ */
+export function entersThrottling(before: number, after: number, max: number): boolean {
+  return throttleState(before, max) === 'healthy' && throttleState(after, max) === 'throttled';
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import Type from 'typebox';
-import { operatorTokenAccepted, redactedConfig } from '../src/index.js';
+import { httpStatusClass, operatorTokenAccepted, redactedConfig, splitList } from '../src/index.js';
 
 describe('an operator token', () => {
   const token = 'ops-token';
@@ -49,5 +49,23 @@ describe('the configuration logged at start-up', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       PORT: 3000,
     });
+  });
+});
+
+describe('configuration lists and status classes', () => {
+  it('splits a comma list, trimmed, without empty entries', () => {
+    expect(splitList(' a, b ,,c ')).toEqual(['a', 'b', 'c']);
+    expect(splitList('')).toEqual([]);
+  });
+
+  it('classes an HTTP status by its first digit', () => {
+    expect([200, 204, 301, 404, 429, 503].map(httpStatusClass)).toEqual([
+      '2xx',
+      '2xx',
+      '3xx',
+      '4xx',
+      '4xx',
+      '5xx',
+    ]);
   });
 });

@@ -1,6 +1,7 @@
 /** Unit tests of the adaptive in-flight allowance (AIMD). */
 import { describe, expect, it } from '@jest/globals';
 import {
+  entersThrottling,
   averageDurationMs,
   congestionSignal,
   inFlightLimit,
@@ -80,5 +81,15 @@ describe('averageDurationMs', () => {
   it('starts at the first sample and moves a fifth of the way to each next one', () => {
     expect(averageDurationMs(null, 40)).toBe(40);
     expect(averageDurationMs(40, 140)).toBe(60);
+  });
+});
+
+describe('entersThrottling', () => {
+  it('is true only when the in-flight limit first drops below the maximum', () => {
+    expect(entersThrottling(10, 5, 10)).toBe(true);
+    expect(entersThrottling(10, 9.5, 10)).toBe(true);
+    expect(entersThrottling(5, 2, 10)).toBe(false);
+    expect(entersThrottling(10, 10, 10)).toBe(false);
+    expect(entersThrottling(9.9, 10, 10)).toBe(false);
   });
 });

@@ -8,13 +8,8 @@
 import fp from 'fastify-plugin';
 import type {} from '../decorators.js';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import { operatorTokenAccepted } from '@webhooks/shared';
+import { httpStatusClass, operatorTokenAccepted } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
-
-/** `2xx` … `5xx` of an HTTP status. */
-export function httpStatusClass(status: number): string {
-  return `${Math.floor(status / 100)}xx`;
-}
 
 export default fp<{ token: string }>(
   async (app, options) => {

@@ -24,7 +24,7 @@ import {
   nextAllowance,
   parkDelayMs,
   subscriptionGateKeys,
-  throttleState,
+  entersThrottling,
   type CongestionSignal,
   type RedisConnection,
 } from '@webhooks/shared';
@@ -252,8 +252,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
           ? admission.allowance
           : String(nextAllowance(Number(admission.allowance), attempt.signal, maxInFlight));
       const average = averageDurationMs(admission.averageMs, heldMs);
-      const wasThrottled = throttleState(Number(admission.allowance), maxInFlight) === 'throttled';
-      if (!wasThrottled && throttleState(Number(next), maxInFlight) === 'throttled') metrics.throttled.inc();
+      if (entersThrottling(Number(admission.allowance), Number(next), maxInFlight)) metrics.throttled.inc();
       try {
         const woken = await commands.webhookGateRelease(
           keys.leases,
