@@ -9,6 +9,7 @@ import type { Config } from 'jest';
 const root = process.cwd();
 const sources: Record<string, string> = {
   '@webhooks/shared': 'packages/shared/src/index.ts',
+  '@webhooks/client': 'packages/client/src/index.ts',
   '@webhooks/db': 'packages/db/src/index.ts',
   '@webhooks/api': 'apps/api/src/index.ts',
   '@webhooks/worker': 'apps/worker/src/index.ts',
@@ -23,7 +24,7 @@ const requiredEsmPackages = ['cookie', 'content-disposition', '@apidevtools/json
 const pnpmDirs = requiredEsmPackages.map((name) => name.replace('/', '+').replace(/[.+]/g, '\\$&'));
 const requiredEsm = `/node_modules/\\.pnpm/(${pnpmDirs.join('|')})@`;
 
-const workspaces = ['packages/shared', 'packages/db', 'apps/api', 'apps/worker', 'test'];
+const workspaces = ['packages/shared', 'packages/client', 'packages/db', 'apps/api', 'apps/worker', 'test'];
 
 const project = (dir: string): Config => ({
   displayName: dir,

@@ -4,21 +4,8 @@
  * waiting until the API is ready.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-/** The repository root: the nearest folder up with pnpm-workspace.yaml (this file runs from src and dist). */
-function repositoryRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(path.join(dir, 'pnpm-workspace.yaml'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('pnpm-workspace.yaml not found above scripts/lib');
-    dir = parent;
-  }
-  return dir;
-}
+import { repositoryRoot } from './repository-root.js';
 
 const root = repositoryRoot();
 

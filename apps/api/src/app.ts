@@ -12,7 +12,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { ApiConfig } from './config.js';
+import { apiServerUrl, type ApiConfig } from './config.js';
+import { createViews } from './lib/views.js';
 import auth from './plugins/auth.js';
 import metrics from './plugins/metrics.js';
 import prisma from './plugins/prisma.js';
@@ -73,13 +74,14 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     prefix: config.keyPrefix,
     waitReplicas: config.REDIS_WAIT_REPLICAS,
   });
-  await app.register(swagger);
+  await app.register(swagger, { serverUrl: apiServerUrl(config) });
   await app.register(health);
   if (config.ADMIN_TOKEN !== '') {
     await app.register(queueDashboard, { token: config.ADMIN_TOKEN, keyPrefix: config.keyPrefix });
   }
 
   const { secretBox } = config;
+  const views = createViews(config.PUBLIC_BASE_URL);
   await app.register(async (accountScope) => {
     await accountScope.register(auth, {
       jwtKey: config.jwtKey,
@@ -98,10 +100,11 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       queuePrefix: config.keyPrefix,
       maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
       maxPerAccount: config.MAX_SUBSCRIPTIONS_PER_ACCOUNT,
+      views,
     });
     await accountScope.register(signingSecret, { secretBox });
     await accountScope.register(events);
-    await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS });
+    await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
   });
   await app.ready();
   return app;

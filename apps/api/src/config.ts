@@ -62,6 +62,17 @@ export const apiEnvSchema = Type.Object({
   }),
 });
 
+/**
+ * The API's address for its OpenAPI `servers` entry: PUBLIC_BASE_URL when set (trailing slash
+ * dropped), else `http://HOST:PORT`, with a wildcard listen address (`0.0.0.0`, `::`) shown as
+ * `localhost` and an IPv6 address in brackets (RFC 3986 section 3.2.2).
+ */
+export function apiServerUrl(config: Pick<ApiConfig, 'PUBLIC_BASE_URL' | 'HOST' | 'PORT'>): string {
+  if (config.PUBLIC_BASE_URL !== '') return config.PUBLIC_BASE_URL.replace(/\/+$/, '');
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
+}
+
 /** Fewest bytes of an HS256 JWT_SECRET (RFC 7518 section 3.2: a key at least as long as the hash). */
 export const minJwtSecretBytes = 32;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ConfigError } from '@webhooks/shared';
-import { developmentJwtSecret, loadApiConfig } from '../src/index.js';
+import { apiServerUrl, developmentJwtSecret, loadApiConfig } from '../src/index.js';
 
 const key = Buffer.alloc(32, 1).toString('base64');
 const strongSecret = 'a-production-secret-of-at-least-32-bytes';
@@ -60,5 +60,24 @@ describe('API configuration from the environment', () => {
     expect(loadApiConfig({ NODE_ENV: 'test', JWT_SECRET: developmentJwtSecret }).jwtKey.key).toBe(
       developmentJwtSecret,
     );
+  });
+
+  it.each(['hooks.example.com', 'ftp://hooks.example.com', 'https://hooks.example.com/?x=1', 'https://'])(
+    'refuses PUBLIC_BASE_URL %j, naming it',
+    (value) => {
+      expect(() => loadApiConfig({ NODE_ENV: 'test', PUBLIC_BASE_URL: value })).toThrow(
+        /environment variable PUBLIC_BASE_URL\b/,
+      );
+    },
+  );
+
+  it('names its OpenAPI server after PUBLIC_BASE_URL, else after HOST and PORT', () => {
+    const server = (env: Record<string, string>) => apiServerUrl(loadApiConfig({ NODE_ENV: 'test', ...env }));
+    expect(server({})).toBe('http://127.0.0.1:3000');
+    expect(server({ PUBLIC_BASE_URL: 'https://hooks.example.com/webhooks/' })).toBe(
+      'https://hooks.example.com/webhooks',
+    );
+    expect(server({ HOST: '0.0.0.0', PORT: '8080' })).toBe('http://localhost:8080');
+    expect(server({ HOST: '::1' })).toBe('http://[::1]:3000');
   });
 });

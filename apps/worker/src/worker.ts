@@ -14,6 +14,7 @@ import {
   createProducerConnection,
   createWorkerConnection,
   queueNames,
+  resourceLinks,
   deliveryJob,
   finishedJobRetention,
   type DeliveryJobData,
@@ -224,6 +225,7 @@ function startDeliveries(
   const store = createDeliveryStore(deps.prisma, {
     disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
     secretBox: config.secretBox,
+    links: resourceLinks(config.PUBLIC_BASE_URL),
     async enqueueNotices(notices) {
       try {
         await deliveryQueue.addBulk(notices.map((notice) => deliveryJob(notice, policy.maxAttempts)));

@@ -41,6 +41,12 @@ export const commonEnv = {
     default: '127.0.0.1',
     description: 'Listen address of the API and of the worker health endpoint',
   }),
+  PUBLIC_BASE_URL: Type.String({
+    default: '',
+    pattern: '^$|^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+    description:
+      'Absolute http(s) URL clients reach the API at (e.g. `https://hooks.example.com`): `resource_uri`, `Location`, page links and the OpenAPI `servers` entry use it; when empty, links are paths and `servers` is `http://HOST:PORT`',
+  }),
   METRICS_TOKEN: Type.String({
     default: '',
     description:

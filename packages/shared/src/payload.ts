@@ -3,18 +3,10 @@
  * `webhook_id` and `data`, with the event's own content nested in `data`, never at the top level.
  */
 import { typesReceivedBy } from './catalogue.js';
+import type { WebhookPayload } from './schemas/delivery.js';
 
-/** The body of a delivery. */
-export interface DeliveryPayload {
-  /** When the event occurred: UTC, ISO 8601 with fractional seconds, no zone designator. */
-  timestamp: string;
-  /** `<resource>.<action>`; present when the subscription can receive more than one type. */
-  type?: string;
-  /** Echo of the subscription's `webhook_id`; present only when the client gave one. */
-  webhook_id?: string;
-  /** The event's content. */
-  data: Record<string, unknown>;
-}
+/** The body of a delivery: the schema's static type (schemas/delivery.ts, WebhookPayload). */
+export type DeliveryPayload = WebhookPayload;
 
 /**
  * Builds the payload of one event for one subscription.

@@ -1,14 +1,33 @@
 /**
- * The paths of the API's resources, used as `resource_uri` (the specification's hypermedia
- * convention, section 1). Shared because the worker names subscriptions in operational events.
+ * The addresses of the API's resources, used as `resource_uri`, `Location` and page links (the
+ * specification's hypermedia convention, section 1). Shared because the worker names subscriptions
+ * in operational events.
  */
 
-/** Path of a subscription. */
-export const subscriptionUri = (id: string) => `/api/webhooks/${id}`;
+/** Addresses of the API's resources under one base. */
+export interface ResourceLinks {
+  /** The subscription collection, `{base}/api/webhooks`. */
+  subscriptions: string;
+  /** One subscription, `{base}/api/webhooks/{id}`. */
+  subscription(id: string): string;
+  /** A subscription's deliveries, `{base}/api/webhooks/{id}/deliveries`. */
+  deliveries(subscriptionId: string): string;
+  /** One delivery, `{base}/api/webhooks/{id}/deliveries/{delivery_id}`. */
+  delivery(subscriptionId: string, id: string): string;
+}
 
-/** Path of a delivery. */
-export const deliveryUri = (subscriptionId: string, id: string) =>
-  `/api/webhooks/${subscriptionId}/deliveries/${id}`;
-
-/** Path of a subscription's deliveries. */
-export const deliveriesUri = (subscriptionId: string) => `/api/webhooks/${subscriptionId}/deliveries`;
+/**
+ * The links under `baseUrl`: PUBLIC_BASE_URL (absolute, any trailing slash dropped) or `''`, which
+ * gives root-relative paths such as `/api/webhooks/{id}`.
+ */
+export function resourceLinks(baseUrl: string): ResourceLinks {
+  const subscriptions = `${baseUrl.replace(/\/+$/, '')}/api/webhooks`;
+  const subscription = (id: string) => `${subscriptions}/${id}`;
+  const deliveries = (subscriptionId: string) => `${subscription(subscriptionId)}/deliveries`;
+  return {
+    subscriptions,
+    subscription,
+    deliveries,
+    delivery: (subscriptionId, id) => `${deliveries(subscriptionId)}/${id}`,
+  };
+}

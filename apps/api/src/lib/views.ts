@@ -1,14 +1,13 @@
 /**
  * Database rows to wire resources (snake_case, ISO 8601 dates, `resource_uri` links as the
- * specification's hypermedia convention asks, section 1).
+ * specification's hypermedia convention asks, section 1), and the collection pages that list them.
+ * Every address a response carries is built here, under PUBLIC_BASE_URL when it is set.
  */
 import type { Delivery, DeliveryAttempt, Event, Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   buildDeliveryPayload,
-  deliveriesUri,
-  deliveryUri,
-  subscriptionUri,
   formatPayloadTimestamp,
+  resourceLinks,
   typesReceivedBy,
   type DeliveryThrottle,
   type Delivery as DeliveryView,
@@ -16,72 +15,103 @@ import {
   type Subscription,
 } from '@webhooks/shared';
 
-export { deliveriesUri, deliveryUri, subscriptionUri };
+import { pageEnvelope, type PageRequest } from './pagination.js';
+
+type DeliveryRow = Delivery & { event: Pick<Event, 'type'> };
+
+/** The presenters of one API, bound to its base URL. */
+export type Views = ReturnType<typeof createViews>;
 
 /**
- * A subscription row as the API returns it (never with its secret), with its current pacing
- * (`delivery`, read from the delivery gate in Redis).
+ * The presenters under `baseUrl` (PUBLIC_BASE_URL, or `''` for root-relative links).
  */
-export function toSubscription(row: SubscriptionRow, throttle: DeliveryThrottle): Subscription {
-  return {
-    id: row.id,
-    resource_uri: subscriptionUri(row.id),
-    callback_url: row.callbackUrl,
-    webhook_id: row.webhookId,
-    account_id: row.accountId,
-    kind: row.kind as Subscription['kind'],
-    event_types: [...typesReceivedBy(row.kind)],
-    status: row.status,
-    rate_limit: row.rateLimit,
-    delivery: throttle,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
-  };
-}
+export function createViews(baseUrl: string) {
+  const links = resourceLinks(baseUrl);
 
-/** A delivery row with its event's type, as listed. */
-export function toDelivery(row: Delivery & { event: Pick<Event, 'type'> }): DeliveryView {
-  return {
-    id: row.id,
-    resource_uri: deliveryUri(row.subscriptionId, row.id),
-    subscription: { resource_uri: subscriptionUri(row.subscriptionId) },
-    event_id: row.eventId,
-    type: row.event.type,
-    status: row.status,
-    attempts_made: row.attemptsMade,
-    last_status_code: row.lastStatusCode,
-    last_error: row.lastError,
-    next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
-  };
-}
+  /**
+   * A subscription row as the API returns it (never with its secret), with its current pacing
+   * (`delivery`, read from the delivery gate in Redis).
+   */
+  function subscription(row: SubscriptionRow, throttle: DeliveryThrottle): Subscription {
+    return {
+      id: row.id,
+      resource_uri: links.subscription(row.id),
+      callback_url: row.callbackUrl,
+      webhook_id: row.webhookId,
+      account_id: row.accountId,
+      kind: row.kind as Subscription['kind'],
+      event_types: [...typesReceivedBy(row.kind)],
+      status: row.status,
+      rate_limit: row.rateLimit,
+      delivery: throttle,
+      created_at: row.createdAt.toISOString(),
+      updated_at: row.updatedAt.toISOString(),
+    };
+  }
 
-/** A delivery with the payload it sends and every attempt, oldest first. */
-export function toDeliveryDetail(
-  row: Delivery & { event: Event; attempts: DeliveryAttempt[] },
-  subscription: Pick<SubscriptionRow, 'kind' | 'webhookId'>,
-): DeliveryDetail {
-  const payload = buildDeliveryPayload(
-    {
-      timestamp: formatPayloadTimestamp(row.event.occurredAt),
+  /** A delivery row with its event's type, as listed. */
+  function delivery(row: DeliveryRow): DeliveryView {
+    return {
+      id: row.id,
+      resource_uri: links.delivery(row.subscriptionId, row.id),
+      subscription: { resource_uri: links.subscription(row.subscriptionId) },
+      event_id: row.eventId,
       type: row.event.type,
-      data: row.event.data as Record<string, unknown>,
-    },
-    subscription,
-  );
+      status: row.status,
+      attempts_made: row.attemptsMade,
+      last_status_code: row.lastStatusCode,
+      last_error: row.lastError,
+      next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
+      created_at: row.createdAt.toISOString(),
+      updated_at: row.updatedAt.toISOString(),
+    };
+  }
+
   return {
-    ...toDelivery(row),
-    payload: { ...payload },
-    attempts: row.attempts.map((attempt) => ({
-      attempt_number: attempt.attemptNumber,
-      started_at: attempt.startedAt.toISOString(),
-      duration_ms: attempt.durationMs,
-      status_code: attempt.statusCode,
-      error: attempt.errorClass,
-      error_message: attempt.errorMessage,
-      response_body: attempt.responseBody,
-      in_flight_limit: attempt.inFlightLimit,
-    })),
+    subscription,
+    delivery,
+    /** A delivery with the payload it sends and every attempt, oldest first. */
+    deliveryDetail(
+      row: Delivery & { event: Event; attempts: DeliveryAttempt[] },
+      owner: Pick<SubscriptionRow, 'kind' | 'webhookId'>,
+    ): DeliveryDetail {
+      const payload = buildDeliveryPayload(
+        {
+          timestamp: formatPayloadTimestamp(row.event.occurredAt),
+          type: row.event.type,
+          data: row.event.data as Record<string, unknown>,
+        },
+        owner,
+      );
+      return {
+        ...delivery(row),
+        payload: { ...payload },
+        attempts: row.attempts.map((attempt) => ({
+          attempt_number: attempt.attemptNumber,
+          started_at: attempt.startedAt.toISOString(),
+          duration_ms: attempt.durationMs,
+          status_code: attempt.statusCode,
+          error: attempt.errorClass,
+          error_message: attempt.errorMessage,
+          response_body: attempt.responseBody,
+          in_flight_limit: attempt.inFlightLimit,
+        })),
+      };
+    },
+    /** One page of the account's subscriptions, with links carrying the query's filters. */
+    subscriptionsPage: (
+      query: Record<string, unknown>,
+      page: PageRequest,
+      count: number,
+      results: Subscription[],
+    ) => pageEnvelope(links.subscriptions, query, page, count, results),
+    /** One page of a subscription's deliveries (rows), with links carrying the query's filters. */
+    deliveriesPage: (
+      subscriptionId: string,
+      query: Record<string, unknown>,
+      page: PageRequest,
+      count: number,
+      rows: DeliveryRow[],
+    ) => pageEnvelope(links.deliveries(subscriptionId), query, page, count, rows.map(delivery)),
   };
 }

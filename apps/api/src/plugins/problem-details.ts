@@ -1,10 +1,12 @@
 /**
  * The one error handler: every 4xx and 5xx leaves as RFC 9457 problem details
  * (`application/problem+json`), validation failures list each field with its JSON pointer, and
- * 5xx details are logged (with the request id), never returned. PostgreSQL or Redis unavailable is
+ * 5xx details are logged (with the request id), never returned. It registers the `Problem` schema
+ * that every route's problem responses reference. PostgreSQL or Redis unavailable is
  * a 503 with `Retry-After`, never a 500 (issue #7); a 500 means a bug.
  */
 import fp from 'fastify-plugin';
+import { Problem } from '@webhooks/shared';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isInfrastructureError, serviceUnavailable } from '../lib/infrastructure-error.js';
 import { HttpProblem, type FieldError } from '../lib/problem.js';
@@ -43,6 +45,8 @@ function send(reply: FastifyReply, request: FastifyRequest, problem: HttpProblem
 
 export default fp(
   async (app) => {
+    // Shared, so every problem response references one schema (lib/route-schemas.ts, problemResponse).
+    app.addSchema(Problem);
     app.setErrorHandler((error: FastifyError, request, reply) => {
       if (error instanceof HttpProblem) return send(reply, request, error);
       if (error.validation) {

@@ -1,10 +1,20 @@
-/** The OpenAPI 3.1 document at /docs/json and Swagger UI at /docs, built from the route schemas. */
+/**
+ * The OpenAPI 3.1 document at /docs/json and Swagger UI at /docs, built from the route schemas.
+ * `packages/client` is generated from it (`pnpm openapi`), and `pnpm lint` holds it to Redocly's
+ * recommended rules.
+ */
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 
-export default fp(
-  async (app) => {
+/** Options of the OpenAPI plugin. */
+export interface SwaggerOptions {
+  /** The `servers` entry: where clients reach this API (config.ts, apiServerUrl). */
+  serverUrl: string;
+}
+
+export default fp<SwaggerOptions>(
+  async (app, options) => {
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
@@ -31,9 +41,13 @@ export default fp(
             description: 'The event catalogue, and publishing events as a client application',
           },
         ],
+        servers: [{ url: options.serverUrl, description: 'This installation' }],
         components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
         security: [{ bearer: [] }],
       },
+      // Shared schemas keep their $id as their component name (`Problem`, `Subscription`), which
+      // is what generated clients name their types after.
+      refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
   },

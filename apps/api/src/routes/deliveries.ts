@@ -10,16 +10,20 @@ import {
   DeliveryDetail,
   DeliveryListQuery,
   Page,
-  Problem,
   RecoverAccepted,
   RecoverRequest,
 } from '@webhooks/shared';
-import { pageEnvelope, pageRequest } from '../lib/pagination.js';
+import { pageRequest } from '../lib/pagination.js';
 import { HttpProblem, notFound } from '../lib/problem.js';
 import { startRounds } from '../lib/redelivery.js';
-import { DeliveryParams, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
+import {
+  DeliveryParams,
+  problemResponse,
+  problemResponses,
+  SubscriptionParams,
+} from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
-import { deliveriesUri, toDelivery, toDeliveryDetail } from '../lib/views.js';
+import type { Views } from '../lib/views.js';
 
 /**
  * How far past the start of the requested page the delivery list counts, in rows: `count` is
@@ -35,7 +39,7 @@ const recoverBatch = 1_000;
 const disabledConflict = () =>
   new HttpProblem(409, 'conflict', 'The subscription is disabled; set its status to active first');
 
-const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (app, options) => {
+const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views }> = async (app, options) => {
   const redelivery = { prisma: app.prisma, queue: app.deliveryQueue, maxAttempts: options.maxAttempts };
   const findDelivery = async (subscriptionId: string, deliveryId: string) => {
     const row = isUuid(deliveryId)
@@ -77,7 +81,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
           take: page.pageSize,
         }),
       ]);
-      return pageEnvelope(deliveriesUri(subscription.id), request.query, page, count, rows.map(toDelivery));
+      return options.views.deliveriesPage(subscription.id, request.query, page, count, rows);
     },
   );
 
@@ -94,7 +98,10 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
     },
     async (request) => {
       const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      return toDeliveryDetail(await findDelivery(subscription.id, request.params.delivery_id), subscription);
+      return options.views.deliveryDetail(
+        await findDelivery(subscription.id, request.params.delivery_id),
+        subscription,
+      );
     },
   );
 
@@ -106,7 +113,11 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
         operationId: 'retryDelivery',
         summary: 'Redeliver a failed delivery with a fresh round of attempts',
         params: DeliveryParams,
-        response: { 202: Delivery, 409: Problem, ...problemResponses },
+        response: {
+          202: Delivery,
+          409: problemResponse('The delivery is not failed or cancelled, or the subscription is disabled'),
+          ...problemResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -125,7 +136,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
         where: { id: delivery.id },
         include: { event: { select: { type: true } } },
       });
-      return reply.code(202).send(toDelivery(row));
+      return reply.code(202).send(options.views.delivery(row));
     },
   );
 
@@ -141,7 +152,11 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number }> = async (ap
           'Deliveries already pending are left as they are, so recovering twice sends nothing twice.',
         params: SubscriptionParams,
         body: RecoverRequest,
-        response: { 202: RecoverAccepted, 409: Problem, ...problemResponses },
+        response: {
+          202: RecoverAccepted,
+          409: problemResponse('The subscription is disabled: set its status to active first'),
+          ...problemResponses,
+        },
       },
     },
     async (request, reply) => {

@@ -9,12 +9,11 @@ import {
   EventCreate,
   EventInputError,
   formatPayloadTimestamp,
-  Problem,
   PublishUnavailableError,
 } from '@webhooks/shared';
 import { serviceUnavailable } from '../lib/infrastructure-error.js';
 import { HttpProblem } from '../lib/problem.js';
-import { problemResponses } from '../lib/route-schemas.js';
+import { payloadTooLarge, problemResponses } from '../lib/route-schemas.js';
 
 const events: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -25,7 +24,7 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'publishEvent',
         summary: 'Publish an event to the subscriptions of your account',
         body: EventCreate,
-        response: { 202: EventAccepted, 413: Problem, ...problemResponses },
+        response: { 202: EventAccepted, 413: payloadTooLarge, ...problemResponses },
       },
     },
     async (request, reply) => {

@@ -14,7 +14,6 @@ import {
   eventKinds,
   generateSigningSecret,
   Page,
-  Problem,
   readDeliveryThrottles,
   Subscription,
   SubscriptionCreate,
@@ -25,11 +24,16 @@ import {
   type SecretBox,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
-import { pageEnvelope, pageRequest } from '../lib/pagination.js';
+import { pageRequest } from '../lib/pagination.js';
 import { HttpProblem, type FieldError } from '../lib/problem.js';
-import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
+import {
+  payloadTooLarge,
+  problemResponse,
+  problemResponses,
+  SubscriptionParams,
+} from '../lib/route-schemas.js';
 import { deleteOwnSubscription, findOwnSubscription } from '../lib/subscription-lookup.js';
-import { toSubscription } from '../lib/views.js';
+import type { Views } from '../lib/views.js';
 import { noStore } from '../lib/headers.js';
 
 /** Options of the subscription routes. */
@@ -44,6 +48,8 @@ export interface SubscriptionRoutesOptions {
   maxInFlight: number;
   /** MAX_SUBSCRIPTIONS_PER_ACCOUNT. */
   maxPerAccount: number;
+  /** Presenters under PUBLIC_BASE_URL. */
+  views: Views;
 }
 
 /**
@@ -64,7 +70,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
   const present = async (rows: SubscriptionRow[]) => {
     const ids = rows.map((row) => row.id);
     const throttles = await readDeliveryThrottles(app.redis, options.queuePrefix, ids, options.maxInFlight);
-    return rows.map((row) => toSubscription(row, throttles.get(row.id)!));
+    return rows.map((row) => options.views.subscription(row, throttles.get(row.id)!));
   };
   const presentOne = async (row: SubscriptionRow) => (await present([row]))[0]!;
 
@@ -82,9 +88,9 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           body: SubscriptionCreate,
           response: {
             201: SubscriptionCreated,
-            403: Problem,
-            409: Problem,
-            413: Problem,
+            403: problemResponse('`account_id` differs from the account of the token'),
+            409: problemResponse('The account has MAX_SUBSCRIPTIONS_PER_ACCOUNT subscriptions already'),
+            413: payloadTooLarge,
             ...problemResponses,
           },
         },
@@ -156,7 +162,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           take: page.pageSize,
         }),
       ]);
-      return pageEnvelope('/api/webhooks', request.query, page, count, await present(rows));
+      return options.views.subscriptionsPage(request.query, page, count, await present(rows));
     },
   );
 
@@ -185,7 +191,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         description: 'Setting `status: "active"` re-enables a subscription disabled after failed deliveries.',
         params: SubscriptionParams,
         body: SubscriptionUpdate,
-        response: { 200: Subscription, 413: Problem, ...problemResponses },
+        response: { 200: Subscription, 413: payloadTooLarge, ...problemResponses },
       },
     },
     async (request) => {

@@ -4,7 +4,7 @@
  * PostgreSQL, data-modifying CTEs included, so every write stays all-or-nothing.
  */
 import type { PrismaClient } from '@webhooks/db';
-import { batcher, kindOfType, subscriptionUri, type BatchOptions, type SecretBox } from '@webhooks/shared';
+import { batcher, kindOfType, type BatchOptions, type ResourceLinks, type SecretBox } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import { failureRunChanges, failureRunEffect } from './auto-disable.js';
 import type { DeliveryOutcome } from './outcome.js';
@@ -76,6 +76,8 @@ export interface DeliveryStoreOptions {
   disableAfter: number;
   /** Opens the stored signing secrets (SECRETS_ENCRYPTION_KEY). */
   secretBox: SecretBox;
+  /** Addresses under PUBLIC_BASE_URL, for the `resource_uri` of `subscription.disabled` events. */
+  links: ResourceLinks;
   /**
    * Enqueues the deliveries of `subscription.disabled` events once they are stored. It must not
    * throw: a delivery it could not enqueue stays pending, and the reconciler re-drives it.
@@ -227,7 +229,7 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
         INSERT INTO events (id, account_id, type, data, occurred_at)
         SELECT uuid_generate_v7(), d.account_id, ${disabledEventType},
                jsonb_build_object(
-                 'subscription_id', d.id, 'resource_uri', ${subscriptionUri('')} || d.id::text,
+                 'subscription_id', d.id, 'resource_uri', ${options.links.subscription('')} || d.id::text,
                  'callback_url', d.callback_url, 'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
                now()
         FROM disabled d

@@ -52,12 +52,32 @@ export const Delivery = Type.Object({
 });
 export type Delivery = Static<typeof Delivery>;
 
+/**
+ * The JSON body POSTed to a callback URL (specification section 3; built by payload.ts,
+ * buildDeliveryPayload). A component of its own, so clients type what their receivers parse.
+ */
+export const WebhookPayload = Type.Object(
+  {
+    timestamp: Type.String({ description: 'When the event occurred: UTC, ISO 8601, no zone designator' }),
+    type: Type.Optional(
+      Type.String({
+        description:
+          'Event type, `<resource>.<action>`; present when the subscription receives more than one type',
+      }),
+    ),
+    webhook_id: Type.Optional(
+      Type.String({ description: "The subscription's `webhook_id`; present only when one was given" }),
+    ),
+    data: Type.Record(Type.String(), Type.Unknown(), { description: 'The content of the event' }),
+  },
+  { $id: 'WebhookPayload', description: 'The JSON body POSTed to the callback' },
+);
+export type WebhookPayload = Static<typeof WebhookPayload>;
+
 /** A delivery read alone: with the payload sent and every attempt. */
 export const DeliveryDetail = Type.Object({
   ...Delivery.properties,
-  payload: Type.Record(Type.String(), Type.Unknown(), {
-    description: 'The JSON body POSTed to the callback',
-  }),
+  payload: WebhookPayload,
   attempts: Type.Array(DeliveryAttempt),
 });
 export type DeliveryDetail = Static<typeof DeliveryDetail>;
