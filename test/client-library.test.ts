@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
@@ -8,13 +9,15 @@ import {
   type WebhookClient,
 } from '@webhooks/client';
 import { documentPath, documentSource, schemaPath, schemaSource } from '../scripts/openapi.js';
+import { repositoryRoot } from '../scripts/lib/repository-root.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from './support/wait.js';
 
 let stack: TestStack;
 let client: WebhookClient;
 beforeAll(async () => {
-  stack = await startTestStack('client');
+  // One attempt per round, so a failing callback gives a failed delivery to retry at once.
+  stack = await startTestStack('client', { DELIVERY_MAX_ATTEMPTS: '1' });
   await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = stack.api.app.server.address() as AddressInfo;
   client = createWebhookClient({ baseUrl: `http://127.0.0.1:${port}/`, token: stack.api.token('acme') });
@@ -63,6 +66,35 @@ describe('packages/client, generated from the OpenAPI document', () => {
     });
   });
 
+  it('lists a failed delivery and retries it until the callback confirms', async () => {
+    stack.receiver.script('/flaky', [500, 200]);
+    const { data: subscription } = await client.POST('/api/webhooks/messages', {
+      body: { callback_url: `${stack.receiver.url}/flaky` },
+    });
+    const id = subscription!.id;
+    await client.POST('/api/events', { body: { type: 'message.failed', data: { message_id: 'm-2' } } });
+    const failed = await waitFor('the failed delivery', async () => {
+      const { data } = await client.GET('/api/webhooks/{id}/deliveries', {
+        params: { path: { id }, query: { status: 'failed' } },
+      });
+      return data!.results[0];
+    });
+    const retried = await client.POST('/api/webhooks/{id}/deliveries/{delivery_id}/retry', {
+      params: { path: { id, delivery_id: failed.id } },
+    });
+    expect(retried.response.status).toBe(202);
+    await waitFor('the retried delivery to succeed', async () => {
+      const { data } = await client.GET('/api/webhooks/{id}/deliveries/{delivery_id}', {
+        params: { path: { id, delivery_id: failed.id } },
+      });
+      return data!.status === 'succeeded';
+    });
+    expect(stack.receiver.at('/flaky').map((request) => JSON.parse(request.body).data)).toEqual([
+      { message_id: 'm-2' },
+      { message_id: 'm-2' },
+    ]);
+  });
+
   it('surfaces a failed call as its problem details, naming the field', async () => {
     const { data, error, response } = await client.POST('/api/webhooks', {
       body: { callback_url: 'not a url' },
@@ -71,5 +103,17 @@ describe('packages/client, generated from the OpenAPI document', () => {
     expect(response.status).toBe(400);
     expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(error).toMatchObject({ status: 400, errors: [{ pointer: '/callback_url' }] });
+  });
+});
+
+describe('README, "Client library"', () => {
+  it('shows the example that compiles with the build, line for line', async () => {
+    const root = repositoryRoot();
+    const example = await readFile(
+      path.join(root, 'packages/client/examples/subscribe-and-receive.ts'),
+      'utf8',
+    );
+    const readme = await readFile(path.join(root, 'README.md'), 'utf8');
+    expect(readme).toContain(`\n\`\`\`ts\n${example}\`\`\`\n`);
   });
 });

@@ -1,5 +1,6 @@
 /**
- * The end-to-end demo (issue #5): a client application subscribes through the HTTP API, internal
+ * The end-to-end demo (issue #5): a client application subscribes through the HTTP API (with
+ * `@webhooks/client`, as a client app would), internal
  * services publish a burst of events, and the client receives every one of them, signed and
  * verified, with the retries of a callback that fails its first answers. Returns a summary; the
  * caller prints it. `ok` is true only when every expected delivery arrived, verified, exactly once
@@ -8,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { createEventPublisher, eventCatalogue, type EventType } from '@webhooks/shared';
 import { createTokenMinter, developmentJwtSecret } from '@webhooks/api';
+import { createWebhookClient, type WebhookClient } from '@webhooks/client';
 import { startReceiver } from '../lib/receiver.js';
 import { prometheusSample } from '../lib/prometheus-sample.js';
 import { sleep, waitFor } from '../lib/wait.js';
@@ -97,16 +99,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   const publisher = createEventPublisher({ redis: redisUrl, prefix });
   const account = `demo-${randomBytes(4).toString('hex')}`;
   const token = createTokenMinter({ secret: jwtSecret })(account);
-  const api = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${apiUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
+  const client = createWebhookClient({ baseUrl: apiUrl, token });
 
   const secrets = new Map<string, string>();
   const published = new Map<string, number>();
@@ -126,11 +119,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   let expected = 0;
   try {
     await waitUntilReady(apiUrl);
-    const general = await api('POST', '/api/webhooks', { callback_url: `${receiver.url}/all` });
-    const calls = await api('POST', '/api/webhooks/calls', {
-      callback_url: `${receiver.url}/calls`,
-      webhook_id: 'crm-calls',
-    });
+    const general = succeeded(
+      await client.POST('/api/webhooks', { body: { callback_url: `${receiver.url}/all` } }),
+    );
+    const calls = succeeded(
+      await client.POST('/api/webhooks/calls', {
+        body: { callback_url: `${receiver.url}/calls`, webhook_id: 'crm-calls' },
+      }),
+    );
     secrets.set('/all', general.secret).set('/calls', calls.secret);
 
     const types: EventType[] = Array.from({ length: eventCount + apiEventCount }, (_, i) =>
@@ -148,7 +144,9 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     );
     for (const [i, type] of types.slice(eventCount).entries()) {
       const at = performance.timeOrigin + performance.now();
-      const { id } = await api('POST', '/api/events', { type, data: demoData(type, eventCount + i) });
+      const { id } = succeeded(
+        await client.POST('/api/events', { body: { type, data: demoData(type, eventCount + i) } }),
+      );
       published.set(id, at);
     }
 
@@ -169,16 +167,21 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     const failed = await Promise.all(
       [general.id, calls.id].map(
         async (id) =>
-          (await api('GET', `/api/webhooks/${id}/deliveries?status=failed&page_size=1`)).count as number,
+          succeeded(
+            await client.GET('/api/webhooks/{id}/deliveries', {
+              params: { path: { id }, query: { status: 'failed', page_size: 1 } },
+            }),
+          ).count,
       ),
     );
     const retriedKey = [...receiver.retried][0];
     const retriedDeliveryLog = retriedKey
-      ? await findDeliveryLog(api, calls.id, retriedKey.split(' ')[1]!)
+      ? await findDeliveryLog(client, calls.id, retriedKey.split(' ')[1]!)
       : null;
     const metrics = await scrape();
-    await api('DELETE', general.resource_uri);
-    await api('DELETE', calls.resource_uri);
+    for (const { id } of [general, calls]) {
+      succeeded(await client.DELETE('/api/webhooks/{id}', { params: { path: { id } } }));
+    }
     const failures = failed.reduce((a, b) => a + b, 0);
     return {
       ok:
@@ -230,21 +233,39 @@ function demoData(type: EventType, i: number): Record<string, unknown> {
   };
 }
 
+/**
+ * The answer of a call that succeeded.
+ *
+ * @throws Error with the problem details the API answered instead
+ */
+function succeeded<T>(result: { data?: T; error?: unknown; response: Response }): T {
+  if (result.error !== undefined || !result.response.ok) {
+    const { url, status } = result.response;
+    throw new Error(`${url} answered ${status}: ${JSON.stringify(result.error)}`);
+  }
+  return result.data as T;
+}
+
 /** The delivery (with its attempts) of event `eventId` to subscription `subscriptionId`. */
 async function findDeliveryLog(
-  api: (
-    method: string,
-    path: string,
-  ) => Promise<{ results: Array<{ event_id: string; resource_uri: string }>; next: string | null }>,
+  client: WebhookClient,
   subscriptionId: string,
   eventId: string,
 ): Promise<unknown> {
-  let path: string | null = `/api/webhooks/${subscriptionId}/deliveries?page_size=100`;
-  while (path) {
-    const page: Awaited<ReturnType<typeof api>> = await api('GET', path);
-    const found = page.results.find((delivery) => delivery.event_id === eventId);
-    if (found) return api('GET', found.resource_uri);
-    path = page.next;
+  for (let page = 1; ; page += 1) {
+    const deliveries = succeeded(
+      await client.GET('/api/webhooks/{id}/deliveries', {
+        params: { path: { id: subscriptionId }, query: { page, page_size: 100 } },
+      }),
+    );
+    const found = deliveries.results.find((delivery) => delivery.event_id === eventId);
+    if (found) {
+      return succeeded(
+        await client.GET('/api/webhooks/{id}/deliveries/{delivery_id}', {
+          params: { path: { id: subscriptionId, delivery_id: found.id } },
+        }),
+      );
+    }
+    if (deliveries.next === null) return null;
   }
-  return null;
 }
