@@ -11,6 +11,7 @@ COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 COPY packages/shared/package.json packages/shared/
 COPY packages/db/package.json packages/db/
+COPY packages/client/package.json packages/client/
 
 FROM base AS build
 RUN pnpm install --frozen-lockfile
