@@ -14,7 +14,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiServerUrl, type ApiConfig } from './config.js';
 import { createViews } from './lib/views.js';
-import auth from './plugins/auth.js';
+import { createPortalTokens, portalKey } from './lib/portal-tokens.js';
+import auth, { clockToleranceMs } from './plugins/auth.js';
 import metrics from './plugins/metrics.js';
 import prisma from './plugins/prisma.js';
 import problemDetails from './plugins/problem-details.js';
@@ -28,6 +29,7 @@ import deliveries from './routes/deliveries.js';
 import events from './routes/events.js';
 import eventTypes from './routes/event-types.js';
 import health from './routes/health.js';
+import portalSessions from './routes/portal-sessions.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
 
@@ -82,11 +84,15 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
 
   const { secretBox } = config;
   const views = createViews(config.PUBLIC_BASE_URL);
+  const portalSigningKey = portalKey(config);
+  const portalTokens =
+    portalSigningKey === null ? null : createPortalTokens(portalSigningKey, clockToleranceMs);
   await app.register(async (accountScope) => {
     await accountScope.register(auth, {
       jwtKey: config.jwtKey,
       issuer: config.JWT_ISSUER,
       audience: config.JWT_AUDIENCE,
+      portal: portalTokens,
     });
     await accountScope.register(rateLimit, {
       max: config.RATE_LIMIT_PER_MINUTE,
@@ -105,6 +111,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     await accountScope.register(signingSecret, { secretBox });
     await accountScope.register(events);
     await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
+    if (portalTokens !== null) await accountScope.register(portalSessions, { tokens: portalTokens, views });
   });
   await app.ready();
   return app;

@@ -55,6 +55,11 @@ export const apiEnvSchema = Type.Object({
     description:
       'When set, the queue dashboard is served at `/admin/queues` to this token (bearer or Basic password); off when empty',
   }),
+  PORTAL_SECRET: Type.String({
+    default: '',
+    description:
+      'HS256 key (at least 32 bytes) of portal session tokens; when empty, derived from JWT_SECRET, and portal sessions are off with JWT_PUBLIC_KEY',
+  }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,
     minimum: 1,
@@ -97,6 +102,11 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
   const config = loadConfig(apiEnvSchema, env);
   const secretBox = secretBoxFromEnv(config);
+  if (config.PORTAL_SECRET !== '' && Buffer.byteLength(config.PORTAL_SECRET) < minJwtSecretBytes) {
+    throw new ConfigError(
+      `Invalid environment variable PORTAL_SECRET: it must be at least ${minJwtSecretBytes} bytes`,
+    );
+  }
   const base = { ...config, ...redisSettingsFromEnv(config), secretBox };
   if (config.JWT_PUBLIC_KEY !== '') {
     return { ...base, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };

@@ -232,6 +232,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/portal-sessions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Mint a link to the subscriber portal for the account of the token */
+    post: operations['createPortalSession'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1493,6 +1510,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description Portal session tokens cannot publish events */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description No such resource in the account of the token */
       404: {
         headers: {
@@ -1909,6 +1935,95 @@ export interface operations {
       };
       /** @description The subscription is disabled: set its status to active first */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  createPortalSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Lifetime of the link, in seconds (60 to 86,400; default 3,600) */
+          ttl_seconds?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description The portal page with the session token in its fragment (`/portal/#token=…`), which browsers never send to servers */
+            url: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working
+             */
+            expires_at: string;
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Portal session tokens cannot mint portal sessions */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -14,6 +14,8 @@ export interface ResourceLinks {
   deliveries(subscriptionId: string): string;
   /** One delivery, `{base}/api/webhooks/{id}/deliveries/{delivery_id}`. */
   delivery(subscriptionId: string, id: string): string;
+  /** The subscriber portal page, `{base}/portal/`. */
+  portal: string;
 }
 
 /**
@@ -21,7 +23,8 @@ export interface ResourceLinks {
  * gives root-relative paths such as `/api/webhooks/{id}`.
  */
 export function resourceLinks(baseUrl: string): ResourceLinks {
-  const subscriptions = `${baseUrl.replace(/\/+$/, '')}/api/webhooks`;
+  const base = baseUrl.replace(/\/+$/, '');
+  const subscriptions = `${base}/api/webhooks`;
   const subscription = (id: string) => `${subscriptions}/${id}`;
   const deliveries = (subscriptionId: string) => `${subscription(subscriptionId)}/deliveries`;
   return {
@@ -29,5 +32,6 @@ export function resourceLinks(baseUrl: string): ResourceLinks {
     subscription,
     deliveries,
     delivery: (subscriptionId, id) => `${deliveries(subscriptionId)}/${id}`,
+    portal: `${base}/portal/`,
   };
 }

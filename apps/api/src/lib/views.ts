@@ -70,6 +70,8 @@ export function createViews(baseUrl: string) {
   return {
     subscription,
     delivery,
+    /** The portal page with a session `token` in its fragment, which browsers keep to themselves. */
+    portalLink: (token: string) => `${links.portal}#token=${token}`,
     /** A delivery with the payload it sends and every attempt, oldest first. */
     deliveryDetail(
       row: Delivery & { event: Event; attempts: DeliveryAttempt[] },

@@ -10,6 +10,10 @@
  * is the `sub` claim: a non-blank string of at most 255 characters with no control characters and
  * valid Unicode. Any failure is a 401 with `WWW-Authenticate: Bearer` (RFC 6750 section 3) and a
  * problem body, never a 500.
+ *
+ * A token claiming `scope: "portal"` is checked as a portal session token instead
+ * (lib/portal-tokens.ts), with the portal key; it acts for its account on every route except
+ * those whose route config sets `portalRefused`, which answer 403 (issue #13).
  */
 import fp from 'fastify-plugin';
 import type {} from '../decorators.js';
@@ -17,6 +21,18 @@ import jwt from '@fastify/jwt';
 import { isValidAccountId } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
 import type { ApiConfig } from '../config.js';
+import type { PortalTokens } from '../lib/portal-tokens.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set on routes a portal session token may not call (minting sessions, publishing events). */
+    portalRefused?: boolean;
+  }
+  interface FastifyRequest {
+    /** True when the request is authenticated with a portal session token. */
+    portalSession: boolean;
+  }
+}
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
@@ -36,6 +52,8 @@ function unauthorized(detail: string): HttpProblem {
 const verifyFailures: Record<string, string> = {
   FST_JWT_AUTHORIZATION_TOKEN_EXPIRED: 'The token has expired',
   FST_JWT_AUTHORIZATION_TOKEN_INACTIVE: 'The token is not valid yet (nbf)',
+  FAST_JWT_EXPIRED: 'The token has expired',
+  FAST_JWT_INACTIVE: 'The token is not valid yet (nbf)',
 };
 
 /** Options of the auth plugin: the verification key and the claims required of every token. */
@@ -45,6 +63,8 @@ export interface AuthOptions {
   issuer: string;
   /** JWT_AUDIENCE; empty for any. */
   audience: string;
+  /** Portal session tokens, or null when the API cannot mint them (then none is accepted). */
+  portal: PortalTokens | null;
 }
 
 export default fp<AuthOptions>(
@@ -65,6 +85,8 @@ export default fp<AuthOptions>(
       },
     });
     app.decorateRequest('accountId', '');
+    app.decorateRequest('portalSession', false);
+    const { portal } = options;
     app.addHook('onRequest', async (request) => {
       const header = request.headers.authorization;
       if (header === undefined || !/^Bearer\s+\S+$/i.test(header)) {
@@ -76,9 +98,11 @@ export default fp<AuthOptions>(
           { 'www-authenticate': 'Bearer realm="webhooks"' },
         );
       }
+      const token = header.replace(/^Bearer\s+/i, '');
+      const portalSession = portal !== null && portal.claimsPortal(token);
       let payload: { sub?: unknown };
       try {
-        payload = await request.jwtVerify<{ sub?: unknown }>();
+        payload = portalSession ? portal.verify(token) : await request.jwtVerify<{ sub?: unknown }>();
       } catch (error) {
         const code = (error as { code?: string }).code ?? '';
         throw unauthorized(verifyFailures[code] ?? 'The token is not valid');
@@ -86,7 +110,15 @@ export default fp<AuthOptions>(
       if (!isValidAccountId(payload.sub)) {
         throw unauthorized('The token names no valid account (sub claim)');
       }
+      if (portalSession && request.routeOptions.config.portalRefused) {
+        throw new HttpProblem(
+          403,
+          'forbidden',
+          'A portal session token cannot call this route; use a token of the account',
+        );
+      }
       request.accountId = payload.sub;
+      request.portalSession = portalSession;
     });
   },
   { name: 'auth' },

@@ -37,6 +37,10 @@ export default fp<SwaggerOptions>(
               'The delivery log: every attempt of every event sent to a subscription, retry and recovery',
           },
           {
+            name: 'portal',
+            description: 'Links to the subscriber portal, minted by a platform for its logged-in customer',
+          },
+          {
             name: 'events',
             description: 'The event catalogue, and publishing events as a client application',
           },

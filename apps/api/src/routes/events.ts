@@ -13,18 +13,24 @@ import {
 } from '@webhooks/shared';
 import { serviceUnavailable } from '../lib/infrastructure-error.js';
 import { HttpProblem } from '../lib/problem.js';
-import { payloadTooLarge, problemResponses } from '../lib/route-schemas.js';
+import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route-schemas.js';
 
 const events: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/api/events',
     {
+      config: { portalRefused: true },
       schema: {
         tags: ['events'],
         operationId: 'publishEvent',
         summary: 'Publish an event to the subscriptions of your account',
         body: EventCreate,
-        response: { 202: EventAccepted, 413: payloadTooLarge, ...problemResponses },
+        response: {
+          202: EventAccepted,
+          403: problemResponse('Portal session tokens cannot publish events'),
+          413: payloadTooLarge,
+          ...problemResponses,
+        },
       },
     },
     async (request, reply) => {

@@ -4,3 +4,4 @@ export * from './event.js';
 export * from './pagination.js';
 export * from './problem.js';
 export * from './subscription.js';
+export * from './portal.js';

@@ -1,0 +1,72 @@
+/**
+ * Portal session tokens (issue #13, the Svix "magic link" model): short-lived HS256 JWTs the API
+ * mints for one account, marked `scope: "portal"`, that a browser holds in memory to call the
+ * same REST API as the account. They are signed with a key of their own (PORTAL_SECRET, or one
+ * derived from JWT_SECRET), so a portal token never passes as a client token nor the reverse.
+ */
+import { createHmac } from 'node:crypto';
+import { createDecoder, createSigner, createVerifier } from 'fast-jwt';
+import type { ApiConfig } from '../config.js';
+
+/** The `scope` claim that marks a portal token; reserved, a client token must not carry it. */
+export const portalScope = 'portal';
+
+/** Lifetime of a portal session when the request names none, in seconds (1 hour). */
+export const defaultPortalSessionSeconds = 3_600;
+
+/** Portal tokens of one API. */
+export interface PortalTokens {
+  /** A token for `account` valid `ttlSeconds` from now, and when it expires. */
+  mint(account: string, ttlSeconds: number): { token: string; expiresAt: Date };
+  /** Whether `token` claims to be a portal token (unverified: decides which key checks it). */
+  claimsPortal(token: string): boolean;
+  /**
+   * The verified payload of a portal token.
+   *
+   * @throws fast-jwt's TokenError (`code` FAST_JWT_EXPIRED, FAST_JWT_INACTIVE, …) when it is not valid
+   */
+  verify(token: string): { sub?: unknown };
+}
+
+/**
+ * The signing key of portal tokens: PORTAL_SECRET when set, else HMAC-SHA256(JWT_SECRET,
+ * "webhooks portal session") when tokens are HS256, else null: with JWT_PUBLIC_KEY and no
+ * PORTAL_SECRET the API cannot mint portal sessions.
+ */
+export function portalKey(config: Pick<ApiConfig, 'PORTAL_SECRET' | 'jwtKey'>): string | null {
+  if (config.PORTAL_SECRET !== '') return config.PORTAL_SECRET;
+  if (config.jwtKey.algorithm !== 'HS256') return null;
+  return createHmac('sha256', config.jwtKey.key).update('webhooks portal session').digest('hex');
+}
+
+/**
+ * Portal tokens signed and checked with `key`; `clockToleranceMs` is the skew allowed on `exp`.
+ */
+export function createPortalTokens(key: string, clockToleranceMs: number): PortalTokens {
+  const sign = createSigner({ key, algorithm: 'HS256' });
+  const decode = createDecoder();
+  const verify = createVerifier({
+    key,
+    algorithms: ['HS256'],
+    requiredClaims: ['exp', 'scope'],
+    clockTolerance: clockToleranceMs,
+  });
+  return {
+    mint(account, ttlSeconds) {
+      const exp = Math.floor(Date.now() / 1000) + ttlSeconds;
+      return { token: sign({ sub: account, scope: portalScope, exp }), expiresAt: new Date(exp * 1000) };
+    },
+    claimsPortal(token) {
+      try {
+        return (decode(token) as { scope?: unknown }).scope === portalScope;
+      } catch {
+        return false;
+      }
+    },
+    verify(token) {
+      const payload = verify(token) as { sub?: unknown; scope?: unknown };
+      if (payload.scope !== portalScope) throw new Error('not a portal token');
+      return payload;
+    },
+  };
+}
