@@ -12,6 +12,7 @@ COPY apps/worker/package.json apps/worker/
 COPY packages/shared/package.json packages/shared/
 COPY packages/db/package.json packages/db/
 COPY packages/client/package.json packages/client/
+COPY apps/portal/package.json apps/portal/
 
 FROM base AS build
 RUN pnpm install --frozen-lockfile
@@ -20,7 +21,9 @@ COPY scripts/prisma-generate.mjs scripts/
 COPY prisma prisma
 COPY packages packages
 COPY apps/api apps/api
-RUN pnpm run generate && pnpm exec tsc --build apps/api
+COPY apps/portal apps/portal
+RUN pnpm run generate && pnpm exec tsc --build apps/api packages/client \
+  && pnpm --filter @webhooks/portal run build
 
 FROM base AS prod-deps
 RUN pnpm install --frozen-lockfile --prod --filter @webhooks/api...
@@ -41,6 +44,7 @@ COPY --from=build /repo/packages/db/dist packages/db/dist
 COPY --from=build /repo/packages/shared/dist packages/shared/dist
 COPY --from=build /repo/apps/api/package.json apps/api/
 COPY --from=build /repo/apps/api/dist apps/api/dist
+COPY --from=build /repo/apps/portal/dist apps/portal/dist
 USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \

@@ -12,6 +12,7 @@ COPY apps/worker/package.json apps/worker/
 COPY packages/shared/package.json packages/shared/
 COPY packages/db/package.json packages/db/
 COPY packages/client/package.json packages/client/
+COPY apps/portal/package.json apps/portal/
 
 FROM base AS build
 RUN pnpm install --frozen-lockfile

@@ -1,7 +1,8 @@
 /**
  * Builds the API service (no listening: server.ts does that, tests use `inject`). Plugins are
  * registered in dependency order: validation and errors, metrics, then PostgreSQL and Redis, then
- * the OpenAPI document and the public routes (health; the queue dashboard when ADMIN_TOKEN is
+ * the OpenAPI document and the public routes (health, the subscriber portal's files at /portal/;
+ * the queue dashboard when ADMIN_TOKEN is
  * set, in a scope of its own), then the account scope: one encapsulated
  * plugin whose authentication, rate limit and input guard apply to every route registered inside
  * it and to no other (issue #7), so no spelling of a path can reach account data unauthenticated.
@@ -10,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { apiServerUrl, type ApiConfig } from './config.js';
@@ -30,8 +32,12 @@ import events from './routes/events.js';
 import eventTypes from './routes/event-types.js';
 import health from './routes/health.js';
 import portalSessions from './routes/portal-sessions.js';
+import portal from './plugins/portal.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
+
+/** The portal's build (apps/portal/dist), from this module in apps/api/src or apps/api/dist. */
+const portalRoot = fileURLToPath(new URL('../../portal/dist/', import.meta.url));
 
 /** Largest request body accepted, in bytes (1 MiB); larger answers 413. */
 export const bodyLimitBytes = 1024 * 1024;
@@ -78,6 +84,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   });
   await app.register(swagger, { serverUrl: apiServerUrl(config) });
   await app.register(health);
+  await app.register(portal, { root: portalRoot });
   if (config.ADMIN_TOKEN !== '') {
     await app.register(queueDashboard, { token: config.ADMIN_TOKEN, keyPrefix: config.keyPrefix });
   }

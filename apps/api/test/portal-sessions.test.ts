@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createSigner } from 'fast-jwt';
-import { loadApiConfig } from '../src/index.js';
-import { portalKey } from '../src/lib/portal-tokens.js';
+import { loadApiConfig, portalKey } from '../src/index.js';
 import { startTestApi, testJwtSecret, type TestApi } from '../../../test/support/api.js';
 
 let api: TestApi;

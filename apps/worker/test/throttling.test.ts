@@ -99,15 +99,20 @@ describe('rate_limit', () => {
     for (let i = 0; i < 10; i++) await publishTo('acct-rate');
     await waitFor('ten deliveries', () => stack.receiver.at('/rate').length === 10, 30_000);
 
-    const arrivals = stack.receiver.at('/rate').map((r) => r.at);
-    for (const start of arrivals) {
-      expect(arrivals.filter((at) => at >= start && at < start + 1000).length).toBeLessThanOrEqual(2);
-    }
     const deliveries = await waitFor('ten deliveries recorded', async () => {
-      const rows = await stack.worker.prisma.delivery.findMany({ where: { subscriptionId: sub.id } });
+      const rows = await stack.worker.prisma.delivery.findMany({
+        where: { subscriptionId: sub.id },
+        include: { attempts: true },
+      });
       return rows.every((d) => d.status === 'succeeded') && rows;
     });
     expect(deliveries.map((d) => [d.status, d.attemptsMade])).toEqual(Array(10).fill(['succeeded', 1]));
+    // When each attempt was sent, as the worker recorded it: the pace the service controls. Arrival
+    // times at the receiver add transport delays, which a loaded CI machine stretches past any guard.
+    const sent = deliveries.flatMap((d) => d.attempts.map((a) => a.startedAt.getTime()));
+    for (const start of sent) {
+      expect(sent.filter((at) => at >= start && at < start + 1000).length).toBeLessThanOrEqual(2);
+    }
   });
 
   it('is refused below 1 with a problem naming the field, and can be lifted with null', async () => {
