@@ -28,10 +28,6 @@ declare module 'fastify' {
     /** Set on routes a portal session token may not call (minting sessions, publishing events). */
     portalRefused?: boolean;
   }
-  interface FastifyRequest {
-    /** True when the request is authenticated with a portal session token. */
-    portalSession: boolean;
-  }
 }
 
 declare module '@fastify/jwt' {
@@ -85,7 +81,6 @@ export default fp<AuthOptions>(
       },
     });
     app.decorateRequest('accountId', '');
-    app.decorateRequest('portalSession', false);
     const { portal } = options;
     app.addHook('onRequest', async (request) => {
       const header = request.headers.authorization;
@@ -118,7 +113,6 @@ export default fp<AuthOptions>(
         );
       }
       request.accountId = payload.sub;
-      request.portalSession = portalSession;
     });
   },
   { name: 'auth' },
