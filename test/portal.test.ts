@@ -5,10 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import AxeBuilder from '@axe-core/playwright';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { createSigner } from 'fast-jwt';
-import { loadApiConfig, portalKey } from '@webhooks/api';
 import { repositoryRoot } from '../scripts/lib/repository-root.js';
-import { testJwtSecret } from './support/api.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
 /** Debian's chromium (scripts/ensure-chromium.sh installs it). */
@@ -74,12 +71,7 @@ describe('the subscriber portal in a browser', () => {
   });
 
   it('says when the link has expired, and what to do', async () => {
-    const key = portalKey(loadApiConfig({ NODE_ENV: 'test', JWT_SECRET: testJwtSecret }))!;
-    const expired = createSigner({ key, algorithm: 'HS256' })({
-      sub: 'acme',
-      scope: 'portal',
-      exp: Math.floor(Date.now() / 1000) - 120,
-    });
+    const expired = stack.api.portalToken('acme', -120);
     const page = await openPage();
     await page.goto(`${origin}/portal/#token=${expired}`);
     await page

@@ -3,7 +3,14 @@
  * listening), with a helper that mints bearer tokens for any account.
  */
 import type { FastifyInstance } from 'fastify';
-import { buildApp, createTokenMinter, loadApiConfig, type ApiConfig } from '@webhooks/api';
+import {
+  buildApp,
+  createPortalTokens,
+  createTokenMinter,
+  loadApiConfig,
+  portalKey,
+  type ApiConfig,
+} from '@webhooks/api';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from './redis.js';
 
@@ -18,6 +25,11 @@ export interface TestApi {
   prefix: string;
   /** A bearer token for `account`, expiring in an hour; `claims` override (`exp: undefined` drops it). */
   token(account: string, claims?: Record<string, unknown>): string;
+  /**
+   * A portal session token for `account` signed as this API signs them, valid `ttlSeconds` from
+   * now (negative: already expired).
+   */
+  portalToken(account: string, ttlSeconds: number): string;
   /** `{ authorization: 'Bearer …' }` for `account`. */
   auth(account: string): { authorization: string };
   close(): Promise<void>;
@@ -58,6 +70,8 @@ export async function startTestApi(tag: string, env: Record<string, string> = {}
     database,
     prefix,
     token,
+    portalToken: (account, ttlSeconds) =>
+      createPortalTokens(portalKey(config)!, 0).mint(account, ttlSeconds).token,
     auth: (account) => ({ authorization: `Bearer ${token(account)}` }),
     async close() {
       await app.close();

@@ -3,4 +3,4 @@ export { buildApp, bodyLimitBytes } from './app.js';
 export { apiEnvSchema, apiServerUrl, developmentJwtSecret, loadApiConfig, type ApiConfig } from './config.js';
 export { createTokenMinter, type TokenMinterOptions } from './tokens.js';
 export type * from './decorators.js';
-export { portalKey } from './lib/portal-tokens.js';
+export { createPortalTokens, portalKey } from './lib/portal-tokens.js';

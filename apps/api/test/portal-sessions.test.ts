@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createSigner } from 'fast-jwt';
-import { loadApiConfig, portalKey } from '../src/index.js';
-import { startTestApi, testJwtSecret, type TestApi } from '../../../test/support/api.js';
+import { startTestApi, type TestApi } from '../../../test/support/api.js';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -72,12 +70,7 @@ describe('POST /api/portal-sessions', () => {
   });
 
   it('refuses an expired portal token, and one signed with the client key, with 401', async () => {
-    const key = portalKey(loadApiConfig({ NODE_ENV: 'test', JWT_SECRET: testJwtSecret }))!;
-    const expired = createSigner({ key, algorithm: 'HS256' })({
-      sub: 'acme',
-      scope: 'portal',
-      exp: Math.floor(Date.now() / 1000) - 120,
-    });
+    const expired = api.portalToken('acme', -120);
     const response = await api.app.inject({ method: 'GET', url: '/api/webhooks', headers: bearer(expired) });
     expect(response.statusCode).toBe(401);
     expect(response.json().detail).toBe('The token has expired');

@@ -2,6 +2,7 @@
 import type { WebhookClient } from '@webhooks/client';
 import { Subscriptions } from './subscriptions.js';
 
+/** The page: `client` acts with the session of the link, null when the page was opened without one. */
 export function App({ client }: { client: WebhookClient | null }) {
   return (
     <>

@@ -1,11 +1,12 @@
 /** The account's subscriptions: status, kind, webhook_id, callback URL and pacing. */
 import { useEffect, useState } from 'preact/hooks';
-import type { Problem, Subscription, WebhookClient } from '@webhooks/client';
+import type { Subscription, WebhookClient } from '@webhooks/client';
 import { describeFailure } from './failure.js';
 
 type State =
   { loading: true } | { loading: false; subscriptions: Subscription[] } | { loading: false; failure: string };
 
+/** Loads the account's subscriptions (first 100) through `client` and shows them, or what went wrong. */
 export function Subscriptions({ client }: { client: WebhookClient }) {
   const [state, setState] = useState<State>({ loading: true });
   useEffect(() => {
@@ -15,7 +16,7 @@ export function Subscriptions({ client }: { client: WebhookClient }) {
         setState(
           data
             ? { loading: false, subscriptions: data.results }
-            : { loading: false, failure: describeFailure(response.status, error as Problem | undefined) },
+            : { loading: false, failure: describeFailure(response.status, error) },
         ),
       )
       .catch(() => setState({ loading: false, failure: describeFailure(0, undefined) }));

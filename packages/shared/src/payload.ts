@@ -5,9 +5,6 @@
 import { typesReceivedBy } from './catalogue.js';
 import type { WebhookPayload } from './schemas/delivery.js';
 
-/** The body of a delivery: the schema's static type (schemas/delivery.ts, WebhookPayload). */
-export type DeliveryPayload = WebhookPayload;
-
 /**
  * Builds the payload of one event for one subscription.
  *
@@ -17,7 +14,7 @@ export type DeliveryPayload = WebhookPayload;
 export function buildDeliveryPayload(
   event: { timestamp: string; type: string; data: Record<string, unknown> },
   subscription: { kind: string | null; webhookId: string | null },
-): DeliveryPayload {
+): WebhookPayload {
   return {
     timestamp: event.timestamp,
     ...(typesReceivedBy(subscription.kind).length > 1 ? { type: event.type } : {}),
