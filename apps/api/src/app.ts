@@ -32,6 +32,7 @@ import events from './routes/events.js';
 import eventTypes from './routes/event-types.js';
 import health from './routes/health.js';
 import portalSessions from './routes/portal-sessions.js';
+import testEvents from './routes/test-events.js';
 import portal from './plugins/portal.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
@@ -106,7 +107,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       nameSpace: `${config.keyPrefix}:rate-limit:`,
     });
     await accountScope.register(storableInput);
-    await accountScope.register(eventTypes);
+    await accountScope.register(eventTypes, { views });
     await accountScope.register(subscriptions, {
       allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE,
       secretBox,
@@ -117,6 +118,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     });
     await accountScope.register(signingSecret, { secretBox });
     await accountScope.register(events);
+    await accountScope.register(testEvents);
     await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
     if (portalTokens !== null) await accountScope.register(portalSessions, { tokens: portalTokens, views });
   });

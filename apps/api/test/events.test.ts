@@ -84,7 +84,7 @@ describe('POST /api/events', () => {
 });
 
 describe('GET /api/event-types', () => {
-  it('lists every kind with its endpoint and types', async () => {
+  it('lists every kind with its endpoint, types and example data of each type', async () => {
     const response = await api.app.inject({
       method: 'GET',
       url: '/api/event-types',
@@ -98,5 +98,7 @@ describe('GET /api/event-types', () => {
       types: ['call.started', 'call.completed', 'call.failed'],
     });
     expect(kinds.flatMap((k: { types: string[] }) => k.types)).toEqual(eventTypes);
+    expect(kinds[0].example_data['call.completed']).toMatchObject({ call_id: expect.any(String) });
+    for (const kind of kinds) expect(Object.keys(kind.example_data)).toEqual(kind.types);
   });
 });

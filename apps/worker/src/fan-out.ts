@@ -1,7 +1,7 @@
 /**
  * The processor of the `events` queue: stores the event, finds the account's active subscriptions
  * that receive its type (general ones every type, kind ones their kind's), creates one delivery
- * per subscription and enqueues one delivery job each. Concurrent events are fanned out together,
+ * per subscription and enqueues one delivery job each (a test event: its one subscription only). Concurrent events are fanned out together,
  * one SQL statement and one `addBulk` per batch (see `batcher` in @webhooks/shared). Every step is idempotent, and
  * job ids are `<event id>.<subscription id>`, so a fan-out run twice (a stalled job) never
  * delivers twice. An event no active subscription receives is not stored (issue #9, "Retention").
@@ -48,12 +48,14 @@ export function createFanOutProcessor(deps: FanOutDeps) {
           ${events.map((e) => e.type)}::text[],
           ${events.map((e) => JSON.stringify(e.data))}::jsonb[],
           ${events.map((e) => parsePayloadTimestamp(e.timestamp).toISOString())}::timestamptz[],
-          ${events.map((e) => kindOfType(e.type) ?? null)}::text[]
-        ) AS t(id, account_id, type, data, occurred_at, kind)
+          ${events.map((e) => kindOfType(e.type) ?? null)}::text[],
+          ${events.map((e) => e.subscriptionId ?? null)}::uuid[]
+        ) AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id)
       ), targets AS (
         SELECT i.id AS event_id, s.id AS subscription_id
         FROM input i
         JOIN subscriptions s ON s.account_id = i.account_id AND s.status = 'active' AND (s.kind IS NULL OR s.kind = i.kind)
+          AND (i.only_subscription_id IS NULL OR s.id = i.only_subscription_id)
         -- Locked so that a subscription deleted meanwhile cannot fail the deliveries' foreign key.
         FOR KEY SHARE OF s
       ), stored AS (

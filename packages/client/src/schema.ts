@@ -9,7 +9,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The event catalogue */
+    /** The event catalogue, with example data of every type */
     get: operations['listEventTypes'];
     put?: never;
     post?: never;
@@ -161,6 +161,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/webhooks/{id}/test-events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Send an example event of one type to this subscription only */
+    post: operations['sendTestEvent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/webhooks/{id}/deliveries': {
     parameters: {
       query?: never;
@@ -206,6 +223,23 @@ export interface paths {
     put?: never;
     /** Redeliver a failed delivery with a fresh round of attempts */
     post: operations['retryDelivery'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/webhooks/{id}/stats': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Deliveries of the last 24 hours by status, and their success rate */
+    get: operations['getDeliveryStats'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -339,6 +373,12 @@ export interface operations {
               /** @description Endpoint creating a subscription of this kind */
               subscribe_uri: string;
               types: string[];
+              /** @description Example `data` of each type of the kind, keyed by type; test events carry it */
+              example_data: {
+                [key: string]: {
+                  [key: string]: unknown;
+                };
+              };
             }[];
           };
         };
@@ -1557,6 +1597,100 @@ export interface operations {
       };
     };
   };
+  sendTestEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * @description An event type the subscription receives; its catalogue example is sent. Default: the subscription's first type
+           * @example call.completed
+           */
+          type?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Event id: the `webhook-id` header of its deliveries */
+            id: string;
+            /** @description The payload timestamp: UTC, ISO 8601, no zone designator */
+            timestamp: string;
+            /** @description True when the idempotency key was seen within 24 hours */
+            duplicate: boolean;
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The subscription is disabled: set its status to active first */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   listDeliveries: {
     parameters: {
       query?: {
@@ -1840,6 +1974,90 @@ export interface operations {
       };
       /** @description The delivery is not failed or cancelled, or the subscription is disabled */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getDeliveryStats: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /**
+             * Format: date-time
+             * @description Start of the window: 24 hours ago
+             */
+            since: string;
+            /** @description Deliveries created since then that a 200 confirmed */
+            succeeded: number;
+            /** @description Given up */
+            failed: number;
+            /** @description Attempts remain */
+            pending: number;
+            /** @description Cancelled when the subscription was disabled */
+            cancelled: number;
+            /** @description succeeded / (succeeded + failed); null when none has finished */
+            success_rate: number | null;
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -24,6 +24,59 @@ export const eventCatalogue = {
   },
 } as const satisfies Record<string, { description: string; types: readonly string[] }>;
 
+/**
+ * Example `data` of every event type: what the catalogue shows (`GET /api/event-types`) and what a
+ * test event carries (`POST /api/webhooks/{id}/test-events`). `subscription.disabled` has the
+ * fields the worker sends (delivery/store.ts).
+ */
+export const exampleEventData: Record<EventType, Record<string, unknown>> = {
+  'call.started': {
+    call_id: 'call_0193a5c2e7d1',
+    from: '+14155550100',
+    to: '+14155550199',
+    direction: 'inbound',
+  },
+  'call.completed': {
+    call_id: 'call_0193a5c2e7d1',
+    from: '+14155550100',
+    to: '+14155550199',
+    direction: 'inbound',
+    duration_seconds: 184,
+  },
+  'call.failed': {
+    call_id: 'call_0193a5c2e7d1',
+    from: '+14155550100',
+    to: '+14155550199',
+    direction: 'outbound',
+    reason: 'busy',
+  },
+  'message.sent': {
+    message_id: 'msg_0193a5c31b2f',
+    from: '+14155550100',
+    to: '+14155550199',
+    text: 'Your appointment is confirmed for 3 pm.',
+  },
+  'message.received': {
+    message_id: 'msg_0193a5c31b30',
+    from: '+14155550199',
+    to: '+14155550100',
+    text: 'Thanks, see you then.',
+  },
+  'message.failed': {
+    message_id: 'msg_0193a5c31b2f',
+    from: '+14155550100',
+    to: '+14155550199',
+    reason: 'unreachable',
+  },
+  'subscription.disabled': {
+    subscription_id: '0193a5c4-0000-7000-8000-000000000000',
+    resource_uri: '/api/webhooks/0193a5c4-0000-7000-8000-000000000000',
+    callback_url: 'https://client.example/hooks',
+    reason: 'consecutive_failures',
+    failure_count: 20,
+  },
+};
+
 /** A kind of event, such as `calls`. */
 export type EventKind = keyof typeof eventCatalogue;
 

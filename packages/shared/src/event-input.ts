@@ -41,12 +41,17 @@ export interface EventInput {
   idempotencyKey?: string;
   /** The request that published it (`X-Request-Id`), carried to the worker's log lines. */
   requestId?: string;
+  /**
+   * A test event (`POST /api/webhooks/{id}/test-events`): delivered to this subscription of the
+   * account only, and allowed an operational type. The caller checks that the account owns it.
+   */
+  subscriptionId?: string;
 }
 
 /**
  * Checks an event and returns when it occurred.
  *
- * @throws EventInputError 400 for an unknown or operational type, a `data` that is not a JSON object or is nested
+ * @throws EventInputError 400 for an unknown type, an operational one outside a test event, a `data` that is not a JSON object or is nested
  *   deeper than {@link maxDataDepth}, an account id {@link isValidAccountId} refuses, a bad date or idempotency key, or any of
  *   them carrying text PostgreSQL cannot store (NUL, lone surrogates; see storable-json.ts); 413
  *   for `data` over {@link maxEventDataBytes}.
@@ -64,7 +69,7 @@ export function checkEventInput(input: EventInput): Date {
       '/type',
     );
   }
-  if (isOperationalType(input.type)) {
+  if (isOperationalType(input.type) && input.subscriptionId === undefined) {
     throw new EventInputError(
       `${input.type} is an operational event type: only the service emits it`,
       '/type',

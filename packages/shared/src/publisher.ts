@@ -150,6 +150,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
         data: input.data,
         timestamp: formatPayloadTimestamp(occurredAt),
         ...(input.requestId === undefined ? {} : { requestId: input.requestId }),
+        ...(input.subscriptionId === undefined ? {} : { subscriptionId: input.subscriptionId }),
       };
       const job = await withRedisTimeout(add({ data, idempotencyKey: input.idempotencyKey }), timeoutMs);
       if (job.id === data.id) {

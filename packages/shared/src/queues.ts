@@ -18,6 +18,8 @@ export interface EventJobData {
   timestamp: string;
   /** The `X-Request-Id` of the API request that published it, for the worker's log lines. */
   requestId?: string;
+  /** A test event's only subscription; absent: every matching subscription of the account. */
+  subscriptionId?: string;
 }
 
 /**

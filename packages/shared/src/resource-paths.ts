@@ -14,6 +14,8 @@ export interface ResourceLinks {
   deliveries(subscriptionId: string): string;
   /** One delivery, `{base}/api/webhooks/{id}/deliveries/{delivery_id}`. */
   delivery(subscriptionId: string, id: string): string;
+  /** The endpoint creating subscriptions of one kind, `{base}/api/webhooks/{kind}`. */
+  kindSubscriptions(kind: string): string;
   /** The subscriber portal page, `{base}/portal/`. */
   portal: string;
 }
@@ -32,6 +34,7 @@ export function resourceLinks(baseUrl: string): ResourceLinks {
     subscription,
     deliveries,
     delivery: (subscriptionId, id) => `${deliveries(subscriptionId)}/${id}`,
+    kindSubscriptions: (kind) => `${subscriptions}/${kind}`,
     portal: `${base}/portal/`,
   };
 }

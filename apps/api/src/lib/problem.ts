@@ -62,3 +62,8 @@ export function problemBody(
 export function notFound(what: string): HttpProblem {
   return new HttpProblem(404, 'not-found', `${what} not found`);
 }
+
+/** 409: a subscription that is disabled cannot be sent anything (retry, recovery, test event). */
+export function subscriptionDisabled(): HttpProblem {
+  return new HttpProblem(409, 'conflict', 'The subscription is disabled; set its status to active first');
+}

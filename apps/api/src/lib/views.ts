@@ -6,12 +6,16 @@
 import type { Delivery, DeliveryAttempt, Event, Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   buildDeliveryPayload,
+  eventCatalogue,
+  eventKinds,
+  exampleEventData,
   formatPayloadTimestamp,
   resourceLinks,
   typesReceivedBy,
   type DeliveryThrottle,
   type Delivery as DeliveryView,
   type DeliveryDetail,
+  type EventCatalogueResponse,
   type Subscription,
 } from '@webhooks/shared';
 
@@ -70,6 +74,18 @@ export function createViews(baseUrl: string) {
   return {
     subscription,
     delivery,
+    /** The event catalogue: every kind, its subscription endpoint, its types and their example data. */
+    catalogue: (): EventCatalogueResponse => ({
+      kinds: eventKinds.map((kind) => ({
+        kind,
+        description: eventCatalogue[kind].description,
+        subscribe_uri: links.kindSubscriptions(kind),
+        types: [...eventCatalogue[kind].types],
+        example_data: Object.fromEntries(
+          eventCatalogue[kind].types.map((type) => [type, exampleEventData[type]]),
+        ),
+      })),
+    }),
     /** The portal page with a session `token` in its fragment, which browsers keep to themselves. */
     portalLink: (token: string) => `${links.portal}#token=${token}`,
     /** A delivery with the payload it sends and every attempt, oldest first. */

@@ -1,7 +1,8 @@
 /**
  * The delivery log of a subscription (issue #4): list its deliveries, read one with its payload
  * and every attempt, redeliver a failed one with a fresh round of attempts, and recover every
- * failed or cancelled delivery of a time window at once (issue #9).
+ * failed or cancelled delivery of a time window at once (issue #9); and the counts of the last
+ * 24 hours by status, the health the portal shows (issue #13).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { validate as isUuid } from 'uuid';
@@ -9,12 +10,13 @@ import {
   Delivery,
   DeliveryDetail,
   DeliveryListQuery,
+  DeliveryStats,
   Page,
   RecoverAccepted,
   RecoverRequest,
 } from '@webhooks/shared';
 import { pageRequest } from '../lib/pagination.js';
-import { HttpProblem, notFound } from '../lib/problem.js';
+import { HttpProblem, notFound, subscriptionDisabled } from '../lib/problem.js';
 import { startRounds } from '../lib/redelivery.js';
 import {
   DeliveryParams,
@@ -32,12 +34,11 @@ import type { Views } from '../lib/views.js';
  */
 const deliveryCountWindow = 10_000;
 
+/** The window of `GET /api/webhooks/{id}/stats`, in ms (24 hours). */
+const statsWindowMs = 24 * 60 * 60 * 1000;
+
 /** Deliveries a recovery reads and starts per statement. */
 const recoverBatch = 1_000;
-
-/** The 409 of a redelivery to a disabled subscription. */
-const disabledConflict = () =>
-  new HttpProblem(409, 'conflict', 'The subscription is disabled; set its status to active first');
 
 const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views }> = async (app, options) => {
   const redelivery = { prisma: app.prisma, queue: app.deliveryQueue, maxAttempts: options.maxAttempts };
@@ -130,13 +131,43 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
           `Only a failed or cancelled delivery can be retried; this one is ${delivery.status}`,
         );
       }
-      if (subscription.status !== 'active') throw disabledConflict();
+      if (subscription.status !== 'active') throw subscriptionDisabled();
       await startRounds(redelivery, [delivery]);
       const row = await app.prisma.delivery.findUniqueOrThrow({
         where: { id: delivery.id },
         include: { event: { select: { type: true } } },
       });
       return reply.code(202).send(options.views.delivery(row));
+    },
+  );
+
+  app.get(
+    '/api/webhooks/:id/stats',
+    {
+      schema: {
+        tags: ['deliveries'],
+        operationId: 'getDeliveryStats',
+        summary: 'Deliveries of the last 24 hours by status, and their success rate',
+        params: SubscriptionParams,
+        response: { 200: DeliveryStats, ...problemResponses },
+      },
+    },
+    async (request): Promise<DeliveryStats> => {
+      const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      const since = new Date(Date.now() - statsWindowMs);
+      const groups = await app.prisma.delivery.groupBy({
+        by: ['status'],
+        where: { subscriptionId: subscription.id, createdAt: { gte: since } },
+        _count: { _all: true },
+      });
+      const counts = { succeeded: 0, failed: 0, pending: 0, cancelled: 0 };
+      for (const group of groups) counts[group.status] = group._count._all;
+      const finished = counts.succeeded + counts.failed;
+      return {
+        since: since.toISOString(),
+        ...counts,
+        success_rate: finished === 0 ? null : counts.succeeded / finished,
+      };
     },
   );
 
@@ -168,7 +199,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
           { pointer: '/until', detail: 'must be later than since' },
         ]);
       }
-      if (subscription.status !== 'active') throw disabledConflict();
+      if (subscription.status !== 'active') throw subscriptionDisabled();
       let count = 0;
       for (let after = ''; ;) {
         const batch = await app.prisma.delivery.findMany({

@@ -1,25 +1,18 @@
 /** `GET /api/event-types`: the event catalogue, with the endpoint that subscribes to each kind. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { eventCatalogue, EventCatalogueResponse, eventKinds } from '@webhooks/shared';
+import { EventCatalogueResponse } from '@webhooks/shared';
 import { problemResponses } from '../lib/route-schemas.js';
+import type { Views } from '../lib/views.js';
 
-const body: EventCatalogueResponse = {
-  kinds: eventKinds.map((kind) => ({
-    kind,
-    description: eventCatalogue[kind].description,
-    subscribe_uri: `/api/webhooks/${kind}`,
-    types: [...eventCatalogue[kind].types],
-  })),
-};
-
-const eventTypes: FastifyPluginAsyncTypebox = async (app) => {
+const eventTypes: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views }) => {
+  const body = views.catalogue();
   app.get(
     '/api/event-types',
     {
       schema: {
         tags: ['events'],
         operationId: 'listEventTypes',
-        summary: 'The event catalogue',
+        summary: 'The event catalogue, with example data of every type',
         response: { 200: EventCatalogueResponse, ...problemResponses },
       },
     },

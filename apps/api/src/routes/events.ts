@@ -4,15 +4,8 @@
  * 400 for an unknown type, 413 for `data` over 256 KiB; 202 with the event id and timestamp.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  EventAccepted,
-  EventCreate,
-  EventInputError,
-  formatPayloadTimestamp,
-  PublishUnavailableError,
-} from '@webhooks/shared';
-import { serviceUnavailable } from '../lib/infrastructure-error.js';
-import { HttpProblem } from '../lib/problem.js';
+import { EventAccepted, EventCreate, formatPayloadTimestamp } from '@webhooks/shared';
+import { publishProblem } from '../lib/publish-problem.js';
 import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route-schemas.js';
 
 const events: FastifyPluginAsyncTypebox = async (app) => {
@@ -46,21 +39,7 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
           requestId: request.id,
         });
       } catch (error) {
-        if (error instanceof EventInputError) {
-          throw new HttpProblem(
-            error.status,
-            error.status === 413 ? 'too-large' : 'validation',
-            error.message,
-            [{ pointer: error.pointer, detail: error.message }],
-          );
-        }
-        if (error instanceof PublishUnavailableError) {
-          request.log.warn({ err: error }, 'event could not be queued');
-          throw serviceUnavailable(
-            'The event could not be queued; nothing was accepted. Retry later with the same idempotency_key.',
-          );
-        }
-        throw error;
+        throw publishProblem(error, request.log);
       }
       let timestamp = published.timestamp;
       if (timestamp === null) {

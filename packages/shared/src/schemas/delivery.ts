@@ -112,3 +112,16 @@ export const RecoverAccepted = Type.Object({
   count: Type.Integer({ description: 'Failed or cancelled deliveries sent again, each as a fresh round' }),
 });
 export type RecoverAccepted = Static<typeof RecoverAccepted>;
+
+/** Answer of `GET /api/webhooks/{id}/stats`: the health of a subscription's recent deliveries. */
+export const DeliveryStats = Type.Object({
+  since: Type.String({ format: 'date-time', description: 'Start of the window: 24 hours ago' }),
+  succeeded: Type.Integer({ description: 'Deliveries created since then that a 200 confirmed' }),
+  failed: Type.Integer({ description: 'Given up' }),
+  pending: Type.Integer({ description: 'Attempts remain' }),
+  cancelled: Type.Integer({ description: 'Cancelled when the subscription was disabled' }),
+  success_rate: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
+    description: 'succeeded / (succeeded + failed); null when none has finished',
+  }),
+});
+export type DeliveryStats = Static<typeof DeliveryStats>;

@@ -42,7 +42,25 @@ export const EventCatalogueResponse = Type.Object({
       description: Type.String(),
       subscribe_uri: Type.String({ description: 'Endpoint creating a subscription of this kind' }),
       types: Type.Array(Type.String()),
+      example_data: Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()), {
+        description: 'Example `data` of each type of the kind, keyed by type; test events carry it',
+      }),
     }),
   ),
 });
 export type EventCatalogueResponse = Static<typeof EventCatalogueResponse>;
+
+/** Body of `POST /api/webhooks/{id}/test-events`. */
+export const TestEventCreate = Type.Object(
+  {
+    type: Type.Optional(
+      Type.String({
+        description:
+          "An event type the subscription receives; its catalogue example is sent. Default: the subscription's first type",
+        examples: ['call.completed'],
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type TestEventCreate = Static<typeof TestEventCreate>;

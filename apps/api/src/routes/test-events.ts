@@ -1,0 +1,65 @@
+/**
+ * `POST /api/webhooks/{id}/test-events`: sends one example event of a catalogue type to this
+ * subscription only (Svix's "send example"), so a client developer can try a callback from the
+ * portal, where portal tokens may not publish events to the whole account. The event is a real
+ * one: stored, signed, retried and listed in the delivery log like any other.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import {
+  EventAccepted,
+  exampleEventData,
+  isEventType,
+  TestEventCreate,
+  typesReceivedBy,
+} from '@webhooks/shared';
+import { HttpProblem, subscriptionDisabled } from '../lib/problem.js';
+import { publishProblem } from '../lib/publish-problem.js';
+import { problemResponse, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
+import { findOwnSubscription } from '../lib/subscription-lookup.js';
+
+const testEvents: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/api/webhooks/:id/test-events',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        operationId: 'sendTestEvent',
+        summary: 'Send an example event of one type to this subscription only',
+        params: SubscriptionParams,
+        body: TestEventCreate,
+        response: {
+          202: EventAccepted,
+          409: problemResponse('The subscription is disabled: set its status to active first'),
+          ...problemResponses,
+        },
+      },
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request, reply) => {
+      const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      const received = typesReceivedBy(subscription.kind);
+      const type = request.body.type ?? received[0]!;
+      if (!received.includes(type) || !isEventType(type)) {
+        const detail = `This subscription does not receive ${JSON.stringify(type)}; it receives ${received.join(', ')}`;
+        throw new HttpProblem(400, 'validation', detail, [{ pointer: '/type', detail }]);
+      }
+      if (subscription.status !== 'active') throw subscriptionDisabled();
+      try {
+        const published = await app.publisher.publish({
+          accountId: request.accountId,
+          type,
+          data: exampleEventData[type],
+          requestId: request.id,
+          subscriptionId: subscription.id,
+        });
+        return await reply.code(202).send({ ...published, timestamp: published.timestamp ?? '' });
+      } catch (error) {
+        throw publishProblem(error, request.log);
+      }
+    },
+  );
+};
+
+export default testEvents;
