@@ -18,7 +18,8 @@ let stack: TestStack;
 let browser: Browser;
 let origin: string;
 beforeAll(async () => {
-  stack = await startTestStack('portal');
+  // Two quick attempts, so a failing receiver gives a failed delivery within the test.
+  stack = await startTestStack('portal', { DELIVERY_MAX_ATTEMPTS: '2', DELIVERY_BACKOFF_MS: '50' });
   await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
   origin = `http://127.0.0.1:${(stack.api.app.server.address() as AddressInfo).port}`;
   if (!existsSync(chromiumPath))
@@ -49,6 +50,20 @@ async function openPage(width = 1440): Promise<Page> {
   return context.newPage();
 }
 
+/** A page opened with a fresh link of `account`, showing its subscription list. */
+async function openPortal(account: string, width = 1440): Promise<Page> {
+  const page = await openPage(width);
+  await page.goto(await mintLink(account));
+  await page.getByRole('heading', { name: 'Subscriptions' }).waitFor();
+  return page;
+}
+
+/** Opens the page of the subscription with `callbackUrl` from the list. */
+async function openSubscription(page: Page, callbackUrl: string): Promise<void> {
+  await page.getByRole('link', { name: callbackUrl }).click();
+  await page.getByRole('heading', { name: callbackUrl }).waitFor();
+}
+
 async function seriousViolations(page: Page) {
   const { violations } = await new AxeBuilder({ page }).analyze();
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
@@ -68,6 +83,139 @@ describe('the subscriber portal in a browser', () => {
       await page.screenshot({ path: path.join(outputDir, `portal-${width}.png`), fullPage: true });
       await page.context().close();
     }
+  });
+
+  it('creates a subscription, showing the API’s validation error next to the field it names', async () => {
+    const page = await openPortal('creator');
+    await page.getByText('No subscriptions yet').waitFor();
+    await page.getByRole('link', { name: 'New subscription' }).click();
+    await page.getByLabel('Callback URL').fill('ftp://nowhere');
+    await page.getByRole('button', { name: 'Create subscription' }).click();
+    const error = page.locator('#callback_url-error');
+    await error.waitFor();
+    expect(await page.getByLabel('Callback URL').getAttribute('aria-invalid')).toBe('true');
+    expect(await seriousViolations(page)).toEqual([]);
+
+    const callbackUrl = `${stack.receiver.url}/created`;
+    await page.getByLabel('Events').selectOption('calls');
+    await page.getByLabel('Callback URL').fill(callbackUrl);
+    await page.getByLabel('webhook_id (optional)').fill('crm-calls');
+    await page.getByRole('button', { name: 'Create subscription' }).click();
+    await page.getByRole('heading', { name: callbackUrl }).waitFor();
+    const listed = await stack.api.app.inject({ url: '/api/webhooks', headers: stack.api.auth('creator') });
+    expect(listed.json().results).toMatchObject([
+      { callback_url: callbackUrl, kind: 'calls', webhook_id: 'crm-calls' },
+    ]);
+    await page.context().close();
+  });
+
+  it('sends a test event and shows it delivered, refreshing while it is pending', async () => {
+    const callbackUrl = `${stack.receiver.url}/tested`;
+    await stack.subscribe('tester', { callback_url: callbackUrl }, 'messages');
+    const page = await openPortal('tester');
+    await openSubscription(page, callbackUrl);
+    await page.getByText('No deliveries yet').waitFor();
+    await page.getByLabel('Event type').selectOption('message.received');
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'message.received' });
+    await row.getByText('succeeded').waitFor();
+    expect(stack.receiver.at('/tested')).toHaveLength(1);
+    expect(JSON.parse(stack.receiver.at('/tested')[0]!.body)).toMatchObject({ type: 'message.received' });
+    expect(await seriousViolations(page)).toEqual([]);
+    for (const width of [375, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.screenshot({
+        path: path.join(outputDir, `portal-subscription-${width}.png`),
+        fullPage: true,
+      });
+    }
+    await page.context().close();
+  });
+
+  it('shows the failed attempts of a failing receiver with its response body, and a retry that succeeds once fixed', async () => {
+    const callbackUrl = `${stack.receiver.url}/failing`;
+    stack.receiver.script('/failing', [{ status: 500, body: 'database is down' }]);
+    await stack.subscribe('fixer', { callback_url: callbackUrl }, 'calls');
+    const page = await openPortal('fixer');
+    await openSubscription(page, callbackUrl);
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByRole('row').filter({ hasText: 'call.started' }).getByText('failed').waitFor();
+    await page.getByRole('row').filter({ hasText: 'call.started' }).getByRole('link').click();
+    await page.getByRole('heading', { name: 'Attempts' }).waitFor();
+    expect(await page.getByText('HTTP 500', { exact: true }).count()).toBe(2);
+    expect(await page.getByLabel('Response body of attempt 2').textContent()).toBe('database is down');
+    expect(await seriousViolations(page)).toEqual([]);
+
+    stack.receiver.script('/failing', [200]);
+    await page.getByRole('button', { name: 'Retry delivery' }).click();
+    await page.getByText('HTTP 200', { exact: true }).waitFor();
+    await page.locator('.facts-list').getByText('succeeded').waitFor();
+    expect(stack.receiver.at('/failing')).toHaveLength(3);
+    await page.context().close();
+  });
+
+  it('rotates the signing secret after a confirmation that the old one signs for 24 hours', async () => {
+    const callbackUrl = `${stack.receiver.url}/rotated`;
+    const created = await stack.subscribe('rotator', { callback_url: callbackUrl });
+    const page = await openPortal('rotator');
+    await openSubscription(page, callbackUrl);
+    await page.getByRole('button', { name: 'Reveal secret' }).click();
+    expect(await page.getByLabel('Current signing secret').textContent()).toBe(created.secret);
+    await page.getByRole('button', { name: 'Rotate secret…' }).click();
+    await page.getByText(/keeps signing too, for 24 hours/).waitFor();
+    await page.getByRole('button', { name: 'Rotate now' }).click();
+    await page.getByText(/previous secret keeps signing beside this one until/).waitFor();
+    const rotated = await page.getByLabel('Current signing secret').textContent();
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(created.secret);
+    const read = await stack.api.app.inject({
+      url: `/api/webhooks/${created.id}/secret`,
+      headers: stack.api.auth('rotator'),
+    });
+    expect(read.json().secret).toBe(rotated);
+    await page.context().close();
+  });
+
+  it('edits, disables, enables and deletes a subscription', async () => {
+    const callbackUrl = `${stack.receiver.url}/edited`;
+    const created = await stack.subscribe('editor', { callback_url: callbackUrl });
+    const page = await openPortal('editor');
+    await openSubscription(page, callbackUrl);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByLabel('Rate limit (optional)').fill('0');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.locator('#rate_limit-error').waitFor();
+    await page.getByLabel('Rate limit (optional)').fill('5');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText('at most 5/s').waitFor();
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByRole('button', { name: 'Enable' }).waitFor();
+    const read = () =>
+      stack.api.app.inject({ url: `/api/webhooks/${created.id}`, headers: stack.api.auth('editor') });
+    expect((await read()).json()).toMatchObject({ status: 'disabled', rate_limit: 5 });
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.getByRole('button', { name: 'Disable' }).waitFor();
+    await page.getByRole('button', { name: 'Delete…' }).click();
+    await page.getByRole('button', { name: 'Delete subscription' }).click();
+    await page.getByText('No subscriptions yet').waitFor();
+    expect((await read()).statusCode).toBe(404);
+    await page.context().close();
+  });
+
+  it('shows the event catalogue with example payloads and how to verify signatures', async () => {
+    const page = await openPortal('reader');
+    await page
+      .getByRole('navigation', { name: 'Portal' })
+      .getByRole('link', { name: 'Event catalogue' })
+      .click();
+    await page.getByRole('heading', { name: 'Verifying signatures' }).waitFor();
+    await page.getByText('call.completed', { exact: true }).click();
+    expect(await page.getByLabel('Example payload of call.completed').textContent()).toContain(
+      'duration_seconds',
+    );
+    expect(await page.getByLabel('Verification example').textContent()).toContain("from 'standardwebhooks'");
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.context().close();
   });
 
   it('says when the link has expired, and what to do', async () => {

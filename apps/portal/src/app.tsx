@@ -1,13 +1,33 @@
-/** The portal's shell: a session problem, or the subscriptions of the account. */
+/** The portal's shell: navigation, and the page of the current route, or the session problem. */
 import type { WebhookClient } from '@webhooks/client';
+import { Catalogue } from './catalogue.js';
+import { DeliveryPage } from './delivery.js';
+import { href, useRoute, type Route } from './route.js';
+import { SubscriptionForm } from './subscription-form.js';
+import { SubscriptionPage } from './subscription-page.js';
 import { Subscriptions } from './subscriptions.js';
 
 /** The page: `client` acts with the session of the link, null when the page was opened without one. */
 export function App({ client }: { client: WebhookClient | null }) {
+  const route = useRoute();
+  const current = (page: Route['page'][]) => (page.includes(route.page) ? 'page' : undefined);
   return (
     <>
       <header>
         <h1>Webhooks</h1>
+        {client !== null && (
+          <nav aria-label="Portal">
+            <a
+              href={href({ page: 'subscriptions' })}
+              aria-current={current(['subscriptions', 'subscription', 'delivery', 'new-subscription'])}
+            >
+              Subscriptions
+            </a>
+            <a href={href({ page: 'catalogue' })} aria-current={current(['catalogue'])}>
+              Event catalogue
+            </a>
+          </nav>
+        )}
       </header>
       <main>
         {client === null ? (
@@ -18,9 +38,32 @@ export function App({ client }: { client: WebhookClient | null }) {
             </p>
           </section>
         ) : (
-          <Subscriptions client={client} />
+          <Page client={client} route={route} />
         )}
       </main>
     </>
   );
+}
+
+function Page({ client, route }: { client: WebhookClient; route: Route }) {
+  switch (route.page) {
+    case 'subscriptions':
+      return <Subscriptions client={client} />;
+    case 'new-subscription':
+      return (
+        <section aria-labelledby="new-heading">
+          <p>
+            <a href={href({ page: 'subscriptions' })}>← All subscriptions</a>
+          </p>
+          <h2 id="new-heading">New subscription</h2>
+          <SubscriptionForm client={client} />
+        </section>
+      );
+    case 'subscription':
+      return <SubscriptionPage key={route.id} client={client} id={route.id} />;
+    case 'delivery':
+      return <DeliveryPage client={client} id={route.id} deliveryId={route.deliveryId} />;
+    case 'catalogue':
+      return <Catalogue client={client} />;
+  }
 }

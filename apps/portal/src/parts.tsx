@@ -1,0 +1,46 @@
+/** Small pieces every page uses: loading and failure messages, status badges and times. */
+import type { ComponentChildren } from 'preact';
+
+/** A message that something is loading, announced to screen readers. */
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted" aria-busy="true" role="status">
+      Loading {what}…
+    </p>
+  );
+}
+
+/** What went wrong and what to do next, announced at once. */
+export function Failure({
+  title = 'Something went wrong',
+  children,
+}: {
+  title?: string;
+  children: ComponentChildren;
+}) {
+  return (
+    <section class="failure" role="alert">
+      <h2>{title}</h2>
+      <p>{children}</p>
+    </section>
+  );
+}
+
+/** A status (`active`, `failed`…) as a coloured badge with its word, never colour alone. */
+export function Badge({ status }: { status: string }) {
+  return <span class={`badge badge-${status}`}>{status}</span>;
+}
+
+/** An ISO 8601 time in the reader's locale, machine-readable in `datetime`. */
+export function Time({ iso }: { iso: string }) {
+  return <time dateTime={iso}>{new Date(iso).toLocaleString()}</time>;
+}
+
+/** JSON, indented, in a scrollable block labelled for screen readers. */
+export function Json({ value, label }: { value: unknown; label: string }) {
+  return (
+    <pre class="json" aria-label={label} tabIndex={0}>
+      {JSON.stringify(value, null, 2)}
+    </pre>
+  );
+}
