@@ -12,6 +12,8 @@ console.log(`
   API         http://${host}:${port}   (OpenAPI: http://${host}:${port}/docs)
   Token       pnpm token <account-id>      e.g.  TOKEN=$(npx --yes pnpm@10.34.9 -s token acme)
   Try it      curl -H "Authorization: Bearer $TOKEN" http://${host}:${port}/api/webhooks
+  Portal      curl -s -X POST -H "Authorization: Bearer $TOKEN" http://${host}:${port}/api/portal-sessions
+              then open http://${host}:${port} followed by the "url" it returns
 `);
 
 const { result } = concurrently(
