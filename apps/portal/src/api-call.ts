@@ -58,3 +58,12 @@ export function useLoaded<T>(
   }, [run]);
   return [loaded, run];
 }
+
+/** Calls `reload` every `everyMs` while `active` is true (e.g. while a delivery is pending). */
+export function useRefreshWhile(active: boolean, reload: () => Promise<void>, everyMs: number): void {
+  useEffect(() => {
+    if (!active) return;
+    const timer = setInterval(() => void reload(), everyMs);
+    return () => clearInterval(timer);
+  }, [active, reload, everyMs]);
+}

@@ -4,7 +4,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { WebhookClient } from '@webhooks/client';
-import { outcome, useLoaded } from './api-call.js';
+import { outcome, useLoaded, useRefreshWhile } from './api-call.js';
 import { Badge, Failure, Loading, Time } from './parts.js';
 import { href } from './route.js';
 import { Pager } from './subscriptions.js';
@@ -44,11 +44,7 @@ export function Deliveries({
   const waiting =
     results.some((delivery) => delivery.status === 'pending') ||
     (awaitedEventId !== null && !results.some((delivery) => delivery.event_id === awaitedEventId));
-  useEffect(() => {
-    if (!waiting) return;
-    const timer = setInterval(() => void reload(), refreshMs);
-    return () => clearInterval(timer);
-  }, [waiting, reload]);
+  useRefreshWhile(waiting, reload, refreshMs);
   useEffect(() => {
     if (awaitedEventId === null) return;
     setStatus('');

@@ -2,9 +2,9 @@
  * One delivery: the payload sent, every attempt (time, duration, status code, error, response
  * body), the next attempt, and a retry of a failed or cancelled one. Refreshes while pending.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { WebhookClient } from '@webhooks/client';
-import { outcome, useLoaded } from './api-call.js';
+import { outcome, useLoaded, useRefreshWhile } from './api-call.js';
 import { refreshMs } from './deliveries.js';
 import { Badge, Failure, Json, Loading, Time } from './parts.js';
 import { href } from './route.js';
@@ -28,11 +28,7 @@ export function DeliveryPage({
   );
   const [message, setMessage] = useState<string | null>(null);
   const pending = loaded.state === 'ready' && loaded.data.status === 'pending';
-  useEffect(() => {
-    if (!pending) return;
-    const timer = setInterval(() => void reload(), refreshMs);
-    return () => clearInterval(timer);
-  }, [pending, reload]);
+  useRefreshWhile(pending, reload, refreshMs);
 
   async function retry() {
     const result = await outcome(

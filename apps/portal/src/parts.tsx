@@ -44,3 +44,37 @@ export function Json({ value, label }: { value: unknown; label: string }) {
     </pre>
   );
 }
+
+/**
+ * An inline confirmation of a destructive action: the `question` (which says what happens), a
+ * button doing it and one keeping things as they are.
+ */
+export function Confirm({
+  id,
+  question,
+  confirm,
+  keep,
+  onConfirm,
+  onKeep,
+}: {
+  id: string;
+  question: string;
+  confirm: string;
+  keep: string;
+  onConfirm: () => void;
+  onKeep: () => void;
+}) {
+  return (
+    <div class="confirm" role="group" aria-labelledby={id}>
+      <p id={id}>{question}</p>
+      <div class="actions">
+        <button class="danger" type="button" onClick={onConfirm}>
+          {confirm}
+        </button>
+        <button type="button" onClick={onKeep}>
+          {keep}
+        </button>
+      </div>
+    </div>
+  );
+}

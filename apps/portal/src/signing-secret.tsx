@@ -5,7 +5,7 @@
 import { useState } from 'preact/hooks';
 import type { WebhookClient } from '@webhooks/client';
 import { outcome } from './api-call.js';
-import { Time } from './parts.js';
+import { Confirm, Time } from './parts.js';
 
 type Secret = { secret: string; previous_secret_expires_at: string | null };
 
@@ -74,20 +74,14 @@ export function SigningSecret({ client, id }: { client: WebhookClient; id: strin
         </>
       )}
       {confirming ? (
-        <div class="confirm" role="group" aria-labelledby="rotate-question">
-          <p id="rotate-question">
-            Rotate the signing secret? A new secret signs every delivery from now on. The current one keeps
-            signing too, for 24 hours, so you can switch your receiver without missing an event.
-          </p>
-          <div class="actions">
-            <button class="danger" type="button" onClick={rotate}>
-              Rotate now
-            </button>
-            <button type="button" onClick={() => setConfirming(false)}>
-              Keep the current secret
-            </button>
-          </div>
-        </div>
+        <Confirm
+          id="rotate-question"
+          question="Rotate the signing secret? A new secret signs every delivery from now on. The current one keeps signing too, for 24 hours, so you can switch your receiver without missing an event."
+          confirm="Rotate now"
+          keep="Keep the current secret"
+          onConfirm={rotate}
+          onKeep={() => setConfirming(false)}
+        />
       ) : (
         <div class="actions">
           <button type="button" onClick={() => setConfirming(true)}>

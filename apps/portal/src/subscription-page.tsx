@@ -6,11 +6,11 @@ import { useState } from 'preact/hooks';
 import type { WebhookClient } from '@webhooks/client';
 import { outcome, useLoaded } from './api-call.js';
 import { Deliveries } from './deliveries.js';
-import { Badge, Failure, Loading } from './parts.js';
+import { Confirm, Failure, Loading } from './parts.js';
 import { href, navigate } from './route.js';
 import { SigningSecret } from './signing-secret.js';
 import { SubscriptionForm } from './subscription-form.js';
-import { Health } from './subscriptions.js';
+import { SubscriptionFacts } from './subscriptions.js';
 import { TestEvent } from './test-event.js';
 
 /** The page of subscription `id`. */
@@ -55,14 +55,7 @@ export function SubscriptionPage({ client, id }: { client: WebhookClient; id: st
       <h2 id="subscription-heading" class="callback">
         {subscription.callback_url}
       </h2>
-      <div class="facts">
-        <Badge status={subscription.status} />
-        {subscription.delivery.state === 'throttled' && <Badge status="throttled" />}
-        <span>{subscription.kind ?? 'every event type'}</span>
-        {subscription.webhook_id && <span>webhook_id {subscription.webhook_id}</span>}
-        {subscription.rate_limit !== null && <span>at most {subscription.rate_limit}/s</span>}
-        <Health client={client} id={id} />
-      </div>
+      <SubscriptionFacts client={client} subscription={subscription} />
       {message && <p role="status">{message}</p>}
       {editing ? (
         <section class="panel" aria-labelledby="edit-heading">
@@ -98,20 +91,14 @@ export function SubscriptionPage({ client, id }: { client: WebhookClient; id: st
         </div>
       )}
       {deleting && (
-        <div class="confirm" role="group" aria-labelledby="delete-question">
-          <p id="delete-question">
-            Delete this subscription? Its deliveries and their log are deleted with it, and no more events are
-            sent to this callback URL.
-          </p>
-          <div class="actions">
-            <button class="danger" type="button" onClick={remove}>
-              Delete subscription
-            </button>
-            <button type="button" onClick={() => setDeleting(false)}>
-              Keep it
-            </button>
-          </div>
-        </div>
+        <Confirm
+          id="delete-question"
+          question="Delete this subscription? Its deliveries and their log are deleted with it, and no more events are sent to this callback URL."
+          confirm="Delete subscription"
+          keep="Keep it"
+          onConfirm={remove}
+          onKeep={() => setDeleting(false)}
+        />
       )}
       <SigningSecret client={client} id={id} />
       <TestEvent client={client} subscription={subscription} onSent={setAwaitedEventId} />

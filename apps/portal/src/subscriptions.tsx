@@ -50,19 +50,33 @@ function SubscriptionCard({ client, subscription }: { client: WebhookClient; sub
       <a class="card-link" href={href({ page: 'subscription', id: subscription.id })}>
         <code class="callback">{subscription.callback_url}</code>
       </a>
-      <div class="facts">
-        <Badge status={subscription.status} />
-        {subscription.delivery.state === 'throttled' && <Badge status="throttled" />}
-        <span>{subscription.kind ?? 'every event type'}</span>
-        {subscription.webhook_id && <span>webhook_id {subscription.webhook_id}</span>}
-        <Health client={client} id={subscription.id} />
-      </div>
+      <SubscriptionFacts client={client} subscription={subscription} />
     </li>
   );
 }
 
+/** Status, pacing, kind, webhook_id, rate limit and health of a subscription, in one row. */
+export function SubscriptionFacts({
+  client,
+  subscription,
+}: {
+  client: WebhookClient;
+  subscription: Subscription;
+}) {
+  return (
+    <div class="facts">
+      <Badge status={subscription.status} />
+      {subscription.delivery.state === 'throttled' && <Badge status="throttled" />}
+      <span>{subscription.kind ?? 'every event type'}</span>
+      {subscription.webhook_id && <span>webhook_id {subscription.webhook_id}</span>}
+      {subscription.rate_limit !== null && <span>at most {subscription.rate_limit}/s</span>}
+      <Health client={client} id={subscription.id} />
+    </div>
+  );
+}
+
 /** The success rate of the subscription's last 24 hours of deliveries. */
-export function Health({ client, id }: { client: WebhookClient; id: string }) {
+function Health({ client, id }: { client: WebhookClient; id: string }) {
   const [loaded] = useLoaded(
     () => client.GET('/api/webhooks/{id}/stats', { params: { path: { id } } }),
     [client, id],
