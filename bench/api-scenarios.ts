@@ -4,6 +4,7 @@
  */
 import autocannon from 'autocannon';
 import { freePort, startService, waitUntilReady } from '../scripts/lib/services.js';
+import { waitFor } from '../scripts/lib/wait.js';
 import { startBenchStack, subscribe } from './harness.js';
 
 /** Requests per second of one autocannon run; refuses a run with errors, timeouts or non-2xx answers. */
@@ -28,7 +29,11 @@ async function load(
   return result.requests.average;
 }
 
-/** Ingest (`POST /api/events`) and authenticated reads (`GET /api/webhooks/{id}`), each with its baseline. */
+/**
+ * Ingest (`POST /api/events`) against two baselines (a bare route, and a route doing only what an
+ * accepted event requires) and authenticated reads (`GET /api/webhooks/{id}`) against a `pg` route;
+ * each figure in requests per second.
+ */
 export async function apiThroughput(seconds: number, progress: (step: string) => void) {
   const stack = await startBenchStack('api', { LOG_LEVEL: 'error' }, 0);
   // The API's rate limit applies as in production, with a ceiling the load never reaches.
@@ -38,20 +43,19 @@ export async function apiThroughput(seconds: number, progress: (step: string) =>
     JWT_SECRET: stack.jwtSecret,
     DATABASE_URL: stack.databaseUrl,
     REDIS_URL: stack.redisUrl,
+    QUEUE_PREFIX: stack.prefix,
   });
   try {
     const baselineUrl = `http://127.0.0.1:${port}`;
-    for (let i = 0; ; i++) {
-      if (
-        await fetch(`${baselineUrl}/baseline/events`, { method: 'POST' }).then(
+    await waitFor(
+      'the baseline server',
+      () =>
+        fetch(`${baselineUrl}/baseline/events`, { method: 'POST' }).then(
           (r) => r.ok,
           () => false,
-        )
-      )
-        break;
-      if (i > 300) throw new Error('baseline server did not start');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+        ),
+      30_000,
+    );
     await waitUntilReady(stack.apiUrl);
     const [id] = await subscribe(stack, 'bench', 'https://client.example/hook');
     const headers = { authorization: `Bearer ${stack.token('bench')}`, 'content-type': 'application/json' };
@@ -59,6 +63,12 @@ export async function apiThroughput(seconds: number, progress: (step: string) =>
 
     progress('ingest baseline');
     const ingestBaseline = await load(`${baselineUrl}/baseline/events`, seconds, {
+      method: 'POST',
+      headers,
+      body,
+    });
+    progress('fair ingest baseline');
+    const fairBaseline = await load(`${baselineUrl}/baseline/fair-events`, seconds, {
       method: 'POST',
       headers,
       body,
@@ -71,6 +81,7 @@ export async function apiThroughput(seconds: number, progress: (step: string) =>
     const read = await load(`${stack.apiUrl}/api/webhooks/${id}`, seconds, { headers });
     return {
       ingest: { requestsPerSecond: ingest, baseline: ingestBaseline, ratio: ingest / ingestBaseline },
+      fairIngest: { requestsPerSecond: ingest, baseline: fairBaseline, ratio: ingest / fairBaseline },
       read: { requestsPerSecond: read, baseline: readBaseline, ratio: read / readBaseline },
     };
   } finally {

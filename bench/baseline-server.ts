@@ -1,9 +1,14 @@
 /**
  * The API benchmarks' baselines, served by a process set up like the API (Fastify, one process):
- * `POST /baseline/events` is a bare route answering `{}`; `GET /baseline/webhooks/:id` is the
- * API's read route with the same bearer-token check and Redis-backed rate limit, reading the
- * subscription with `pg` directly instead of through Prisma.
+ * - `POST /baseline/events` is a bare route answering `{}`;
+ * - `POST /baseline/fair-events` does only what any accepted event requires (issue #14): the same
+ *   bearer-token check (fast-jwt's verifier with its cache, as the API), the same Redis rate-limit
+ *   script, and one BullMQ `add`, answering 202;
+ * - `GET /baseline/webhooks/:id` is the API's read route with the same bearer-token check and
+ *   Redis-backed rate limit, reading the subscription with `pg` directly instead of through Prisma.
  */
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
 import Fastify from 'fastify';
 import jwt from '@fastify/jwt';
 import rateLimit from '@fastify/rate-limit';
@@ -16,8 +21,15 @@ const redis = new Redis(String(process.env.REDIS_URL), {
   maxRetriesPerRequest: 1,
   enableOfflineQueue: false,
 });
+const queue = new Queue('baseline-events', {
+  connection: new Redis(String(process.env.REDIS_URL), { maxRetriesPerRequest: 1 }),
+  prefix: String(process.env.QUEUE_PREFIX),
+});
 const app = Fastify({ logger: false });
-await app.register(jwt, { secret: String(process.env.JWT_SECRET), verify: { algorithms: ['HS256'] } });
+await app.register(jwt, {
+  secret: String(process.env.JWT_SECRET),
+  verify: { algorithms: ['HS256'], cache: process.env.JWT_CACHE === 'false' ? false : 10_000 },
+});
 
 app.post('/baseline/events', async () => ({}));
 
@@ -33,6 +45,15 @@ app.register(async (authenticated) => {
     nameSpace: `baseline-${port}:`,
     keyGenerator: (request) => `account:${(request.user as { sub: string }).sub}`,
   });
+  authenticated.post<{ Body: { type: string; data: Record<string, unknown> } }>(
+    '/baseline/fair-events',
+    async (request, reply) => {
+      const { sub } = request.user as { sub: string };
+      const id = randomUUID();
+      await queue.add('event', { id, accountId: sub, ...request.body }, { jobId: id });
+      return reply.code(202).send({ id });
+    },
+  );
   authenticated.get<{ Params: { id: string } }>('/baseline/webhooks/:id', async (request, reply) => {
     const { sub } = request.user as { sub: string };
     const { rows } = await pool.query(
@@ -61,6 +82,7 @@ process.on(
   () =>
     void app
       .close()
+      .then(() => queue.close())
       .then(() => pool.end())
       .then(() => process.exit(0)),
 );

@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { apiEnvSchema } from '@webhooks/api';
 import { workerEnvSchema } from '@webhooks/worker';
+import { replaceBetweenMarkers } from './lib/markers.js';
 
 /** Markers around the generated table in README.md. */
 export const markers = ['<!-- config-table:start -->', '<!-- config-table:end -->'] as const;
@@ -32,11 +33,7 @@ export function configTable(): string {
 
 /** README text with the table between the markers replaced by the generated one. */
 export function withConfigTable(readme: string): string {
-  const [start, end] = markers;
-  const from = readme.indexOf(start);
-  const to = readme.indexOf(end);
-  if (from < 0 || to < from) throw new Error(`README.md lacks the ${start} … ${end} markers`);
-  return `${readme.slice(0, from + start.length)}\n${configTable()}\n${readme.slice(to)}`;
+  return replaceBetweenMarkers(readme, markers, configTable(), 'README.md');
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

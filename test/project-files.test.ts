@@ -3,6 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import { parse } from 'yaml';
 import { apiEnvSchema } from '@webhooks/api';
 import { workerEnvSchema } from '@webhooks/worker';
+import { tableFiles, withBenchTable } from '../scripts/bench-tables.js';
 import { withConfigTable } from '../scripts/config-table.js';
 
 const root = new URL('../', import.meta.url);
@@ -13,6 +14,14 @@ describe('README', () => {
     const readme = read('README.md');
     expect(readme).toBe(withConfigTable(readme));
   });
+
+  it.each(tableFiles)(
+    '%s has the benchmark table of the newest full run committed (pnpm docs:bench)',
+    (file) => {
+      const text = read(file);
+      expect(text).toBe(withBenchTable(text, file, new URL('bench/results/', root).pathname));
+    },
+  );
 
   it('names the test command that .ci/run calls', () => {
     const testCommand = /npx --yes pnpm@[\d.]+ test/.exec(read('.ci/run'))?.[0];

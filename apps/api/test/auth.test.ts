@@ -2,6 +2,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createSigner } from 'fast-jwt';
 import { startTestApi, testJwtSecret, type TestApi } from '../../../test/support/api.js';
+import { sleep } from '../../../test/support/wait.js';
+import { clockToleranceMs } from '../src/plugins/auth.js';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -47,6 +49,16 @@ describe('bearer token authentication', () => {
     expect(response.headers['www-authenticate']).toMatch(/^Bearer/);
     expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(response.json()).toMatchObject({ status: 401, title: 'Unauthorized' });
+  });
+
+  it('refuses a token once it expires, although it was accepted (and cached) before', async () => {
+    const exp = Math.ceil(Date.now() / 1000) - 28; // inside the 30 s tolerance for 2 to 3 s more
+    const authorization = `Bearer ${api.token('cached', { exp })}`;
+    expect((await get(authorization)).statusCode).toBe(200);
+    await sleep(exp * 1000 + clockToleranceMs + 100 - Date.now());
+    const response = await get(authorization);
+    expect(response.statusCode).toBe(401);
+    expect(response.json().detail).toMatch(/expired/);
   });
 
   it('refuses an expired token with 401 saying so', async () => {
