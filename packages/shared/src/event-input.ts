@@ -2,6 +2,7 @@
  * Validation of an event before it is accepted for delivery, shared by the publisher of internal
  * services and `POST /api/events`, so both doors refuse the same input the same way.
  */
+import { validate as isUuid } from 'uuid';
 import { isValidAccountId, maxAccountIdLength } from './account-id.js';
 import { isEventType, isOperationalType } from './catalogue.js';
 import { findUnstorableJson, maxDataDepth, unstorableTextReason } from './storable-json.js';
@@ -52,7 +53,8 @@ export interface EventInput {
  * Checks an event and returns when it occurred.
  *
  * @throws EventInputError 400 for an unknown type, an operational one outside a test event, a `data` that is not a JSON object or is nested
- *   deeper than {@link maxDataDepth}, an account id {@link isValidAccountId} refuses, a bad date or idempotency key, or any of
+ *   deeper than {@link maxDataDepth}, an account id {@link isValidAccountId} refuses, a bad date, idempotency key or
+ *   test event subscription id (not a UUID), or any of
  *   them carrying text PostgreSQL cannot store (NUL, lone surrogates; see storable-json.ts); 413
  *   for `data` over {@link maxEventDataBytes}.
  */
@@ -101,6 +103,9 @@ export function checkEventInput(input: EventInput): Date {
       `idempotency key must be a string of 1 to ${maxIdempotencyKeyLength} characters, without NUL or lone surrogates`,
       '/idempotency_key',
     );
+  }
+  if (input.subscriptionId !== undefined && !isUuid(input.subscriptionId)) {
+    throw new EventInputError('subscription id must be a UUID', '/subscription_id');
   }
   const occurredAt = input.occurredAt === undefined ? new Date() : new Date(input.occurredAt);
   if (Number.isNaN(occurredAt.getTime())) {

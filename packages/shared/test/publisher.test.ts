@@ -37,6 +37,14 @@ describe('createEventPublisher', () => {
     [{ accountId: 'a', type: 'message.sent', data: { big: 'x'.repeat(256 * 1024) } }, 413, '/data'],
     [{ accountId: 'a', type: 'message.sent', data: {}, occurredAt: 'never' }, 400, '/occurred_at'],
     [{ accountId: 'a', type: 'message.sent', data: {}, idempotencyKey: '' }, 400, '/idempotency_key'],
+    [{ accountId: 'a', type: 'subscription.disabled', data: {} }, 400, '/type'],
+    // A test event's subscription id goes into the fan-out's SQL as a uuid: anything else would fail
+    // the whole fan-out batch, other accounts' events included.
+    [
+      { accountId: 'a', type: 'message.sent', data: {}, subscriptionId: 'not-a-uuid' },
+      400,
+      '/subscription_id',
+    ],
   ])('refuses %#: status %i at %s, enqueuing nothing', async (input, status, pointer) => {
     const before = await queue.count();
     const error = await publisher.publish(input as never).catch((e: unknown) => e);
