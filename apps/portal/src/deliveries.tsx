@@ -41,9 +41,11 @@ export function Deliveries({
     [client, id, page, status],
   );
   const results = loaded.state === 'ready' ? loaded.data.results : [];
+  // The awaited event's delivery appears first on the unfiltered first page, and only there.
+  const awaiting = awaitedEventId !== null && status === '' && page === 1;
   const waiting =
     results.some((delivery) => delivery.status === 'pending') ||
-    (awaitedEventId !== null && !results.some((delivery) => delivery.event_id === awaitedEventId));
+    (awaiting && !results.some((delivery) => delivery.event_id === awaitedEventId));
   useRefreshWhile(waiting, reload, refreshMs);
   useEffect(() => {
     if (awaitedEventId === null) return;

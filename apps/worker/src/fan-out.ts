@@ -1,8 +1,9 @@
 /**
  * The processor of the `events` queue: stores the event, finds the account's active subscriptions
- * that receive its type (general ones every type, kind ones their kind's), creates one delivery
- * per subscription and enqueues one delivery job each (a test event: its one subscription only). Concurrent events are fanned out together,
- * one SQL statement and one `addBulk` per batch (see `batcher` in @webhooks/shared). Every step is idempotent, and
+ * that receive its type (general ones every type, kind ones their kind's; a test event only its
+ * one subscription), creates one delivery per subscription and enqueues one delivery job each.
+ * Concurrent events are fanned out together, one SQL statement and one `addBulk` per batch (see
+ * `batcher` in @webhooks/shared). Every step is idempotent, and
  * job ids are `<event id>.<subscription id>`, so a fan-out run twice (a stalled job) never
  * delivers twice. An event no active subscription receives is not stored (issue #9, "Retention").
  *

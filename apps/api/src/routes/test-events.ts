@@ -46,18 +46,19 @@ const testEvents: FastifyPluginAsyncTypebox = async (app) => {
         throw new HttpProblem(400, 'validation', detail, [{ pointer: '/type', detail }]);
       }
       if (subscription.status !== 'active') throw subscriptionDisabled();
-      try {
-        const published = await app.publisher.publish({
+      const published = await app.publisher
+        .publish({
           accountId: request.accountId,
           type,
           data: exampleEventData[type],
           requestId: request.id,
           subscriptionId: subscription.id,
+        })
+        .catch((error: unknown) => {
+          throw publishProblem(error, request.log);
         });
-        return await reply.code(202).send({ ...published, timestamp: published.timestamp ?? '' });
-      } catch (error) {
-        throw publishProblem(error, request.log);
-      }
+      // A test event has no idempotency key, so it is never a duplicate and always has its timestamp.
+      return reply.code(202).send({ ...published, timestamp: published.timestamp ?? '' });
     },
   );
 };
