@@ -10,10 +10,10 @@ import { publishAtSteadyRate, subscribe, waitForSucceeded, withBenchStack } from
 /** Progress callback: a scenario's name, units done, units expected. */
 export type Progress = (scenario: string, done: number, total: number) => void;
 
-/** Publishes `count` events of `account`, at most `inFlight` publishes at a time. */
+/** Publishes `count` events, round-robin over `accounts`, at most `inFlight` publishes at a time. */
 async function publishMany(
   publisher: EventPublisher,
-  account: string,
+  accounts: readonly string[],
   count: number,
   inFlight = 200,
 ): Promise<void> {
@@ -23,7 +23,7 @@ async function publishMany(
       while (next < count) {
         const i = next++;
         await publisher.publish({
-          accountId: account,
+          accountId: accounts[i % accounts.length]!,
           type: i % 2 ? 'call.completed' : 'message.sent',
           data: { n: i, note: 'bench' },
         });
@@ -32,19 +32,23 @@ async function publishMany(
   );
 }
 
-/** Publishes `events` events to `subscriptions` subscriptions each; deliveries confirmed per second. */
+/**
+ * Publishes `events` events, spread evenly over `accounts` accounts, each account with
+ * `subscriptions` subscriptions that all receive its events; deliveries confirmed per second.
+ */
 export async function deliveryThroughput(
   name: string,
-  events: number,
-  subscriptions: number,
-  workers: number,
+  load: { events: number; accounts: number; subscriptions: number },
   progress: Progress,
+  env: Record<string, string> = {},
 ): Promise<{ deliveriesPerSecond: number; deliveries: number; seconds: number }> {
-  return withBenchStack({ tag: name, workers }, async (stack, publisher, receiver) => {
-    await subscribe(stack, 'bench', `${receiver.url}/hook`, subscriptions);
+  const { events, subscriptions } = load;
+  return withBenchStack({ tag: name, env }, async (stack, publisher, receiver) => {
+    const accounts = Array.from({ length: load.accounts }, (_, i) => `bench-${i}`);
+    for (const account of accounts) await subscribe(stack, account, `${receiver.url}/hook`, subscriptions);
     const expected = events * subscriptions;
     const started = performance.timeOrigin + performance.now();
-    await publishMany(publisher, 'bench', events);
+    await publishMany(publisher, accounts, events);
     const finished = await waitForSucceeded(stack, expected, 600_000, (done) =>
       progress(name, done, expected),
     );
@@ -76,6 +80,63 @@ export async function steadyLatency(
     await waitForSucceeded(stack, total, 120_000);
     const latencies = [...sentAt].map(([id, at]) => (receiver.confirmed.get(id) ?? Number.NaN) - at);
     return { p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), events: sentAt.size };
+  });
+}
+
+/** How long the sustained scenario waits, after publishing ended, for the deliveries still due, in ms. */
+const sustainedDrainWaitMs = 60_000;
+
+/**
+ * Issue #14's sustained load: `rate` events/s for `seconds` into `subscriptions` subscriptions
+ * each (one callback path each), receiver answering 200. Publish → receipt latency over every
+ * delivery (one not arrived within {@link sustainedDrainWaitMs} after the end counts as infinite),
+ * and how long after publishing ended the last one arrived, in ms.
+ */
+export async function sustainedLoad(
+  rate: number,
+  seconds: number,
+  subscriptions: number,
+  progress: Progress,
+): Promise<{
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  expected: number;
+  arrived: number;
+  drainedAfterMs: number;
+}> {
+  return withBenchStack({ tag: 'sustained' }, async (stack, publisher, receiver) => {
+    const paths = Array.from({ length: subscriptions }, (_, i) => `/hook/${i}`);
+    for (const path of paths) await subscribe(stack, 'bench', `${receiver.url}${path}`);
+    const { sentAt, end } = await publishAtSteadyRate({
+      rate,
+      warmupSeconds: 0,
+      seconds,
+      publish: async (i) =>
+        (await publisher.publish({ accountId: 'bench', type: 'call.started', data: { n: i } })).id,
+      onProgress: (done, total) => progress('sustained', done, total),
+    });
+    const expected = sentAt.size * subscriptions;
+    await waitForSucceeded(stack, expected, sustainedDrainWaitMs).catch(() => undefined);
+    const latencies: number[] = [];
+    let last = end;
+    for (const path of paths) {
+      const arrivals = receiver.confirmedAt.get(path) ?? new Map<string, number>();
+      for (const [id, at] of sentAt) {
+        const arrived = arrivals.get(id);
+        latencies.push(arrived === undefined ? Number.POSITIVE_INFINITY : arrived - at);
+        if (arrived !== undefined) last = Math.max(last, arrived);
+      }
+    }
+    const arrived = latencies.filter(Number.isFinite).length;
+    return {
+      p50Ms: percentile(latencies, 50),
+      p99Ms: percentile(latencies, 99),
+      maxMs: latencies.reduce((max, ms) => Math.max(max, ms), 0),
+      expected,
+      arrived,
+      drainedAfterMs: arrived === expected ? last - end : Number.POSITIVE_INFINITY,
+    };
   });
 }
 
@@ -111,7 +172,7 @@ export async function retryLoad(
     async (stack, publisher, receiver) => {
       await subscribe(stack, 'bench', `${receiver.url}/hook`);
       const started = performance.timeOrigin + performance.now();
-      await publishMany(publisher, 'bench', events);
+      await publishMany(publisher, ['bench'], events);
       // 0.5^8: about one delivery in 256 fails every attempt, so wait for the outcome of each, not for successes.
       const deadline = Date.now() + 300_000;
       let settled = 0;

@@ -10,7 +10,7 @@ import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { SingleBar, Presets } from 'cli-progress';
 import { apiThroughput } from './api-scenarios.js';
-import { deliveryThroughput, retryLoad, steadyLatency } from './delivery-scenarios.js';
+import { deliveryThroughput, retryLoad, steadyLatency, sustainedLoad } from './delivery-scenarios.js';
 import { fairness } from './fairness-scenario.js';
 import { transportBaseline } from './harness.js';
 import { workerMemory } from './memory.js';
@@ -29,6 +29,7 @@ const size = quick
       e2e: 2_000,
       fanOutEvents: 20,
       latencySeconds: 10,
+      sustainedSeconds: 10,
       retryEvents: 500,
       apiSeconds: 3,
       memoryEvents: 100,
@@ -38,6 +39,7 @@ const size = quick
       e2e: 20_000,
       fanOutEvents: 200,
       latencySeconds: 30,
+      sustainedSeconds: 60,
       retryEvents: 5_000,
       apiSeconds: 10,
       memoryEvents: 1_000,
@@ -66,9 +68,19 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
   async throughput() {
     step('transport');
     const transport = await transportBaseline(size.e2e, 50);
-    const e2e = await deliveryThroughput('e2e', size.e2e, 1, 1, progress);
-    const fanOut = await deliveryThroughput('fan-out', size.fanOutEvents, 100, 1, progress);
-    Object.assign(results, { transport, e2e, fanOut });
+    // Twenty accounts, one subscription each: a multi-tenant load, where issue #8's per-subscription
+    // limit is not what bounds the worker (one subscription alone gets SUBSCRIPTION_MAX_IN_FLIGHT).
+    const e2eLoad = { events: size.e2e, accounts: 20, subscriptions: 1 };
+    const e2e = await deliveryThroughput('e2e', e2eLoad, progress);
+    const ungated = await deliveryThroughput('e2e-ungated', e2eLoad, progress, {
+      SUBSCRIPTION_GATE: 'false',
+    });
+    const fanOut = await deliveryThroughput(
+      'fan-out',
+      { events: size.fanOutEvents, accounts: 1, subscriptions: 100 },
+      progress,
+    );
+    Object.assign(results, { transport, e2e, ungated, fanOut });
     return [
       ratioRow(
         'end-to-end delivery',
@@ -76,6 +88,13 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         `${transport.toFixed(0)} POST/s (got, 50 in flight)`,
         e2e.deliveriesPerSecond / transport,
         0.65,
+      ),
+      ratioRow(
+        'fairness cost: end-to-end, gates on / off',
+        `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s with issue #8's gates`,
+        `${ungated.deliveriesPerSecond.toFixed(0)} deliveries/s with SUBSCRIPTION_GATE=false`,
+        e2e.deliveriesPerSecond / ungated.deliveriesPerSecond,
+        0.9,
       ),
       ratioRow(
         'fan-out 1 → 100',
@@ -97,6 +116,20 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         ratio: null,
         target: 'p99 ≤ 20 ms',
         met: latency.p99Ms <= 20,
+      },
+    ];
+  },
+  async sustained() {
+    const run = await sustainedLoad(1_000, size.sustainedSeconds, 5, progress);
+    results.sustained = run;
+    return [
+      {
+        scenario: 'sustained: 1000 events/s into 5 subscriptions',
+        figure: `p50 ${run.p50Ms.toFixed(0)} ms, p99 ${run.p99Ms.toFixed(0)} ms, max ${run.maxMs.toFixed(0)} ms; ${run.arrived} of ${run.expected} arrived, drained ${(run.drainedAfterMs / 1000).toFixed(1)} s after publishing ended`,
+        baseline: '—',
+        ratio: null,
+        target: 'p99 ≤ 250 ms, drained within 2 s',
+        met: run.p99Ms <= 250 && run.drainedAfterMs <= 2_000,
       },
     ];
   },

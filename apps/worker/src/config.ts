@@ -48,6 +48,11 @@ export const workerEnvSchema = Type.Object({
     maximum: 60_000,
     description: 'Time allowed for one DNS query of a callback host (two tries), in ms',
   }),
+  SUBSCRIPTION_GATE: Type.Boolean({
+    default: true,
+    description:
+      "Per-subscription in-flight limits and adaptive throttling across workers (SUBSCRIPTION_MAX_IN_FLIGHT); `false` only for a single-tenant deployment, or to measure the gate's cost. A subscription's `rate_limit` applies either way",
+  }),
   SUBSCRIPTION_DISABLE_AFTER: Type.Integer({
     default: 5,
     minimum: 1,

@@ -2,8 +2,8 @@
  * The processor of the `events` queue: stores the event, finds the account's active subscriptions
  * that receive its type (general ones every type, kind ones their kind's; a test event only its
  * one subscription), creates one delivery per subscription and enqueues one delivery job each.
- * Concurrent events are fanned out together, one SQL statement and one `addBulk` per batch (see
- * `batcher` in @webhooks/shared). Every step is idempotent, and
+ * Concurrent events are fanned out together, one SQL statement (sent with `pg` directly, as the
+ * delivery path's) and one `addBulk` per batch (see `batcher` in @webhooks/shared). Every step is idempotent, and
  * job ids are `<event id>.<subscription id>`, so a fan-out run twice (a stalled job) never
  * delivers twice. An event no active subscription receives is not stored (issue #9, "Retention").
  *
@@ -12,7 +12,7 @@
  */
 import type { Job, Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { PrismaClient } from '@webhooks/db';
+import type { Pool } from '@webhooks/db';
 import {
   deliveryJob,
   kindOfType,
@@ -29,7 +29,7 @@ const addBulkChunk = 500;
 
 /** What the fan-out needs. */
 export interface FanOutDeps {
-  prisma: PrismaClient;
+  pool: Pool;
   deliveries: Queue<DeliveryJobData>;
   /** DELIVERY_MAX_ATTEMPTS. */
   maxAttempts: number;
@@ -41,17 +41,9 @@ export interface FanOutDeps {
 export function createFanOutProcessor(deps: FanOutDeps) {
   const fanOut = batcher<EventJobData, number>(
     async (events) => {
-      const targets = await deps.prisma.$queryRaw<Array<{ event_id: string; subscription_id: string }>>`
-      WITH input AS (
-        SELECT * FROM unnest(
-          ${events.map((e) => e.id)}::uuid[],
-          ${events.map((e) => e.accountId)}::text[],
-          ${events.map((e) => e.type)}::text[],
-          ${events.map((e) => JSON.stringify(e.data))}::jsonb[],
-          ${events.map((e) => parsePayloadTimestamp(e.timestamp).toISOString())}::timestamptz[],
-          ${events.map((e) => kindOfType(e.type) ?? null)}::text[],
-          ${events.map((e) => e.subscriptionId ?? null)}::uuid[]
-        ) AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id)
+      const { rows: targets } = await deps.pool.query<{ event_id: string; subscription_id: string }>(
+        `WITH input AS (
+        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::uuid[]) AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id)
       ), targets AS (
         SELECT i.id AS event_id, s.id AS subscription_id
         FROM input i
@@ -69,7 +61,17 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         SELECT uuid_generate_v7(), event_id, subscription_id, now(), now() FROM targets
         ON CONFLICT (event_id, subscription_id) DO NOTHING
       )
-      SELECT event_id::text, subscription_id::text FROM targets`;
+      SELECT event_id::text, subscription_id::text FROM targets`,
+        [
+          events.map((e) => e.id),
+          events.map((e) => e.accountId),
+          events.map((e) => e.type),
+          events.map((e) => JSON.stringify(e.data)),
+          events.map((e) => parsePayloadTimestamp(e.timestamp).toISOString()),
+          events.map((e) => kindOfType(e.type) ?? null),
+          events.map((e) => e.subscriptionId ?? null),
+        ],
+      );
       const requestIds = new Map(events.map((event) => [event.id, event.requestId]));
       // Bounded chunks keep one Redis transaction, and the worker's memory, small however wide the fan-out.
       for (let i = 0; i < targets.length; i += addBulkChunk) {

@@ -1,7 +1,8 @@
 /**
  * The delivery worker: a BullMQ worker on `events` (fan-out), one on `deliveries` (attempts),
  * either or both as WORKER_QUEUES says, and one on `maintenance` (the reconciler and retention, as
- * job schedulers), wired with their PostgreSQL pool, Redis connections, HTTP sender and metrics.
+ * job schedulers), wired with their PostgreSQL pools (`pg` for the fan-out and the attempts, Prisma
+ * for the rest), Redis connections, HTTP sender and metrics.
  * Any number of worker processes may run against the same Redis and database; BullMQ hands each
  * job to one of them, and each scheduled task runs once per interval whatever their number.
  */
@@ -9,7 +10,7 @@ import { createRequire } from 'node:module';
 import { Job, Queue, Worker, type WorkerOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { createPrismaClient, type PrismaClient } from '@webhooks/db';
+import { createPgPool, createPrismaClient, type Pool, type PrismaClient } from '@webhooks/db';
 import {
   createProducerConnection,
   createWorkerConnection,
@@ -69,10 +70,13 @@ export interface RunningWorker {
  * it; a worker that dies loses its lock and BullMQ's stalled-job check gives the job to another.
  */
 export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
-  const prisma = createPrismaClient({
+  const pool = createPgPool({
     databaseUrl: config.DATABASE_URL,
     poolSize: Math.min(config.WORKER_CONCURRENCY, 20),
   });
+  pool.on('error', (error) => log.warn({ err: error }, 'idle PostgreSQL connection lost'));
+  // The reconciler, retention and readiness: one statement at a time.
+  const prisma = createPrismaClient({ databaseUrl: config.DATABASE_URL, poolSize: 2 });
   const policy: DeliveryPolicy = {
     maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     backoffMs: config.DELIVERY_BACKOFF_MS,
@@ -100,12 +104,12 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const events = config.roles.has('events')
     ? new Worker<EventJobData, number>(
         queueNames.events,
-        createFanOutProcessor({ prisma, deliveries: deliveryQueue, maxAttempts: policy.maxAttempts, log }),
+        createFanOutProcessor({ pool, deliveries: deliveryQueue, maxAttempts: policy.maxAttempts, log }),
         common,
       )
     : null;
   const delivering = config.roles.has('deliveries')
-    ? startDeliveries(config, { prisma, producer, deliveryQueue, policy, lockDuration, common, log, metrics })
+    ? startDeliveries(config, { pool, producer, deliveryQueue, policy, lockDuration, common, log, metrics })
     : null;
   const deliveries = delivering?.worker ?? null;
   const reconcile = createReconciler({
@@ -171,7 +175,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       await Promise.all([events?.close(), deliveries?.close(), maintenance.close()]);
       await Promise.all([deliveryQueue.close(), eventQueue.close(), maintenanceQueue.close()]);
       delivering?.sender.close();
-      await prisma.$disconnect();
+      await Promise.all([prisma.$disconnect(), pool.end()]);
       producer.disconnect();
       consumer.disconnect();
     },
@@ -185,7 +189,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
 function startDeliveries(
   config: WorkerConfig,
   deps: {
-    prisma: PrismaClient;
+    pool: Pool;
     producer: RedisConnection;
     deliveryQueue: Queue<DeliveryJobData>;
     policy: DeliveryPolicy;
@@ -208,6 +212,7 @@ function startDeliveries(
     redis: deps.producer,
     prefix: config.keyPrefix,
     maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
+    inFlightLimits: config.SUBSCRIPTION_GATE,
     leaseMs: deps.lockDuration,
     // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
     maxParkMs: 60_000,
@@ -222,7 +227,7 @@ function startDeliveries(
     log,
     metrics,
   });
-  const store = createDeliveryStore(deps.prisma, {
+  const store = createDeliveryStore(deps.pool, {
     disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
     secretBox: config.secretBox,
     links: resourceLinks(config.PUBLIC_BASE_URL),

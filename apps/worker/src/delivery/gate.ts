@@ -130,6 +130,11 @@ export interface DeliveryGateOptions {
   prefix: string;
   /** SUBSCRIPTION_MAX_IN_FLIGHT. */
   maxInFlight: number;
+  /**
+   * SUBSCRIPTION_GATE. When false, every job is admitted at once without a round trip, nothing is
+   * throttled and `release` does nothing; `pace` (a subscription's `rate_limit`) still applies.
+   */
+  inFlightLimits: boolean;
   /** How long a slot is held at most, in ms: longer than the longest attempt (DELIVERY_TIMEOUT_MS). */
   leaseMs: number;
   /** Longest wait of a parked delivery before it asks again, in ms. */
@@ -187,7 +192,7 @@ const maxFullHints = 10_000;
 
 /** Creates the gate on `options.redis` (registering its scripts there). */
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
-  const { redis, prefix, maxInFlight, leaseMs, maxParkMs, wake, log, metrics } = options;
+  const { redis, prefix, maxInFlight, leaseMs, maxParkMs, wake, log, metrics, inFlightLimits } = options;
   redis.defineCommand('webhookGateAcquire', { numberOfKeys: 3, lua: acquireLua });
   redis.defineCommand('webhookGateRate', { numberOfKeys: 1, lua: rateLua });
   redis.defineCommand('webhookGateRelease', { numberOfKeys: 3, lua: releaseLua });
@@ -210,8 +215,16 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     };
   };
 
+  const open: Admission = {
+    admitted: true,
+    allowance: String(maxInFlight),
+    inFlightLimit: maxInFlight,
+    averageMs: null,
+  };
+
   return {
     async acquire(subscriptionId, jobId) {
+      if (!inFlightLimits) return open;
       const hint = fullHints.get(subscriptionId);
       if (hint !== undefined && hint.until > Date.now()) {
         hint.parked += 1;
@@ -245,6 +258,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     },
 
     async release(subscriptionId, jobId, admission, attempt, heldMs) {
+      if (!inFlightLimits) return;
       fullHints.delete(subscriptionId);
       const keys = subscriptionGateKeys(prefix, subscriptionId);
       const next =

@@ -1,9 +1,10 @@
 /**
- * The delivery path's reads and writes. Each is one SQL statement (through Prisma's raw queries)
- * over a batch of concurrent jobs (see `batcher` in @webhooks/shared for why); a single statement is atomic in
- * PostgreSQL, data-modifying CTEs included, so every write stays all-or-nothing.
+ * The delivery path's reads and writes. Each is one SQL statement, sent with `pg` directly (the
+ * hot path: see `createPgPool` in @webhooks/db), over a batch of concurrent jobs (see `batcher` in
+ * @webhooks/shared for why); a single statement is atomic in PostgreSQL, data-modifying CTEs
+ * included, so every write stays all-or-nothing.
  */
-import type { PrismaClient } from '@webhooks/db';
+import type { Pool } from '@webhooks/db';
 import { batcher, kindOfType, type BatchOptions, type ResourceLinks, type SecretBox } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import { failureRunChanges, failureRunEffect } from './auto-disable.js';
@@ -65,7 +66,7 @@ export interface DeliveryStore {
    * this disables gets a `subscription.disabled` event, stored with its deliveries in the same
    * statement; their jobs are handed to `enqueueNotices`.
    *
-   * @throws Prisma's errors; the processor then defers the job without using an attempt
+   * @throws pg's errors; the processor then defers the job without using an attempt
    */
   record(record: AttemptRecord): Promise<void>;
 }
@@ -136,18 +137,20 @@ const disabledEventType = 'subscription.disabled';
 const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'failed' } as const;
 
 /** Creates the store. */
-export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStoreOptions): DeliveryStore {
+export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): DeliveryStore {
   const { disableAfter, secretBox, batch = {} } = options;
   const load = batcher<{ eventId: string; subscriptionId: string }, LoadedDelivery | null>(async (keys) => {
-    const rows = await prisma.$queryRaw<Row[]>`
-      SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
+    const { rows } = await pool.query<Row>(
+      `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
              e.id::text AS event_id, e.type, e.data, e.occurred_at,
              s.id::text AS subscription_id, s.callback_url, s.webhook_id, s.kind, s.status::text AS subscription_status,
              s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit
-      FROM unnest(${keys.map((k) => k.eventId)}::uuid[], ${keys.map((k) => k.subscriptionId)}::uuid[]) AS k(event_id, subscription_id)
+      FROM unnest($1::uuid[], $2::uuid[]) AS k(event_id, subscription_id)
       JOIN deliveries d ON d.event_id = k.event_id AND d.subscription_id = k.subscription_id
       JOIN events e ON e.id = d.event_id
-      JOIN subscriptions s ON s.id = d.subscription_id`;
+      JOIN subscriptions s ON s.id = d.subscription_id`,
+      [keys.map((k) => k.eventId), keys.map((k) => k.subscriptionId)],
+    );
     const found = new Map(rows.map((row) => [`${row.event_id} ${row.subscription_id}`, row]));
     return keys.map((k) => {
       const row = found.get(`${k.eventId} ${k.subscriptionId}`);
@@ -168,20 +171,21 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
         effect: failureRunEffect(r.outcome, r.delivery.subscription.consecutiveFailures),
       })),
     );
-    const notices = await prisma.$queryRaw<Array<{ event_id: string; subscription_id: string }>>`
+    const { rows: notices } = await pool.query<{ event_id: string; subscription_id: string }>(
+      `
       WITH input AS (
         SELECT * FROM unnest(
-          ${column((r) => r.delivery.id)}::uuid[],
-          ${column((r) => r.delivery.attemptsMade + 1)}::int[],
-          ${column((r) => r.result.startedAt.toISOString())}::timestamptz[],
-          ${column((r) => r.result.durationMs)}::int[],
-          ${column((r) => r.result.statusCode)}::int[],
-          ${column((r) => r.result.errorClass)}::text[],
-          ${column((r) => r.result.errorMessage)}::text[],
-          ${column((r) => r.result.responseBody)}::text[],
-          ${column((r) => r.inFlightLimit)}::int[],
-          ${column((r) => deliveryStatus[r.outcome.kind])}::text[],
-          ${column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null))}::timestamptz[]
+          $1::uuid[],
+          $2::int[],
+          $3::timestamptz[],
+          $4::int[],
+          $5::int[],
+          $6::text[],
+          $7::text[],
+          $8::text[],
+          $9::int[],
+          $10::text[],
+          $11::timestamptz[]
         ) AS t(delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
                response_body, in_flight_limit, status, next_attempt_at)
       ), live AS (
@@ -202,9 +206,9 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
         FROM live i WHERE d.id = i.delivery_id
       ), changes AS (
         SELECT * FROM unnest(
-          ${changes.map((c) => c.subscriptionId)}::uuid[],
-          ${changes.map((c) => c.reset)}::boolean[],
-          ${changes.map((c) => c.failures)}::int[]
+          $12::uuid[],
+          $13::boolean[],
+          $14::int[]
         ) AS c(subscription_id, reset, failures)
       ), prior AS (
         -- Locked, so this reads the latest committed status (and the runs below add to the latest
@@ -217,7 +221,7 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
         UPDATE subscriptions s
         SET consecutive_failures = (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures,
             status = CASE
-              WHEN c.failures > 0 AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= ${disableAfter}
+              WHEN c.failures > 0 AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= $15::int
               THEN 'disabled'::"SubscriptionStatus" ELSE s.status END,
             updated_at = now()
         FROM changes c JOIN prior p ON p.id = c.subscription_id
@@ -227,9 +231,9 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
         SELECT * FROM runs WHERE was = 'active' AND now = 'disabled'
       ), notices AS (
         INSERT INTO events (id, account_id, type, data, occurred_at)
-        SELECT uuid_generate_v7(), d.account_id, ${disabledEventType},
+        SELECT uuid_generate_v7(), d.account_id, $16::text,
                jsonb_build_object(
-                 'subscription_id', d.id, 'resource_uri', ${options.links.subscription('')} || d.id::text,
+                 'subscription_id', d.id, 'resource_uri', $17::text || d.id::text,
                  'callback_url', d.callback_url, 'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
                now()
         FROM disabled d
@@ -239,12 +243,33 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
         SELECT uuid_generate_v7(), n.id, s.id, now(), now()
         FROM notices n
         JOIN subscriptions s ON s.account_id = n.account_id AND s.status = 'active'
-          AND (s.kind IS NULL OR s.kind = ${kindOfType(disabledEventType)!})
+          AND (s.kind IS NULL OR s.kind = $18::text)
         WHERE s.id NOT IN (SELECT id FROM disabled)
         FOR KEY SHARE OF s
         RETURNING event_id, subscription_id
       )
-      SELECT event_id::text, subscription_id::text FROM notice_deliveries`;
+      SELECT event_id::text, subscription_id::text FROM notice_deliveries`,
+      [
+        column((r) => r.delivery.id),
+        column((r) => r.delivery.attemptsMade + 1),
+        column((r) => r.result.startedAt.toISOString()),
+        column((r) => r.result.durationMs),
+        column((r) => r.result.statusCode),
+        column((r) => r.result.errorClass),
+        column((r) => r.result.errorMessage),
+        column((r) => r.result.responseBody),
+        column((r) => r.inFlightLimit),
+        column((r) => deliveryStatus[r.outcome.kind]),
+        column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null)),
+        changes.map((c) => c.subscriptionId),
+        changes.map((c) => c.reset),
+        changes.map((c) => c.failures),
+        disableAfter,
+        disabledEventType,
+        options.links.subscription(''),
+        kindOfType(disabledEventType)!,
+      ],
+    );
     if (notices.length > 0) {
       await options.enqueueNotices(
         notices.map((n) => ({ eventId: n.event_id, subscriptionId: n.subscription_id, round: 0 })),
@@ -257,15 +282,18 @@ export function createDeliveryStore(prisma: PrismaClient, options: DeliveryStore
     load,
     record,
     async expire({ eventId, subscriptionId, round }) {
-      await prisma.$executeRaw`
-        UPDATE deliveries SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, updated_at = now()
-        WHERE event_id = ${eventId}::uuid AND subscription_id = ${subscriptionId}::uuid
-          AND round = ${round} AND status = 'pending'`;
+      await pool.query(
+        `UPDATE deliveries SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, updated_at = now()
+         WHERE event_id = $1::uuid AND subscription_id = $2::uuid AND round = $3 AND status = 'pending'`,
+        [eventId, subscriptionId, round],
+      );
     },
     async cancel(deliveryId) {
-      await prisma.$executeRaw`
-        UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = now()
-        WHERE id = ${deliveryId}::uuid AND status = 'pending'`;
+      await pool.query(
+        `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = now()
+         WHERE id = $1::uuid AND status = 'pending'`,
+        [deliveryId],
+      );
     },
   };
 }
