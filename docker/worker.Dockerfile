@@ -30,7 +30,7 @@ FROM node:20-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 # A heap limit keeps the worker's memory flat and small: without one V8 grows the heap to about
 # 300 MiB under load although the live data stays far below (bench/README.md, worker memory).
-ENV NODE_ENV=production HOST=0.0.0.0 WORKER_HEALTH_PORT=3001 NODE_OPTIONS=--max-old-space-size=192
+ENV NODE_ENV=production HOST=0.0.0.0 WORKER_HEALTH_PORT=3001
 WORKDIR /app
 COPY --from=prod-deps /repo/node_modules node_modules
 COPY --from=prod-deps /repo/packages/shared/node_modules packages/shared/node_modules

@@ -15,10 +15,12 @@ import {
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
+import { heapLimitEnv } from './heap-limit.js';
 
 /** Environment variables of the worker service. */
 export const workerEnvSchema = Type.Object({
   ...commonEnv,
+  ...heapLimitEnv,
   WORKER_CONCURRENCY: Type.Integer({
     default: 50,
     minimum: 1,

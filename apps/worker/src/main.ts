@@ -1,36 +1,35 @@
 /**
- * The worker service's entry point: reads the configuration, starts the processors (and the
- * health endpoint when WORKER_HEALTH_PORT is set), and on SIGTERM or SIGINT stops taking jobs,
- * lets running deliveries finish, then disconnects (BullMQ's "going to production" guide).
+ * The worker's entry point for every way of starting it (`pnpm start`, `node
+ * apps/worker/dist/main.js`, the image): runs the service (`service.ts`) in a worker thread whose
+ * V8 old generation is bounded to WORKER_MAX_HEAP_MB (issue #14), since a Node process cannot
+ * bound its own heap once started (bench/README.md, "round 0"). SIGTERM and SIGINT are forwarded
+ * to the thread, which finishes its running deliveries and exits; a second one stops at once. The
+ * process exits with the thread's code, 1 when the thread failed (its heap bound reached, an
+ * invalid configuration).
  */
-import closeWithGrace from 'close-with-grace';
+import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
-import { redactedConfig } from '@webhooks/shared';
-import { loadWorkerConfig, workerEnvSchema } from './config.js';
-import { startHealthServer } from './health-server.js';
-import { startWorker } from './worker.js';
+import { heapLimitMb } from './heap-limit.js';
 
-const config = loadWorkerConfig();
-const log = pino({ level: config.LOG_LEVEL, name: 'worker' });
-const worker = startWorker(config, log);
-const health =
-  config.WORKER_HEALTH_PORT > 0
-    ? await startHealthServer(worker, config.HOST, config.WORKER_HEALTH_PORT, config.METRICS_TOKEN)
-    : null;
+/** What the launcher sends the service thread. */
+export interface ShutdownRequest {
+  signal: NodeJS.Signals;
+}
 
-closeWithGrace({ delay: config.DELIVERY_TIMEOUT_MS + 5_000 }, async ({ signal, err }) => {
-  if (err) log.error({ err }, 'closing after an error');
-  else log.info({ signal }, 'closing: finishing running deliveries');
-  health?.close();
-  await worker.close();
+const log = pino({ name: 'worker' });
+const thread = new Worker(new URL('./service.js', import.meta.url), {
+  resourceLimits: { maxOldGenerationSizeMb: heapLimitMb(process.env) },
 });
-
-log.info(
-  {
-    config: redactedConfig(workerEnvSchema, config),
-    queues: [...config.roles],
-    redisMode: config.redis.mode,
-    keyPrefix: config.keyPrefix,
-  },
-  'worker started',
-);
+let signalled = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (signalled) process.exit(1);
+    signalled = true;
+    thread.postMessage({ signal } satisfies ShutdownRequest);
+  });
+}
+thread.on('error', (error) => {
+  log.fatal({ err: error }, 'worker thread failed');
+  process.exitCode = 1;
+});
+thread.on('exit', (code) => process.exit(process.exitCode ?? code));

@@ -113,6 +113,18 @@ describe('workers split by role', () => {
     );
   });
 
+  it('bounds its heap to WORKER_MAX_HEAP_MB when started as a bare `node main.js`, and refuses a bound that is no number', async () => {
+    const bounded = await startWorkerProcess({ WORKER_MAX_HEAP_MB: '96' });
+    const [started] = logged(bounded.lines(), 'worker started');
+    // V8's limit is the old generation plus the young one's semi-spaces (tens of MiB).
+    expect(started?.heapLimitMiB).toBeGreaterThanOrEqual(96);
+    expect(started?.heapLimitMiB).toBeLessThan(96 + 64);
+    const refused = spawnWorker(testEnv(api.database.url, api.prefix, { WORKER_MAX_HEAP_MB: 'lots' }));
+    spawned.push(refused);
+    expect(await refused.exited).toBe(1);
+    expect(refused.output.join('')).toContain('WORKER_MAX_HEAP_MB');
+  });
+
   it('refuses an unknown queue in WORKER_QUEUES at start, naming the variable', async () => {
     const worker = spawnWorker(testEnv(api.database.url, api.prefix, { WORKER_QUEUES: 'events,mail' }));
     spawned.push(worker);

@@ -1,0 +1,29 @@
+/**
+ * WORKER_MAX_HEAP_MB, the bound of the worker's V8 heap (issue #14: the same bounded heap however
+ * the worker is started). Its own module, importing only TypeBox, so that the launcher
+ * (`main.ts`) reads it without loading the service's dependencies into its own thread.
+ */
+import Type from 'typebox';
+
+const bounds = { default: 160, minimum: 32, maximum: 16_384 };
+
+/** The setting, spread into the worker's environment schema (README, "Configuration"). */
+export const heapLimitEnv = {
+  WORKER_MAX_HEAP_MB: Type.Integer({
+    ...bounds,
+    description:
+      "Most MiB of the worker's V8 old generation, however it is started; past it the worker exits with an error (a restart, not swap)",
+  }),
+};
+
+/**
+ * The heap bound in MiB from `env`. An invalid value gives the default here: the service thread
+ * then refuses it when it loads its configuration, naming the variable, and the process exits.
+ */
+export function heapLimitMb(env: Record<string, string | undefined>): number {
+  const raw = env.WORKER_MAX_HEAP_MB;
+  const value = raw === undefined || raw.trim() === '' ? bounds.default : Number(raw);
+  return Number.isInteger(value) && value >= bounds.minimum && value <= bounds.maximum
+    ? value
+    : bounds.default;
+}
