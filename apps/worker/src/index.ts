@@ -4,3 +4,4 @@ export { startWorker, userAgent, type RunningWorker } from './worker.js';
 export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
 export { createAttemptSender, type AttemptResult, type AttemptSender } from './delivery/attempt.js';
 export { parseRetryAfter, retryDelayMs, type DeliveryPolicy } from './delivery/backoff.js';
+export { inSlotWaitRule, waitsInSlot, type InSlotWaitRule } from './delivery/in-slot-wait.js';

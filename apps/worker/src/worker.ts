@@ -27,6 +27,7 @@ import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
 import type { DeliveryPolicy } from './delivery/backoff.js';
 import { createDeliveryGate } from './delivery/gate.js';
+import { inSlotWaitRule } from './delivery/in-slot-wait.js';
 import {
   createDeliveryProcessor,
   deliveryBackoffStrategy,
@@ -216,6 +217,7 @@ function startDeliveries(
     leaseMs: deps.lockDuration,
     // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
     maxParkMs: 60_000,
+    inSlotWait: inSlotWaitRule(config.WORKER_CONCURRENCY),
     async wake(jobId) {
       try {
         await (await Job.fromId(deliveryQueue, jobId))?.promote();

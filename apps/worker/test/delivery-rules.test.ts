@@ -1,6 +1,16 @@
-/** Unit tests of the delivery path's pure rules: outcome of an attempt, backoff with Retry-After. */
+/**
+ * Unit tests of the delivery path's pure rules: outcome of an attempt, backoff with Retry-After,
+ * waiting for a subscription's slot in place or parked.
+ */
 import { describe, expect, it } from '@jest/globals';
-import { decideOutcome, parseRetryAfter, retryDelayMs, type AttemptResult } from '@webhooks/worker';
+import {
+  decideOutcome,
+  inSlotWaitRule,
+  parseRetryAfter,
+  retryDelayMs,
+  waitsInSlot,
+  type AttemptResult,
+} from '@webhooks/worker';
 
 const now = new Date('2026-11-21T12:00:00.000Z');
 const policy = { maxAttempts: 5, backoffMs: 60_000 };
@@ -79,5 +89,26 @@ describe('decideOutcome', () => {
       kind: 'given_up',
       reason: 'blocked_address',
     });
+  });
+});
+
+describe('waitsInSlot', () => {
+  const rule = inSlotWaitRule(50);
+
+  it('waits in place for a short turn, and parks once 50 ms in all would be passed', () => {
+    expect(waitsInSlot(10, 0, 0, rule)).toBe(true);
+    expect(waitsInSlot(10, 40, 0, rule)).toBe(true);
+    expect(waitsInSlot(11, 40, 0, rule)).toBe(false);
+  });
+
+  it('parks a long turn (a subscription that began to hang) at once', () => {
+    expect(waitsInSlot(2_000, 0, 0, rule)).toBe(false);
+  });
+
+  it('keeps half the worker slots for other jobs, at least one waiting in place', () => {
+    expect(rule.maxWaiting).toBe(25);
+    expect(waitsInSlot(10, 0, 24, rule)).toBe(true);
+    expect(waitsInSlot(10, 0, 25, rule)).toBe(false);
+    expect(inSlotWaitRule(1).maxWaiting).toBe(1);
   });
 });

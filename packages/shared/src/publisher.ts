@@ -119,26 +119,23 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
   queue.on('error', () => {});
 
   type Entry = { data: EventJobData; idempotencyKey?: string };
-  const add = batcher<Entry, Job<EventJobData>>(
-    async (entries) => {
-      const jobs = await queue.addBulk(
-        entries.map(({ data, idempotencyKey }) => ({
-          name: 'event' as const,
-          data,
-          opts: {
-            jobId: data.id,
-            deduplication:
-              idempotencyKey === undefined
-                ? undefined
-                : { id: idempotencyId(data.accountId, idempotencyKey), ttl: idempotencyWindowMs },
-          },
-        })),
-      );
-      if (waitReplicas > 0) await awaitReplicas(connection, waitReplicas, timeoutMs);
-      return jobs;
-    },
-    { windowMs: 1 },
-  );
+  const add = batcher<Entry, Job<EventJobData>>(async (entries) => {
+    const jobs = await queue.addBulk(
+      entries.map(({ data, idempotencyKey }) => ({
+        name: 'event' as const,
+        data,
+        opts: {
+          jobId: data.id,
+          deduplication:
+            idempotencyKey === undefined
+              ? undefined
+              : { id: idempotencyId(data.accountId, idempotencyKey), ttl: idempotencyWindowMs },
+        },
+      })),
+    );
+    if (waitReplicas > 0) await awaitReplicas(connection, waitReplicas, timeoutMs);
+    return jobs;
+  });
 
   return {
     async publish(input) {

@@ -5,9 +5,10 @@
  *   adaptive allowance of `throttle.ts` in @webhooks/shared) of its attempts hold a slot at once;
  * - with `rate_limit`, at most that many attempts are admitted in any window of
  *   {@link rateWindowMs};
- * - a job over the limit is parked: the processor moves it to BullMQ's delayed set, without using
- *   an attempt and without holding a worker slot, for about the time the deliveries parked before
- *   it need to go through (`parkDelayMs`). The slot is taken before the delivery is read from
+ * - a job over the limit waits a few ms in place when {@link waitsInSlot} allows, else is parked:
+ *   the processor moves it to BullMQ's delayed set, without using an attempt and without holding
+ *   a worker slot, for about the time the deliveries parked before it need to go through
+ *   (`parkDelayMs`). The slot is taken before the delivery is read from
  *   PostgreSQL, so parking costs two Redis round trips and no query. A slot freed wakes the parked
  *   job first in line, but is not reserved for it: whichever of the subscription's jobs asks next
  *   takes it, so a slot never idles while a woken job travels through a long queue.
@@ -16,6 +17,7 @@
  * cannot keep one. Each operation is one Lua script, atomic across workers, timed by Redis' clock
  * so that workers' clocks need not agree. Queueing, ordering and retries stay BullMQ's.
  */
+import { setTimeout } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
   averageDurationMs,
@@ -29,6 +31,7 @@ import {
   type RedisConnection,
 } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
+import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
 
 /**
  * The rate window, in ms: one second and a guard of 100 ms, so that the jitter between admitting an
@@ -139,6 +142,8 @@ export interface DeliveryGateOptions {
   leaseMs: number;
   /** Longest wait of a parked delivery before it asks again, in ms. */
   maxParkMs: number;
+  /** When a delivery over the limit waits in place instead of being parked. */
+  inSlotWait: InSlotWaitRule;
   /**
    * Moves a parked (delayed) job back to the queue now; never throws. Called when a slot frees, for
    * the subscription's parked job first in line, so that a slot does not idle while parked jobs
@@ -153,7 +158,8 @@ export interface DeliveryGateOptions {
 /** The gate's operations; `jobId` is the BullMQ job id of the delivery. */
 export interface DeliveryGate {
   /**
-   * Takes an in-flight slot for `jobId`, or says how long to wait.
+   * Takes an in-flight slot for `jobId`, waiting for one in place as long as {@link waitsInSlot}
+   * allows, or says how long to park.
    *
    * @throws ioredis' errors when Redis cannot be reached
    */
@@ -193,6 +199,7 @@ const maxFullHints = 10_000;
 /** Creates the gate on `options.redis` (registering its scripts there). */
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   const { redis, prefix, maxInFlight, leaseMs, maxParkMs, wake, log, metrics, inFlightLimits } = options;
+  let waitingInSlot = 0;
   redis.defineCommand('webhookGateAcquire', { numberOfKeys: 3, lua: acquireLua });
   redis.defineCommand('webhookGateRate', { numberOfKeys: 1, lua: rateLua });
   redis.defineCommand('webhookGateRelease', { numberOfKeys: 3, lua: releaseLua });
@@ -207,12 +214,38 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     { until: number; parked: number; limit: number; turnMs: number | null }
   >();
 
-  const park = (hint: { parked: number; limit: number; turnMs: number | null }): Admission => {
-    metrics.parked.inc();
-    return {
-      admitted: false,
-      waitMs: parkDelayMs(hint.parked, hint.limit, hint.turnMs, maxParkMs, Math.random()),
-    };
+  const park = (hint: { parked: number; limit: number; turnMs: number | null }): Admission => ({
+    admitted: false,
+    waitMs: parkDelayMs(hint.parked, hint.limit, hint.turnMs, maxParkMs, Math.random()),
+  });
+
+  /** One question to the gate; `useHint`: a subscription just found full is refused without one. */
+  const ask = async (subscriptionId: string, jobId: string, useHint: boolean): Promise<Admission> => {
+    const hint = fullHints.get(subscriptionId);
+    if (useHint && hint !== undefined && hint.until > Date.now()) {
+      hint.parked += 1;
+      return park(hint);
+    }
+    const keys = subscriptionGateKeys(prefix, subscriptionId);
+    const [admitted, allowance, ahead, average, oldestInFlightMs] = await commands.webhookGateAcquire(
+      keys.leases,
+      keys.parked,
+      keys.state,
+      jobId,
+      leaseMs,
+      maxInFlight,
+      maxParkMs * 2,
+    );
+    const averageMs = average === '' ? null : Number(average);
+    const limit = inFlightLimit(Number(allowance), maxInFlight);
+    if (admitted === 1) return { admitted: true, allowance, inFlightLimit: limit, averageMs };
+    // A slot held far longer than the average (a callback that just began to hang) says more.
+    const turnMs = averageMs !== null && oldestInFlightMs > 4 * averageMs ? oldestInFlightMs : averageMs;
+    if (fullHints.size >= maxFullHints) fullHints.clear();
+    const untilSlotFrees = Math.min(50, Math.max(minParkMs, (turnMs ?? minParkMs) / limit));
+    const fresh = { until: Date.now() + untilSlotFrees, parked: ahead, limit, turnMs };
+    fullHints.set(subscriptionId, fresh);
+    return park(fresh);
   };
 
   const open: Admission = {
@@ -225,31 +258,23 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   return {
     async acquire(subscriptionId, jobId) {
       if (!inFlightLimits) return open;
-      const hint = fullHints.get(subscriptionId);
-      if (hint !== undefined && hint.until > Date.now()) {
-        hint.parked += 1;
-        return park(hint);
+      let admission = await ask(subscriptionId, jobId, true);
+      let waitedMs = 0;
+      while (
+        !admission.admitted &&
+        waitsInSlot(admission.waitMs, waitedMs, waitingInSlot, options.inSlotWait)
+      ) {
+        waitingInSlot += 1;
+        try {
+          await setTimeout(admission.waitMs);
+        } finally {
+          waitingInSlot -= 1;
+        }
+        waitedMs += admission.waitMs;
+        admission = await ask(subscriptionId, jobId, false);
       }
-      const keys = subscriptionGateKeys(prefix, subscriptionId);
-      const [admitted, allowance, ahead, average, oldestInFlightMs] = await commands.webhookGateAcquire(
-        keys.leases,
-        keys.parked,
-        keys.state,
-        jobId,
-        leaseMs,
-        maxInFlight,
-        maxParkMs * 2,
-      );
-      const averageMs = average === '' ? null : Number(average);
-      const limit = inFlightLimit(Number(allowance), maxInFlight);
-      if (admitted === 1) return { admitted: true, allowance, inFlightLimit: limit, averageMs };
-      // A slot held far longer than the average (a callback that just began to hang) says more.
-      const turnMs = averageMs !== null && oldestInFlightMs > 4 * averageMs ? oldestInFlightMs : averageMs;
-      if (fullHints.size >= maxFullHints) fullHints.clear();
-      const untilSlotFrees = Math.min(50, Math.max(minParkMs, (turnMs ?? minParkMs) / limit));
-      const fresh = { until: Date.now() + untilSlotFrees, parked: ahead, limit, turnMs };
-      fullHints.set(subscriptionId, fresh);
-      return park(fresh);
+      if (!admission.admitted) metrics.parked.inc();
+      return admission;
     },
 
     async pace(subscriptionId, jobId, rateLimit) {
