@@ -28,8 +28,8 @@ RUN pnpm install --frozen-lockfile --prod --filter @webhooks/worker...
 
 FROM node:20-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
-# A heap limit keeps the worker's memory flat and small: without one V8 grows the heap to about
-# 300 MiB under load although the live data stays far below (bench/README.md, worker memory).
+# No NODE_OPTIONS heap limit: main.js bounds the worker's heap itself (WORKER_MAX_HEAP_MB), the
+# same way on every start path (bench/README.md, "Issue #14").
 ENV NODE_ENV=production HOST=0.0.0.0 WORKER_HEALTH_PORT=3001
 WORKDIR /app
 COPY --from=prod-deps /repo/node_modules node_modules
