@@ -84,7 +84,7 @@ export async function steadyLatency(
 }
 
 /** How long the sustained scenario waits, after publishing ended, for the deliveries still due, in ms. */
-const sustainedDrainWaitMs = 60_000;
+export const sustainedDrainWaitMs = 60_000;
 
 /**
  * Issue #14's sustained load: `rate` events/s for `seconds` into `subscriptions` subscriptions

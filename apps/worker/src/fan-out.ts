@@ -3,7 +3,8 @@
  * that receive its type (general ones every type, kind ones their kind's; a test event only its
  * one subscription), creates one delivery per subscription and enqueues one delivery job each.
  * Concurrent events are fanned out together, one SQL statement (sent with `pg` directly, as the
- * delivery path's) and one `addBulk` per batch (see `batcher` in @webhooks/shared). Every step is idempotent, and
+ * delivery path's) and one `addBulk` per batch (see `batcher` in @webhooks/shared). Every step is
+ * idempotent, and
  * job ids are `<event id>.<subscription id>`, so a fan-out run twice (a stalled job) never
  * delivers twice. An event no active subscription receives is not stored (issue #9, "Retention").
  *
@@ -42,8 +43,10 @@ export function createFanOutProcessor(deps: FanOutDeps) {
   const fanOut = batcher<EventJobData, number>(
     async (events) => {
       const { rows: targets } = await deps.pool.query<{ event_id: string; subscription_id: string }>(
-        `WITH input AS (
-        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::uuid[]) AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id)
+        `
+      WITH input AS (
+        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::uuid[])
+          AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id)
       ), targets AS (
         SELECT i.id AS event_id, s.id AS subscription_id
         FROM input i

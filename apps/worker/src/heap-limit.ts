@@ -4,13 +4,16 @@
  * (`main.ts`) reads it without loading the service's dependencies into its own thread.
  */
 import Type from 'typebox';
+import Value from 'typebox/value';
 
-const bounds = { default: 160, minimum: 32, maximum: 16_384 };
+const fallback = 160;
 
 /** The setting, spread into the worker's environment schema (README, "Configuration"). */
 export const heapLimitEnv = {
   WORKER_MAX_HEAP_MB: Type.Integer({
-    ...bounds,
+    default: fallback,
+    minimum: 32,
+    maximum: 16_384,
     description:
       "Most MiB of the worker's V8 old generation, however it is started; past it the worker exits with an error (a restart, not swap)",
   }),
@@ -21,9 +24,7 @@ export const heapLimitEnv = {
  * then refuses it when it loads its configuration, naming the variable, and the process exits.
  */
 export function heapLimitMb(env: Record<string, string | undefined>): number {
-  const raw = env.WORKER_MAX_HEAP_MB;
-  const value = raw === undefined || raw.trim() === '' ? bounds.default : Number(raw);
-  return Number.isInteger(value) && value >= bounds.minimum && value <= bounds.maximum
-    ? value
-    : bounds.default;
+  const raw = env.WORKER_MAX_HEAP_MB?.trim();
+  const value = Number(raw);
+  return raw && Value.Check(heapLimitEnv.WORKER_MAX_HEAP_MB, value) ? value : fallback;
 }

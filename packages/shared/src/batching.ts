@@ -1,9 +1,8 @@
 /**
  * Micro-batching of round trips across concurrent callers, with DataLoader: calls made within
- * one turn of the event loop, or within `windowMs` when set (at most `maxBatchSize` of them), run
- * as one SQL statement or one Redis `addBulk`, and
- * each caller still awaits its own result, so nothing is acknowledged before it is written. On the
- * project's machines one round trip costs about as much CPU as a whole HTTP attempt (Prisma's
+ * one turn of the event loop (at most `maxBatchSize` of them) run as one SQL statement or one
+ * Redis `addBulk`, and each caller still awaits its own result, so nothing is acknowledged before
+ * it is written. On the project's machines one round trip costs about as much CPU as a whole HTTP attempt (Prisma's
  * per-query overhead, a socket write, a wake-up of PostgreSQL or Redis), so batching is what lets
  * publishing and delivery keep up with the transport (bench/README.md).
  */
@@ -11,14 +10,6 @@ import DataLoader from 'dataloader';
 
 /** Options of {@link batcher}. */
 export interface BatchOptions {
-  /**
-   * How long the first call of a batch waits for others, in ms. By default it waits only for the
-   * rest of the current turn of the event loop (`setImmediate`): under load, the completions that
-   * arrive together (answers from the receiver, PostgreSQL or Redis) batch together; when idle,
-   * a call waits for nothing. A fixed window of 1-2 ms cost every job that wait at every step
-   * (bench/README.md, "Issue #14").
-   */
-  windowMs?: number;
   /** Most calls in one batch (default 100). */
   maxBatchSize?: number;
 }
@@ -34,7 +25,6 @@ export function batcher<I, O>(
   runBatch: (inputs: readonly I[]) => Promise<Array<O | Error>>,
   options: BatchOptions = {},
 ): (input: I) => Promise<O> {
-  const { windowMs } = options;
   const runAlone = (input: I) =>
     runBatch([input]).then(
       ([result]) => result as O | Error,
@@ -51,8 +41,10 @@ export function batcher<I, O>(
   const loader = new DataLoader<I, O>(run, {
     cache: false,
     maxBatchSize: options.maxBatchSize ?? 100,
-    batchScheduleFn: (callback) =>
-      windowMs === undefined ? setImmediate(callback) : setTimeout(callback, windowMs),
+    // The end of the event loop's turn, not a fixed window: completions that arrive together
+    // (answers from receivers, PostgreSQL or Redis) still batch, and an idle caller waits for
+    // nothing (bench/README.md, "Issue #14", round 4).
+    batchScheduleFn: (callback) => setImmediate(callback),
   });
   return (input) => loader.load(input);
 }
