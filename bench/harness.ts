@@ -103,15 +103,16 @@ export async function startBenchStack(
     RATE_LIMIT_PER_MINUTE: '100000000',
     ...env,
   };
-  const api = startService('api', serviceEnv);
+  // BENCH_API_NODE_ARGS / BENCH_WORKER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profile the services.
+  const nodeArgsOf = (name: string) => process.env[name]?.split(' ').filter(Boolean);
+  const api = startService('api', serviceEnv, { nodeArgs: nodeArgsOf('BENCH_API_NODE_ARGS') });
   const workers: ServiceProcess[] = [];
   const addWorker = (nodeArgs: string[] = []) => {
     const worker = startService('worker', serviceEnv, { nodeArgs });
     workers.push(worker);
     return worker;
   };
-  // BENCH_WORKER_NODE_ARGS="--cpu-prof --cpu-prof-dir=bench/results" profiles the workers.
-  const profileArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean);
+  const profileArgs = nodeArgsOf('BENCH_WORKER_NODE_ARGS');
   for (let i = 0; i < workerCount; i++) addWorker(profileArgs);
   const apiUrl = `http://127.0.0.1:${port}`;
   await waitUntilReady(apiUrl);

@@ -17,7 +17,9 @@ export async function findOwnSubscription(
   accountId: string,
   id: string,
 ): Promise<Subscription> {
-  const row = isUuid(id) ? await prisma.subscription.findFirst({ where: { id, accountId } }) : null;
+  // findUnique, not findFirst: Prisma batches the findUnique calls of one tick into one statement,
+  // which made reads under load about twice as fast (bench/README.md, "Issue #14", round 6).
+  const row = isUuid(id) ? await prisma.subscription.findUnique({ where: { id, accountId } }) : null;
   if (row === null) throw notFound(`Subscription ${id}`);
   return row;
 }

@@ -43,8 +43,9 @@ const recoverBatch = 1_000;
 const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views }> = async (app, options) => {
   const redelivery = { prisma: app.prisma, queue: app.deliveryQueue, maxAttempts: options.maxAttempts };
   const findDelivery = async (subscriptionId: string, deliveryId: string) => {
+    // findUnique: batched by Prisma across concurrent requests, as in findOwnSubscription.
     const row = isUuid(deliveryId)
-      ? await app.prisma.delivery.findFirst({
+      ? await app.prisma.delivery.findUnique({
           where: { id: deliveryId, subscriptionId },
           include: { event: true, attempts: { orderBy: [{ attemptNumber: 'asc' }, { id: 'asc' }] } },
         })
