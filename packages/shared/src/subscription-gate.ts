@@ -3,6 +3,7 @@
  * worker's gate (apps/worker/src/delivery/gate.ts) writes these keys; the rules behind the values
  * are in `throttle.ts`.
  */
+import { batcher } from './batching.js';
 import type { RedisConnection } from './redis.js';
 import { inFlightLimit, throttleState, type ThrottleState } from './throttle.js';
 
@@ -56,4 +57,25 @@ export async function readDeliveryThrottles(
     });
   });
   return throttles;
+}
+
+/**
+ * {@link readDeliveryThrottles} shared by concurrent callers: the ids asked for within one turn of
+ * the event loop are read in one round trip (`batcher`), so a burst of API reads costs Redis one
+ * pipeline rather than one per request (bench/README.md, "Issue #14", round 6).
+ *
+ * @param max SUBSCRIPTION_MAX_IN_FLIGHT
+ * @returns a function from subscription ids to their throttling; it rejects with ioredis' errors
+ *   when Redis cannot be reached
+ */
+export function createDeliveryThrottleReader(
+  redis: RedisConnection,
+  prefix: string,
+  max: number,
+): (subscriptionIds: readonly string[]) => Promise<Map<string, DeliveryThrottle>> {
+  const readOne = batcher<string, DeliveryThrottle>(async (ids) => {
+    const throttles = await readDeliveryThrottles(redis, prefix, ids, max);
+    return ids.map((id) => throttles.get(id)!);
+  });
+  return async (ids) => new Map(await Promise.all(ids.map(async (id) => [id, await readOne(id)] as const)));
 }

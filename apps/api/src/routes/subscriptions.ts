@@ -14,7 +14,7 @@ import {
   eventKinds,
   generateSigningSecret,
   Page,
-  readDeliveryThrottles,
+  createDeliveryThrottleReader,
   Subscription,
   SubscriptionCreate,
   SubscriptionCreated,
@@ -67,9 +67,9 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
   };
 
+  const readThrottles = createDeliveryThrottleReader(app.redis, options.queuePrefix, options.maxInFlight);
   const present = async (rows: SubscriptionRow[]) => {
-    const ids = rows.map((row) => row.id);
-    const throttles = await readDeliveryThrottles(app.redis, options.queuePrefix, ids, options.maxInFlight);
+    const throttles = await readThrottles(rows.map((row) => row.id));
     return rows.map((row) => options.views.subscription(row, throttles.get(row.id)!));
   };
   const presentOne = async (row: SubscriptionRow) => (await present([row]))[0]!;
