@@ -105,6 +105,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     await accountScope.register(rateLimit, {
       max: config.RATE_LIMIT_PER_MINUTE,
       nameSpace: `${config.keyPrefix}:rate-limit:`,
+      redis: config.redis,
     });
     await accountScope.register(storableInput);
     await accountScope.register(eventTypes, { views });

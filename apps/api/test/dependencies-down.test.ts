@@ -92,6 +92,11 @@ describe('Redis unreachable from the start', () => {
     expect(response.json().detail).toMatch(/nothing was accepted/);
   });
 
+  it('still answers routes that need no Redis: the rate limit lets requests pass uncounted', async () => {
+    const response = await api.app.inject({ url: '/api/event-types', headers: api.auth('acme') });
+    expect(response.statusCode).toBe(200);
+  });
+
   it('reports Redis unreachable and PostgreSQL ok on /readyz', async () => {
     const ready = await api.app.inject({ url: '/readyz' });
     expect(ready.statusCode).toBe(503);
