@@ -28,3 +28,11 @@ export function heapLimitMb(env: Record<string, string | undefined>): number {
   const value = Number(raw);
   return raw && Value.Check(heapLimitEnv.WORKER_MAX_HEAP_MB, value) ? value : fallback;
 }
+
+/**
+ * The young generation of the worker's V8 heap, in MiB. V8's default (semi-spaces of up to 16 MiB,
+ * about 48 MiB in all) took the worker's RSS to 259-260 MiB at peaks of a 100,000-delivery
+ * backlog; with 24 MiB the peaks were 225 and 248 MiB, and no throughput change was measured (bench/README.md,
+ * "Issue #14", round 6).
+ */
+export const youngGenerationMb = 24;

@@ -1,15 +1,16 @@
 /**
  * The worker's entry point for every way of starting it (`pnpm start`, `node
  * apps/worker/dist/main.js`, the image): runs the service (`service.ts`) in a worker thread whose
- * V8 old generation is bounded to WORKER_MAX_HEAP_MB (issue #14), since a Node process cannot
- * bound its own heap once started (bench/README.md, "round 0"). SIGTERM and SIGINT are forwarded
+ * V8 old generation is bounded to WORKER_MAX_HEAP_MB and its young generation to
+ * {@link youngGenerationMb} (issue #14), since a Node process cannot bound its own heap once
+ * started (bench/README.md, "round 0"). SIGTERM and SIGINT are forwarded
  * to the thread, which finishes its running deliveries and exits; a second one stops at once. The
  * process exits with the thread's code, 1 when the thread failed (its heap bound reached, an
  * invalid configuration).
  */
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
-import { heapLimitMb } from './heap-limit.js';
+import { heapLimitMb, youngGenerationMb } from './heap-limit.js';
 
 /** What the launcher sends the service thread. */
 export interface ShutdownRequest {
@@ -18,7 +19,10 @@ export interface ShutdownRequest {
 
 const log = pino({ name: 'worker' });
 const thread = new Worker(new URL('./service.js', import.meta.url), {
-  resourceLimits: { maxOldGenerationSizeMb: heapLimitMb(process.env) },
+  resourceLimits: {
+    maxOldGenerationSizeMb: heapLimitMb(process.env),
+    maxYoungGenerationSizeMb: youngGenerationMb,
+  },
 });
 let signalled = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
