@@ -10,11 +10,11 @@ import Type from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
 import type { Subscription as SubscriptionRow } from '@webhooks/db';
 import {
+  createDeliveryThrottleReader,
   eventCatalogue,
   eventKinds,
   generateSigningSecret,
   Page,
-  createDeliveryThrottleReader,
   Subscription,
   SubscriptionCreate,
   SubscriptionCreated,
