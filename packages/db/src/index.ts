@@ -1,4 +1,7 @@
-/** @webhooks/db: the Prisma client factory, the worker's `pg` pool, the migration runner and the sealing of signing secrets. */
+/**
+ * @webhooks/db: the Prisma client factory, the worker's `pg` pool, the migration runner and the
+ * sealing of signing secrets.
+ */
 export * from './client.js';
 export * from './create-database.js';
 export * from './migrate.js';

@@ -2,9 +2,9 @@
  * Micro-batching of round trips across concurrent callers, with DataLoader: calls made within
  * one turn of the event loop (at most `maxBatchSize` of them) run as one SQL statement or one
  * Redis `addBulk`, and each caller still awaits its own result, so nothing is acknowledged before
- * it is written. On the project's machines one round trip costs about as much CPU as a whole HTTP attempt (Prisma's
- * per-query overhead, a socket write, a wake-up of PostgreSQL or Redis), so batching is what lets
- * publishing and delivery keep up with the transport (bench/README.md).
+ * it is written. On the project's machines one round trip costs about as much CPU as a whole HTTP
+ * attempt (a socket write, a wake-up of PostgreSQL or Redis), so batching is what lets publishing
+ * and delivery keep up with the transport (bench/README.md).
  */
 import DataLoader from 'dataloader';
 

@@ -52,11 +52,11 @@ export interface EventInput {
 /**
  * Checks an event and returns when it occurred.
  *
- * @throws EventInputError 400 for an unknown type, an operational one outside a test event, a `data` that is not a JSON object or is nested
- *   deeper than {@link maxDataDepth}, an account id {@link isValidAccountId} refuses, a bad date, idempotency key or
- *   test event subscription id (not a UUID), or any of
- *   them carrying text PostgreSQL cannot store (NUL, lone surrogates; see storable-json.ts); 413
- *   for `data` over {@link maxEventDataBytes}.
+ * @throws EventInputError 400 for an unknown type, an operational one outside a test event, a
+ *   `data` that is not a JSON object or is nested deeper than {@link maxDataDepth}, an account id
+ *   {@link isValidAccountId} refuses, a bad date, idempotency key or test event subscription id
+ *   (not a UUID), or any of them carrying text PostgreSQL cannot store (NUL, lone surrogates; see
+ *   storable-json.ts); 413 for `data` over {@link maxEventDataBytes}.
  */
 export function checkEventInput(input: EventInput): Date {
   if (!isValidAccountId(input.accountId)) {

@@ -8,10 +8,10 @@
  * - a job over the limit waits a few ms in place when {@link waitsInSlot} allows, else is parked:
  *   the processor moves it to BullMQ's delayed set, without using an attempt and without holding
  *   a worker slot, for about the time the deliveries parked before it need to go through
- *   (`parkDelayMs`). The slot is taken before the delivery is read from
- *   PostgreSQL, so parking costs two Redis round trips and no query. A slot freed wakes the parked
- *   job first in line, but is not reserved for it: whichever of the subscription's jobs asks next
- *   takes it, so a slot never idles while a woken job travels through a long queue.
+ *   (`parkDelayMs`). The slot is taken before the delivery is read from PostgreSQL, so parking
+ *   costs two Redis round trips and no query. A slot freed wakes the parked job first in line, but
+ *   is not reserved for it: whichever of the subscription's jobs asks next takes it, so a slot
+ *   never idles while a woken job travels through a long queue.
  *
  * Slots are leases that expire ({@link DeliveryGateOptions.leaseMs}), so a worker killed mid-attempt
  * cannot keep one. Each operation is one Lua script, atomic across workers, timed by Redis' clock
