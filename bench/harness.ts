@@ -8,7 +8,13 @@ import { createServer, type Server } from 'node:http';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createPrismaClient, migrate, migrationsDir, type PrismaClient } from '@webhooks/db';
-import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
+import { Queue, Worker } from 'bullmq';
+import {
+  createEventPublisher,
+  createProducerConnection,
+  createWorkerConnection,
+  type EventPublisher,
+} from '@webhooks/shared';
 import { createTokenMinter } from '@webhooks/api';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
@@ -193,6 +199,18 @@ export async function subscribe(
   return ids;
 }
 
+/** A delivery-sized JSON body, as both throughput baselines send it. */
+const baselineBody = JSON.stringify({
+  timestamp: '2026-11-21T10:15:30.123',
+  type: 'call.completed',
+  webhook_id: 'bench-0',
+  data: { call_id: 'c', n: 1 },
+});
+
+/** The worker's own HTTP client, as the baselines use it: `concurrency` keep-alive sockets. */
+const baselineSender = (concurrency: number) =>
+  createAttemptSender({ timeoutMs: 10_000, allowPrivate: true, maxSockets: concurrency, userAgent });
+
 /**
  * The transport baseline: `count` POSTs of a delivery-sized body, `concurrency` at a time, with
  * the worker's own HTTP client (same got instance settings and keep-alive agent), straight to the
@@ -200,25 +218,14 @@ export async function subscribe(
  */
 export async function transportBaseline(count: number, concurrency: number): Promise<number> {
   const receiver = await startBareReceiver();
-  const sender = createAttemptSender({
-    timeoutMs: 10_000,
-    allowPrivate: true,
-    maxSockets: concurrency,
-    userAgent,
-  });
-  const body = JSON.stringify({
-    timestamp: '2026-11-21T10:15:30.123',
-    type: 'call.completed',
-    webhook_id: 'bench-0',
-    data: { call_id: 'c', n: 1 },
-  });
+  const sender = baselineSender(concurrency);
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < count) {
         const id = `baseline-${next++}`;
-        await sender.send(`${receiver.url}/hook`, body, {
+        await sender.send(`${receiver.url}/hook`, baselineBody, {
           'content-type': 'application/json',
           'webhook-id': id,
         });
@@ -226,6 +233,54 @@ export async function transportBaseline(count: number, concurrency: number): Pro
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  sender.close();
+  await receiver.close();
+  return count / seconds;
+}
+
+/**
+ * The queue floor: the least a delivery costs in this design, one BullMQ job per POST. `count`
+ * jobs are added in bulk (chunks of 500) while a BullMQ worker (`concurrency` slots, the
+ * services' Redis connection settings, a queue prefix of its own) takes each and sends its POST
+ * with the worker's HTTP client, as the transport baseline does: no fan-out, no database, no
+ * gate. Returns jobs completed per second, from the first add to the last completion.
+ */
+export async function queueFloorBaseline(count: number, concurrency: number): Promise<number> {
+  const receiver = await startBareReceiver();
+  const sender = baselineSender(concurrency);
+  const prefix = `wh-bench-floor-${randomBytes(3).toString('hex')}`;
+  const redis = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const producer = createProducerConnection(redis);
+  const consumer = createWorkerConnection(redis);
+  const queue = new Queue<{ n: number }>('floor', { connection: producer, prefix });
+  let completed = 0;
+  let allDone = () => {};
+  const done = new Promise<void>((resolve) => (allDone = resolve));
+  const started = performance.now();
+  const worker = new Worker<{ n: number }>(
+    'floor',
+    async (job) => {
+      await sender.send(`${receiver.url}/hook`, baselineBody, {
+        'content-type': 'application/json',
+        'webhook-id': `floor-${job.data.n}`,
+      });
+      if (++completed === count) allDone();
+    },
+    { connection: consumer, prefix, concurrency },
+  );
+  for (let n = 0; n < count; n += 500) {
+    const chunk = Array.from({ length: Math.min(500, count - n) }, (_, i) => n + i);
+    await queue.addBulk(
+      chunk.map((i) => ({ name: 'floor', data: { n: i }, opts: { removeOnComplete: true } })),
+    );
+  }
+  await done;
+  const seconds = (performance.now() - started) / 1000;
+  await worker.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  producer.disconnect();
+  consumer.disconnect();
   sender.close();
   await receiver.close();
   return count / seconds;
