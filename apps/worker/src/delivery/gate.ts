@@ -236,7 +236,10 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   const commands = redis as unknown as GateCommands;
   // The asks and releases of concurrent jobs go to Redis as one script call (issue #14): one
   // socket write and one script run for the batch instead of one per job. On a Cluster the queue
-  // prefix's hash tag (effectiveKeyPrefix) puts every subscription's gate keys in one slot.
+  // prefix's hash tag (effectiveKeyPrefix) puts every subscription's gate keys in one slot. A
+  // script stopped midway by a Redis error is not rolled back, and `batcher` then runs each entry
+  // alone: at worst a job admitted by the first run is parked by the second, and its lease expires
+  // on its own (leaseMs), as a crashed worker's does.
   const acquireBatch = batcher<{ subscriptionId: string; jobId: string }, AcquireReply>((asks) => {
     const keys = asks.flatMap(({ subscriptionId }) => {
       const { leases, parked, state } = subscriptionGateKeys(prefix, subscriptionId);
