@@ -81,6 +81,7 @@ export interface BenchStack {
 }
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** Starts a stack; `env` is added to both services' environment. */
 export async function startBenchStack(
@@ -94,7 +95,6 @@ export async function startBenchStack(
   const databaseUrl = url.toString();
   await migrate({ databaseUrl, migrationsDir });
   const prefix = `wh-bench-${tag}-${randomBytes(3).toString('hex')}`;
-  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const jwtSecret = randomBytes(32).toString('hex');
   const port = await freePort();
   const serviceEnv = {
@@ -249,9 +249,8 @@ export async function queueFloorBaseline(count: number, concurrency: number): Pr
   const receiver = await startBareReceiver();
   const sender = baselineSender(concurrency);
   const prefix = `wh-bench-floor-${randomBytes(3).toString('hex')}`;
-  const redis = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const producer = createProducerConnection(redis);
-  const consumer = createWorkerConnection(redis);
+  const producer = createProducerConnection(redisUrl);
+  const consumer = createWorkerConnection(redisUrl);
   const queue = new Queue<{ n: number }>('floor', { connection: producer, prefix });
   let completed = 0;
   let allDone = () => {};

@@ -265,11 +265,6 @@ console.log(`\n${machine}\n\n${table}\n\nwritten: ${base.pathname}.json and .md`
 process.exit(0);
 
 /** A row whose figure is `ratio` of its baseline, met at `target` or above. */
-/** A row whose ratio is only reported: it explains a target, it has none of its own. */
-function reportedRow(scenario: string, figure: string, baseline: string, ratio: number): BenchRow {
-  return { scenario, figure, baseline, ratio, target: null, met: null };
-}
-
 function ratioRow(
   scenario: string,
   figure: string,
@@ -278,4 +273,9 @@ function ratioRow(
   target: number,
 ): BenchRow {
   return { scenario, figure, baseline, ratio, target: `≥ ${target.toFixed(2)}`, met: ratio >= target };
+}
+
+/** A row whose ratio is only reported: it explains a target, it has none of its own. */
+function reportedRow(scenario: string, figure: string, baseline: string, ratio: number): BenchRow {
+  return { scenario, figure, baseline, ratio, target: null, met: null };
 }

@@ -74,8 +74,8 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const pool = createPgPool({
     databaseUrl: config.DATABASE_URL,
     poolSize: Math.min(config.WORKER_CONCURRENCY, 20),
+    onIdleError: (error) => log.warn({ err: error }, 'idle PostgreSQL connection lost'),
   });
-  pool.on('error', (error) => log.warn({ err: error }, 'idle PostgreSQL connection lost'));
   // The reconciler, retention and readiness: one statement at a time.
   const prisma = createPrismaClient({ databaseUrl: config.DATABASE_URL, poolSize: 2 });
   const policy: DeliveryPolicy = {

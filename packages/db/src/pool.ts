@@ -15,13 +15,18 @@ export interface PgPoolOptions {
   databaseUrl: string;
   /** Most connections (pg's `max`); default 10. */
   poolSize?: number;
+  /**
+   * Told of an idle client's error (a server restart); the pool drops that client, and the next
+   * query fails or reconnects. Default: ignored.
+   */
+  onIdleError?: (error: Error) => void;
 }
 
 /**
  * A `pg` pool with the Prisma client's connection timeout ({@link connectTimeoutMs}), so that an
- * unreachable server fails a query instead of hanging it. Idle clients' errors (a server restart)
- * are swallowed here: the pool drops such a client, and the next query fails or reconnects.
- * Call `end()` to close it.
+ * unreachable server fails a query instead of hanging it. An idle client's error goes to
+ * `onIdleError`, never to an unheard `error` event (which would end the process). Call `end()` to
+ * close it.
  */
 export function createPgPool(options: PgPoolOptions): pg.Pool {
   const pool = new pg.Pool({
@@ -29,6 +34,6 @@ export function createPgPool(options: PgPoolOptions): pg.Pool {
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: connectTimeoutMs,
   });
-  pool.on('error', () => undefined);
+  pool.on('error', options.onIdleError ?? (() => undefined));
   return pool;
 }
