@@ -15,14 +15,12 @@
  *
  * Slots are leases that expire ({@link DeliveryGateOptions.leaseMs}), so a worker killed mid-attempt
  * cannot keep one. Each operation is one Lua script, atomic across workers, timed by Redis' clock
- * so that workers' clocks need not agree; the acquires (and the releases) of concurrent jobs share
- * one script call. Queueing, ordering and retries stay BullMQ's.
+ * so that workers' clocks need not agree. Queueing, ordering and retries stay BullMQ's.
  */
 import { setTimeout } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
   averageDurationMs,
-  batcher,
   inFlightLimit,
   minParkMs,
   nextAllowance,
@@ -49,37 +47,29 @@ const stateTtlMs = 86_400_000;
 const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
- * For each of n asks, KEYS leases, parked and state (3n keys in all). ARGV: lease ms, max in
- * flight, ms after which a parked entry is forgotten, then the n job ids. Returns, per ask in
- * order, {admitted 1|0, allowance, parked jobs ahead of this one (parked in the order they first
- * asked), average slot time ms or '', age of the oldest slot held in ms}. Asks of one subscription
- * are answered in order, as separate calls would be.
+ * KEYS: leases, parked, state. ARGV: job id, lease ms, max in flight, ms after which a parked
+ * entry is forgotten. Returns {admitted 1|0, allowance, parked jobs ahead of this one (parked in
+ * the order they first asked), average slot time ms or '', age of the oldest slot held in ms}.
  */
 const acquireLua = `${nowMs}
-local leaseMs, max, parkTtl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local answers = {}
-for i = 1, #KEYS / 3 do
-  local leases, parked, stateKey, job = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], ARGV[3 + i]
-  redis.call('ZREMRANGEBYSCORE', leases, '-inf', now)
-  redis.call('ZREMRANGEBYSCORE', parked, '-inf', now - parkTtl)
-  local state = redis.call('HMGET', stateKey, 'allowance', 'average_ms')
-  local allowance = state[1] or ARGV[2]
-  local average = state[2] or ''
-  local limit = math.max(1, math.min(max, math.floor(tonumber(allowance))))
-  if redis.call('ZCARD', leases) >= limit then
-    redis.call('ZADD', parked, 'NX', now, job)
-    redis.call('PEXPIRE', parked, parkTtl)
-    local ahead = redis.call('ZRANK', parked, job)
-    local oldest = redis.call('ZRANGE', leases, 0, 0, 'WITHSCORES')
-    answers[i] = {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs)}
-  else
-    redis.call('ZADD', leases, now + leaseMs, job)
-    redis.call('PEXPIRE', leases, leaseMs)
-    redis.call('ZREM', parked, job)
-    answers[i] = {1, allowance, 0, average, 0}
-  end
+local job, leaseMs, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[4]))
+local state = redis.call('HMGET', KEYS[3], 'allowance', 'average_ms')
+local allowance = state[1] or ARGV[3]
+local average = state[2] or ''
+local limit = math.max(1, math.min(max, math.floor(tonumber(allowance))))
+if redis.call('ZCARD', KEYS[1]) >= limit then
+  redis.call('ZADD', KEYS[2], 'NX', now, job)
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]))
+  local ahead = redis.call('ZRANK', KEYS[2], job)
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs)}
 end
-return answers`;
+redis.call('ZADD', KEYS[1], now + leaseMs, job)
+redis.call('PEXPIRE', KEYS[1], leaseMs)
+redis.call('ZREM', KEYS[2], job)
+return {1, allowance, 0, average, 0}`;
 
 /**
  * KEYS: sent. ARGV: job id, rate limit, rate window ms. Returns 0 and counts the attempt when the
@@ -97,40 +87,32 @@ redis.call('PEXPIRE', KEYS[1], window)
 return 0`;
 
 /**
- * For each of n releases, KEYS leases, state and parked (3n keys in all). ARGV: max in flight, then
- * per release its job id, the allowance expected, the new allowance ('' for no change) and the new
- * average slot time ms. The new allowance is set only if the allowance is still the one expected
- * (compare-and-set), so all the attempts of one window change it once. Returns, per release in
- * order, the ids of the parked jobs to promote: the one first in line when a slot is free, else
- * none.
+ * KEYS: leases, state, parked. ARGV: job id, max in flight, allowance expected, new allowance (''
+ * for no change), new average slot time ms. The new allowance is set only if the allowance is
+ * still the one expected (compare-and-set), so all the attempts of one window change it once.
+ * When a slot is free, returns the id of the parked job first in line (in a list), to be promoted;
+ * else an empty list.
  */
 const releaseLua = `
-local max = tonumber(ARGV[1])
-local answers = {}
-for i = 1, #KEYS / 3 do
-  local leases, stateKey, parked = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local job, expected, proposed, average = ARGV[4 * i - 2], ARGV[4 * i - 1], ARGV[4 * i], ARGV[4 * i + 1]
-  redis.call('ZREM', leases, job)
-  local allowance = redis.call('HGET', stateKey, 'allowance') or ARGV[1]
-  if proposed ~= '' and allowance == expected then
-    allowance = proposed
-    if tonumber(allowance) >= max then
-      redis.call('HDEL', stateKey, 'allowance')
-    else
-      redis.call('HSET', stateKey, 'allowance', allowance)
-    end
+redis.call('ZREM', KEYS[1], ARGV[1])
+local allowance = redis.call('HGET', KEYS[2], 'allowance') or ARGV[2]
+if ARGV[4] ~= '' and allowance == ARGV[3] then
+  allowance = ARGV[4]
+  if tonumber(allowance) >= tonumber(ARGV[2]) then
+    redis.call('HDEL', KEYS[2], 'allowance')
+  else
+    redis.call('HSET', KEYS[2], 'allowance', allowance)
   end
-  redis.call('HSET', stateKey, 'average_ms', average)
-  redis.call('PEXPIRE', stateKey, ${stateTtlMs})
-  local limit = math.max(1, math.min(max, math.floor(tonumber(allowance))))
-  local woken = {}
-  if redis.call('ZCARD', leases) < limit then
-    local heads = redis.call('ZPOPMIN', parked)
-    for j = 1, #heads, 2 do woken[#woken + 1] = heads[j] end
-  end
-  answers[i] = woken
 end
-return answers`;
+redis.call('HSET', KEYS[2], 'average_ms', ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ${stateTtlMs})
+local limit = math.max(1, math.min(tonumber(ARGV[2]), math.floor(tonumber(allowance))))
+local woken = {}
+if redis.call('ZCARD', KEYS[1]) < limit then
+  local heads = redis.call('ZPOPMIN', KEYS[3])
+  for i = 1, #heads, 2 do woken[#woken + 1] = heads[i] end
+end
+return woken`;
 
 /** What the gate answered a job. */
 export type Admission =
@@ -205,22 +187,10 @@ export interface DeliveryGate {
   ): Promise<void>;
 }
 
-/** One ask's answer from {@link acquireLua}. */
-type AcquireReply = [admitted: number, allowance: string, ahead: number, average: string, oldestMs: number];
-
-/** One slot given back, as {@link releaseLua} takes it. */
-interface ReleaseEntry {
-  subscriptionId: string;
-  jobId: string;
-  expected: string;
-  proposed: string;
-  averageMs: number;
-}
-
 type GateCommands = {
-  webhookGateAcquire(numberOfKeys: number, ...args: Array<string | number>): Promise<AcquireReply[]>;
+  webhookGateAcquire(...args: Array<string | number>): Promise<[number, string, number, string, number]>;
   webhookGateRate(...args: Array<string | number>): Promise<number>;
-  webhookGateRelease(numberOfKeys: number, ...args: Array<string | number>): Promise<string[][]>;
+  webhookGateRelease(...args: Array<string | number>): Promise<string[]>;
 };
 
 /** Most subscriptions this process remembers as full (a bound on memory; the hints are short-lived). */
@@ -230,32 +200,10 @@ const maxFullHints = 10_000;
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   const { redis, prefix, maxInFlight, leaseMs, maxParkMs, wake, log, metrics, inFlightLimits } = options;
   let waitingInSlot = 0;
-  redis.defineCommand('webhookGateAcquire', { lua: acquireLua });
+  redis.defineCommand('webhookGateAcquire', { numberOfKeys: 3, lua: acquireLua });
   redis.defineCommand('webhookGateRate', { numberOfKeys: 1, lua: rateLua });
-  redis.defineCommand('webhookGateRelease', { lua: releaseLua });
+  redis.defineCommand('webhookGateRelease', { numberOfKeys: 3, lua: releaseLua });
   const commands = redis as unknown as GateCommands;
-  // The asks and releases of concurrent jobs go to Redis as one script call (issue #14): one
-  // socket write and one script run for the batch instead of one per job. On a Cluster the queue
-  // prefix's hash tag (effectiveKeyPrefix) puts every subscription's gate keys in one slot. A
-  // script stopped midway by a Redis error is not rolled back, and `batcher` then runs each entry
-  // alone: at worst a job admitted by the first run is parked by the second, and its lease expires
-  // on its own (leaseMs), as a crashed worker's does.
-  const acquireBatch = batcher<{ subscriptionId: string; jobId: string }, AcquireReply>((asks) => {
-    const keys = asks.flatMap(({ subscriptionId }) => {
-      const { leases, parked, state } = subscriptionGateKeys(prefix, subscriptionId);
-      return [leases, parked, state];
-    });
-    const jobIds = asks.map(({ jobId }) => jobId);
-    return commands.webhookGateAcquire(keys.length, ...keys, leaseMs, maxInFlight, maxParkMs * 2, ...jobIds);
-  });
-  const releaseBatch = batcher<ReleaseEntry, string[]>((entries) => {
-    const keys = entries.flatMap(({ subscriptionId }) => {
-      const { leases, state, parked } = subscriptionGateKeys(prefix, subscriptionId);
-      return [leases, state, parked];
-    });
-    const args = entries.flatMap((e) => [e.jobId, e.expected, e.proposed, e.averageMs]);
-    return commands.webhookGateRelease(keys.length, ...keys, maxInFlight, ...args);
-  });
   /**
    * Subscriptions the gate just found full, until about when one of their slots frees: more of
    * their jobs fetched meanwhile park without a round trip. Only ever refuses (the gate in Redis
@@ -278,10 +226,16 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       hint.parked += 1;
       return park(hint);
     }
-    const [admitted, allowance, ahead, average, oldestInFlightMs] = await acquireBatch({
-      subscriptionId,
+    const keys = subscriptionGateKeys(prefix, subscriptionId);
+    const [admitted, allowance, ahead, average, oldestInFlightMs] = await commands.webhookGateAcquire(
+      keys.leases,
+      keys.parked,
+      keys.state,
       jobId,
-    });
+      leaseMs,
+      maxInFlight,
+      maxParkMs * 2,
+    );
     const averageMs = average === '' ? null : Number(average);
     const limit = inFlightLimit(Number(allowance), maxInFlight);
     if (admitted === 1) return { admitted: true, allowance, inFlightLimit: limit, averageMs };
@@ -331,6 +285,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     async release(subscriptionId, jobId, admission, attempt, heldMs) {
       if (!inFlightLimits) return;
       fullHints.delete(subscriptionId);
+      const keys = subscriptionGateKeys(prefix, subscriptionId);
       const next =
         attempt === null
           ? admission.allowance
@@ -338,13 +293,16 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       const average = averageDurationMs(admission.averageMs, heldMs);
       if (entersThrottling(Number(admission.allowance), Number(next), maxInFlight)) metrics.throttled.inc();
       try {
-        const woken = await releaseBatch({
-          subscriptionId,
+        const woken = await commands.webhookGateRelease(
+          keys.leases,
+          keys.state,
+          keys.parked,
           jobId,
-          expected: admission.allowance,
-          proposed: next === admission.allowance ? '' : next,
-          averageMs: Math.round(average),
-        });
+          maxInFlight,
+          admission.allowance,
+          next === admission.allowance ? '' : next,
+          Math.round(average),
+        );
         // Not awaited: the slot is free already, and the promotion is only a shortcut.
         for (const id of woken) void wake(id);
       } catch (error) {
