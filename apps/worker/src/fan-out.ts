@@ -1,39 +1,34 @@
 /**
  * The processor of the `events` queue: stores the event, finds the account's active subscriptions
  * that receive its type (general ones every type, kind ones their kind's; a test event only its
- * one subscription), creates one delivery per subscription and enqueues one delivery job each.
- * Concurrent events are fanned out together, one SQL statement (sent with `pg` directly, as the
- * delivery path's) and one `addBulk` per batch (see `batcher` in @webhooks/shared). Every step is
- * idempotent, and job ids are `<event id>.<subscription id>`, so a fan-out run twice (a stalled
- * job) never delivers twice. An event no active subscription receives is not stored (issue #9,
+ * one subscription), creates one delivery per subscription and hands them to the account scheduler
+ * (`scheduling/account-scheduler.ts`), which admits them into the `deliveries` queue in fair order
+ * across accounts. Concurrent events are fanned out together, one SQL statement (sent with `pg`
+ * directly, as the delivery path's) and one scheduler call per batch (see `batcher` in
+ * @webhooks/shared). Every step is idempotent, and job ids are `<event id>.<subscription id>`, so a
+ * fan-out run twice (a stalled job) never delivers twice. An event no active subscription receives is not stored (issue #9,
  * "Retention").
  *
  * A fan-out that PostgreSQL or Redis fails is deferred (`deferral.ts`), never failed: an accepted
  * event waits out an outage of any length.
  */
-import type { Job, Queue } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
 import {
-  deliveryJob,
   kindOfType,
   parsePayloadTimestamp,
-  type DeliveryJobData,
   batcher,
   type BatchOptions,
   type EventJobData,
 } from '@webhooks/shared';
 import { deferJob } from './deferral.js';
-
-/** Most delivery jobs added in one `addBulk`. */
-const addBulkChunk = 500;
+import type { AccountScheduler } from './scheduling/account-scheduler.js';
 
 /** What the fan-out needs. */
 export interface FanOutDeps {
   pool: Pool;
-  deliveries: Queue<DeliveryJobData>;
-  /** DELIVERY_MAX_ATTEMPTS. */
-  maxAttempts: number;
+  scheduler: Pick<AccountScheduler, 'schedule'>;
   log: Logger;
   batch?: BatchOptions;
 }
@@ -75,23 +70,13 @@ export function createFanOutProcessor(deps: FanOutDeps) {
           events.map((e) => e.subscriptionId ?? null),
         ],
       );
-      const requestIds = new Map(events.map((event) => [event.id, event.requestId]));
-      // Bounded chunks keep one Redis transaction, and the worker's memory, small however wide the fan-out.
-      for (let i = 0; i < targets.length; i += addBulkChunk) {
-        await deps.deliveries.addBulk(
-          targets.slice(i, i + addBulkChunk).map(({ event_id, subscription_id }) =>
-            deliveryJob(
-              {
-                eventId: event_id,
-                subscriptionId: subscription_id,
-                round: 0,
-                requestId: requestIds.get(event_id),
-              },
-              deps.maxAttempts,
-            ),
-          ),
-        );
-      }
+      const byId = new Map(events.map((event) => [event.id, event]));
+      await deps.scheduler.schedule(
+        targets.map(({ event_id, subscription_id }) => {
+          const { accountId, requestId } = byId.get(event_id)!;
+          return { accountId, eventId: event_id, subscriptionId: subscription_id, requestId };
+        }),
+      );
       const counts = new Map<string, number>();
       for (const target of targets) counts.set(target.event_id, (counts.get(target.event_id) ?? 0) + 1);
       return events.map((event) => counts.get(event.id) ?? 0);

@@ -14,6 +14,7 @@ import type { RedisConnection } from '@webhooks/shared';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '@webhooks/db';
 import type { WorkerMetrics } from './metrics.js';
+import type { AccountScheduler } from './scheduling/account-scheduler.js';
 import { deliveryJob, deliveryJobId, type DeliveryJobData, type EventJobData } from '@webhooks/shared';
 
 /** What the reconciler needs. */
@@ -23,6 +24,8 @@ export interface ReconcilerDeps {
   redis: RedisConnection;
   deliveries: Queue<DeliveryJobData>;
   events: Queue<EventJobData>;
+  /** Holds first rounds waiting for their account's turn: those are not stranded. */
+  scheduler: Pick<AccountScheduler, 'holds'>;
   /** DELIVERY_MAX_ATTEMPTS, for the jobs it re-creates. */
   maxAttempts: number;
   /** RECONCILE_GRACE_MS: how far past its `next_attempt_at` a pending delivery must be, in ms. */
@@ -53,10 +56,20 @@ type Pending = {
 /** Creates one run of the reconciler; each call scans everything once and reports what it re-drove. */
 export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileReport> {
   /**
-   * The jobs of `rows` that are not alive: missing, or in BullMQ's failed set. (A completed
-   * delivery job is removed at once, `deliveryJobOptions`, so it counts as missing.)
+   * The jobs of `rows` that are not alive: missing, or in BullMQ's failed set, and not waiting in
+   * the account scheduler. (A completed delivery job is removed at once, `deliveryJobOptions`, so
+   * it counts as missing.)
    */
   const stranded = async (rows: Pending[]) => {
+    const firstRounds = rows.filter((row) => row.round === 0);
+    const held = new Set(
+      (
+        await deps.scheduler.holds(
+          firstRounds.map((r) => ({ eventId: r.event_id, subscriptionId: r.subscription_id })),
+        )
+      ).flatMap((holds, i) => (holds ? [firstRounds[i]!.id] : [])),
+    );
+    rows = rows.filter((row) => !held.has(row.id));
     const pipeline = deps.redis.pipeline();
     for (const row of rows) {
       const id = deliveryJobId(row.event_id, row.subscription_id, row.round);

@@ -37,7 +37,14 @@ import { createDeliveryStore } from './delivery/store.js';
 import { createFanOutProcessor } from './fan-out.js';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
+import { createAccountScheduler } from './scheduling/account-scheduler.js';
 import { deleteExpiredRows, type RetentionReport } from './retention.js';
+
+/**
+ * Deliveries an account of weight 1 is admitted per round-robin turn: small against
+ * DELIVERY_QUEUE_TARGET, so that a turn of a flooding account is a small part of one queue's worth.
+ */
+const schedulerQuantum = 10;
 
 /** How often retention runs, in ms. */
 const retentionIntervalMs = 3_600_000;
@@ -102,10 +109,24 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     stalledInterval: lockDuration,
     maxStalledCount: 3,
   };
+  const scheduler = createAccountScheduler({
+    redis: producer,
+    prefix: config.keyPrefix,
+    deliveries: deliveryQueue,
+    maxAttempts: policy.maxAttempts,
+    queueTarget: config.DELIVERY_QUEUE_TARGET,
+    quantum: schedulerQuantum,
+    leaseMs: lockDuration,
+    busyIntervalMs: 5,
+    idleIntervalMs: 250,
+    weights: config.accountWeights,
+    log,
+  });
+  void scheduler.start();
   const events = config.roles.has('events')
     ? new Worker<EventJobData, number>(
         queueNames.events,
-        createFanOutProcessor({ pool, deliveries: deliveryQueue, maxAttempts: policy.maxAttempts, log }),
+        createFanOutProcessor({ pool, scheduler, log }),
         common,
       )
     : null;
@@ -118,6 +139,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     redis: producer,
     deliveries: deliveryQueue,
     events: eventQueue,
+    scheduler,
     maxAttempts: policy.maxAttempts,
     graceMs: config.RECONCILE_GRACE_MS,
     log,
@@ -174,6 +196,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     async close() {
       stopSampling();
       await Promise.all([events?.close(), deliveries?.close(), maintenance.close()]);
+      await scheduler.close();
       await Promise.all([deliveryQueue.close(), eventQueue.close(), maintenanceQueue.close()]);
       delivering?.sender.close();
       await Promise.all([prisma.$disconnect(), pool.end()]);

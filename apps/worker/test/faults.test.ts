@@ -8,6 +8,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { migrate, migrationsDir } from '@webhooks/db';
 import { createEventPublisher, queueNames, type EventPublisher } from '@webhooks/shared';
 import { buildApp, createTokenMinter, loadApiConfig } from '@webhooks/api';
@@ -190,7 +191,7 @@ describe('faults under load', () => {
     }
   }, 90_000);
 
-  it('the reconciler re-drives deliveries whose Redis jobs were deleted by hand', async () => {
+  it('the reconciler re-drives deliveries whose Redis jobs and scheduled entries were deleted by hand', async () => {
     resetReceiver();
     const { accepted } = await publishDuring(1_000, async () => {});
     // No worker yet: every delivery is still an event job; let one worker fan out, then delete.
@@ -209,6 +210,11 @@ describe('faults under load', () => {
     const queue = new Queue(queueNames.deliveries, { connection: { url: redis.url }, prefix });
     try {
       await queue.obliterate({ force: true });
+      // The first rounds still waiting for their account's turn are Redis' work as well.
+      const client = new Redis(redis.url);
+      const scheduled = await client.keys(`${prefix}:sched:*`);
+      if (scheduled.length > 0) await client.del(...scheduled);
+      client.disconnect();
     } finally {
       await queue.close();
     }

@@ -1,0 +1,303 @@
+/**
+ * Fair scheduling of first deliveries across accounts. The fan-out does not put its deliveries on
+ * the shared `deliveries` queue itself: it hands them to this scheduler, which keeps them waiting
+ * per account in Redis and admits them into BullMQ by deficit round robin over the accounts that
+ * have work waiting, keeping the queue no longer than the workers start soon
+ * (DELIVERY_QUEUE_TARGET). An account's flood therefore waits in its own list, and another
+ * account's first delivery is admitted at the next turn, behind at most the short queue.
+ *
+ * Redis layout, all under the queue prefix (one hash slot on a Cluster):
+ * - `sched:q:<account>`: list of the account's waiting delivery job ids, oldest first;
+ * - `sched:ring`: list of the accounts with a non-empty list, in round-robin order;
+ * - `sched:entries`: hash of every delivery held here, job id → `<account>\t<request id>`; it makes
+ *   scheduling idempotent and tells the reconciler that a delivery is not lost;
+ * - `sched:admitting`: sorted set of the job ids admitted and not yet confirmed in BullMQ, scored by
+ *   when their lease ends (ms);
+ * - `sched:deficit`: hash account → deficit carried to its next turn (deliveries);
+ * - `sched:weight`: hash account → weight (ACCOUNT_WEIGHTS; 1 when absent).
+ *
+ * Crash safety: an entry leaves `sched:entries` only after its BullMQ job exists. A scheduler that
+ * dies between admitting and adding leaves the entry in `sched:admitting`; when its lease ends the
+ * next admission takes it again. Adding a job id BullMQ still holds is a no-op, and a job whose
+ * delivery is no longer pending ends as `not_pending`, so a re-admission never sends twice.
+ * Retries, parked jobs and manual retry rounds stay BullMQ's and do not pass through here.
+ */
+import type { Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import { deliveryJob, deliveryJobId, type DeliveryJobData, type RedisConnection } from '@webhooks/shared';
+
+/** A delivery's first round waiting for its account's turn. */
+export interface ScheduledDelivery {
+  accountId: string;
+  eventId: string;
+  subscriptionId: string;
+  /** The publishing request's `X-Request-Id`, for the attempt's log lines. */
+  requestId?: string;
+}
+
+/** Options of {@link createAccountScheduler}. */
+export interface AccountSchedulerOptions {
+  /** A producer connection (never a blocking one). */
+  redis: RedisConnection;
+  /** The effective queue key prefix (QUEUE_PREFIX, hash-tagged on a Cluster). */
+  prefix: string;
+  /** The `deliveries` queue the scheduler admits into. */
+  deliveries: Queue<DeliveryJobData>;
+  /** DELIVERY_MAX_ATTEMPTS, for the jobs it adds. */
+  maxAttempts: number;
+  /** DELIVERY_QUEUE_TARGET: most jobs waiting in the `deliveries` queue after an admission. */
+  queueTarget: number;
+  /** Deliveries an account of weight 1 is admitted per turn. */
+  quantum: number;
+  /** How long an admitted entry may wait for its BullMQ job before it is admitted again, in ms. */
+  leaseMs: number;
+  /** How often a process admits while accounts still have work waiting, in ms. */
+  busyIntervalMs: number;
+  /** How often a process admits when idle (work scheduled by another process, expired leases), in ms. */
+  idleIntervalMs: number;
+  /** ACCOUNT_WEIGHTS: account → weight (> 0), written to Redis at start. */
+  weights: ReadonlyMap<string, number>;
+  log: Logger;
+}
+
+/** The scheduler's operations. */
+export interface AccountScheduler {
+  /**
+   * Adds deliveries to their accounts' lists, once per delivery job id however often it is called,
+   * then starts an admission.
+   *
+   * @returns how many were new
+   * @throws ioredis' errors when Redis cannot be reached (nothing is lost: the caller retries)
+   */
+  schedule(deliveries: readonly ScheduledDelivery[]): Promise<number>;
+  /**
+   * Admits once: takes up to the queue's room in fair order and adds their BullMQ jobs.
+   *
+   * @returns how many were admitted, and whether accounts still have work waiting
+   * @throws ioredis' or BullMQ's errors when Redis cannot be reached
+   */
+  admit(): Promise<{ admitted: number; backlog: boolean }>;
+  /** Of `deliveries`, which the scheduler still holds (waiting or being admitted). */
+  holds(deliveries: ReadonlyArray<{ eventId: string; subscriptionId: string }>): Promise<boolean[]>;
+  /**
+   * Writes the account weights to Redis and starts admitting in the background: at once, then at
+   * the intervals of the options. Resolves once the weights are written (or the write failed, which
+   * is logged: the accounts then keep the weights Redis had).
+   */
+  start(): Promise<void>;
+  /** Stops the background admissions and waits for one in progress. */
+  close(): Promise<void>;
+}
+
+/** Redis keys of the scheduler under `prefix`. */
+export function accountSchedulerKeys(prefix: string) {
+  return {
+    accountList: (accountId: string) => `${prefix}:sched:q:${accountId}`,
+    accountListPrefix: `${prefix}:sched:q:`,
+    ring: `${prefix}:sched:ring`,
+    entries: `${prefix}:sched:entries`,
+    admitting: `${prefix}:sched:admitting`,
+    deficit: `${prefix}:sched:deficit`,
+    weight: `${prefix}:sched:weight`,
+  };
+}
+
+/**
+ * KEYS: entries, ring. ARGV: list key prefix, then (job id, account, request id) triples.
+ * Returns how many entries were new.
+ */
+const scheduleLua = `
+local added = 0
+for i = 2, #ARGV, 3 do
+  local job, account = ARGV[i], ARGV[i + 1]
+  if redis.call('HSETNX', KEYS[1], job, account .. '\\t' .. ARGV[i + 2]) == 1 then
+    if redis.call('RPUSH', ARGV[1] .. account, job) == 1 then redis.call('RPUSH', KEYS[2], account) end
+    added = added + 1
+  end
+end
+return added`;
+
+/**
+ * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list. ARGV: list key prefix, queue
+ * target, quantum, lease ms. Deficit round robin (Shreedhar and Varghese, 1996): each turn adds
+ * quantum × weight to the account's deficit and admits that many, at least one, of its oldest
+ * entries. Admits only when the queue (waiting jobs and unconfirmed admissions) is at most half the
+ * target, and fills it to the target. Returns {flat list of job id, entry value pairs, accounts
+ * still waiting}.
+ */
+const admitLua = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local target, quantum, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local out = {}
+local stale = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, target)
+for _, job in ipairs(stale) do
+  local entry = redis.call('HGET', KEYS[2], job)
+  if entry then
+    redis.call('ZADD', KEYS[3], now + lease, job)
+    out[#out + 1] = job
+    out[#out + 1] = entry
+  else
+    redis.call('ZREM', KEYS[3], job)
+  end
+end
+local room = target - redis.call('LLEN', KEYS[6]) - redis.call('ZCARD', KEYS[3])
+if room * 2 < target then return {out, redis.call('LLEN', KEYS[1])} end
+while room > 0 do
+  local account = redis.call('LPOP', KEYS[1])
+  if not account then break end
+  local list = ARGV[1] .. account
+  local weight = tonumber(redis.call('HGET', KEYS[5], account) or '1')
+  local deficit = tonumber(redis.call('HGET', KEYS[4], account) or '0') + quantum * weight
+  local jobs = redis.call('LPOP', list, math.min(room, math.max(1, math.floor(deficit)))) or {}
+  local leases = {}
+  for _, job in ipairs(jobs) do
+    out[#out + 1] = job
+    out[#out + 1] = redis.call('HGET', KEYS[2], job) or (account .. '\\t')
+    leases[#leases + 1] = now + lease
+    leases[#leases + 1] = job
+  end
+  if #jobs > 0 then redis.call('ZADD', KEYS[3], unpack(leases)) end
+  room = room - #jobs
+  if redis.call('LLEN', list) == 0 then
+    redis.call('HDEL', KEYS[4], account)
+  else
+    redis.call('HSET', KEYS[4], account, tostring(deficit - #jobs))
+    redis.call('RPUSH', KEYS[1], account)
+  end
+end
+return {out, redis.call('LLEN', KEYS[1])}`;
+
+/** KEYS: admitting, entries. ARGV: job ids whose BullMQ jobs exist now. */
+const confirmLua = `
+redis.call('ZREM', KEYS[1], unpack(ARGV))
+redis.call('HDEL', KEYS[2], unpack(ARGV))
+return #ARGV`;
+
+type SchedulerCommands = {
+  webhookSchedule(...args: string[]): Promise<number>;
+  webhookAdmit(...args: Array<string | number>): Promise<[string[], number]>;
+  webhookConfirm(...args: string[]): Promise<number>;
+};
+
+/** Most entries one schedule call sends to Redis (a bound on one script's run time). */
+const scheduleChunk = 1_000;
+
+/** Creates the scheduler on `options.redis` (registering its scripts there). */
+export function createAccountScheduler(options: AccountSchedulerOptions): AccountScheduler {
+  const { redis, deliveries, log } = options;
+  const keys = accountSchedulerKeys(options.prefix);
+  redis.defineCommand('webhookSchedule', { numberOfKeys: 2, lua: scheduleLua });
+  redis.defineCommand('webhookAdmit', { numberOfKeys: 6, lua: admitLua });
+  redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
+  const commands = redis as unknown as SchedulerCommands;
+
+  let running: Promise<void> | null = null;
+  let again = false;
+  let closed = true;
+  let timer: NodeJS.Timeout | undefined;
+
+  const admit = async () => {
+    const [flat, waitingAccounts] = await commands.webhookAdmit(
+      keys.ring,
+      keys.entries,
+      keys.admitting,
+      keys.deficit,
+      keys.weight,
+      deliveries.keys.wait!,
+      keys.accountListPrefix,
+      options.queueTarget,
+      options.quantum,
+      options.leaseMs,
+    );
+    const jobIds: string[] = [];
+    const jobs = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      const jobId = flat[i]!;
+      const [eventId, subscriptionId] = jobId.split('.') as [string, string];
+      const requestId = flat[i + 1]!.slice(flat[i + 1]!.indexOf('\t') + 1);
+      jobIds.push(jobId);
+      jobs.push(
+        deliveryJob(
+          { eventId, subscriptionId, round: 0, ...(requestId === '' ? {} : { requestId }) },
+          options.maxAttempts,
+        ),
+      );
+    }
+    if (jobs.length > 0) {
+      await deliveries.addBulk(jobs);
+      await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
+    }
+    return { admitted: jobs.length, backlog: waitingAccounts > 0 };
+  };
+
+  /** Admits until nothing more is asked, then plans the next admission. */
+  const pump = async () => {
+    let backlog = false;
+    do {
+      again = false;
+      try {
+        backlog = (await admit()).backlog;
+      } catch (error) {
+        log.warn({ err: error }, 'admission of scheduled deliveries failed; tried again shortly');
+        backlog = true;
+      }
+    } while (again && !closed);
+    if (closed) return;
+    clearTimeout(timer);
+    timer = setTimeout(kick, backlog ? options.busyIntervalMs : options.idleIntervalMs);
+  };
+
+  const kick = () => {
+    if (closed) return;
+    if (running !== null) {
+      again = true;
+      return;
+    }
+    running = pump().finally(() => {
+      running = null;
+    });
+  };
+
+  return {
+    async schedule(list) {
+      let added = 0;
+      for (let i = 0; i < list.length; i += scheduleChunk) {
+        const args = [keys.accountListPrefix];
+        for (const d of list.slice(i, i + scheduleChunk))
+          args.push(deliveryJobId(d.eventId, d.subscriptionId), d.accountId, d.requestId ?? '');
+        added += await commands.webhookSchedule(keys.entries, keys.ring, ...args);
+      }
+      kick();
+      return added;
+    },
+    admit,
+    async holds(list) {
+      if (list.length === 0) return [];
+      const pipeline = redis.pipeline();
+      for (const d of list) pipeline.hexists(keys.entries, deliveryJobId(d.eventId, d.subscriptionId));
+      const answers = (await pipeline.exec()) ?? [];
+      return answers.map(([error, value]) => {
+        if (error) throw error;
+        return value === 1;
+      });
+    },
+    async start() {
+      closed = false;
+      kick();
+      // Replaced whole, so that an account taken out of ACCOUNT_WEIGHTS goes back to weight 1.
+      const write = redis.multi().del(keys.weight);
+      if (options.weights.size > 0) write.hset(keys.weight, Object.fromEntries(options.weights));
+      try {
+        await write.exec();
+      } catch (error) {
+        log.warn({ err: error }, 'account weights not written to Redis');
+      }
+    },
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * Fair scheduling across accounts, end to end: account A floods 300 subscriptions at 10 events/s
+ * (its default rate limit) while account B publishes steadily to 10. B's deliveries overtake A's
+ * backlog instead of waiting behind it, and every accepted event of both arrives. Orders of
+ * arrival are asserted, never durations.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { sleep, waitFor } from '../../../test/support/wait.js';
+
+let stack: TestStack;
+const queueTarget = 100;
+const concurrency = 50;
+
+beforeAll(async () => {
+  stack = await startTestStack('account-fairness', {
+    WORKER_CONCURRENCY: String(concurrency),
+    DELIVERY_QUEUE_TARGET: String(queueTarget),
+  });
+});
+afterAll(async () => {
+  await stack.close();
+}, 60_000);
+
+const floodSubscriptions = 300;
+const steadySubscriptions = 10;
+
+describe('an account flooding within its limits', () => {
+  it("does not make another account's deliveries wait behind its backlog", async () => {
+    const { receiver, publisher } = stack;
+    for (let i = 0; i < floodSubscriptions; i++)
+      await stack.subscribe('acct-flood', { callback_url: `${receiver.url}/flood/${i}` });
+    for (let i = 0; i < steadySubscriptions; i++)
+      await stack.subscribe('acct-steady', { callback_url: `${receiver.url}/steady/${i}` });
+
+    const publish = (accountId: string) =>
+      publisher.publish({ accountId, type: 'call.completed', data: { call_id: 'c' } });
+    const flood = new Map<string, number>();
+    const steady: Array<{ id: string; acceptedAt: number }> = [];
+    // A: 10 events a second for 3 s, 9,000 deliveries; B: an event every 250 ms from 1 s in.
+    const flooding = (async () => {
+      for (let i = 0; i < 30; i++) {
+        flood.set((await publish('acct-flood')).id, Date.now());
+        await sleep(100);
+      }
+    })();
+    await sleep(1_000);
+    for (let i = 0; i < 8; i++) {
+      const { id } = await publish('acct-steady');
+      steady.push({ id, acceptedAt: Date.now() });
+      await sleep(250);
+    }
+    await flooding;
+
+    const expected = flood.size * floodSubscriptions + steady.length * steadySubscriptions;
+    await waitFor('every delivery of both accounts', () => receiver.requests.length >= expected, 120_000);
+    const arrivals = receiver.requests;
+    const arrived = new Set(arrivals.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`));
+    expect(arrived.size).toBe(expected);
+
+    const floodArrivals = arrivals
+      .filter((r) => r.path.startsWith('/flood/'))
+      .map((r) => ({ at: r.at, acceptedAt: flood.get(String(r.headers['webhook-id']))! }));
+    let largestBacklog = 0;
+    for (const event of steady) {
+      const received = arrivals.filter(
+        (r) => r.path.startsWith('/steady/') && r.headers['webhook-id'] === event.id,
+      );
+      expect(received).toHaveLength(steadySubscriptions);
+      const lastArrival = Math.max(...received.map((r) => r.at));
+      // A's deliveries that arrived while this event of B was on its way: at most about the short
+      // queue and the worker slots, however long A's backlog was.
+      const overtaking = floodArrivals.filter(({ at }) => at > event.acceptedAt && at <= lastArrival).length;
+      expect(overtaking).toBeLessThanOrEqual(2 * (queueTarget + concurrency));
+      // A's deliveries accepted before this event of B and delivered after it: B went ahead of them.
+      const overtaken = floodArrivals.filter(
+        ({ at, acceptedAt }) => acceptedAt < event.acceptedAt && at > lastArrival,
+      ).length;
+      largestBacklog = Math.max(largestBacklog, overtaken);
+    }
+    // In arrival order, B would have waited behind every one of those.
+    expect(largestBacklog).toBeGreaterThan(4 * (queueTarget + concurrency));
+  }, 180_000);
+});

@@ -1,0 +1,126 @@
+/**
+ * The account scheduler against the real Redis: deficit round robin over accounts, weights, a
+ * queue kept short, idempotent scheduling, and entries admitted again after a scheduler died
+ * between admitting them and adding their jobs. No worker runs: the tests read BullMQ's queue.
+ */
+import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import { queueNames, type DeliveryJobData } from '@webhooks/shared';
+import {
+  createAccountScheduler,
+  type AccountSchedulerOptions,
+  type ScheduledDelivery,
+} from '../src/scheduling/account-scheduler.js';
+import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
+import { waitFor } from '../../../test/support/wait.js';
+
+const redis = new Redis(testRedisUrl);
+let prefix: string;
+let queue: Queue<DeliveryJobData>;
+
+beforeEach(() => {
+  prefix = newQueuePrefix('sched');
+  queue = new Queue(queueNames.deliveries, { connection: { url: testRedisUrl }, prefix });
+});
+afterEach(async () => {
+  await queue.close();
+  await dropPrefix(prefix);
+});
+afterAll(() => redis.disconnect());
+
+const scheduler = (overrides: Partial<AccountSchedulerOptions> = {}) =>
+  createAccountScheduler({
+    redis,
+    prefix,
+    deliveries: queue,
+    maxAttempts: 3,
+    queueTarget: 40,
+    quantum: 10,
+    leaseMs: 30_000,
+    busyIntervalMs: 5,
+    idleIntervalMs: 250,
+    weights: new Map(),
+    log: pino({ level: 'silent' }),
+    ...overrides,
+  });
+
+const deliveriesOf = (accountId: string, count: number): ScheduledDelivery[] =>
+  Array.from({ length: count }, () => ({ accountId, eventId: uuidv7(), subscriptionId: uuidv7() }));
+
+/** The waiting jobs' subscription ids, oldest first. */
+const waiting = async () => (await queue.getWaiting(0, -1)).map((job) => job.data.subscriptionId);
+
+describe('the account scheduler', () => {
+  it("admits a quiet account's deliveries at the first turn, ahead of a flooding account's backlog", async () => {
+    const s = scheduler();
+    const flood = deliveriesOf('acct-flood', 1_000);
+    const quiet = deliveriesOf('acct-quiet', 5);
+    await s.schedule(flood);
+    await s.schedule(quiet);
+
+    expect(await s.admit()).toEqual({ admitted: 40, backlog: true });
+    const admitted = await waiting();
+    expect(admitted).toHaveLength(40);
+    expect(admitted.slice(10, 15)).toEqual(quiet.map((d) => d.subscriptionId));
+    // The flood's own order is kept.
+    expect(admitted.filter((id) => !quiet.some((d) => d.subscriptionId === id))).toEqual(
+      flood.slice(0, 35).map((d) => d.subscriptionId),
+    );
+  });
+
+  it('keeps the queue short: nothing more is admitted until half of it has been taken', async () => {
+    const s = scheduler();
+    await s.schedule(deliveriesOf('acct-a', 100));
+    await s.admit();
+    expect(await s.admit()).toEqual({ admitted: 0, backlog: true });
+    expect(await queue.getWaitingCount()).toBe(40);
+  });
+
+  it('shares each turn by weight (ACCOUNT_WEIGHTS)', async () => {
+    const s = scheduler({ weights: new Map([['acct-heavy', 3]]) });
+    await s.start();
+    await s.close();
+    const heavy = deliveriesOf('acct-heavy', 100);
+    const light = deliveriesOf('acct-light', 100);
+    await s.schedule(heavy);
+    await s.schedule(light);
+    await s.admit();
+    const admitted = new Set(await waiting());
+    expect(heavy.filter((d) => admitted.has(d.subscriptionId))).toHaveLength(30);
+    expect(light.filter((d) => admitted.has(d.subscriptionId))).toHaveLength(10);
+  });
+
+  it('schedules a delivery once however often the fan-out hands it over', async () => {
+    const s = scheduler();
+    const [one] = deliveriesOf('acct-a', 1);
+    expect(await s.schedule([one!, one!])).toBe(1);
+    expect(await s.schedule([one!])).toBe(0);
+    expect(await s.holds([one!])).toEqual([true]);
+    expect(await s.admit()).toEqual({ admitted: 1, backlog: false });
+    expect(await s.holds([one!])).toEqual([false]);
+    expect(await waiting()).toEqual([one!.subscriptionId]);
+  });
+
+  it('admits again, once their lease ends, the entries of a scheduler that could not add their jobs', async () => {
+    // A queue whose connection is closed fails the adds, as a scheduler killed at that moment would.
+    const broken = new Queue<DeliveryJobData>(queueNames.deliveries, {
+      connection: { url: testRedisUrl },
+      prefix,
+    });
+    await broken.close();
+    const dying = scheduler({ deliveries: broken, leaseMs: 300 });
+    const lost = deliveriesOf('acct-a', 3);
+    await dying.schedule(lost);
+    await expect(dying.admit()).rejects.toThrow();
+    expect(await dying.holds(lost)).toEqual([true, true, true]);
+    expect(await waiting()).toEqual([]);
+
+    const survivor = scheduler({ leaseMs: 300 });
+    await waitFor('the entries admitted again', async () => (await survivor.admit()).admitted === 3);
+    expect((await waiting()).sort()).toEqual(lost.map((d) => d.subscriptionId).sort());
+    expect(await survivor.holds(lost)).toEqual([false, false, false]);
+  });
+});
