@@ -9,9 +9,11 @@ import {
   commonEnv,
   ConfigError,
   loadConfig,
+  parseAccountOverrides,
   redisSettingsFromEnv,
   secretBoxFromEnv,
   splitList,
+  type AccountOverride,
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
@@ -90,10 +92,17 @@ export const workerEnvSchema = Type.Object({
     description:
       "First deliveries kept waiting in the shared `deliveries` queue; the rest wait in their account's list for its fair turn. About the worker slots of all workers together: lower shortens a quiet account's wait behind a flood, too low leaves slots idle",
   }),
-  ACCOUNT_WEIGHTS: Type.String({
+  ACCOUNT_DELIVERIES_PER_SECOND: Type.Integer({
+    default: 1_000,
+    minimum: 1,
+    maximum: 1_000_000,
+    description:
+      "Deliveries of one account admitted a second at most, across all workers; more wait in the account's list (delayed, never refused, no attempt used)",
+  }),
+  ACCOUNT_OVERRIDES: Type.String({
     default: '',
     description:
-      'Fair-share weights of accounts, `account=weight` comma-separated (a weight of 2 is admitted twice as many deliveries per turn); unlisted accounts weigh 1',
+      'Per-account settings as JSON, account id → `{"weight": w, "deliveries_per_second": n}`; `weight` (default 1) is the share of delivery capacity under contention',
   }),
   WORKER_QUEUES: Type.String({
     default: 'events,deliveries',
@@ -117,8 +126,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     dnsServers: string[];
     /** WORKER_QUEUES as a set. */
     roles: ReadonlySet<WorkerRole>;
-    /** ACCOUNT_WEIGHTS as account → weight. */
-    accountWeights: ReadonlyMap<string, number>;
+    /** ACCOUNT_OVERRIDES as account → its settings. */
+    accountOverrides: ReadonlyMap<string, AccountOverride>;
   };
 
 /** A queue a worker process may consume (WORKER_QUEUES). */
@@ -153,26 +162,6 @@ function parseDnsServers(value: string): string[] {
 }
 
 /**
- * ACCOUNT_WEIGHTS as a map.
- *
- * @throws ConfigError for an entry that is not `account=weight` with a weight from 0.01 to 1000
- */
-export function parseAccountWeights(value: string): Map<string, number> {
-  const weights = new Map<string, number>();
-  for (const entry of splitList(value)) {
-    const at = entry.lastIndexOf('=');
-    const account = entry.slice(0, at).trim();
-    const weight = Number(entry.slice(at + 1));
-    if (at <= 0 || account === '' || !Number.isFinite(weight) || weight < 0.01 || weight > 1000)
-      throw new ConfigError(
-        `Invalid environment variable ACCOUNT_WEIGHTS: ${JSON.stringify(entry)} is not account=weight with a weight from 0.01 to 1000`,
-      );
-    weights.set(account, weight);
-  }
-  return weights;
-}
-
-/**
  * Reads and validates the worker configuration from `env` (default `process.env`).
  *
  * @throws ConfigError naming the variable; SECRETS_ENCRYPTION_KEY is required outside NODE_ENV
@@ -186,6 +175,6 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     secretBox: secretBoxFromEnv(config),
     dnsServers: parseDnsServers(config.DNS_SERVERS),
     roles: parseRoles(config.WORKER_QUEUES),
-    accountWeights: parseAccountWeights(config.ACCOUNT_WEIGHTS),
+    accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
   };
 }

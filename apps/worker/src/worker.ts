@@ -119,7 +119,8 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     leaseMs: lockDuration,
     busyIntervalMs: 5,
     idleIntervalMs: 250,
-    weights: config.accountWeights,
+    deliveriesPerSecond: config.ACCOUNT_DELIVERIES_PER_SECOND,
+    overrides: config.accountOverrides,
     log,
   });
   void scheduler.start();

@@ -42,7 +42,8 @@ const scheduler = (overrides: Partial<AccountSchedulerOptions> = {}) =>
     leaseMs: 30_000,
     busyIntervalMs: 5,
     idleIntervalMs: 250,
-    weights: new Map(),
+    deliveriesPerSecond: 1_000,
+    overrides: new Map(),
     log: pino({ level: 'silent' }),
     ...overrides,
   });
@@ -79,8 +80,8 @@ describe('the account scheduler', () => {
     expect(await queue.getWaitingCount()).toBe(40);
   });
 
-  it('shares each turn by weight (ACCOUNT_WEIGHTS)', async () => {
-    const s = scheduler({ weights: new Map([['acct-heavy', 3]]) });
+  it('shares each turn by weight (ACCOUNT_OVERRIDES)', async () => {
+    const s = scheduler({ overrides: new Map([['acct-heavy', { weight: 3 }]]) });
     await s.start();
     await s.close();
     const heavy = deliveriesOf('acct-heavy', 100);
@@ -91,6 +92,39 @@ describe('the account scheduler', () => {
     const admitted = new Set(await waiting());
     expect(heavy.filter((d) => admitted.has(d.subscriptionId))).toHaveLength(30);
     expect(light.filter((d) => admitted.has(d.subscriptionId))).toHaveLength(10);
+  });
+
+  it("delays an account past its deliveries-a-second quota while others' deliveries go on", async () => {
+    const s = scheduler({
+      deliveriesPerSecond: 5,
+      overrides: new Map([['acct-vip', { deliveries_per_second: 50 }]]),
+    });
+    await s.start();
+    await s.close();
+    const capped = deliveriesOf('acct-capped', 30);
+    const vip = deliveriesOf('acct-vip', 30);
+    const other = deliveriesOf('acct-other', 3);
+    await s.schedule(capped);
+    await s.schedule(vip);
+    await s.schedule(other);
+    await s.admit();
+    const first = new Set(await waiting());
+    // A second's worth each: 5 for the default quota, all the queue's room left for the override.
+    expect(capped.filter((d) => first.has(d.subscriptionId))).toHaveLength(5);
+    expect(other.filter((d) => first.has(d.subscriptionId))).toHaveLength(3);
+    expect(vip.filter((d) => first.has(d.subscriptionId))).toHaveLength(30);
+    expect(await s.holds(capped)).toEqual(capped.map((_, i) => i >= 5));
+
+    await queue.drain();
+    const more = await waitFor('the capped account admitted again as its bucket refills', async () => {
+      await s.admit();
+      const admitted = new Set(await waiting());
+      return capped.filter((d) => admitted.has(d.subscriptionId)).length > 0 && admitted;
+    });
+    // In order, from where the account stopped, and within the quota.
+    const next = capped.filter((d) => more.has(d.subscriptionId)).map((d) => d.subscriptionId);
+    expect(next).toEqual(capped.slice(5, 5 + next.length).map((d) => d.subscriptionId));
+    expect(next.length).toBeLessThanOrEqual(5);
   });
 
   it('schedules a delivery once however often the fan-out hands it over', async () => {

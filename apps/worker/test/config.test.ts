@@ -24,6 +24,21 @@ describe('worker configuration from the environment', () => {
     );
   });
 
+  it('reads per-account overrides', () => {
+    const config = loadWorkerConfig({
+      NODE_ENV: 'test',
+      ACCOUNT_OVERRIDES: '{"acct-big": {"weight": 4, "deliveries_per_second": 5000}}',
+    });
+    expect(config.accountOverrides.get('acct-big')).toEqual({ weight: 4, deliveries_per_second: 5000 });
+    expect(config.ACCOUNT_DELIVERIES_PER_SECOND).toBe(1_000);
+  });
+
+  it('names the account and field of an override it refuses', () => {
+    expect(() =>
+      loadWorkerConfig({ NODE_ENV: 'test', ACCOUNT_OVERRIDES: '{"acct-a": {"weight": 0}}' }),
+    ).toThrow(/ACCOUNT_OVERRIDES at \/acct-a\/weight/);
+  });
+
   it.each([
     [{ NODE_ENV: 'test', WORKER_CONCURRENCY: '0' }, 'WORKER_CONCURRENCY'],
     [{ NODE_ENV: 'test', DELIVERY_MAX_ATTEMPTS: 'five' }, 'DELIVERY_MAX_ATTEMPTS'],
@@ -31,6 +46,10 @@ describe('worker configuration from the environment', () => {
     [{}, 'SECRETS_ENCRYPTION_KEY'],
     [{ NODE_ENV: 'staging' }, 'SECRETS_ENCRYPTION_KEY'],
     [{ NODE_ENV: 'test', DNS_SERVERS: 'dns.example' }, 'DNS_SERVERS'],
+    [{ NODE_ENV: 'test', ACCOUNT_OVERRIDES: '{"acct-a": {"weight": 0}}' }, 'ACCOUNT_OVERRIDES'],
+    [{ NODE_ENV: 'test', ACCOUNT_OVERRIDES: '{"acct-a": {"priority": 1}}' }, 'ACCOUNT_OVERRIDES'],
+    [{ NODE_ENV: 'test', ACCOUNT_OVERRIDES: 'acct-a=2' }, 'ACCOUNT_OVERRIDES'],
+    [{ NODE_ENV: 'test', ACCOUNT_OVERRIDES: '{" ": {"weight": 2}}' }, 'ACCOUNT_OVERRIDES'],
   ])('refuses %j naming %s', (env, name) => {
     expect(() => loadWorkerConfig(env)).toThrow(ConfigError);
     expect(() => loadWorkerConfig(env)).toThrow(new RegExp(`environment variable ${name}\\b`));

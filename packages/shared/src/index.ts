@@ -3,6 +3,7 @@
  * catalogue, queue names and job data, the wire schemas, configuration loading and the publisher.
  */
 export * from './account-id.js';
+export * from './account-overrides.js';
 export * from './batching.js';
 export * from './catalogue.js';
 export * from './config.js';

@@ -14,7 +14,11 @@
  * - `sched:admitting`: sorted set of the job ids admitted and not yet confirmed in BullMQ, scored by
  *   when their lease ends (ms);
  * - `sched:deficit`: hash account → deficit carried to its next turn (deliveries);
- * - `sched:weight`: hash account → weight (ACCOUNT_WEIGHTS; 1 when absent).
+ * - `sched:weight`: hash account → weight (ACCOUNT_OVERRIDES; 1 when absent);
+ * - `sched:quota`: hash account → deliveries a second (ACCOUNT_OVERRIDES; the default when absent);
+ * - `sched:bucket:<account>`: `<tokens>:<ms>`, the account's token bucket for that quota (a
+ *   second's worth of burst), expiring when it would be full again. An account out of tokens is
+ *   passed over: its deliveries wait, never refused, and no attempt is used.
  *
  * Crash safety: an entry leaves `sched:entries` only after its BullMQ job exists. A scheduler that
  * dies between admitting and adding leaves the entry in `sched:admitting`; when its lease ends the
@@ -24,7 +28,13 @@
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { deliveryJob, deliveryJobId, type DeliveryJobData, type RedisConnection } from '@webhooks/shared';
+import {
+  deliveryJob,
+  deliveryJobId,
+  type AccountOverride,
+  type DeliveryJobData,
+  type RedisConnection,
+} from '@webhooks/shared';
 
 /** A delivery's first round waiting for its account's turn. */
 export interface ScheduledDelivery {
@@ -55,8 +65,10 @@ export interface AccountSchedulerOptions {
   busyIntervalMs: number;
   /** How often a process admits when idle (work scheduled by another process, expired leases), in ms. */
   idleIntervalMs: number;
-  /** ACCOUNT_WEIGHTS: account → weight (> 0), written to Redis at start. */
-  weights: ReadonlyMap<string, number>;
+  /** ACCOUNT_DELIVERIES_PER_SECOND: the default quota of deliveries admitted a second per account. */
+  deliveriesPerSecond: number;
+  /** ACCOUNT_OVERRIDES (weight, deliveries a second), written to Redis at start. */
+  overrides: ReadonlyMap<string, AccountOverride>;
   log: Logger;
 }
 
@@ -99,6 +111,8 @@ export function accountSchedulerKeys(prefix: string) {
     admitting: `${prefix}:sched:admitting`,
     deficit: `${prefix}:sched:deficit`,
     weight: `${prefix}:sched:weight`,
+    quota: `${prefix}:sched:quota`,
+    bucketPrefix: `${prefix}:sched:bucket:`,
   };
 }
 
@@ -118,12 +132,13 @@ end
 return added`;
 
 /**
- * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list. ARGV: list key prefix, queue
- * target, quantum, lease ms. Deficit round robin (Shreedhar and Varghese, 1996): each turn adds
- * quantum × weight to the account's deficit and admits that many, at least one, of its oldest
- * entries. Admits only when the queue (waiting jobs and unconfirmed admissions) is at most half the
- * target, and fills it to the target. Returns {flat list of job id, entry value pairs, accounts
- * still waiting}.
+ * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list, quota. ARGV: list key
+ * prefix, queue target, quantum, lease ms, default deliveries a second, bucket key prefix. Deficit round robin
+ * (Shreedhar and Varghese, 1996): each turn adds quantum × weight to the account's deficit and
+ * admits that many, at least one, of its oldest entries, as far as its quota's token bucket allows;
+ * an account without a token is passed over without gaining deficit. Admits only when the queue
+ * (waiting jobs and unconfirmed admissions) is at most half the target, and fills it to the target.
+ * Returns {flat list of job id, entry value pairs, accounts still waiting}.
  */
 const admitLua = `
 local t = redis.call('TIME')
@@ -143,27 +158,50 @@ for _, job in ipairs(stale) do
 end
 local room = target - redis.call('LLEN', KEYS[6]) - redis.call('ZCARD', KEYS[3])
 if room * 2 < target then return {out, redis.call('LLEN', KEYS[1])} end
-while room > 0 do
-  local account = redis.call('LPOP', KEYS[1])
-  if not account then break end
-  local list = ARGV[1] .. account
-  local weight = tonumber(redis.call('HGET', KEYS[5], account) or '1')
-  local deficit = tonumber(redis.call('HGET', KEYS[4], account) or '0') + quantum * weight
-  local jobs = redis.call('LPOP', list, math.min(room, math.max(1, math.floor(deficit)))) or {}
-  local leases = {}
-  for _, job in ipairs(jobs) do
-    out[#out + 1] = job
-    out[#out + 1] = redis.call('HGET', KEYS[2], job) or (account .. '\\t')
-    leases[#leases + 1] = now + lease
-    leases[#leases + 1] = job
-  end
-  if #jobs > 0 then redis.call('ZADD', KEYS[3], unpack(leases)) end
-  room = room - #jobs
-  if redis.call('LLEN', list) == 0 then
-    redis.call('HDEL', KEYS[4], account)
-  else
-    redis.call('HSET', KEYS[4], account, tostring(deficit - #jobs))
-    redis.call('RPUSH', KEYS[1], account)
+local progressed = true
+while room > 0 and progressed do
+  progressed = false
+  local turns = redis.call('LLEN', KEYS[1])
+  while turns > 0 and room > 0 do
+    turns = turns - 1
+    local account = redis.call('LPOP', KEYS[1])
+    local list = ARGV[1] .. account
+    local rate = tonumber(redis.call('HGET', KEYS[7], account) or ARGV[5])
+    local bucketKey = ARGV[6] .. account
+    local bucket = redis.call('GET', bucketKey)
+    local tokens, at = rate, now
+    if bucket then
+      local sep = string.find(bucket, ':')
+      tokens = math.min(rate, tonumber(string.sub(bucket, 1, sep - 1)) + (now - tonumber(string.sub(bucket, sep + 1))) * rate / 1000)
+    end
+    local deficit = tonumber(redis.call('HGET', KEYS[4], account) or '0')
+    local jobs = {}
+    if tokens >= 1 then
+      deficit = deficit + quantum * tonumber(redis.call('HGET', KEYS[5], account) or '1')
+      jobs = redis.call('LPOP', list, math.min(room, math.floor(tokens), math.max(1, math.floor(deficit)))) or {}
+    end
+    local leases = {}
+    for _, job in ipairs(jobs) do
+      out[#out + 1] = job
+      out[#out + 1] = redis.call('HGET', KEYS[2], job) or (account .. '\\t')
+      leases[#leases + 1] = now + lease
+      leases[#leases + 1] = job
+    end
+    if #jobs > 0 then
+      redis.call('ZADD', KEYS[3], unpack(leases))
+      progressed = true
+    end
+    room = room - #jobs
+    local left = tokens - #jobs
+    if left < rate then
+      redis.call('SET', bucketKey, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
+    end
+    if redis.call('LLEN', list) == 0 then
+      redis.call('HDEL', KEYS[4], account)
+    else
+      redis.call('HSET', KEYS[4], account, tostring(deficit - #jobs))
+      redis.call('RPUSH', KEYS[1], account)
+    end
   end
 end
 return {out, redis.call('LLEN', KEYS[1])}`;
@@ -188,7 +226,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   const { redis, deliveries, log } = options;
   const keys = accountSchedulerKeys(options.prefix);
   redis.defineCommand('webhookSchedule', { numberOfKeys: 2, lua: scheduleLua });
-  redis.defineCommand('webhookAdmit', { numberOfKeys: 6, lua: admitLua });
+  redis.defineCommand('webhookAdmit', { numberOfKeys: 7, lua: admitLua });
   redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
   const commands = redis as unknown as SchedulerCommands;
 
@@ -205,10 +243,13 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       keys.deficit,
       keys.weight,
       deliveries.keys.wait!,
+      keys.quota,
       keys.accountListPrefix,
       options.queueTarget,
       options.quantum,
       options.leaseMs,
+      options.deliveriesPerSecond,
+      keys.bucketPrefix,
     );
     const jobIds: string[] = [];
     const jobs = [];
@@ -285,13 +326,16 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     async start() {
       closed = false;
       kick();
-      // Replaced whole, so that an account taken out of ACCOUNT_WEIGHTS goes back to weight 1.
-      const write = redis.multi().del(keys.weight);
-      if (options.weights.size > 0) write.hset(keys.weight, Object.fromEntries(options.weights));
+      // Replaced whole, so that an account taken out of ACCOUNT_OVERRIDES goes back to the defaults.
+      const write = redis.multi().del(keys.weight, keys.quota);
+      for (const [account, { weight, deliveries_per_second }] of options.overrides) {
+        if (weight !== undefined) write.hset(keys.weight, account, weight);
+        if (deliveries_per_second !== undefined) write.hset(keys.quota, account, deliveries_per_second);
+      }
       try {
         await write.exec();
       } catch (error) {
-        log.warn({ err: error }, 'account weights not written to Redis');
+        log.warn({ err: error }, 'account overrides not written to Redis');
       }
     },
     async close() {

@@ -1,0 +1,59 @@
+/**
+ * Per-account overrides of the defaults that share the service between accounts
+ * (ACCOUNT_OVERRIDES): a JSON object from account id to the settings that account gets instead of
+ * the defaults. The worker reads it at start and writes it to Redis, so an operator changes one
+ * account by changing the variable and restarting the workers.
+ *
+ * Example: `{"acct-big": {"weight": 4, "deliveries_per_second": 5000}}`.
+ */
+import Type, { type Static } from 'typebox';
+import Value from 'typebox/value';
+import { ConfigError } from './config-error.js';
+import { isValidAccountId } from './account-id.js';
+
+/** What one account may override. */
+export const accountOverrideSchema = Type.Object(
+  {
+    /** Share of delivery capacity under contention, against weight 1 of every other account. */
+    weight: Type.Optional(Type.Number({ minimum: 0.01, maximum: 1000 })),
+    /** Deliveries admitted a second at most (ACCOUNT_DELIVERIES_PER_SECOND otherwise). */
+    deliveries_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  },
+  { additionalProperties: false },
+);
+
+/** One account's overrides. */
+export type AccountOverride = Static<typeof accountOverrideSchema>;
+
+const overridesSchema = Type.Record(Type.String(), accountOverrideSchema);
+
+/**
+ * Parses ACCOUNT_OVERRIDES.
+ *
+ * @param value the variable's text; empty for none
+ * @returns account id → its overrides
+ * @throws ConfigError naming the variable, and the account and field at fault
+ */
+export function parseAccountOverrides(value: string): Map<string, AccountOverride> {
+  if (value.trim() === '') return new Map();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new ConfigError(
+      `Invalid environment variable ACCOUNT_OVERRIDES: not JSON (${(error as Error).message})`,
+    );
+  }
+  const [error] = Value.Errors(overridesSchema, parsed);
+  if (error !== undefined)
+    throw new ConfigError(
+      `Invalid environment variable ACCOUNT_OVERRIDES at ${error.instancePath || '/'}: ${error.message}`,
+    );
+  const overrides = new Map(Object.entries(parsed as Record<string, AccountOverride>));
+  const badAccount = [...overrides.keys()].find((account) => !isValidAccountId(account));
+  if (badAccount !== undefined)
+    throw new ConfigError(
+      `Invalid environment variable ACCOUNT_OVERRIDES: ${JSON.stringify(badAccount)} is not an account id`,
+    );
+  return overrides;
+}
