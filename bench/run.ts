@@ -18,6 +18,7 @@ import {
   sustainedLoad,
 } from './delivery-scenarios.js';
 import { fairness } from './fairness-scenario.js';
+import { accountFairness } from './account-fairness-scenario.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
 import { workerMemory } from './memory.js';
 import { formatRow, renderTable, type BenchRow } from './table.js';
@@ -84,12 +85,15 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     const ungated = await deliveryThroughput('e2e-ungated', e2eLoad, progress, {
       SUBSCRIPTION_GATE: 'false',
     });
+    const unscheduled = await deliveryThroughput('e2e-unscheduled', e2eLoad, progress, {
+      ACCOUNT_SCHEDULER: 'false',
+    });
     const fanOut = await deliveryThroughput(
       'fan-out',
       { events: size.fanOutEvents, accounts: 1, subscriptions: 100 },
       progress,
     );
-    Object.assign(results, { transport, floor, e2e, ungated, fanOut });
+    Object.assign(results, { transport, floor, e2e, ungated, unscheduled, fanOut });
     return [
       ratioRow(
         'end-to-end delivery',
@@ -115,6 +119,13 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s with issue #8's gates`,
         `${ungated.deliveriesPerSecond.toFixed(0)} deliveries/s with SUBSCRIPTION_GATE=false`,
         e2e.deliveriesPerSecond / ungated.deliveriesPerSecond,
+        0.9,
+      ),
+      ratioRow(
+        'account scheduler cost: end-to-end, on / off',
+        `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s scheduled fairly across accounts`,
+        `${unscheduled.deliveriesPerSecond.toFixed(0)} deliveries/s with ACCOUNT_SCHEDULER=false`,
+        e2e.deliveriesPerSecond / unscheduled.deliveriesPerSecond,
         0.9,
       ),
       ratioRow(
@@ -184,6 +195,21 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
       target: 'p99 ≤ 2× and all within 5 s',
       met: run.met,
     }));
+  },
+  async accounts() {
+    const run = await accountFairness(size.fairnessSeconds, progress);
+    results.accounts = run;
+    const { flood, alone } = run;
+    return [
+      {
+        scenario: 'fairness across accounts: a 300-subscription flood beside a steady account',
+        figure: `steady account p50 ${flood.p50Ms.toFixed(0)} ms, p99 ${flood.p99Ms.toFixed(0)} ms; ${flood.arrived} of ${flood.expected} arrived, and ${flood.floodArrived} of the flood's ${flood.floodExpected}`,
+        baseline: `the steady account alone: p50 ${alone.p50Ms.toFixed(0)} ms, p99 ${alone.p99Ms.toFixed(0)} ms`,
+        ratio: run.p99Ratio,
+        target: 'p99 ≤ 2× and all arrived',
+        met: run.met,
+      },
+    ];
   },
   async api() {
     const api = await apiThroughput(size.apiSeconds, step);

@@ -92,6 +92,18 @@ export const workerEnvSchema = Type.Object({
     description:
       "First deliveries kept waiting in the shared `deliveries` queue; the rest wait in their account's list for its fair turn. About the worker slots of all workers together: lower shortens a quiet account's wait behind a flood, too low leaves slots idle",
   }),
+  HOST_MAX_IN_FLIGHT: Type.Integer({
+    default: 200,
+    minimum: 1,
+    maximum: 100_000,
+    description:
+      'Attempts in flight to one callback host name at most, across all subscriptions, accounts and workers, so that the service cannot flood a third party; more wait without using an attempt',
+  }),
+  ACCOUNT_SCHEDULER: Type.Boolean({
+    default: true,
+    description:
+      "Fair scheduling of first deliveries across accounts (DELIVERY_QUEUE_TARGET, ACCOUNT_DELIVERIES_PER_SECOND, ACCOUNT_OVERRIDES); `false` puts them on the shared queue in arrival order: only for a single-tenant deployment, or to measure the scheduler's cost",
+  }),
   ACCOUNT_DELIVERIES_PER_SECOND: Type.Integer({
     default: 1_000,
     minimum: 1,

@@ -27,6 +27,7 @@ import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
 import type { DeliveryPolicy } from './delivery/backoff.js';
 import { createDeliveryGate } from './delivery/gate.js';
+import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
 import {
   createDeliveryProcessor,
@@ -110,6 +111,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     maxStalledCount: 3,
   };
   const scheduler = createAccountScheduler({
+    enabled: config.ACCOUNT_SCHEDULER,
     redis: producer,
     prefix: config.keyPrefix,
     deliveries: deliveryQueue,
@@ -271,6 +273,13 @@ function startDeliveries(
       store,
       sender,
       gate,
+      hostGate: createHostGate({
+        redis: deps.producer,
+        prefix: config.keyPrefix,
+        maxInFlight: config.HOST_MAX_IN_FLIGHT,
+        leaseMs: deps.lockDuration,
+        log,
+      }),
       policy,
       maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
       log,

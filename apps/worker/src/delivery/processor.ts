@@ -3,8 +3,9 @@
  * DELIVERY_MAX_AGE as `expired`, takes an in-flight slot of the subscription's gate (over the
  * limit, the job waits in BullMQ's delayed set without using an attempt), re-reads the delivery
  * with its event and subscription (deleted subscription: the job is dropped; disabled: the
- * delivery is cancelled), passes the subscription's `rate_limit`, sends the attempt, gives the
- * slot back, records the attempt, and lets BullMQ retry by throwing while attempts remain.
+ * delivery is cancelled), passes the subscription's `rate_limit` and its callback host's cap
+ * (`host-gate.ts`), sends the attempt, gives the slots back, records the attempt, and lets BullMQ
+ * retry by throwing while attempts remain.
  *
  * Only a sent request is an attempt (issue #9): when PostgreSQL or Redis fails anywhere around it,
  * the job is deferred (`deferral.ts`) and tried again later, its attempts untouched. The round's
@@ -21,6 +22,7 @@ import type { AttemptResult, AttemptSender } from './attempt.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
 import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
 import type { DeliveryGate } from './gate.js';
+import type { HostGate } from './host-gate.js';
 import { decideOutcome, type DeliveryOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
@@ -59,6 +61,7 @@ export interface DeliveryProcessorDeps {
   store: DeliveryStore;
   sender: AttemptSender;
   gate: DeliveryGate;
+  hostGate: HostGate;
   /** Backoff, and attempts when a job carries none of its own. */
   policy: DeliveryPolicy;
   /** DELIVERY_MAX_AGE, in ms. */
@@ -108,16 +111,24 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       await deps.store.cancel(delivery.id);
       return { kind: 'done', result: 'cancelled' };
     }
-    if (subscription.rateLimit !== null) {
-      const waitMs = await deps.gate.pace(subscription.id, job.id!, subscription.rateLimit);
-      if (waitMs > 0) return { kind: 'wait', waitMs };
+    // The host's slot first: an attempt the cap holds back must not count in the rate window.
+    const { hostname } = new URL(subscription.callbackUrl);
+    const hostWaitMs = await deps.hostGate.acquire(hostname, job.id!);
+    if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
+    try {
+      if (subscription.rateLimit !== null) {
+        const waitMs = await deps.gate.pace(subscription.id, job.id!, subscription.rateLimit);
+        if (waitMs > 0) return { kind: 'wait', waitMs };
+      }
+      const { body, headers } = buildAttemptRequest(event, subscription, new Date());
+      return {
+        kind: 'sent',
+        delivery,
+        result: await deps.sender.send(subscription.callbackUrl, body, headers),
+      };
+    } finally {
+      await deps.hostGate.release(hostname, job.id!);
     }
-    const { body, headers } = buildAttemptRequest(event, subscription, new Date());
-    return {
-      kind: 'sent',
-      delivery,
-      result: await deps.sender.send(subscription.callbackUrl, body, headers),
-    };
   };
 
   const run = async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {

@@ -47,6 +47,12 @@ export interface ScheduledDelivery {
 
 /** Options of {@link createAccountScheduler}. */
 export interface AccountSchedulerOptions {
+  /**
+   * ACCOUNT_SCHEDULER. When false, deliveries go straight onto the `deliveries` queue in arrival
+   * order, as they did before accounts were scheduled: only to measure the scheduler's cost, or
+   * for a single-tenant deployment.
+   */
+  enabled: boolean;
   /** A producer connection (never a blocking one). */
   redis: RedisConnection;
   /** The effective queue key prefix (QUEUE_PREFIX, hash-tagged on a Cluster). */
@@ -300,8 +306,21 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     });
   };
 
+  const addDirectly = async (list: readonly ScheduledDelivery[]) => {
+    for (let i = 0; i < list.length; i += scheduleChunk)
+      await deliveries.addBulk(
+        list
+          .slice(i, i + scheduleChunk)
+          .map(({ eventId, subscriptionId, requestId }) =>
+            deliveryJob({ eventId, subscriptionId, round: 0, requestId }, options.maxAttempts),
+          ),
+      );
+    return list.length;
+  };
+
   return {
     async schedule(list) {
+      if (!options.enabled) return addDirectly(list);
       let added = 0;
       for (let i = 0; i < list.length; i += scheduleChunk) {
         const args = [keys.accountListPrefix];
@@ -324,6 +343,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       });
     },
     async start() {
+      if (!options.enabled) return;
       closed = false;
       kick();
       // Replaced whole, so that an account taken out of ACCOUNT_OVERRIDES goes back to the defaults.
