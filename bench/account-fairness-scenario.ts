@@ -50,7 +50,14 @@ export async function accountFloodRun(
   progress: Progress,
 ): Promise<AccountFloodRun> {
   return withBenchStack(
-    { tag: 'accounts', workers: 2, env: { WORKER_CONCURRENCY: '50' } },
+    {
+      tag: 'accounts',
+      workers: 2,
+      env: {
+        WORKER_CONCURRENCY: '50',
+        ACCOUNT_OVERRIDES: JSON.stringify({ flood: { max_subscriptions: floodSubscriptions } }),
+      },
+    },
     async (stack, publisher, receiver) => {
       const steadyPaths = Array.from({ length: steadySubscriptions }, (_, i) => `/steady-${i}`);
       for (const path of steadyPaths) await subscribe(stack, 'steady', `${receiver.url}${path}`);

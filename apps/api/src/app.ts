@@ -36,6 +36,7 @@ import testEvents from './routes/test-events.js';
 import portal from './plugins/portal.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
+import { createAccountQuotas } from './lib/account-quotas.js';
 
 /** The portal's build (apps/portal/dist), from this module in apps/api/src or apps/api/dist. */
 const portalRoot = fileURLToPath(new URL('../../portal/dist/', import.meta.url));
@@ -93,6 +94,13 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   }
 
   const { secretBox } = config;
+  const quotas = createAccountQuotas({
+    redis: app.redis,
+    prefix: config.keyPrefix,
+    maxSubscriptions: config.MAX_SUBSCRIPTIONS_PER_ACCOUNT,
+    payloadBytesPerDay: config.ACCOUNT_PAYLOAD_BYTES_PER_DAY,
+    overrides: config.accountOverrides,
+  });
   const views = createViews(config.PUBLIC_BASE_URL);
   const portalSigningKey = portalKey(config);
   const portalTokens =
@@ -116,11 +124,11 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       secretBox,
       queuePrefix: config.keyPrefix,
       maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
-      maxPerAccount: config.MAX_SUBSCRIPTIONS_PER_ACCOUNT,
+      maxPerAccount: quotas.maxSubscriptions,
       views,
     });
     await accountScope.register(signingSecret, { secretBox });
-    await accountScope.register(events);
+    await accountScope.register(events, { quotas });
     await accountScope.register(testEvents);
     await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
     if (portalTokens !== null) await accountScope.register(portalSessions, { tokens: portalTokens, views });

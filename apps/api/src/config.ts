@@ -9,8 +9,10 @@ import {
   ConfigError,
   isDevelopmentEnv,
   loadConfig,
+  parseAccountOverrides,
   redisSettingsFromEnv,
   secretBoxFromEnv,
+  type AccountOverride,
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
@@ -45,10 +47,16 @@ export const apiEnvSchema = Type.Object({
     description: 'When set, a token must carry this `aud` claim (or list it)',
   }),
   MAX_SUBSCRIPTIONS_PER_ACCOUNT: Type.Integer({
-    default: 1_000,
+    default: 100,
     minimum: 1,
     description:
-      'Subscriptions one account may have; creating one more answers 409 (bounds fan-out per event)',
+      'Subscriptions one account may have, unless ACCOUNT_OVERRIDES says otherwise; creating one more answers 409 (bounds fan-out per event)',
+  }),
+  ACCOUNT_PAYLOAD_BYTES_PER_DAY: Type.Integer({
+    default: 1_073_741_824,
+    minimum: 1,
+    description:
+      'Bytes of event `data` (serialized JSON) the API accepts from one account per UTC day, unless ACCOUNT_OVERRIDES says otherwise; past it, `POST /api/events` answers 429 with `Retry-After` until midnight UTC',
   }),
   ADMIN_TOKEN: Type.String({
     default: '',
@@ -90,6 +98,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     jwtWarning?: string;
     /** Encryption of signing secrets at rest (SECRETS_ENCRYPTION_KEY). */
     secretBox: SecretBox;
+    /** ACCOUNT_OVERRIDES as account → its settings. */
+    accountOverrides: ReadonlyMap<string, AccountOverride>;
   };
 
 /**
@@ -107,7 +117,12 @@ export function loadApiConfig(env: Record<string, string | undefined> = process.
       `Invalid environment variable PORTAL_SECRET: it must be at least ${minJwtSecretBytes} bytes`,
     );
   }
-  const base = { ...config, ...redisSettingsFromEnv(config), secretBox };
+  const base = {
+    ...config,
+    ...redisSettingsFromEnv(config),
+    secretBox,
+    accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
+  };
   if (config.JWT_PUBLIC_KEY !== '') {
     return { ...base, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };
   }

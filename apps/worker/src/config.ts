@@ -111,11 +111,6 @@ export const workerEnvSchema = Type.Object({
     description:
       "Deliveries of one account admitted a second at most, across all workers; more wait in the account's list (delayed, never refused, no attempt used)",
   }),
-  ACCOUNT_OVERRIDES: Type.String({
-    default: '',
-    description:
-      'Per-account settings as JSON, account id → `{"weight": w, "deliveries_per_second": n}`; `weight` (default 1) is the share of delivery capacity under contention',
-  }),
   WORKER_QUEUES: Type.String({
     default: 'events,deliveries',
     description:

@@ -16,6 +16,7 @@ beforeAll(async () => {
   stack = await startTestStack('account-fairness', {
     WORKER_CONCURRENCY: String(concurrency),
     DELIVERY_QUEUE_TARGET: String(queueTarget),
+    ACCOUNT_OVERRIDES: JSON.stringify({ 'acct-flood': { max_subscriptions: 300 } }),
   });
 });
 afterAll(async () => {

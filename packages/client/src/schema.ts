@@ -1577,7 +1577,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      /** @description The account's request rate limit, or its payload_bytes_per_day quota (type `/problems/quota-payload-bytes-per-day`), is reached; retry after `Retry-After` seconds */
       429: {
         headers: {
           [name: string]: unknown;

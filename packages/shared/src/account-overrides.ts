@@ -1,10 +1,10 @@
 /**
  * Per-account overrides of the defaults that share the service between accounts
  * (ACCOUNT_OVERRIDES): a JSON object from account id to the settings that account gets instead of
- * the defaults. The worker reads it at start and writes it to Redis, so an operator changes one
- * account by changing the variable and restarting the workers.
+ * the defaults. Both services read it at start (the worker writes its part to Redis), so an
+ * operator changes one account by changing the variable and restarting the services.
  *
- * Example: `{"acct-big": {"weight": 4, "deliveries_per_second": 5000}}`.
+ * Example: `{"acct-big": {"weight": 4, "deliveries_per_second": 5000, "max_subscriptions": 1000}}`.
  */
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
@@ -18,6 +18,10 @@ export const accountOverrideSchema = Type.Object(
     weight: Type.Optional(Type.Number({ minimum: 0.01, maximum: 1000 })),
     /** Deliveries admitted a second at most (ACCOUNT_DELIVERIES_PER_SECOND otherwise). */
     deliveries_per_second: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    /** Subscriptions the account may have (MAX_SUBSCRIPTIONS_PER_ACCOUNT otherwise). */
+    max_subscriptions: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+    /** Bytes of event `data` the API accepts a UTC day (ACCOUNT_PAYLOAD_BYTES_PER_DAY otherwise). */
+    payload_bytes_per_day: Type.Optional(Type.Integer({ minimum: 1 })),
   },
   { additionalProperties: false },
 );

@@ -16,6 +16,11 @@ export const defaultDatabaseUrl = 'postgresql://postgres@127.0.0.1:5432/webhooks
 
 /** Variables both services read. */
 export const commonEnv = {
+  ACCOUNT_OVERRIDES: Type.String({
+    default: '',
+    description:
+      'Per-account settings as JSON, account id → `{"weight", "deliveries_per_second", "max_subscriptions", "payload_bytes_per_day"}`, each optional; `weight` (default 1) is the share of delivery capacity under contention',
+  }),
   NODE_ENV: Type.String({
     default: 'production',
     description:

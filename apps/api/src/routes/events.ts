@@ -1,14 +1,19 @@
 /**
  * `POST /api/events`: publishes an event for the token's account, for services in other languages
  * and for a client's own testing. The same publisher and limits as internal services (issue #4):
- * 400 for an unknown type, 413 for `data` over 256 KiB; 202 with the event id and timestamp.
+ * 400 for an unknown type, 413 for `data` over 256 KiB, 429 past the account's
+ * `payload_bytes_per_day` quota (`lib/account-quotas.ts`); 202 with the event id and timestamp.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EventAccepted, EventCreate, formatPayloadTimestamp } from '@webhooks/shared';
+import type { AccountQuotas } from '../lib/account-quotas.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route-schemas.js';
 
-const events: FastifyPluginAsyncTypebox = async (app) => {
+const events: FastifyPluginAsyncTypebox<{ quotas: Pick<AccountQuotas, 'chargePayload'> }> = async (
+  app,
+  { quotas },
+) => {
   app.post(
     '/api/events',
     {
@@ -23,11 +28,15 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
           403: problemResponse('Portal session tokens cannot publish events'),
           413: payloadTooLarge,
           ...problemResponses,
+          429: problemResponse(
+            "The account's request rate limit, or its payload_bytes_per_day quota (type `/problems/quota-payload-bytes-per-day`), is reached; retry after `Retry-After` seconds",
+          ),
         },
       },
     },
     async (request, reply) => {
       const { type, data, occurred_at, idempotency_key } = request.body;
+      await quotas.chargePayload(request.accountId, Buffer.byteLength(JSON.stringify(data)));
       let published;
       try {
         published = await app.publisher.publish({

@@ -46,8 +46,8 @@ export interface SubscriptionRoutesOptions {
   queuePrefix: string;
   /** SUBSCRIPTION_MAX_IN_FLIGHT. */
   maxInFlight: number;
-  /** MAX_SUBSCRIPTIONS_PER_ACCOUNT. */
-  maxPerAccount: number;
+  /** Subscriptions an account may have (MAX_SUBSCRIPTIONS_PER_ACCOUNT, or its override). */
+  maxPerAccount: (accountId: string) => number;
   /** Presenters under PUBLIC_BASE_URL. */
   views: Views;
 }
@@ -108,11 +108,12 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
           await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${request.accountId}, 0))`;
           const existing = await tx.subscription.count({ where: { accountId: request.accountId } });
-          if (existing >= options.maxPerAccount) {
+          const max = options.maxPerAccount(request.accountId);
+          if (existing >= max) {
             throw new HttpProblem(
               409,
               'subscription-limit',
-              `This account has ${existing} subscriptions, the most allowed (${options.maxPerAccount}); delete one first`,
+              `This account has ${existing} subscriptions, the most its max_subscriptions quota allows (${max}); delete one first`,
             );
           }
           return tx.subscription.create({
