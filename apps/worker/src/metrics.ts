@@ -8,6 +8,8 @@
  * - `webhook_attempt_duration_seconds{status_class}`: one observation per attempt sent;
  * - `webhook_delivery_latency_seconds`: from the event's acceptance to its confirmation;
  * - `webhook_queue_jobs{queue, state}`: sampled from BullMQ every {@link queueSampleIntervalMs};
+ * - `webhook_scheduler_waiting{what}`: the account scheduler's backlog, sampled with the queues:
+ *   `accounts` with deliveries waiting for their turn, and those `deliveries`;
  * - `webhook_subscriptions_throttled_total`, `webhook_deliveries_parked_total` (issue #8's gate)
  *   and `webhook_reconciler_redriven_total{kind}` (issue #9's reconciler);
  * - Node's process defaults (`collectDefaultMetrics`).
@@ -16,6 +18,7 @@ import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { httpStatusClass } from '@webhooks/shared';
 import type { AttemptResult } from './delivery/attempt.js';
+import type { AccountScheduler } from './scheduling/account-scheduler.js';
 
 /** How often queue lengths are read from Redis, in ms: never per scrape. */
 export const queueSampleIntervalMs = 5_000;
@@ -56,8 +59,11 @@ export interface WorkerMetrics {
   throttled: Counter;
   parked: Counter;
   redriven: Counter<'kind'>;
-  /** Reads the queues' job counts now and every {@link queueSampleIntervalMs}; returns the stop. */
-  sampleQueues(queues: Queue[]): () => void;
+  /**
+   * Reads the queues' job counts and the scheduler's backlog now and every
+   * {@link queueSampleIntervalMs}; returns the stop.
+   */
+  sampleQueues(queues: Queue[], scheduler: Pick<AccountScheduler, 'backlog'>): () => void;
 }
 
 /** Creates the registry and every metric on it. */
@@ -69,6 +75,12 @@ export function createWorkerMetrics(): WorkerMetrics {
     name: 'webhook_queue_jobs',
     help: `Jobs in each BullMQ queue by state, sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max)`,
     labelNames: ['queue', 'state'],
+    registers,
+  });
+  const schedulerWaiting = new Gauge({
+    name: 'webhook_scheduler_waiting',
+    help: `First deliveries waiting for their account's turn (what="deliveries") and the accounts they belong to (what="accounts"), sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max)`,
+    labelNames: ['what'],
     registers,
   });
   return {
@@ -109,15 +121,19 @@ export function createWorkerMetrics(): WorkerMetrics {
       labelNames: ['kind'],
       registers,
     }),
-    sampleQueues(queues) {
+    sampleQueues(queues, scheduler) {
       const sample = async () => {
-        await Promise.all(
-          queues.map(async (queue) => {
+        await Promise.all([
+          ...queues.map(async (queue) => {
             const counts = await queue.getJobCounts(...sampledJobStates);
             for (const state of sampledJobStates)
               queueJobs.set({ queue: queue.name, state }, counts[state] ?? 0);
           }),
-        ).catch(() => {
+          scheduler.backlog().then(({ accounts, deliveries }) => {
+            schedulerWaiting.set({ what: 'accounts' }, accounts);
+            schedulerWaiting.set({ what: 'deliveries' }, deliveries);
+          }),
+        ]).catch(() => {
           // Redis is away: the last values stay, and /readyz says why.
         });
       };

@@ -100,7 +100,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const eventQueue = new Queue<EventJobData>(queueNames.events, queueOptions);
   const maintenanceQueue = new Queue<MaintenanceJobData>(queueNames.maintenance, queueOptions);
   const metrics = createWorkerMetrics();
-  const stopSampling = metrics.sampleQueues([eventQueue, deliveryQueue]);
   const lockDuration = config.DELIVERY_TIMEOUT_MS + 5_000;
   const common = {
     connection: consumer,
@@ -126,6 +125,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     log,
   });
   void scheduler.start();
+  const stopSampling = metrics.sampleQueues([eventQueue, deliveryQueue], scheduler);
   const events = config.roles.has('events')
     ? new Worker<EventJobData, number>(
         queueNames.events,

@@ -63,7 +63,9 @@ describe('the account scheduler', () => {
     await s.schedule(flood);
     await s.schedule(quiet);
 
+    expect(await s.backlog()).toEqual({ accounts: 2, deliveries: 1_005 });
     expect(await s.admit()).toEqual({ admitted: 40, backlog: true });
+    expect(await s.backlog()).toEqual({ accounts: 1, deliveries: 965 });
     const admitted = await waiting();
     expect(admitted).toHaveLength(40);
     expect(admitted.slice(10, 15)).toEqual(quiet.map((d) => d.subscriptionId));

@@ -101,6 +101,7 @@ describe('workers split by role', () => {
     expect(prometheusSample(metrics, 'webhook_attempt_duration_seconds_count{status_class="2xx"}')).toBe(1);
     expect(prometheusSample(metrics, 'webhook_delivery_latency_seconds_count')).toBe(1);
     expect(metrics).toContain('webhook_reconciler_redriven_total');
+    expect(prometheusSample(metrics, 'webhook_scheduler_waiting{what="deliveries"}')).toBe(0);
     expect(metrics).toContain('process_resident_memory_bytes');
     await waitFor(
       'the completed fan-out in the queue sample',

@@ -95,6 +95,13 @@ export interface AccountScheduler {
    * @throws ioredis' or BullMQ's errors when Redis cannot be reached
    */
   admit(): Promise<{ admitted: number; backlog: boolean }>;
+  /**
+   * How many accounts have deliveries waiting for their turn, and how many deliveries the
+   * scheduler holds (waiting or being admitted).
+   *
+   * @throws ioredis' errors when Redis cannot be reached
+   */
+  backlog(): Promise<{ accounts: number; deliveries: number }>;
   /** Of `deliveries`, which the scheduler still holds (waiting or being admitted). */
   holds(deliveries: ReadonlyArray<{ eventId: string; subscriptionId: string }>): Promise<boolean[]>;
   /**
@@ -332,6 +339,10 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       return added;
     },
     admit,
+    async backlog() {
+      const [accounts, deliveries] = await Promise.all([redis.llen(keys.ring), redis.hlen(keys.entries)]);
+      return { accounts, deliveries };
+    },
     async holds(list) {
       if (list.length === 0) return [];
       const pipeline = redis.pipeline();
