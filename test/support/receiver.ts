@@ -16,14 +16,19 @@ export interface ReceivedRequest {
   at: number;
 }
 
+/** A status after a delay (`afterMs`, default none) with an optional body and headers. */
+type FullAnswer = {
+  status: number;
+  afterMs?: number;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+};
+
 /**
- * An answer: a status, a status after a delay (`afterMs`, default none) with an optional body
- * (default `answer <status>`) and headers, or `hang` (hold the request until the receiver closes).
+ * An answer: a status, a {@link FullAnswer} (body default `answer <status>`), `hang` (hold the
+ * request until the receiver closes), or a function of the request giving one of those.
  */
-export type Answer =
-  | number
-  | { status: number; afterMs?: number; body?: string | Buffer; headers?: Record<string, string> }
-  | 'hang';
+export type Answer = number | FullAnswer | 'hang' | ((request: ReceivedRequest) => number | FullAnswer);
 
 /** A running receiver. */
 export interface Receiver {
@@ -48,15 +53,17 @@ export async function startReceiver(): Promise<Receiver> {
     request.on('end', () => {
       const path = request.url ?? '/';
       const seen = requests.filter((r) => r.path === path).length;
-      requests.push({
+      const received = {
         path,
         method: request.method ?? '',
         headers: request.headers,
         body: Buffer.concat(chunks).toString(),
         at: Date.now(),
-      });
+      };
+      requests.push(received);
       const script = scripts.get(path) ?? [200];
-      const answer = script[Math.min(seen, script.length - 1)] ?? 200;
+      const scripted = script[Math.min(seen, script.length - 1)] ?? 200;
+      const answer = typeof scripted === 'function' ? scripted(received) : scripted;
       if (answer === 'hang') {
         hanging.add(response);
         return;

@@ -125,6 +125,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       queuePrefix: config.keyPrefix,
       maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
       maxPerAccount: quotas.maxSubscriptions,
+      verifyCallbacks: config.CALLBACK_VERIFICATION === 'challenge',
       views,
     });
     await accountScope.register(signingSecret, { secretBox });

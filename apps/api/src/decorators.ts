@@ -1,13 +1,13 @@
 /**
  * What the API's plugins add to Fastify's types: `app.prisma`, `app.redis`, `app.publisher`,
- * `app.deliveryQueue` (plugins/prisma.ts, plugins/queues.ts) and `request.accountId`
+ * `app.deliveryQueue`, `app.verificationQueue` (plugins/prisma.ts, plugins/queues.ts) and `request.accountId`
  * (plugins/auth.ts). Declared here, in one module that index.ts re-exports, so code building on
  * the app (tests, tools) sees them too.
  */
 import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { PrismaClient } from '@webhooks/db';
-import type { DeliveryJobData, EventPublisher, RedisConnection } from '@webhooks/shared';
+import type { DeliveryJobData, EventPublisher, RedisConnection, VerificationJobData } from '@webhooks/shared';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,6 +17,8 @@ declare module 'fastify' {
     redis: RedisConnection;
     publisher: EventPublisher;
     deliveryQueue: Queue<DeliveryJobData>;
+    /** Callback challenges (CALLBACK_VERIFICATION=challenge). */
+    verificationQueue: Queue<VerificationJobData>;
   }
   interface FastifyRequest {
     /** The authenticated account (the token's `sub`); set on every route of the account scope (app.ts). */

@@ -1,8 +1,9 @@
 /**
- * The delivery worker: a BullMQ worker on `events` (fan-out), one on `deliveries` (attempts),
- * either or both as WORKER_QUEUES says, and one on `maintenance` (the reconciler and retention, as
- * job schedulers), wired with their PostgreSQL pools (`pg` for the fan-out and the attempts, Prisma
- * for the rest), Redis connections, HTTP sender and metrics.
+ * The delivery worker: a BullMQ worker on `events` (fan-out), one on `deliveries` (attempts) with
+ * one on `verifications` (callback challenges) beside it, either or both as WORKER_QUEUES says,
+ * and one on `maintenance` (the reconciler and retention, as job schedulers), wired with their
+ * PostgreSQL pools (`pg` for the fan-out and the attempts, Prisma for the rest), Redis connections,
+ * HTTP sender and metrics.
  * Any number of worker processes may run against the same Redis and database; BullMQ hands each
  * job to one of them, and each scheduled task runs once per interval whatever their number.
  */
@@ -21,6 +22,7 @@ import {
   type DeliveryJobData,
   type EventJobData,
   type MaintenanceJobData,
+  type VerificationJobData,
   type RedisConnection,
 } from '@webhooks/shared';
 import type { WorkerConfig } from './config.js';
@@ -36,6 +38,7 @@ import {
 } from './delivery/processor.js';
 import { createDeliveryStore } from './delivery/store.js';
 import { createFanOutProcessor } from './fan-out.js';
+import { createVerificationProcessor, type VerificationResult } from './verification/processor.js';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
 import { createAccountScheduler } from './scheduling/account-scheduler.js';
@@ -198,7 +201,12 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     reconcile,
     async close() {
       stopSampling();
-      await Promise.all([events?.close(), deliveries?.close(), maintenance.close()]);
+      await Promise.all([
+        events?.close(),
+        deliveries?.close(),
+        delivering?.verifications.close(),
+        maintenance.close(),
+      ]);
       await scheduler.close();
       await Promise.all([deliveryQueue.close(), eventQueue.close(), maintenanceQueue.close()]);
       delivering?.sender.close();
@@ -287,5 +295,18 @@ function startDeliveries(
     }),
     { ...deps.common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },
   );
-  return { worker, sender };
+  // Challenges are rare and each waits on one callback: a few at a time, beside the deliveries.
+  const verifications = new Worker<VerificationJobData, VerificationResult>(
+    queueNames.verifications,
+    createVerificationProcessor({ pool: deps.pool, sender, secretBox: config.secretBox, log }),
+    { ...deps.common, concurrency: 5 },
+  );
+  verifications.on('failed', (job, error) =>
+    log.info(
+      { subscriptionId: job?.data.subscriptionId, reason: error.message },
+      'callback verification failed',
+    ),
+  );
+  verifications.on('error', (error) => log.error({ err: error }, 'worker error'));
+  return { worker, sender, verifications };
 }

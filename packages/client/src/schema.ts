@@ -110,6 +110,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/webhooks/{id}/verification': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send a pending subscription’s callback its challenge again
+     * @description With CALLBACK_VERIFICATION=challenge, a subscription is `pending` until its callback answers HTTP 200 with the `data.challenge` of a signed `webhook.verification` request (as the body, or as `challenge` in a JSON body). Ask again after fixing the callback.
+     */
+    post: operations['verifySubscription'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/webhooks/{id}/secret': {
     parameters: {
       query?: never;
@@ -313,8 +333,8 @@ export interface components {
       kind: ('calls' | 'messages' | 'operational') | null;
       /** @description Event types this subscription receives */
       event_types: string[];
-      /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
-      status: 'active' | 'disabled';
+      /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+      status: 'active' | 'disabled' | 'pending';
       /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
       rate_limit: number | null;
       /** @description How the service currently paces deliveries to this callback */
@@ -439,8 +459,8 @@ export interface operations {
         page_size?: number;
         /** @description Only subscriptions of this kind; `all` for the general ones */
         type?: 'calls' | 'messages' | 'operational' | 'all';
-        /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
-        status?: 'active' | 'disabled';
+        /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+        status?: 'active' | 'disabled' | 'pending';
       };
       header?: never;
       path?: never;
@@ -555,8 +575,8 @@ export interface operations {
             kind: ('calls' | 'messages' | 'operational') | null;
             /** @description Event types this subscription receives */
             event_types: string[];
-            /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
-            status: 'active' | 'disabled';
+            /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+            status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
@@ -692,8 +712,8 @@ export interface operations {
             kind: ('calls' | 'messages' | 'operational') | null;
             /** @description Event types this subscription receives */
             event_types: string[];
-            /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
-            status: 'active' | 'disabled';
+            /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+            status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
@@ -829,8 +849,8 @@ export interface operations {
             kind: ('calls' | 'messages' | 'operational') | null;
             /** @description Event types this subscription receives */
             event_types: string[];
-            /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
-            status: 'active' | 'disabled';
+            /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+            status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
@@ -966,8 +986,8 @@ export interface operations {
             kind: ('calls' | 'messages' | 'operational') | null;
             /** @description Event types this subscription receives */
             event_types: string[];
-            /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
-            status: 'active' | 'disabled';
+            /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+            status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
@@ -1090,8 +1110,8 @@ export interface operations {
             kind: ('calls' | 'messages' | 'operational') | null;
             /** @description Event types this subscription receives */
             event_types: string[];
-            /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
-            status: 'active' | 'disabled';
+            /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+            status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
@@ -1200,8 +1220,8 @@ export interface operations {
             kind: ('calls' | 'messages' | 'operational') | null;
             /** @description Event types this subscription receives */
             event_types: string[];
-            /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
-            status: 'active' | 'disabled';
+            /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+            status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
@@ -1313,6 +1333,110 @@ export interface operations {
       };
       /** @description No such resource in the account of the token */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  verifySubscription: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Service-assigned identifier (UUIDv7) */
+            id: string;
+            /** @description Path of this subscription */
+            resource_uri: string;
+            callback_url: string;
+            webhook_id: string | null;
+            account_id: string;
+            /** @description null: receives every event type of the account */
+            kind: ('calls' | 'messages' | 'operational') | null;
+            /** @description Event types this subscription receives */
+            event_types: string[];
+            /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
+            status: 'active' | 'disabled' | 'pending';
+            /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
+            rate_limit: number | null;
+            /** @description How the service currently paces deliveries to this callback */
+            delivery: {
+              /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+              in_flight_limit: number;
+              /** @description `throttled` while `in_flight_limit` is below the service maximum */
+              state: 'healthy' | 'throttled';
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The subscription is not pending: there is nothing to verify */
+      409: {
         headers: {
           [name: string]: unknown;
         };

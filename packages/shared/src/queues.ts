@@ -44,6 +44,11 @@ export interface Deferrable {
   deferrals?: number;
 }
 
+/** A subscription whose callback must answer a signed challenge before it receives events. */
+export interface VerificationJobData {
+  subscriptionId: string;
+}
+
 /** Job data of the `maintenance` queue: which scheduled task to run. */
 export interface MaintenanceJobData {
   task: 'reconcile' | 'retention';
@@ -54,6 +59,7 @@ export interface QueueJobs {
   events: EventJobData & Deferrable;
   deliveries: DeliveryJobData & Deferrable;
   maintenance: MaintenanceJobData;
+  verifications: VerificationJobData;
 }
 
 /** The name of a queue of `QueueJobs`. */
@@ -64,6 +70,7 @@ export const queueNames = {
   events: 'events',
   deliveries: 'deliveries',
   maintenance: 'maintenance',
+  verifications: 'verifications',
 } as const satisfies {
   [K in QueueName]: K;
 };
@@ -143,5 +150,29 @@ export function deliveryJob(
       ...(requestId === undefined ? {} : { requestId }),
     },
     opts: deliveryJobOptions(maxAttempts, deliveryJobId(eventId, subscriptionId, round)),
+  };
+}
+
+/** Tries of a callback verification, and the wait after the first failed one in ms (doubling). */
+export const verificationRetry = { attempts: 5, firstWaitMs: 10_000 } as const;
+
+/**
+ * The job that sends `subscriptionId`'s callback its challenge (CALLBACK_VERIFICATION=challenge),
+ * retried by BullMQ's built-in exponential backoff ({@link verificationRetry}).
+ */
+export function verificationJob(subscriptionId: string): {
+  name: 'verification';
+  data: VerificationJobData;
+  opts: JobsOptions;
+} {
+  return {
+    name: 'verification',
+    data: { subscriptionId },
+    opts: {
+      attempts: verificationRetry.attempts,
+      backoff: { type: 'exponential', delay: verificationRetry.firstWaitMs },
+      removeOnComplete: finishedJobRetention.completed,
+      removeOnFail: finishedJobRetention.failed,
+    },
   };
 }

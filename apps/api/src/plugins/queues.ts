@@ -1,7 +1,8 @@
 /**
  * Decorates the app with its Redis side: `redis` (a fail-fast producer connection, BullMQ's
- * guidance for producers), `publisher` (events, the same publisher internal services use) and
- * `deliveryQueue` (manual redelivery). All are closed with the app.
+ * guidance for producers), `publisher` (events, the same publisher internal services use),
+ * `deliveryQueue` (manual redelivery) and `verificationQueue` (callback challenges). All are
+ * closed with the app.
  */
 import fp from 'fastify-plugin';
 import type {} from '../decorators.js';
@@ -12,6 +13,7 @@ import {
   queueNames,
   type DeliveryJobData,
   type RedisConnection,
+  type VerificationJobData,
   type RedisTopology,
 } from '@webhooks/shared';
 
@@ -31,11 +33,17 @@ export default fp<{ redis: RedisTopology; prefix: string; waitReplicas: number }
       prefix: options.prefix,
     });
     deliveryQueue.on('error', (error) => app.log.warn({ err: error }, 'delivery queue error'));
+    const verificationQueue = new Queue<VerificationJobData>(queueNames.verifications, {
+      connection: redis,
+      prefix: options.prefix,
+    });
+    verificationQueue.on('error', (error) => app.log.warn({ err: error }, 'verification queue error'));
     app.decorate<RedisConnection>('redis', redis);
     app.decorate('publisher', publisher);
     app.decorate('deliveryQueue', deliveryQueue);
+    app.decorate('verificationQueue', verificationQueue);
     app.addHook('onClose', async () => {
-      await Promise.all([publisher.close(), deliveryQueue.close()]);
+      await Promise.all([publisher.close(), deliveryQueue.close(), verificationQueue.close()]);
       redis.disconnect();
     });
   },

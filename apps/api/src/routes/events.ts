@@ -5,8 +5,14 @@
  * `payload_bytes_per_day` quota (`lib/account-quotas.ts`); 202 with the event id and timestamp.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { EventAccepted, EventCreate, formatPayloadTimestamp } from '@webhooks/shared';
+import {
+  EventAccepted,
+  EventCreate,
+  formatPayloadTimestamp,
+  PublishUnavailableError,
+} from '@webhooks/shared';
 import type { AccountQuotas } from '../lib/account-quotas.js';
+import { HttpProblem } from '../lib/problem.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route-schemas.js';
 
@@ -36,7 +42,16 @@ const events: FastifyPluginAsyncTypebox<{ quotas: Pick<AccountQuotas, 'chargePay
     },
     async (request, reply) => {
       const { type, data, occurred_at, idempotency_key } = request.body;
-      await quotas.chargePayload(request.accountId, Buffer.byteLength(JSON.stringify(data)));
+      try {
+        await quotas.chargePayload(request.accountId, Buffer.byteLength(JSON.stringify(data)));
+      } catch (error) {
+        if (error instanceof HttpProblem) throw error;
+        // Redis is the publisher's too: an event that cannot be counted cannot be queued either.
+        throw publishProblem(
+          new PublishUnavailableError('the payload quota could not be counted', { cause: error }),
+          request.log,
+        );
+      }
       let published;
       try {
         published = await app.publisher.publish({

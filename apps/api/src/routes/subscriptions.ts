@@ -3,9 +3,12 @@
  * POST /api/webhooks and /api/webhooks/{kind} create (201 + Location; 409 past
  * MAX_SUBSCRIPTIONS_PER_ACCOUNT, issue #8), GET lists (paginated) and reads, PUT updates, DELETE
  * removes (204). Every query is scoped to the token's account. Each subscription shown carries its
- * current pacing (`delivery`), read from the workers' delivery gate in Redis.
+ * current pacing (`delivery`), read from the workers' delivery gate in Redis. With
+ * CALLBACK_VERIFICATION=challenge, a new or moved callback leaves the subscription `pending` until
+ * the worker's challenge is answered; POST /api/webhooks/{id}/verification asks again.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyBaseLogger } from 'fastify';
 import Type from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
 import type { Subscription as SubscriptionRow } from '@webhooks/db';
@@ -20,6 +23,7 @@ import {
   SubscriptionCreated,
   SubscriptionListQuery,
   SubscriptionUpdate,
+  verificationJob,
   type EventKind,
   type SecretBox,
 } from '@webhooks/shared';
@@ -48,6 +52,8 @@ export interface SubscriptionRoutesOptions {
   maxInFlight: number;
   /** Subscriptions an account may have (MAX_SUBSCRIPTIONS_PER_ACCOUNT, or its override). */
   maxPerAccount: (accountId: string) => number;
+  /** CALLBACK_VERIFICATION=challenge: new and moved callbacks wait `pending` for their challenge. */
+  verifyCallbacks: boolean;
   /** Presenters under PUBLIC_BASE_URL. */
   views: Views;
 }
@@ -73,6 +79,19 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     return rows.map((row) => options.views.subscription(row, throttles.get(row.id)!));
   };
   const presentOne = async (row: SubscriptionRow) => (await present([row]))[0]!;
+
+  /**
+   * Queues the challenge of a pending subscription. A Redis fault leaves it pending and is logged:
+   * the subscription exists already, and `POST .../verification` asks again.
+   */
+  const requestVerification = async (subscriptionId: string, log: FastifyBaseLogger) => {
+    const { name, data, opts } = verificationJob(subscriptionId);
+    try {
+      await app.verificationQueue.add(name, data, opts);
+    } catch (error) {
+      log.warn({ err: error, subscriptionId }, 'callback verification not queued; the client can ask again');
+    }
+  };
 
   const create = (kind: EventKind | null) =>
     app.post(
@@ -125,9 +144,11 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               kind,
               rateLimit: rate_limit ?? null,
               secret: options.secretBox.seal(secret),
+              ...(options.verifyCallbacks ? { status: 'pending' as const } : {}),
             },
           });
         });
+        if (row.status === 'pending') await requestVerification(row.id, request.log);
         const body = { ...(await presentOne(row)), secret };
         return reply.code(201).headers(noStore).header('location', body.resource_uri).send(body);
       },
@@ -199,18 +220,56 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       const { callback_url, webhook_id, status, rate_limit } = request.body;
       rejectBadCallback(callback_url);
+      if (current.status === 'pending' && status === 'active')
+        throw new HttpProblem(
+          409,
+          'verification-pending',
+          'The callback has not answered its challenge yet; answer it, then POST .../verification to ask again',
+        );
+      const moved =
+        options.verifyCallbacks && callback_url !== undefined && callback_url !== current.callbackUrl;
       const row = await app.prisma.subscription.update({
         where: { id: current.id },
         data: {
           ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
           ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
           ...(status === undefined ? {} : { status }),
+          // A new callback proves itself again, unless the client disables the subscription.
+          ...(moved && status !== 'disabled' ? { status: 'pending' as const } : {}),
           ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
           // Re-activating starts the failure count afresh, or one more failure would disable it again.
           ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
         },
       });
+      if (moved && row.status === 'pending') await requestVerification(row.id, request.log);
       return presentOne(row);
+    },
+  );
+
+  app.post(
+    '/api/webhooks/:id/verification',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        operationId: 'verifySubscription',
+        summary: 'Send a pending subscription’s callback its challenge again',
+        description:
+          'With CALLBACK_VERIFICATION=challenge, a subscription is `pending` until its callback answers HTTP 200 with the `data.challenge` of a signed `webhook.verification` request (as the body, or as `challenge` in a JSON body). Ask again after fixing the callback.',
+        params: SubscriptionParams,
+        response: {
+          202: Subscription,
+          409: problemResponse('The subscription is not pending: there is nothing to verify'),
+          ...problemResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      if (current.status !== 'pending')
+        throw new HttpProblem(409, 'conflict', 'The subscription is not pending: there is nothing to verify');
+      const { name, data, opts } = verificationJob(current.id);
+      await app.verificationQueue.add(name, data, opts);
+      return reply.code(202).send(await presentOne(current));
     },
   );
 

@@ -21,6 +21,13 @@ const WebhookId = Type.String({
 const SubscriptionStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled')], {
   description: '`disabled` after too many deliveries failed in a row, or when set by the client',
 });
+const SubscriptionState = Type.Union(
+  [Type.Literal('active'), Type.Literal('disabled'), Type.Literal('pending')],
+  {
+    description:
+      '`pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client',
+  },
+);
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()], {
   description:
     'Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts',
@@ -69,7 +76,7 @@ export const Subscription = Type.Object(
     account_id: Type.String(),
     kind: Type.Union([Kind, Type.Null()], { description: 'null: receives every event type of the account' }),
     event_types: Type.Array(Type.String(), { description: 'Event types this subscription receives' }),
-    status: SubscriptionStatus,
+    status: SubscriptionState,
     rate_limit: RateLimit,
     delivery: Type.Object(
       {
@@ -118,7 +125,7 @@ export const SubscriptionListQuery = Type.Object(
         description: 'Only subscriptions of this kind; `all` for the general ones',
       }),
     ),
-    status: Type.Optional(SubscriptionStatus),
+    status: Type.Optional(SubscriptionState),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,66 @@
+/**
+ * The signed challenge of callback verification (CALLBACK_VERIFICATION=challenge), in the manner of
+ * Slack's `url_verification` and Zoom's endpoint validation: the service POSTs
+ * `{"type": "webhook.verification", "timestamp", "webhook_id"?, "data": {"challenge"}}`, signed
+ * like every delivery (Standard Webhooks headers with the subscription's signing secret), and the
+ * callback proves it is the subscriber's own by answering HTTP 200 with the challenge: as the body
+ * itself, or as `challenge` in a JSON body.
+ */
+import { randomBytes } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import { formatPayloadTimestamp, signatureHeader } from '@webhooks/shared';
+
+/** The `type` of a challenge payload. */
+export const challengeType = 'webhook.verification';
+
+/** A fresh challenge: 32 random bytes, base64url. */
+export function newChallenge(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** Body and headers of the challenge request to a subscription, made at `now`. */
+export function buildChallengeRequest(
+  subscription: { webhookId: string | null; secret: string },
+  challenge: string,
+  now: Date,
+): { body: string; headers: Record<string, string> } {
+  const id = `verify_${uuidv7()}`;
+  const body = JSON.stringify({
+    type: challengeType,
+    timestamp: formatPayloadTimestamp(now),
+    ...(subscription.webhookId === null ? {} : { webhook_id: subscription.webhookId }),
+    data: { challenge },
+  });
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': signatureHeader([subscription.secret], id, now, body),
+    },
+  };
+}
+
+/**
+ * Whether an answer proves the callback: exactly HTTP 200, with `challenge` as the whole body
+ * (surrounding whitespace ignored) or as the `challenge` member of a JSON object body.
+ */
+export function answersChallenge(
+  answer: { statusCode: number | null; responseBody: string | null },
+  challenge: string,
+): boolean {
+  if (answer.statusCode !== 200 || answer.responseBody === null) return false;
+  const body = answer.responseBody.trim();
+  if (body === challenge) return true;
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return (
+      typeof parsed === 'object' &&
+      parsed !== null &&
+      (parsed as { challenge?: unknown }).challenge === challenge
+    );
+  } catch {
+    return false;
+  }
+}

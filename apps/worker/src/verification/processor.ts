@@ -1,0 +1,65 @@
+/**
+ * The processor of the `verifications` queue: sends a `pending` subscription's callback its signed
+ * challenge (`challenge.ts`) through the delivery path's HTTP sender, SSRF guard included, and
+ * makes the subscription `active` when the callback answers it. A subscription no longer pending,
+ * deleted, or whose callback URL changed since is left alone. Anything else throws, and BullMQ
+ * tries again with its exponential backoff (`verificationRetry` in @webhooks/shared); after the
+ * last try the subscription stays `pending` until the client asks for another verification.
+ */
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Pool } from '@webhooks/db';
+import type { SecretBox, VerificationJobData } from '@webhooks/shared';
+import type { AttemptSender } from '../delivery/attempt.js';
+import { answersChallenge, buildChallengeRequest, newChallenge } from './challenge.js';
+
+/** What a verification job came to. */
+export type VerificationResult = 'verified' | 'not_pending';
+
+/** What the processor needs. */
+export interface VerificationDeps {
+  pool: Pool;
+  sender: AttemptSender;
+  secretBox: SecretBox;
+  log: Logger;
+}
+
+/**
+ * Creates the processor.
+ *
+ * @throws Error when the callback did not answer the challenge (BullMQ retries), or when
+ *   PostgreSQL failed
+ */
+export function createVerificationProcessor(deps: VerificationDeps) {
+  return async (job: Job<VerificationJobData>): Promise<VerificationResult> => {
+    const { subscriptionId } = job.data;
+    const { rows } = await deps.pool.query<{
+      callback_url: string;
+      webhook_id: string | null;
+      status: string;
+      secret: string;
+    }>(`SELECT callback_url, webhook_id, status::text, secret FROM subscriptions WHERE id = $1::uuid`, [
+      subscriptionId,
+    ]);
+    const [row] = rows;
+    if (row === undefined || row.status !== 'pending') return 'not_pending';
+    const challenge = newChallenge();
+    const { body, headers } = buildChallengeRequest(
+      { webhookId: row.webhook_id, secret: deps.secretBox.open(row.secret) },
+      challenge,
+      new Date(),
+    );
+    const answer = await deps.sender.send(row.callback_url, body, headers);
+    if (!answersChallenge(answer, challenge)) {
+      const what = answer.statusCode === null ? answer.errorClass : `HTTP ${answer.statusCode}`;
+      throw new Error(`the callback did not answer the challenge (${what})`);
+    }
+    await deps.pool.query(
+      `UPDATE subscriptions SET status = 'active', updated_at = now()
+      WHERE id = $1::uuid AND status = 'pending' AND callback_url = $2`,
+      [subscriptionId, row.callback_url],
+    );
+    deps.log.info({ subscriptionId }, 'callback verified');
+    return 'verified';
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * Optional callback verification (CALLBACK_VERIFICATION=challenge) through the real services: a
+ * new subscription stays `pending`, receiving nothing, until its callback answers the signed
+ * challenge; a moved callback proves itself again; the client cannot skip the challenge.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Webhook } from 'standardwebhooks';
+import { answersChallenge } from '../src/verification/challenge.js';
+import type { ReceivedRequest } from '../../../test/support/receiver.js';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { waitFor } from '../../../test/support/wait.js';
+
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await startTestStack('verification', { CALLBACK_VERIFICATION: 'challenge' });
+});
+afterAll(async () => {
+  await stack.close();
+}, 60_000);
+
+/** A callback that answers the challenge of a verification request, and 200 to anything else. */
+const echoChallenge = (request: ReceivedRequest) => {
+  const payload = JSON.parse(request.body) as { type?: string; data?: { challenge?: string } };
+  return payload.type === 'webhook.verification'
+    ? { status: 200, body: JSON.stringify({ challenge: payload.data?.challenge }) }
+    : 200;
+};
+
+const statusOf = async (account: string, id: string) =>
+  (
+    await stack.api.app.inject({
+      method: 'GET',
+      url: `/api/webhooks/${id}`,
+      headers: stack.api.auth(account),
+    })
+  ).json().status as string;
+
+const publish = (accountId: string) =>
+  stack.publisher.publish({ accountId, type: 'call.completed', data: { call_id: 'c' } });
+
+describe('a callback that answers its challenge', () => {
+  it('makes its subscription active after a signed challenge, and proves itself again when it moves', async () => {
+    stack.receiver.script('/echo', [echoChallenge]);
+    const created = await stack.subscribe('acct-verify', { callback_url: `${stack.receiver.url}/echo` });
+    expect(created.status).toBe('pending');
+    await waitFor(
+      'the subscription active',
+      async () => (await statusOf('acct-verify', created.id)) === 'active',
+    );
+
+    const [challenge] = stack.receiver.at('/echo');
+    const verified = new Webhook(created.secret).verify(challenge!.body, {
+      'webhook-id': String(challenge!.headers['webhook-id']),
+      'webhook-timestamp': String(challenge!.headers['webhook-timestamp']),
+      'webhook-signature': String(challenge!.headers['webhook-signature']),
+    }) as { type: string; data: { challenge: string } };
+    expect(verified.type).toBe('webhook.verification');
+    expect(verified.data.challenge.length).toBeGreaterThanOrEqual(32);
+
+    await publish('acct-verify');
+    await waitFor('the delivery', () => stack.receiver.at('/echo').length === 2);
+
+    stack.receiver.script('/echo-moved', [echoChallenge]);
+    const moved = await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${created.id}`,
+      headers: stack.api.auth('acct-verify'),
+      payload: { callback_url: `${stack.receiver.url}/echo-moved` },
+    });
+    expect(moved.json().status).toBe('pending');
+    await waitFor('active again', async () => (await statusOf('acct-verify', created.id)) === 'active');
+    expect(stack.receiver.at('/echo-moved')).toHaveLength(1);
+  });
+});
+
+describe('a callback that does not answer its challenge', () => {
+  it('stays pending and receives nothing; the client cannot activate it, only ask again', async () => {
+    stack.receiver.script('/deaf', [200]);
+    const deaf = await stack.subscribe('acct-deaf', { callback_url: `${stack.receiver.url}/deaf` });
+    stack.receiver.script('/heard', [echoChallenge]);
+    const heard = await stack.subscribe('acct-deaf', { callback_url: `${stack.receiver.url}/heard` });
+    await waitFor(
+      'the other subscription active',
+      async () => (await statusOf('acct-deaf', heard.id)) === 'active',
+    );
+    await waitFor('the unanswered challenge', () => stack.receiver.at('/deaf').length >= 1);
+
+    await publish('acct-deaf');
+    await waitFor('the delivery to the verified callback', () => stack.receiver.at('/heard').length === 2);
+    // One fan-out statement creates every delivery of an event: none was made for the pending one.
+    expect(await stack.worker.prisma.delivery.count({ where: { subscriptionId: deaf.id } })).toBe(0);
+    expect(await statusOf('acct-deaf', deaf.id)).toBe('pending');
+
+    const activate = await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${deaf.id}`,
+      headers: stack.api.auth('acct-deaf'),
+      payload: { status: 'active' },
+    });
+    expect(activate.statusCode).toBe(409);
+    expect(activate.json()).toMatchObject({ type: '/problems/verification-pending' });
+
+    stack.receiver.script('/deaf', [echoChallenge]);
+    const again = await stack.api.app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${deaf.id}/verification`,
+      headers: stack.api.auth('acct-deaf'),
+    });
+    expect(again.statusCode).toBe(202);
+    await waitFor('the subscription active', async () => (await statusOf('acct-deaf', deaf.id)) === 'active');
+    const twice = await stack.api.app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${deaf.id}/verification`,
+      headers: stack.api.auth('acct-deaf'),
+    });
+    expect(twice.statusCode).toBe(409);
+  });
+});
+
+describe('answersChallenge', () => {
+  it.each([
+    [{ statusCode: 200, responseBody: 'abc' }, true],
+    [{ statusCode: 200, responseBody: ' abc\n' }, true],
+    [{ statusCode: 200, responseBody: '{"challenge":"abc"}' }, true],
+    [{ statusCode: 200, responseBody: '{"challenge":"abd"}' }, false],
+    [{ statusCode: 200, responseBody: 'ok' }, false],
+    [{ statusCode: 200, responseBody: '["abc"]' }, false],
+    [{ statusCode: 201, responseBody: 'abc' }, false],
+    [{ statusCode: null, responseBody: null }, false],
+  ])('%j answers "abc": %s', (answer, expected) => {
+    expect(answersChallenge(answer, 'abc')).toBe(expected);
+  });
+});
