@@ -36,6 +36,7 @@ import testEvents from './routes/test-events.js';
 import portal from './plugins/portal.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
+import { createPipelinedConnection } from '@webhooks/shared';
 import { createAccountQuotas } from './lib/account-quotas.js';
 
 /** The portal's build (apps/portal/dist), from this module in apps/api/src or apps/api/dist. */
@@ -49,6 +50,12 @@ export const requestTimeoutMs = 30_000;
 
 /** Idle time after which a connection is closed, in ms (Node's `server.timeout`). */
 export const connectionTimeoutMs = 60_000;
+
+/**
+ * Longest wait for the payload quota's count, in ms; past it the publish answers 503 as when Redis
+ * is away (the publisher needs Redis too).
+ */
+const quotaCountTimeoutMs = 1_000;
 
 /** A caller's `X-Request-Id` when it is a plain token of at most 128 characters, else a new UUID. */
 function requestId(request: IncomingMessage): string {
@@ -94,8 +101,14 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   }
 
   const { secretBox } = config;
+  // The day's payload count is one small script per publish: auto-pipelined, as the rate limit is.
+  const quotaRedis = createPipelinedConnection(config.redis, quotaCountTimeoutMs);
+  quotaRedis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (quotas)'));
+  app.addHook('onClose', async () => {
+    quotaRedis.disconnect();
+  });
   const quotas = createAccountQuotas({
-    redis: app.redis,
+    redis: quotaRedis,
     prefix: config.keyPrefix,
     maxSubscriptions: config.MAX_SUBSCRIPTIONS_PER_ACCOUNT,
     payloadBytesPerDay: config.ACCOUNT_PAYLOAD_BYTES_PER_DAY,

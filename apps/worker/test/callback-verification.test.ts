@@ -13,7 +13,10 @@ import { waitFor } from '../../../test/support/wait.js';
 let stack: TestStack;
 
 beforeAll(async () => {
-  stack = await startTestStack('verification', { CALLBACK_VERIFICATION: 'challenge' });
+  stack = await startTestStack('verification', {
+    CALLBACK_VERIFICATION: 'challenge',
+    DELIVERY_BACKOFF_MS: '100',
+  });
 });
 afterAll(async () => {
   await stack.close();
@@ -115,6 +118,37 @@ describe('a callback that does not answer its challenge', () => {
       headers: stack.api.auth('acct-deaf'),
     });
     expect(twice.statusCode).toBe(409);
+  });
+});
+
+describe('a delivery waiting for its retry when the callback moves', () => {
+  it('goes to the new callback only once it has answered its challenge', async () => {
+    stack.receiver.script('/old', [echoChallenge]);
+    const sub = await stack.subscribe('acct-move', { callback_url: `${stack.receiver.url}/old` });
+    await waitFor('active', async () => (await statusOf('acct-move', sub.id)) === 'active');
+    stack.receiver.script('/old', [500]);
+    await publish('acct-move');
+    await waitFor('the failed first attempt', () => stack.receiver.at('/old').length === 1);
+
+    const answerAfterMs = 1_000;
+    stack.receiver.script('/new', [
+      (request) => ({
+        ...(echoChallenge(request) as { status: number; body: string }),
+        afterMs: answerAfterMs,
+      }),
+      200,
+    ]);
+    await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${sub.id}`,
+      headers: stack.api.auth('acct-move'),
+      payload: { callback_url: `${stack.receiver.url}/new` },
+    });
+    await waitFor('the retry at the new callback', () => stack.receiver.at('/new').length === 2, 30_000);
+    const [challenge, retry] = stack.receiver.at('/new');
+    expect(JSON.parse(challenge!.body).type).toBe('webhook.verification');
+    expect(retry!.at).toBeGreaterThanOrEqual(challenge!.at + answerAfterMs);
+    expect(stack.receiver.at('/old')).toHaveLength(1);
   });
 });
 

@@ -76,6 +76,12 @@ export interface DeliveryProcessorDeps {
  */
 const roundStartGraceMs = 60_000;
 
+/**
+ * How long a delivery to a subscription still `pending` (its callback not yet verified) waits
+ * before it looks again, in ms. Waiting uses no attempt; DELIVERY_MAX_AGE still applies.
+ */
+const unverifiedCallbackWaitMs = 10_000;
+
 /** What happened while the job held its slot. */
 type WithinSlot =
   | { kind: 'done'; result: Exclude<DeliveryJobResult, 'succeeded'> }
@@ -111,6 +117,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       await deps.store.cancel(delivery.id);
       return { kind: 'done', result: 'cancelled' };
     }
+    // A callback moved to a URL not yet verified: its deliveries wait for the challenge's answer.
+    if (subscription.status === 'pending') return { kind: 'wait', waitMs: unverifiedCallbackWaitMs };
     // The host's slot first: an attempt the cap holds back must not count in the rate window.
     const { hostname } = new URL(subscription.callbackUrl);
     const hostWaitMs = await deps.hostGate.acquire(hostname, job.id!);

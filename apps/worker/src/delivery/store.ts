@@ -23,7 +23,8 @@ export interface LoadedDelivery {
     callbackUrl: string;
     webhookId: string | null;
     kind: string | null;
-    status: 'active' | 'disabled';
+    /** `pending` while its callback has not answered its challenge (CALLBACK_VERIFICATION). */
+    status: 'active' | 'disabled' | 'pending';
     secret: string;
     previousSecret: string | null;
     previousSecretExpiresAt: Date | null;
@@ -100,7 +101,7 @@ type Row = {
   callback_url: string;
   webhook_id: string | null;
   kind: string | null;
-  subscription_status: 'active' | 'disabled';
+  subscription_status: 'active' | 'disabled' | 'pending';
   secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: Date | null;

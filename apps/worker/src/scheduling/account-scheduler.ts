@@ -82,12 +82,13 @@ export interface AccountSchedulerOptions {
 export interface AccountScheduler {
   /**
    * Adds deliveries to their accounts' lists, once per delivery job id however often it is called,
-   * then starts an admission.
+   * and admits what the queue has room for in the same script call; the background admission
+   * takes over while accounts still have work waiting.
    *
-   * @returns how many were new
-   * @throws ioredis' errors when Redis cannot be reached (nothing is lost: the caller retries)
+   * @throws ioredis' or BullMQ's errors when Redis cannot be reached (nothing is lost: the caller
+   *   retries, and an entry already held is not scheduled twice)
    */
-  schedule(deliveries: readonly ScheduledDelivery[]): Promise<number>;
+  schedule(deliveries: readonly ScheduledDelivery[]): Promise<void>;
   /**
    * Admits once: takes up to the queue's room in fair order and adds their BullMQ jobs.
    *
@@ -130,30 +131,25 @@ export function accountSchedulerKeys(prefix: string) {
 }
 
 /**
- * KEYS: entries, ring. ARGV: list key prefix, then (job id, account, request id) triples.
- * Returns how many entries were new.
- */
-const scheduleLua = `
-local added = 0
-for i = 2, #ARGV, 3 do
-  local job, account = ARGV[i], ARGV[i + 1]
-  if redis.call('HSETNX', KEYS[1], job, account .. '\\t' .. ARGV[i + 2]) == 1 then
-    if redis.call('RPUSH', ARGV[1] .. account, job) == 1 then redis.call('RPUSH', KEYS[2], account) end
-    added = added + 1
-  end
-end
-return added`;
-
-/**
  * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list, quota. ARGV: list key
- * prefix, queue target, quantum, lease ms, default deliveries a second, bucket key prefix. Deficit round robin
- * (Shreedhar and Varghese, 1996): each turn adds quantum × weight to the account's deficit and
- * admits that many, at least one, of its oldest entries, as far as its quota's token bucket allows;
- * an account without a token is passed over without gaining deficit. Admits only when the queue
- * (waiting jobs and unconfirmed admissions) is at most half the target, and fills it to the target.
- * Returns {flat list of job id, entry value pairs, accounts still waiting}.
+ * prefix, queue target, quantum, lease ms, default deliveries a second, bucket key prefix, then
+ * (job id, account, request id) triples to schedule first (none for an admission alone).
+ *
+ * Scheduling adds each new job id to `entries` and its account's list (once per job id: an entry
+ * already held is skipped). Admission is deficit round robin (Shreedhar and Varghese, 1996): each
+ * turn adds quantum × weight to the account's deficit and admits that many, at least one, of its
+ * oldest entries, as far as its quota's token bucket allows; an account without a token is passed
+ * over without gaining deficit. It admits only when the queue (waiting jobs and unconfirmed
+ * admissions) is at most half the target, and fills it to the target. Returns {flat list of job
+ * id, entry value pairs admitted, accounts still waiting}.
  */
 const admitLua = `
+for i = 7, #ARGV, 3 do
+  local job, account = ARGV[i], ARGV[i + 1]
+  if redis.call('HSETNX', KEYS[2], job, account .. '\\t' .. ARGV[i + 2]) == 1 then
+    if redis.call('RPUSH', ARGV[1] .. account, job) == 1 then redis.call('RPUSH', KEYS[1], account) end
+  end
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local target, quantum, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -188,9 +184,10 @@ while room > 0 and progressed do
       tokens = math.min(rate, tonumber(string.sub(bucket, 1, sep - 1)) + (now - tonumber(string.sub(bucket, sep + 1))) * rate / 1000)
     end
     local deficit = tonumber(redis.call('HGET', KEYS[4], account) or '0')
+    local share = quantum * tonumber(redis.call('HGET', KEYS[5], account) or '1')
     local jobs = {}
     if tokens >= 1 then
-      deficit = deficit + quantum * tonumber(redis.call('HGET', KEYS[5], account) or '1')
+      deficit = deficit + share
       jobs = redis.call('LPOP', list, math.min(room, math.floor(tokens), math.max(1, math.floor(deficit)))) or {}
     end
     local leases = {}
@@ -212,7 +209,8 @@ while room > 0 and progressed do
     if redis.call('LLEN', list) == 0 then
       redis.call('HDEL', KEYS[4], account)
     else
-      redis.call('HSET', KEYS[4], account, tostring(deficit - #jobs))
+      -- What a turn cut short by the room or the quota leaves is owed, up to one more turn's share.
+      redis.call('HSET', KEYS[4], account, tostring(math.min(deficit - #jobs, share)))
       redis.call('RPUSH', KEYS[1], account)
     end
   end
@@ -226,7 +224,6 @@ redis.call('HDEL', KEYS[2], unpack(ARGV))
 return #ARGV`;
 
 type SchedulerCommands = {
-  webhookSchedule(...args: string[]): Promise<number>;
   webhookAdmit(...args: Array<string | number>): Promise<[string[], number]>;
   webhookConfirm(...args: string[]): Promise<number>;
 };
@@ -238,17 +235,21 @@ const scheduleChunk = 1_000;
 export function createAccountScheduler(options: AccountSchedulerOptions): AccountScheduler {
   const { redis, deliveries, log } = options;
   const keys = accountSchedulerKeys(options.prefix);
-  redis.defineCommand('webhookSchedule', { numberOfKeys: 2, lua: scheduleLua });
   redis.defineCommand('webhookAdmit', { numberOfKeys: 7, lua: admitLua });
   redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
   const commands = redis as unknown as SchedulerCommands;
 
   let running: Promise<void> | null = null;
   let again = false;
+  let failing = false;
   let closed = true;
   let timer: NodeJS.Timeout | undefined;
 
-  const admit = async () => {
+  /** One script call: schedules `list` (may be empty), then admits; adds the admitted jobs. */
+  const scheduleAndAdmit = async (list: readonly ScheduledDelivery[]) => {
+    const entries: string[] = [];
+    for (const d of list)
+      entries.push(deliveryJobId(d.eventId, d.subscriptionId), d.accountId, d.requestId ?? '');
     const [flat, waitingAccounts] = await commands.webhookAdmit(
       keys.ring,
       keys.entries,
@@ -263,6 +264,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       options.leaseMs,
       options.deliveriesPerSecond,
       keys.bucketPrefix,
+      ...entries,
     );
     const jobIds: string[] = [];
     const jobs = [];
@@ -284,6 +286,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     }
     return { admitted: jobs.length, backlog: waitingAccounts > 0 };
   };
+  const admit = () => scheduleAndAdmit([]);
 
   /** Admits until nothing more is asked, then plans the next admission. */
   const pump = async () => {
@@ -292,14 +295,19 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       again = false;
       try {
         backlog = (await admit()).backlog;
+        if (failing) log.info('admission of scheduled deliveries works again');
+        failing = false;
       } catch (error) {
-        log.warn({ err: error }, 'admission of scheduled deliveries failed; tried again shortly');
-        backlog = true;
+        // Once per outage at warn: the next tries come every idle interval until Redis is back.
+        if (!failing)
+          log.warn({ err: error }, 'admission of scheduled deliveries failed; tried again shortly');
+        failing = true;
+        break;
       }
     } while (again && !closed);
     if (closed) return;
     clearTimeout(timer);
-    timer = setTimeout(kick, backlog ? options.busyIntervalMs : options.idleIntervalMs);
+    timer = setTimeout(kick, backlog && !failing ? options.busyIntervalMs : options.idleIntervalMs);
   };
 
   const kick = () => {
@@ -322,21 +330,17 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
             deliveryJob({ eventId, subscriptionId, round: 0, requestId }, options.maxAttempts),
           ),
       );
-    return list.length;
   };
 
   return {
     async schedule(list) {
       if (!options.enabled) return addDirectly(list);
-      let added = 0;
-      for (let i = 0; i < list.length; i += scheduleChunk) {
-        const args = [keys.accountListPrefix];
-        for (const d of list.slice(i, i + scheduleChunk))
-          args.push(deliveryJobId(d.eventId, d.subscriptionId), d.accountId, d.requestId ?? '');
-        added += await commands.webhookSchedule(keys.entries, keys.ring, ...args);
-      }
-      kick();
-      return added;
+      // Admitted in the same call, not behind the background admission: a quiet account's
+      // delivery reaches the queue one script call after its fan-out.
+      let backlog = false;
+      for (let i = 0; i < list.length; i += scheduleChunk)
+        backlog = (await scheduleAndAdmit(list.slice(i, i + scheduleChunk))).backlog || backlog;
+      if (backlog) kick();
     },
     admit,
     async backlog() {
