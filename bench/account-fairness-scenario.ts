@@ -7,7 +7,7 @@
  */
 import { percentile } from '../scripts/lib/stats.js';
 import { sleep, waitFor } from '../scripts/lib/wait.js';
-import { publishAtSteadyRate, subscribe, withBenchStack, type BenchStack } from './harness.js';
+import { postEvent, publishAtSteadyRate, subscribe, withBenchStack } from './harness.js';
 import type { Progress } from './delivery-scenarios.js';
 
 /** One run's figures for account B. */
@@ -28,17 +28,6 @@ const floodRate = 10;
 const warmupSeconds = 5;
 /** How long to wait for every delivery of both accounts after publishing ends, in ms. */
 const drainMs = 180_000;
-
-/** Publishes one `call.completed` through the API as the account of `token`; returns its id. */
-async function postEvent(stack: BenchStack, token: string, n: number): Promise<string> {
-  const response = await fetch(`${stack.apiUrl}/api/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'call.completed', data: { call_id: `c-${n}` } }),
-  });
-  if (response.status !== 202) throw new Error(`POST /api/events answered ${response.status}`);
-  return ((await response.json()) as { id: string }).id;
-}
 
 /**
  * One run: B's steady load for `seconds` after the warm-up, with A's flood over its middle

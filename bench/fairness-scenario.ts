@@ -9,11 +9,11 @@
  */
 import { percentile } from '../scripts/lib/stats.js';
 import {
+  postEvent,
   publishAtSteadyRate,
   subscribe,
   withBenchStack,
   type BareAnswer,
-  type BenchStack,
 } from './harness.js';
 import type { Progress } from './delivery-scenarios.js';
 
@@ -36,17 +36,6 @@ const healthyCount = 9;
 const warmupSeconds = 8;
 /** How long to wait for stragglers after publishing ends, in ms (the issue's table: 120 s). */
 const drainMs = 120_000;
-
-/** Publishes one `call.completed` for `account` through the API; returns its id. */
-async function postEvent(stack: BenchStack, token: string, n: number): Promise<string> {
-  const response = await fetch(`${stack.apiUrl}/api/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'call.completed', data: { call_id: `c-${n}`, duration_s: n % 600 } }),
-  });
-  if (response.status !== 202) throw new Error(`POST /api/events answered ${response.status}`);
-  return ((await response.json()) as { id: string }).id;
-}
 
 /**
  * Runs one variant, with the fault (`faulty`) or as its pair without it.

@@ -199,6 +199,22 @@ export async function subscribe(
   return ids;
 }
 
+/**
+ * Publishes event `n`, a `call.completed`, through `POST /api/events` as the account of `token`.
+ *
+ * @returns the event id
+ * @throws Error when the API answers anything but 202
+ */
+export async function postEvent(stack: BenchStack, token: string, n: number): Promise<string> {
+  const response = await fetch(`${stack.apiUrl}/api/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'call.completed', data: { call_id: `c-${n}`, duration_s: n % 600 } }),
+  });
+  if (response.status !== 202) throw new Error(`POST /api/events answered ${response.status}`);
+  return ((await response.json()) as { id: string }).id;
+}
+
 /** A delivery-sized JSON body, as both throughput baselines send it. */
 const baselineBody = JSON.stringify({
   timestamp: '2026-11-21T10:15:30.123',
