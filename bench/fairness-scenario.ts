@@ -8,13 +8,7 @@
  * eight seconds of publishing warm the stack up and are not measured.
  */
 import { percentile } from '../scripts/lib/stats.js';
-import {
-  postEvent,
-  publishAtSteadyRate,
-  subscribe,
-  withBenchStack,
-  type BareAnswer,
-} from './harness.js';
+import { postEvent, publishAtSteadyRate, subscribe, withBenchStack, type BareAnswer } from './harness.js';
 import type { Progress } from './delivery-scenarios.js';
 
 /** The three faults: a hanging callback, one failing at once, a hanging one of another account. */
