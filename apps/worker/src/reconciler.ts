@@ -60,16 +60,13 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
    * the account scheduler. (A completed delivery job is removed at once, `deliveryJobOptions`, so
    * it counts as missing.)
    */
-  const stranded = async (rows: Pending[]) => {
-    const firstRounds = rows.filter((row) => row.round === 0);
-    const held = new Set(
-      (
-        await deps.scheduler.holds(
-          firstRounds.map((r) => ({ eventId: r.event_id, subscriptionId: r.subscription_id })),
-        )
-      ).flatMap((holds, i) => (holds ? [firstRounds[i]!.id] : [])),
+  const stranded = async (pending: Pending[]) => {
+    const firstRounds = pending.filter((row) => row.round === 0);
+    const holds = await deps.scheduler.holds(
+      firstRounds.map((row) => ({ eventId: row.event_id, subscriptionId: row.subscription_id })),
     );
-    rows = rows.filter((row) => !held.has(row.id));
+    const held = new Set(firstRounds.filter((_, i) => holds[i]).map((row) => row.id));
+    const rows = pending.filter((row) => !held.has(row.id));
     const pipeline = deps.redis.pipeline();
     for (const row of rows) {
       const id = deliveryJobId(row.event_id, row.subscription_id, row.round);
