@@ -116,7 +116,7 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
       ),
       ratioRow(
         'fairness cost: end-to-end, gates on / off',
-        `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s with issue #8's gates`,
+        `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s with the per-subscription gates`,
         `${ungated.deliveriesPerSecond.toFixed(0)} deliveries/s with SUBSCRIPTION_GATE=false`,
         e2e.deliveriesPerSecond / ungated.deliveriesPerSecond,
         0.9,

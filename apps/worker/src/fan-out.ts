@@ -7,7 +7,7 @@
  * directly, as the delivery path's) and one scheduler call per batch (see `batcher` in
  * @webhooks/shared). Every step is idempotent, and job ids are `<event id>.<subscription id>`, so a
  * fan-out run twice (a stalled job) never delivers twice. An event no active subscription receives
- * is not stored (issue #9, "Retention").
+ * is not stored: retention would only delete it unread.
  *
  * A fan-out that PostgreSQL or Redis fails is deferred (`deferral.ts`), never failed: an accepted
  * event waits out an outage of any length.
