@@ -103,6 +103,14 @@ describe('a callback that does not answer its challenge', () => {
     });
     expect(activate.statusCode).toBe(409);
     expect(activate.json()).toMatchObject({ type: '/problems/verification-pending' });
+    // Nor by way of disabled: that would make the unverified callback active on re-enable.
+    const disable = await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${deaf.id}`,
+      headers: stack.api.auth('acct-deaf'),
+      payload: { status: 'disabled' },
+    });
+    expect(disable.statusCode).toBe(409);
 
     stack.receiver.script('/deaf', [echoChallenge]);
     const again = await stack.api.app.inject({

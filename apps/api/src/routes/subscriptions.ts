@@ -220,7 +220,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       const { callback_url, webhook_id, status, rate_limit } = request.body;
       rejectBadCallback(callback_url);
-      if (current.status === 'pending' && status === 'active')
+      // Any status change would let an unverified callback through later (pending → disabled → active).
+      if (current.status === 'pending' && status !== undefined)
         throw new HttpProblem(
           409,
           'verification-pending',
@@ -233,15 +234,15 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         data: {
           ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
           ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
-          ...(status === undefined ? {} : { status }),
-          // A new callback proves itself again, unless the client disables the subscription.
-          ...(moved && status !== 'disabled' ? { status: 'pending' as const } : {}),
+          // A new callback proves itself before any status applies, or disabling and re-enabling it
+          // would skip the challenge.
+          ...(moved ? { status: 'pending' as const } : status === undefined ? {} : { status }),
           ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
           // Re-activating starts the failure count afresh, or one more failure would disable it again.
           ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
         },
       });
-      if (moved && row.status === 'pending') await requestVerification(row.id, request.log);
+      if (moved) await requestVerification(row.id, request.log);
       return presentOne(row);
     },
   );
