@@ -14,7 +14,9 @@ import type { IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { createPipelinedConnection } from '@webhooks/shared';
 import { apiServerUrl, type ApiConfig } from './config.js';
+import { createAccountQuotas } from './lib/account-quotas.js';
 import { createViews } from './lib/views.js';
 import { createPortalTokens, portalKey } from './lib/portal-tokens.js';
 import auth, { clockToleranceMs } from './plugins/auth.js';
@@ -36,8 +38,6 @@ import testEvents from './routes/test-events.js';
 import portal from './plugins/portal.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
-import { createPipelinedConnection } from '@webhooks/shared';
-import { createAccountQuotas } from './lib/account-quotas.js';
 
 /** The portal's build (apps/portal/dist), from this module in apps/api/src or apps/api/dist. */
 const portalRoot = fileURLToPath(new URL('../../portal/dist/', import.meta.url));
@@ -52,10 +52,11 @@ export const requestTimeoutMs = 30_000;
 export const connectionTimeoutMs = 60_000;
 
 /**
- * Longest wait for the payload quota's count, in ms; past it the publish answers 503 as when Redis
- * is away (the publisher needs Redis too).
+ * Longest wait for a count (the rate limit's, the payload quota's), in ms. Past it a request passes
+ * the rate limit uncounted, and a publish answers 503 (the publisher needs Redis too). A healthy
+ * Redis answers in a few ms even under load.
  */
-const quotaCountTimeoutMs = 1_000;
+const countTimeoutMs = 1_000;
 
 /** A caller's `X-Request-Id` when it is a plain token of at most 128 characters, else a new UUID. */
 function requestId(request: IncomingMessage): string {
@@ -101,14 +102,15 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   }
 
   const { secretBox } = config;
-  // The day's payload count is one small script per publish: auto-pipelined, as the rate limit is.
-  const quotaRedis = createPipelinedConnection(config.redis, quotaCountTimeoutMs);
-  quotaRedis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (quotas)'));
+  // The rate limit's and the payload quota's counts, one small script each per request: on one
+  // auto-pipelined connection, the counts of concurrent requests reach Redis as one write.
+  const countingRedis = createPipelinedConnection(config.redis, countTimeoutMs);
+  countingRedis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (counts)'));
   app.addHook('onClose', async () => {
-    quotaRedis.disconnect();
+    countingRedis.disconnect();
   });
   const quotas = createAccountQuotas({
-    redis: quotaRedis,
+    redis: countingRedis,
     prefix: config.keyPrefix,
     maxSubscriptions: config.MAX_SUBSCRIPTIONS_PER_ACCOUNT,
     payloadBytesPerDay: config.ACCOUNT_PAYLOAD_BYTES_PER_DAY,
@@ -128,7 +130,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     await accountScope.register(rateLimit, {
       max: config.RATE_LIMIT_PER_MINUTE,
       nameSpace: `${config.keyPrefix}:rate-limit:`,
-      redis: config.redis,
+      redis: countingRedis,
     });
     await accountScope.register(storableInput);
     await accountScope.register(eventTypes, { views });

@@ -1,8 +1,8 @@
 /**
  * What the API's plugins add to Fastify's types: `app.prisma`, `app.redis`, `app.publisher`,
- * `app.deliveryQueue`, `app.verificationQueue` (plugins/prisma.ts, plugins/queues.ts) and `request.accountId`
- * (plugins/auth.ts). Declared here, in one module that index.ts re-exports, so code building on
- * the app (tests, tools) sees them too.
+ * `app.deliveryQueue`, `app.verificationQueue` (plugins/prisma.ts, plugins/queues.ts) and
+ * `request.accountId` (plugins/auth.ts). Declared here, in one module that index.ts re-exports,
+ * so code building on the app (tests, tools) sees them too.
  */
 import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';

@@ -5,12 +5,14 @@
  * prefix), keyed on the verified account, so nobody can spend another account's allowance. Over the
  * limit: 429 with `Retry-After` (seconds).
  *
- * The count lives on a connection of its own ({@link createPipelinedConnection}), so the
- * increments of concurrent requests reach Redis as one write; it is closed with the app.
+ * The count goes through the app's auto-pipelined counting connection (`createPipelinedConnection`
+ * in @webhooks/shared, shared with the payload quota), so the increments of concurrent requests
+ * reach Redis as one write. Its command timeout bounds the wait: past it the request passes
+ * uncounted (`skipOnError`), as while Redis is away.
  */
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
-import { createPipelinedConnection, type RedisTopology } from '@webhooks/shared';
+import type { RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
 
 /** Options of the rate-limit plugin. */
@@ -19,28 +21,17 @@ export interface RateLimitOptions {
   max: number;
   /** Prefix of the counters' Redis keys. */
   nameSpace: string;
-  /** Where the counters live: the API's Redis. */
-  redis: RedisTopology;
+  /** The auto-pipelined connection the counts go through; the app owns and closes it. */
+  redis: RedisConnection;
 }
-
-/**
- * Longest wait for the count, in ms; past it the request passes uncounted (`skipOnError`), as
- * while Redis is away. A healthy Redis answers in a few ms even under load.
- */
-const countTimeoutMs = 1_000;
 
 export default fp<RateLimitOptions>(
   async (app, options) => {
-    const redis = createPipelinedConnection(options.redis, countTimeoutMs);
-    redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (rate limit)'));
-    app.addHook('onClose', async () => {
-      redis.disconnect();
-    });
     await app.register(rateLimit, {
       max: options.max,
       timeWindow: 60_000,
       hook: 'preValidation',
-      redis,
+      redis: options.redis,
       nameSpace: options.nameSpace,
       // A Redis outage must not take the API down with it: requests pass uncounted meanwhile.
       skipOnError: true,
