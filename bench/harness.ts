@@ -225,7 +225,12 @@ const baselineBody = JSON.stringify({
 
 /** The worker's own HTTP client, as the baselines use it: `concurrency` keep-alive sockets. */
 const baselineSender = (concurrency: number) =>
-  createAttemptSender({ timeoutMs: 10_000, allowPrivate: true, maxSockets: concurrency, userAgent });
+  createAttemptSender({
+    timeoutMs: 10_000,
+    policy: { allowPrivate: true, ports: [[1, 65535]], denyCidrs: [] },
+    maxSockets: concurrency,
+    userAgent,
+  });
 
 /**
  * The transport baseline: `count` POSTs of a delivery-sized body, `concurrency` at a time, with

@@ -10,7 +10,6 @@
  * request's log lines (`reqId`) and in the jobs of the events it publishes.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -36,6 +35,7 @@ import health from './routes/health.js';
 import portalSessions from './routes/portal-sessions.js';
 import testEvents from './routes/test-events.js';
 import portal from './plugins/portal.js';
+import securityHeaders from './plugins/security-headers.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
 
@@ -58,10 +58,14 @@ export const connectionTimeoutMs = 60_000;
  */
 const countTimeoutMs = 1_000;
 
-/** A caller's `X-Request-Id` when it is a plain token of at most 128 characters, else a new UUID. */
-function requestId(request: IncomingMessage): string {
+/**
+ * The caller's own `X-Request-Id` when it is a plain token of at most 128 characters: logged as
+ * `clientRequestId` beside the server's id, never in its place, so that no caller can make its
+ * requests' log lines pass for another's.
+ */
+function clientRequestId(request: { headers: Record<string, string | string[] | undefined> }) {
   const given = request.headers['x-request-id'];
-  return typeof given === 'string' && /^[\w.:@/+=-]{1,128}$/.test(given) ? given : randomUUID();
+  return typeof given === 'string' && /^[\w.:@/+=-]{1,128}$/.test(given) ? given : undefined;
 }
 
 /**
@@ -75,9 +79,15 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     requestTimeout: requestTimeoutMs,
     connectionTimeout: connectionTimeoutMs,
     routerOptions: { ignoreTrailingSlash: true },
+    trustProxy: config.TRUST_PROXY,
     requestIdHeader: false,
-    genReqId: requestId,
+    genReqId: () => randomUUID(),
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook('onRequest', (request, _reply, done) => {
+    const clientId = clientRequestId(request);
+    if (clientId !== undefined) request.log = request.log.child({ clientRequestId: clientId });
+    done();
+  });
   // A callback hook, not an async one: it runs on every answer, and spares a promise per request.
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
@@ -85,10 +95,14 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   });
   if (config.jwtWarning) app.log.warn(config.jwtWarning);
 
+  await app.register(securityHeaders);
   await app.register(validation);
   await app.register(problemDetails);
   await app.register(metrics, { token: config.METRICS_TOKEN });
-  await app.register(prisma, { databaseUrl: config.DATABASE_URL });
+  await app.register(prisma, {
+    databaseUrl: config.DATABASE_URL,
+    statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+  });
   await app.register(queues, {
     redis: config.redis,
     prefix: config.keyPrefix,
@@ -96,7 +110,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   });
   await app.register(swagger, { serverUrl: apiServerUrl(config) });
   await app.register(health);
-  await app.register(portal, { root: portalRoot });
+  await app.register(portal, { root: portalRoot, frameAncestors: config.PORTAL_FRAME_ANCESTORS });
   if (config.ADMIN_TOKEN !== '') {
     await app.register(queueDashboard, { token: config.ADMIN_TOKEN, keyPrefix: config.keyPrefix });
   }
@@ -125,6 +139,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       jwtKey: config.jwtKey,
       issuer: config.JWT_ISSUER,
       audience: config.JWT_AUDIENCE,
+      maxAgeSeconds: config.JWT_MAX_AGE_SECONDS,
       portal: portalTokens,
     });
     await accountScope.register(rateLimit, {
@@ -135,7 +150,11 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     await accountScope.register(storableInput);
     await accountScope.register(eventTypes, { views });
     await accountScope.register(subscriptions, {
-      allowPrivateCallbacks: config.CALLBACK_ALLOW_PRIVATE,
+      callbackPolicy: config.callbackPolicy,
+      callbackHint:
+        config.NODE_ENV === 'development'
+          ? ' (in development, CALLBACK_ALLOW_PRIVATE=true allows local callbacks)'
+          : '',
       secretBox,
       queuePrefix: config.keyPrefix,
       maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,

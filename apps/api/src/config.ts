@@ -10,9 +10,11 @@ import {
   isDevelopmentEnv,
   loadConfig,
   parseAccountOverrides,
+  parseCallbackPolicy,
   redisSettingsFromEnv,
   secretBoxFromEnv,
   type AccountOverride,
+  type CallbackPolicy,
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
@@ -40,11 +42,19 @@ export const apiEnvSchema = Type.Object({
   }),
   JWT_ISSUER: Type.String({
     default: '',
-    description: 'When set, a token must carry this `iss` claim',
+    description:
+      'When set, a token must carry this `iss` claim; required with JWT_PUBLIC_KEY outside NODE_ENV development and test',
   }),
   JWT_AUDIENCE: Type.String({
     default: '',
-    description: 'When set, a token must carry this `aud` claim (or list it)',
+    description:
+      'When set, a token must carry this `aud` claim (or list it); required with JWT_PUBLIC_KEY outside NODE_ENV development and test',
+  }),
+  JWT_MAX_AGE_SECONDS: Type.Integer({
+    default: 86_400,
+    minimum: 60,
+    description:
+      'Longest a token is accepted after its `iat` claim, in seconds, whatever its `exp`; tokens must carry `iat`',
   }),
   MAX_SUBSCRIPTIONS_PER_ACCOUNT: Type.Integer({
     default: 100,
@@ -68,10 +78,27 @@ export const apiEnvSchema = Type.Object({
     description:
       'When set, the queue dashboard is served at `/admin/queues` to this token (bearer or Basic password); off when empty',
   }),
+  PORTAL_FRAME_ANCESTORS: Type.String({
+    default: "'self'",
+    pattern: '^[^;,]+$',
+    description:
+      "Who may embed the portal in a frame: CSP `frame-ancestors` sources, space-separated (`'self' https://dashboard.example.com`; `'none'` for nobody)",
+  }),
+  TRUST_PROXY: Type.Boolean({
+    default: false,
+    description:
+      'Trust `X-Forwarded-For` and `X-Forwarded-Proto` from the proxy in front: client IPs for the per-IP limits, and HSTS on answers the client got over TLS',
+  }),
   PORTAL_SECRET: Type.String({
     default: '',
     description:
       'HS256 key (at least 32 bytes) of portal session tokens; when empty, derived from JWT_SECRET, and portal sessions are off with JWT_PUBLIC_KEY',
+  }),
+  DATABASE_STATEMENT_TIMEOUT_MS: Type.Integer({
+    default: 5_000,
+    minimum: 100,
+    description:
+      "PostgreSQL's statement_timeout on the API's queries, in ms; a query past it answers 503 with `Retry-After`",
   }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,
@@ -105,6 +132,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     secretBox: SecretBox;
     /** ACCOUNT_OVERRIDES as account → its settings. */
     accountOverrides: ReadonlyMap<string, AccountOverride>;
+    /** Where callbacks may point. */
+    callbackPolicy: CallbackPolicy;
   };
 
 /**
@@ -112,7 +141,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
  *
  * @throws ConfigError naming the variable: outside NODE_ENV `development` and `test` (unset and
  *   unknown values included) JWT_SECRET must be set, at least 32 bytes and not the public
- *   development secret, unless JWT_PUBLIC_KEY is set; SECRETS_ENCRYPTION_KEY must be set (issue #7).
+ *   development secret, unless JWT_PUBLIC_KEY is set, which then needs JWT_ISSUER and
+ *   JWT_AUDIENCE; SECRETS_ENCRYPTION_KEY must be set.
  */
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
   const config = loadConfig(apiEnvSchema, env);
@@ -127,12 +157,20 @@ export function loadApiConfig(env: Record<string, string | undefined> = process.
     ...redisSettingsFromEnv(config),
     secretBox,
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
+    callbackPolicy: parseCallbackPolicy(config),
   };
-  if (config.JWT_PUBLIC_KEY !== '') {
-    return { ...base, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };
-  }
   const development = isDevelopmentEnv(config.NODE_ENV);
   const productionRule = `outside NODE_ENV development or test (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`;
+  if (config.JWT_PUBLIC_KEY !== '') {
+    // An identity provider signs tokens for many services: without iss and aud, a token it issued
+    // for any other of them would open this API too (RFC 8725 section 3.9).
+    const missing = ['JWT_ISSUER', 'JWT_AUDIENCE'].filter((name) => config[name as 'JWT_ISSUER'] === '');
+    if (missing.length > 0 && !development)
+      throw new ConfigError(
+        `Missing environment variable ${missing.join(' and ')}: required with JWT_PUBLIC_KEY ${productionRule}`,
+      );
+    return { ...base, jwtKey: { algorithm: config.JWT_ALGORITHM, key: config.JWT_PUBLIC_KEY } };
+  }
   if (config.JWT_SECRET !== '') {
     if (Buffer.byteLength(config.JWT_SECRET) < minJwtSecretBytes) {
       throw new ConfigError(

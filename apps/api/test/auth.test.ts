@@ -39,6 +39,14 @@ describe('bearer token authentication', () => {
     ],
     ['a token without sub', `Bearer ${createSigner({ key: testJwtSecret })({ scope: 'x' })}`],
     [
+      'a token without iat',
+      `Bearer ${createSigner({ key: testJwtSecret, noTimestamp: true })({ sub: 'acme', exp: now + 3600 })}`,
+    ],
+    [
+      'a token issued longer than JWT_MAX_AGE_SECONDS ago, although its exp is ahead',
+      `Bearer ${createSigner({ key: testJwtSecret })({ sub: 'acme', iat: now - 86_400 - 60, exp: now + 3600 })}`,
+    ],
+    [
       'a token not valid yet (nbf)',
       `Bearer ${createSigner({ key: testJwtSecret, notBefore: 3_600_000 })({ sub: 'acme' })}`,
     ],

@@ -39,6 +39,32 @@ describe('API configuration from the environment', () => {
     [{ NODE_ENV: 'Production', SECRETS_ENCRYPTION_KEY: key, JWT_SECRET: developmentJwtSecret }, 'JWT_SECRET'],
     [{ NODE_ENV: 'production', JWT_SECRET: strongSecret }, 'SECRETS_ENCRYPTION_KEY'],
     [{ JWT_SECRET: strongSecret }, 'SECRETS_ENCRYPTION_KEY'],
+    [
+      { NODE_ENV: 'production', JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----', SECRETS_ENCRYPTION_KEY: key },
+      'JWT_ISSUER and JWT_AUDIENCE',
+    ],
+    [
+      {
+        NODE_ENV: 'production',
+        JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----',
+        JWT_ISSUER: 'https://id.example.com/',
+        SECRETS_ENCRYPTION_KEY: key,
+      },
+      'JWT_AUDIENCE',
+    ],
+    [{ NODE_ENV: 'development', JWT_MAX_AGE_SECONDS: '10' }, 'JWT_MAX_AGE_SECONDS'],
+    [
+      {
+        NODE_ENV: 'production',
+        JWT_SECRET: strongSecret,
+        SECRETS_ENCRYPTION_KEY: key,
+        CALLBACK_ALLOW_PRIVATE: 'true',
+      },
+      'CALLBACK_ALLOW_PRIVATE',
+    ],
+    [{ NODE_ENV: 'development', CALLBACK_PORTS: '80,99999' }, 'CALLBACK_PORTS'],
+    [{ NODE_ENV: 'development', CALLBACK_PORTS: '443-80' }, 'CALLBACK_PORTS'],
+    [{ NODE_ENV: 'development', CALLBACK_DENY_CIDRS: '10.0.0.0/33' }, 'CALLBACK_DENY_CIDRS'],
   ])('refuses to start with %j, naming %s', (env, name) => {
     expect(() => loadApiConfig(env)).toThrow(ConfigError);
     expect(() => loadApiConfig(env)).toThrow(new RegExp(`environment variable ${name}\\b`));
@@ -52,7 +78,12 @@ describe('API configuration from the environment', () => {
     });
     expect(hs.jwtKey).toEqual({ algorithm: 'HS256', key: strongSecret });
     expect(hs.secretBox.encrypting).toBe(true);
-    const rs = loadApiConfig({ JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----', SECRETS_ENCRYPTION_KEY: key });
+    const rs = loadApiConfig({
+      JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----',
+      JWT_ISSUER: 'https://id.example.com/',
+      JWT_AUDIENCE: 'webhooks',
+      SECRETS_ENCRYPTION_KEY: key,
+    });
     expect(rs.jwtKey.algorithm).toBe('RS256');
   });
 

@@ -10,6 +10,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { migrate, migrationsDir } from '@webhooks/db';
 import { createEventPublisher, PublishUnavailableError } from '@webhooks/shared';
 import { buildApp, createTokenMinter, loadApiConfig } from '../src/index.js';
+import { isInfrastructureError } from '../src/lib/infrastructure-error.js';
 import { freePort } from '../../../scripts/lib/services.js';
 import { startTestApi, testEnv, testJwtSecret, type TestApi } from '../../../test/support/api.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../../../test/support/private-postgres.js';
@@ -92,9 +93,21 @@ describe('Redis unreachable from the start', () => {
     expect(response.json().detail).toMatch(/nothing was accepted/);
   });
 
-  it('still answers routes that need no Redis: the rate limit lets requests pass uncounted', async () => {
+  it('still answers reads that need no Redis: the rate limit lets them pass uncounted', async () => {
     const response = await api.app.inject({ url: '/api/event-types', headers: api.auth('acme') });
     expect(response.statusCode).toBe(200);
+  });
+
+  it('refuses writes it cannot count with 503 and Retry-After, changing nothing', async () => {
+    const response = await api.app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers: api.auth('uncounted'),
+      payload: { callback_url: 'https://a.example/hooks' },
+    });
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['retry-after']).toMatch(/^\d+$/);
+    expect(await api.app.prisma.subscription.count({ where: { accountId: 'uncounted' } })).toBe(0);
   });
 
   it('reports Redis unreachable and PostgreSQL ok on /readyz', async () => {
@@ -147,6 +160,22 @@ describe('Redis unreachable from the start', () => {
       ).rejects.toBeInstanceOf(PublishUnavailableError);
     } finally {
       await publisher.close();
+    }
+  });
+});
+
+describe('a query past DATABASE_STATEMENT_TIMEOUT_MS', () => {
+  it('is cancelled by PostgreSQL, and counts as a dependency fault (503 with Retry-After)', async () => {
+    const api = await startTestApi('statement-timeout', { DATABASE_STATEMENT_TIMEOUT_MS: '100' });
+    try {
+      const error = await api.app.prisma.$queryRaw`SELECT pg_sleep(2)`.then(
+        () => null,
+        (failure: unknown) => failure,
+      );
+      expect(JSON.stringify(error)).toMatch(/57014|statement timeout/);
+      expect(isInfrastructureError(error)).toBe(true);
+    } finally {
+      await api.close();
     }
   });
 });

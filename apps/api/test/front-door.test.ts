@@ -271,13 +271,61 @@ describe('hostile input is refused with 400 naming the field, and changes nothin
     expect(response.statusCode).toBe(400);
   });
 
-  it('answers the last page allowed, page=1000000, with an empty page', async () => {
+  it.each([
+    ['/api/webhooks', 'page=502&page_size=20', /status or type/],
+    ['/api/webhooks', 'page=1000000', /status or type/],
+    [
+      '/api/webhooks/01900000-0000-7000-8000-000000000000/deliveries',
+      'page=102&page_size=100',
+      /created_before/,
+    ],
+  ])(
+    'refuses %s?%s, a page past the first 10,000 rows, with 400 saying how to narrow',
+    async (path, query, how) => {
+      const response = await api.app.inject({
+        method: 'GET',
+        url: `${path}?${query}`,
+        headers: json(api.token('paging')),
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json().errors).toEqual([{ pointer: '/page', detail: expect.stringMatching(how) }]);
+    },
+  );
+
+  it('serves the deepest page allowed (row 10,000), empty when there are fewer rows', async () => {
     const response = await api.app.inject({
       method: 'GET',
-      url: '/api/webhooks?page=1000000',
+      url: '/api/webhooks?page=501&page_size=20',
       headers: json(api.token('paging')),
     });
     expect(response.statusCode).toBe(200);
     expect(response.json().results).toEqual([]);
+  });
+
+  it('lists at most 20 field errors, so a body of many wrong fields gets a small answer', async () => {
+    const fields = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`unknown_${i}`, i]));
+    const body = JSON.stringify({ callback_url: 'https://example.com/h', ...fields });
+    const response = await api.app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers: json(api.token('amplifier')),
+      payload: body,
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors).toHaveLength(20);
+    expect(response.json().detail).toMatch(/and 19980 more errors not listed$/);
+    expect(response.body.length).toBeLessThan(body.length / 10);
+  });
+
+  it('refuses event data with more than 1,000 top-level fields, naming /data', async () => {
+    const data = Object.fromEntries(Array.from({ length: 1_001 }, (_, i) => [`f${i}`, i]));
+    const response = await api.app.inject({
+      method: 'POST',
+      url: '/api/events',
+      headers: json(api.token('wide')),
+      payload: { type: 'call.completed', data },
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors).toEqual([{ pointer: '/data', detail: expect.stringMatching(/1000/) }]);
   });
 });

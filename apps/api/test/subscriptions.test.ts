@@ -110,6 +110,14 @@ describe('POST /api/webhooks', () => {
     ['the metadata address', { callback_url: 'http://169.254.169.254/latest/meta-data' }, '/callback_url'],
     ['a unique-local IPv6 callback', { callback_url: 'http://[fd00::1]/hooks' }, '/callback_url'],
     ['an IPv4-mapped loopback', { callback_url: 'http://[::ffff:127.0.0.1]/hooks' }, '/callback_url'],
+    ['localhost with a trailing dot', { callback_url: 'http://localhost.:3000/hooks' }, '/callback_url'],
+    ['a single-label name', { callback_url: 'https://intranet/hooks' }, '/callback_url'],
+    ['a .internal name', { callback_url: 'https://billing.internal/hooks' }, '/callback_url'],
+    ['a .local name', { callback_url: 'https://printer.local/hooks' }, '/callback_url'],
+    ['a Kubernetes service name', { callback_url: 'https://api.default.svc/hooks' }, '/callback_url'],
+    ['port 22', { callback_url: 'https://a.example:22/hooks' }, '/callback_url'],
+    ['port 25', { callback_url: 'http://a.example:25/hooks' }, '/callback_url'],
+    ["Azure's host endpoint", { callback_url: 'http://168.63.129.16/machine' }, '/callback_url'],
   ];
   it.each(invalid)('refuses %s with 400 naming the field, writing nothing', async (_, payload, pointer) => {
     const before = await countRows();
@@ -125,6 +133,34 @@ describe('POST /api/webhooks', () => {
     });
     expect(problem.errors.map((e: { pointer: string }) => e.pointer)).toContain(pointer);
     expect(await countRows()).toBe(before);
+  });
+
+  it('accepts a public name on an allowed port above 1023', async () => {
+    expect((await create('acme', { callback_url: 'https://a.example:8443/hooks' })).statusCode).toBe(201);
+  });
+
+  it("refuses the operator's CALLBACK_DENY_CIDRS and ports outside CALLBACK_PORTS", async () => {
+    const strict = await startTestApi('subs-policy', {
+      CALLBACK_DENY_CIDRS: '1.2.3.0/24, 2606:4700::/32',
+      CALLBACK_PORTS: '443',
+    });
+    try {
+      const status = async (callback_url: string) =>
+        (
+          await strict.app.inject({
+            method: 'POST',
+            url: '/api/webhooks',
+            headers: strict.auth('acme'),
+            payload: { callback_url },
+          })
+        ).statusCode;
+      expect(await status('https://1.2.3.4/hooks')).toBe(400);
+      expect(await status('https://[2606:4700::1111]/hooks')).toBe(400);
+      expect(await status('http://a.example/hooks')).toBe(400);
+      expect(await status('https://8.8.8.8/hooks')).toBe(201);
+    } finally {
+      await strict.close();
+    }
   });
 
   it('refuses malformed JSON with 400', async () => {

@@ -150,18 +150,25 @@ function Recover({
       setMessage('Choose the date and time to recover from.');
       return;
     }
-    const result = await outcome(
-      client.POST('/api/webhooks/{id}/recover', {
-        params: { path: { id } },
-        body: { since: start.toISOString() },
-      }),
-    );
-    setMessage(
-      result.ok
-        ? `${result.data.count} failed or cancelled ${result.data.count === 1 ? 'delivery' : 'deliveries'} sent again.`
-        : result.failure,
-    );
-    if (result.ok) onRecovered();
+    // One call recovers at most 1,000 deliveries; the answer says where the next one starts.
+    let sent = 0;
+    let body: { since: string; until?: string; after?: string } = { since: start.toISOString() };
+    for (;;) {
+      const result = await outcome(
+        client.POST('/api/webhooks/{id}/recover', { params: { path: { id } }, body }),
+      );
+      if (!result.ok) {
+        setMessage(sent === 0 ? result.failure : `${sent} sent again, then: ${result.failure}`);
+        break;
+      }
+      sent += result.data.count;
+      if (result.data.continue_after === null) {
+        setMessage(`${sent} failed or cancelled ${sent === 1 ? 'delivery' : 'deliveries'} sent again.`);
+        break;
+      }
+      body = { ...body, until: result.data.until, after: result.data.continue_after };
+    }
+    if (sent > 0) onRecovered();
   }
   return (
     <form class="recover" onSubmit={recover}>

@@ -10,10 +10,12 @@ import {
   ConfigError,
   loadConfig,
   parseAccountOverrides,
+  parseCallbackPolicy,
   redisSettingsFromEnv,
   secretBoxFromEnv,
   splitList,
   type AccountOverride,
+  type CallbackPolicy,
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
@@ -135,6 +137,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     roles: ReadonlySet<WorkerRole>;
     /** ACCOUNT_OVERRIDES as account → its settings. */
     accountOverrides: ReadonlyMap<string, AccountOverride>;
+    /** Where callbacks may point. */
+    callbackPolicy: CallbackPolicy;
   };
 
 /** A queue a worker process may consume (WORKER_QUEUES). */
@@ -172,7 +176,8 @@ function parseDnsServers(value: string): string[] {
  * Reads and validates the worker configuration from `env` (default `process.env`).
  *
  * @throws ConfigError naming the variable; SECRETS_ENCRYPTION_KEY is required outside NODE_ENV
- *   development and test; DNS_SERVERS must be IP addresses.
+ *   development and test, and CALLBACK_ALLOW_PRIVATE refused there; DNS_SERVERS must be IP
+ *   addresses.
  */
 export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
   const config = loadConfig(workerEnvSchema, env);
@@ -183,5 +188,6 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     dnsServers: parseDnsServers(config.DNS_SERVERS),
     roles: parseRoles(config.WORKER_QUEUES),
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
+    callbackPolicy: parseCallbackPolicy(config),
   };
 }

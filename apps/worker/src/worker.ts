@@ -237,7 +237,7 @@ function startDeliveries(
   const { deliveryQueue, policy, log, metrics } = deps;
   const sender = createAttemptSender({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
-    allowPrivate: config.CALLBACK_ALLOW_PRIVATE,
+    policy: config.callbackPolicy,
     maxSockets: config.WORKER_CONCURRENCY,
     userAgent,
     dnsServers: config.dnsServers,

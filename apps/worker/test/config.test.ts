@@ -50,6 +50,15 @@ describe('worker configuration from the environment', () => {
     [{ NODE_ENV: 'test', ACCOUNT_OVERRIDES: '{"acct-a": {"priority": 1}}' }, 'ACCOUNT_OVERRIDES'],
     [{ NODE_ENV: 'test', ACCOUNT_OVERRIDES: 'acct-a=2' }, 'ACCOUNT_OVERRIDES'],
     [{ NODE_ENV: 'test', ACCOUNT_OVERRIDES: '{" ": {"weight": 2}}' }, 'ACCOUNT_OVERRIDES'],
+    [
+      {
+        NODE_ENV: 'production',
+        SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+        CALLBACK_ALLOW_PRIVATE: 'true',
+      },
+      'CALLBACK_ALLOW_PRIVATE',
+    ],
+    [{ NODE_ENV: 'test', CALLBACK_DENY_CIDRS: 'not-a-range' }, 'CALLBACK_DENY_CIDRS'],
   ])('refuses %j naming %s', (env, name) => {
     expect(() => loadWorkerConfig(env)).toThrow(ConfigError);
     expect(() => loadWorkerConfig(env)).toThrow(new RegExp(`environment variable ${name}\\b`));

@@ -21,6 +21,7 @@ const result = (overrides: Partial<AttemptResult>): AttemptResult => ({
   statusCode: 500,
   errorClass: 'http_status',
   errorMessage: 'HTTP 500',
+  errorDetail: null,
   responseBody: '',
   retryAfterMs: null,
   ...overrides,

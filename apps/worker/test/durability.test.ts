@@ -167,12 +167,57 @@ describe('recovery', () => {
 
     const first = await recover(sub.id, { since });
     const second = await recover(sub.id, { since });
-    expect([first.statusCode, first.json()]).toEqual([202, { count: 3 }]);
-    expect([second.statusCode, second.json()]).toEqual([202, { count: 0 }]);
+    expect([first.statusCode, first.json()]).toEqual([
+      202,
+      { count: 3, until: expect.any(String), continue_after: null },
+    ]);
+    expect([second.statusCode, second.json().count]).toEqual([202, 0]);
     await waitFor('the recovered deliveries', () => allAre(stack, sub.id, 3, 'succeeded'));
     const webhookIds = stack.receiver.at('/rec').map((r) => r.headers['webhook-id']);
     expect(webhookIds.sort()).toEqual([...ids, ...ids].sort());
-    expect((await recover(sub.id, { since })).json()).toEqual({ count: 0 });
+    expect((await recover(sub.id, { since })).json().count).toBe(0);
+  });
+
+  it('recovers a large window over several calls, each continuing where the last stopped', async () => {
+    const sub = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/many` });
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const events = Array.from({ length: 1_001 }, () => ({
+      id: uuidv7(),
+      accountId: 'acct-rec',
+      type: 'call.started',
+      data: {},
+      occurredAt: new Date(),
+    }));
+    await stack.api.app.prisma.event.createMany({ data: events });
+    await stack.api.app.prisma.delivery.createMany({
+      data: events.map((event) => ({
+        id: uuidv7(),
+        eventId: event.id,
+        subscriptionId: sub.id,
+        status: 'failed' as const,
+        attemptsMade: 1,
+      })),
+    });
+    const first = (await recover(sub.id, { since })).json();
+    expect(first).toMatchObject({ count: 1_000, continue_after: expect.any(String) });
+    const rest = (await recover(sub.id, { since, until: first.until, after: first.continue_after })).json();
+    expect(rest).toMatchObject({ count: 1, continue_after: null });
+    const started = await stack.api.app.prisma.delivery.count({
+      where: { subscriptionId: sub.id, round: { gt: 0 } },
+    });
+    expect(started).toBe(1_001);
+  });
+
+  it('takes at most 10 recover calls a minute per subscription, then 429 with Retry-After', async () => {
+    const busy = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/busy` });
+    const other = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/other` });
+    const since = new Date().toISOString();
+    const statuses = [];
+    for (let i = 0; i < 11; i++) statuses.push((await recover(busy.id, { since })).statusCode);
+    expect(statuses).toEqual([...Array(10).fill(202), 429]);
+    const refused = await recover(busy.id, { since });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await recover(other.id, { since })).statusCode).toBe(202);
   });
 
   it('leaves deliveries outside the window alone', async () => {
@@ -181,9 +226,9 @@ describe('recovery', () => {
     await stack.publisher.publish({ accountId: 'acct-rec', type: 'call.started', data: {} });
     await waitFor('the failed delivery', () => allAre(stack, sub.id, 1, 'failed'));
     const later = new Date(Date.now() + 60_000).toISOString();
-    expect((await recover(sub.id, { since: later })).json()).toEqual({ count: 0 });
+    expect((await recover(sub.id, { since: later })).json().count).toBe(0);
     const past = { since: '2020-01-01T00:00:00Z', until: '2020-01-02T00:00:00Z' };
-    expect((await recover(sub.id, past)).json()).toEqual({ count: 0 });
+    expect((await recover(sub.id, past)).json().count).toBe(0);
   });
 
   it('refuses a disabled subscription (409) and a window that ends before it starts (400 naming until)', async () => {

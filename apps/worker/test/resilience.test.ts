@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { createEventPublisher, generateSigningSecret, type EventPublisher } from '@webhooks/shared';
 import { loadWorkerConfig, startWorker } from '../src/index.js';
+import { attemptErrorMessages } from '../src/delivery/attempt.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
@@ -127,6 +128,38 @@ describe('callback addresses refused at connect time', () => {
       expect(attempts).toHaveLength(1);
       expect(attempts[0]).toMatchObject({ errorClass: 'blocked_address', statusCode: null });
       expect(receiver.at('/ssrf')).toHaveLength(0);
+      // What the account reads names no address or host, so the log cannot map the network.
+      const log = await api.app.inject({
+        url: `/api/webhooks/${subscription.id}/deliveries/${attempts[0]!.deliveryId}`,
+        headers: api.auth('acct-ssrf'),
+      });
+      expect(log.statusCode).toBe(200);
+      expect(log.json().attempts[0]).toMatchObject({
+        error: 'blocked_address',
+        error_message: attemptErrorMessages.blocked_address,
+      });
+      expect(log.body).not.toMatch(/127\.0\.0\.1|localhost/);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it.each([
+    ['an address in CALLBACK_DENY_CIDRS', { CALLBACK_DENY_CIDRS: '127.0.0.0/8' }],
+    ['a port outside CALLBACK_PORTS', { CALLBACK_PORTS: '80,443' }],
+  ])('gives up at once, without connecting, on %s', async (_, env) => {
+    const account = `acct-policy-${Object.keys(env)[0]!.toLowerCase()}`;
+    const path = `/${account}`;
+    const subscription = await subscribe(account, path);
+    const guarded = startWorker(loadWorkerConfig({ ...workerEnv(), ...env }), pino({ level: 'silent' }));
+    try {
+      const { id } = await publisher.publish({ accountId: account, type: 'call.started', data: {} });
+      await waitFor('the delivery given up', async () => (await statusOf(subscription.id, id)) === 'failed');
+      const attempts = await api.app.prisma.deliveryAttempt.findMany({
+        where: { delivery: { eventId: id } },
+      });
+      expect(attempts.map((a) => a.errorClass)).toEqual(['blocked_address']);
+      expect(receiver.at(path)).toHaveLength(0);
     } finally {
       await guarded.close();
     }

@@ -277,7 +277,7 @@ export interface paths {
     put?: never;
     /**
      * Send again every failed or cancelled delivery of a time window
-     * @description Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. Deliveries already pending are left as they are, so recovering twice sends nothing twice.
+     * @description Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. Deliveries already pending are left as they are, so recovering twice sends nothing twice. One call starts at most 1000 rounds; when more remain, `continue_after` says where the next call starts. At most 10 calls a minute per subscription (429 with Retry-After past it).
      */
     post: operations['recoverDeliveries'];
     delete?: never;
@@ -1625,7 +1625,7 @@ export interface operations {
            * @example call.completed
            */
           type: string;
-          /** @description The event content, at most 256 KiB serialized */
+          /** @description The event content, at most 256 KiB serialized and 1000 fields at its top level */
           data: {
             [key: string]: unknown;
           };
@@ -1824,6 +1824,8 @@ export interface operations {
         page_size?: number;
         /** @description pending: attempts remain; succeeded: a 200 was received; failed: given up (after its last attempt, or `expired` unsent after DELIVERY_MAX_AGE); cancelled: subscription disabled */
         status?: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+        /** @description Only deliveries created before this time (ISO 8601): how to read past the deepest page, from the `created_at` of the last delivery seen */
+        created_before?: string;
       };
       header?: never;
       path: {
@@ -2232,6 +2234,11 @@ export interface operations {
            * @description And before this time (ISO 8601); now if omitted
            */
           until?: string;
+          /**
+           * Format: uuid
+           * @description Continue a recovery: the previous answer's `continue_after`, with the same `since` and its `until`
+           */
+          after?: string;
         };
       };
     };
@@ -2243,8 +2250,15 @@ export interface operations {
         };
         content: {
           'application/json': {
-            /** @description Failed or cancelled deliveries sent again, each as a fresh round */
+            /** @description Failed or cancelled deliveries sent again by this call, each as a fresh round (at most 1,000) */
             count: number;
+            /**
+             * Format: date-time
+             * @description End of the window recovered
+             */
+            until: string;
+            /** @description null when the window is done; else more remain: call again with the same `since`, this `until` and `after` set to this value */
+            continue_after: string | null;
           };
         };
       };

@@ -14,6 +14,11 @@ export interface PrismaClientOptions {
   databaseUrl: string;
   /** Most connections of the pool (pg's `max`); default 10. */
   poolSize?: number;
+  /**
+   * PostgreSQL's `statement_timeout` for every statement of the pool, in ms; none when unset. A
+   * statement past it fails with SQLSTATE 57014 (query_canceled).
+   */
+  statementTimeoutMs?: number;
 }
 
 /**
@@ -28,6 +33,7 @@ export function createPrismaClient(options: PrismaClientOptions): PrismaClient {
     connectionString: options.databaseUrl,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: connectTimeoutMs,
+    ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
   });
   return new PrismaClient({ adapter });
 }

@@ -6,6 +6,7 @@
  */
 import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import Value from 'typebox/value';
+import { callbackPolicyEnv } from './callback-policy.js';
 import { ConfigError } from './config-error.js';
 import { redisEnv } from './redis.js';
 
@@ -61,11 +62,7 @@ export const commonEnv = {
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
     { default: 'info', description: 'pino log level' },
   ),
-  CALLBACK_ALLOW_PRIVATE: Type.Boolean({
-    default: false,
-    description:
-      'Allow callback URLs on loopback, private, link-local and metadata addresses (local development and tests only)',
-  }),
+  ...callbackPolicyEnv,
   DELIVERY_MAX_ATTEMPTS: Type.Integer({
     default: 5,
     minimum: 1,

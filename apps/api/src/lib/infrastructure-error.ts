@@ -33,8 +33,11 @@ const adapterKinds = new Set([
   'TransactionAlreadyClosed',
 ]);
 
-/** PostgreSQL SQLSTATE classes and codes (Appendix A): 08 connection, 53 resources, 57P operator. */
-const sqlState = /^(08|53|57P)/;
+/**
+ * PostgreSQL SQLSTATE classes and codes (Appendix A): 08 connection, 53 resources, 57P operator,
+ * 57014 a statement cancelled by the API's statement_timeout.
+ */
+const sqlState = /^(08|53|57P|57014$)/;
 
 /** Node and ioredis socket errors. */
 const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);

@@ -3,6 +3,13 @@
  * section 2.4). Links keep every other query parameter, so a filter survives paging.
  */
 import { defaultPageSize } from '@webhooks/shared';
+import { HttpProblem } from './problem.js';
+
+/**
+ * Most rows a page may skip: `(page - 1) * page_size` past it is refused. PostgreSQL reads and
+ * throws away every skipped row, so a deep page costs as much as listing everything before it.
+ */
+export const maxSkippedRows = 10_000;
 
 /** A page request after defaults: `page` from 1, `pageSize` 1..100. */
 export interface PageRequest {
@@ -12,11 +19,21 @@ export interface PageRequest {
   skip: number;
 }
 
-/** Reads `page` and `page_size` (already validated by the route schema) with their defaults. */
-export function pageRequest(query: { page?: number; page_size?: number }): PageRequest {
+/**
+ * Reads `page` and `page_size` (already validated by the route schema) with their defaults.
+ *
+ * @param narrowing how the caller can narrow this collection's query instead, for the refusal
+ * @throws HttpProblem 400 naming `page` when the page starts past {@link maxSkippedRows} rows
+ */
+export function pageRequest(query: { page?: number; page_size?: number }, narrowing: string): PageRequest {
   const page = query.page ?? 1;
   const pageSize = query.page_size ?? defaultPageSize;
-  return { page, pageSize, skip: (page - 1) * pageSize };
+  const skip = (page - 1) * pageSize;
+  if (skip > maxSkippedRows) {
+    const detail = `page ${page} of ${pageSize} starts past the first ${maxSkippedRows} results, which is as deep as pages go; ${narrowing}`;
+    throw new HttpProblem(400, 'validation', detail, [{ pointer: '/page', detail }]);
+  }
+  return { page, pageSize, skip };
 }
 
 /**

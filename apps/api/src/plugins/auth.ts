@@ -5,8 +5,10 @@
  * the route, never to the URL string.
  *
  * A token is a JWT verified by @fastify/jwt (fast-jwt) with the one configured algorithm (`alg:
- * none` and every other algorithm are refused). It must carry `exp`; `nbf` is honoured; `iss` and
- * `aud` must match JWT_ISSUER / JWT_AUDIENCE when set; 30 s of clock skew are allowed. The account
+ * none` and every other algorithm are refused). It must carry `exp` and `iat`, and is refused
+ * JWT_MAX_AGE_SECONDS after its `iat` whatever its `exp` (RFC 8725 section 3.10: bounded
+ * lifetimes); `nbf` is honoured; `iss` and `aud` must match JWT_ISSUER / JWT_AUDIENCE when set;
+ * 30 s of clock skew are allowed. The account
  * is the `sub` claim: a non-blank string of at most 255 characters with no control characters and
  * valid Unicode. Any failure is a 401 with `WWW-Authenticate: Bearer` (RFC 6750 section 3) and a
  * problem body, never a 500.
@@ -62,6 +64,8 @@ export interface AuthOptions {
   issuer: string;
   /** JWT_AUDIENCE; empty for any. */
   audience: string;
+  /** JWT_MAX_AGE_SECONDS, in seconds. */
+  maxAgeSeconds: number;
   /** Portal session tokens, or null when the API cannot mint them (then none is accepted). */
   portal: PortalTokens | null;
 }
@@ -75,10 +79,13 @@ export default fp<AuthOptions>(
         algorithms: [algorithm],
         requiredClaims: [
           'exp',
+          'iat',
           ...(options.issuer === '' ? [] : ['iss']),
           ...(options.audience === '' ? [] : ['aud']),
         ],
         clockTolerance: clockToleranceMs,
+        // @fastify/jwt reads a number as seconds.
+        maxAge: options.maxAgeSeconds,
         // Verified tokens (and refusals) are remembered by their hash until they expire, so a client
         // sending one token per request pays the HMAC/RSA check once (issue #14).
         cache: verifiedTokenCacheSize,

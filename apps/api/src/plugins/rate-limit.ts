@@ -7,13 +7,24 @@
  *
  * The count goes through the app's auto-pipelined counting connection (`createPipelinedConnection`
  * in @webhooks/shared, shared with the payload quota), so the increments of concurrent requests
- * reach Redis as one write. Its command timeout bounds the wait: past it the request passes
- * uncounted (`skipOnError`), as while Redis is away.
+ * reach Redis as one write. Its command timeout bounds the wait: past it a read passes uncounted
+ * (`skipOnError`). While that connection is not up, reads pass uncounted and writes answer 503
+ * with `Retry-After`: the limit fails closed for what changes state.
  */
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import type { RedisConnection } from '@webhooks/shared';
+import { serviceUnavailable } from '../lib/infrastructure-error.js';
 import { HttpProblem } from '../lib/problem.js';
+
+/** Methods that change nothing: they pass uncounted while Redis is away. */
+const readMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * ioredis states of a connection that lost Redis or never reached it. `connecting` is not one: a
+ * first connection is under way, and the count waits for it in the offline queue.
+ */
+const downStates = new Set(['reconnecting', 'close', 'end']);
 
 /** Options of the rate-limit plugin. */
 export interface RateLimitOptions {
@@ -33,7 +44,8 @@ export default fp<RateLimitOptions>(
       hook: 'preValidation',
       redis: options.redis,
       nameSpace: options.nameSpace,
-      // A Redis outage must not take the API down with it: requests pass uncounted meanwhile.
+      // A Redis outage must not take reads down with it: they pass uncounted meanwhile (writes are
+      // refused below).
       skipOnError: true,
       keyGenerator: (request) => `account:${request.accountId}`,
       errorResponseBuilder: (_request, context) =>
@@ -44,6 +56,15 @@ export default fp<RateLimitOptions>(
           undefined,
           { 'retry-after': String(Math.ceil(context.ttl / 1000)) },
         ),
+    });
+    // Fail closed for writes: an uncounted write could be one of a flood the limit exists to stop.
+    app.addHook('preValidation', (request, _reply, done) => {
+      if (readMethods.has(request.method) || !downStates.has(options.redis.status)) return done();
+      done(
+        serviceUnavailable(
+          'Redis is unavailable, so the rate limit cannot count this request; nothing was accepted or changed. Retry later.',
+        ),
+      );
     });
   },
   { name: 'rate-limit', dependencies: ['auth'] },

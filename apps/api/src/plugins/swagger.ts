@@ -1,7 +1,7 @@
 /**
  * The OpenAPI 3.1 document at /docs/json and Swagger UI at /docs, built from the route schemas.
  * `packages/client` is generated from it (`pnpm openapi`), and `pnpm lint` holds it to Redocly's
- * recommended rules.
+ * recommended rules. Swagger UI's pages carry a Content-Security-Policy of their own.
  */
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
@@ -53,7 +53,13 @@ export default fp<SwaggerOptions>(
       // is what generated clients name their types after.
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     });
-    await app.register(swaggerUi, { routePrefix: '/docs' });
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      // Its own policy (scripts and styles of its bundle, by hash), without
+      // upgrade-insecure-requests, which would break the page of an API served over plain HTTP.
+      staticCSP: true,
+      transformStaticCSP: (header) => header.replace(/\s*upgrade-insecure-requests;?/, ''),
+    });
   },
   { name: 'swagger' },
 );

@@ -37,8 +37,14 @@ const deliveryCountWindow = 10_000;
 /** The window of `GET /api/webhooks/{id}/stats`, in ms (24 hours). */
 const statsWindowMs = 24 * 60 * 60 * 1000;
 
-/** Deliveries a recovery reads and starts per statement. */
+/**
+ * Most deliveries one recover call starts: a window holding more is recovered over several calls,
+ * each continuing after the last delivery of the one before, so no request walks 30 days at once.
+ */
 const recoverBatch = 1_000;
+
+/** Recover calls a minute per subscription: each can start {@link recoverBatch} rounds. */
+const recoverCallsPerMinute = 10;
 
 const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views }> = async (app, options) => {
   const redelivery = { prisma: app.prisma, queue: app.deliveryQueue, maxAttempts: options.maxAttempts };
@@ -67,11 +73,16 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
       },
     },
     async (request) => {
+      const page = pageRequest(
+        request.query,
+        'narrow the query with status, or with created_before set to the created_at of the last delivery seen',
+      );
       const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const page = pageRequest(request.query);
+      const { status, created_before: createdBefore } = request.query;
       const where = {
         subscriptionId: subscription.id,
-        ...(request.query.status === undefined ? {} : { status: request.query.status }),
+        ...(status === undefined ? {} : { status }),
+        ...(createdBefore === undefined ? {} : { createdAt: { lt: new Date(createdBefore) } }),
       };
       const [count, rows] = await app.prisma.$transaction([
         app.prisma.delivery.count({ where, take: page.skip + deliveryCountWindow }),
@@ -175,13 +186,24 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
   app.post(
     '/api/webhooks/:id/recover',
     {
+      config: {
+        rateLimit: {
+          max: recoverCallsPerMinute,
+          timeWindow: 60_000,
+          // The account in the key too: a caller who knows another account's subscription id
+          // must not spend that subscription's allowance.
+          keyGenerator: (request) => `recover:${request.accountId}:${(request.params as { id: string }).id}`,
+        },
+      },
       schema: {
         tags: ['deliveries'],
         operationId: 'recoverDeliveries',
         summary: 'Send again every failed or cancelled delivery of a time window',
         description:
           'Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. ' +
-          'Deliveries already pending are left as they are, so recovering twice sends nothing twice.',
+          'Deliveries already pending are left as they are, so recovering twice sends nothing twice. ' +
+          `One call starts at most ${recoverBatch} rounds; when more remain, \`continue_after\` says where the next call starts. ` +
+          `At most ${recoverCallsPerMinute} calls a minute per subscription (429 with Retry-After past it).`,
         params: SubscriptionParams,
         body: RecoverRequest,
         response: {
@@ -201,24 +223,24 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
         ]);
       }
       if (subscription.status !== 'active') throw subscriptionDisabled();
-      let count = 0;
-      for (let after = ''; ;) {
-        const batch = await app.prisma.delivery.findMany({
-          where: {
-            subscriptionId: subscription.id,
-            status: { in: ['failed', 'cancelled'] },
-            createdAt: { gte: since, lt: until },
-            ...(after === '' ? {} : { id: { gt: after } }),
-          },
-          select: { id: true, eventId: true, subscriptionId: true, attemptsMade: true },
-          orderBy: { id: 'asc' },
-          take: recoverBatch,
-        });
-        count += (await startRounds(redelivery, batch)).length;
-        if (batch.length < recoverBatch) break;
-        after = batch[batch.length - 1]!.id;
-      }
-      return reply.code(202).send({ count });
+      const { after } = request.body;
+      const batch = await app.prisma.delivery.findMany({
+        where: {
+          subscriptionId: subscription.id,
+          status: { in: ['failed', 'cancelled'] },
+          createdAt: { gte: since, lt: until },
+          ...(after === undefined ? {} : { id: { gt: after } }),
+        },
+        select: { id: true, eventId: true, subscriptionId: true, attemptsMade: true },
+        orderBy: { id: 'asc' },
+        take: recoverBatch,
+      });
+      const count = (await startRounds(redelivery, batch)).length;
+      return reply.code(202).send({
+        count,
+        until: until.toISOString(),
+        continue_after: batch.length < recoverBatch ? null : batch[batch.length - 1]!.id,
+      });
     },
   );
 };

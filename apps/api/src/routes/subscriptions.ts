@@ -24,6 +24,7 @@ import {
   SubscriptionListQuery,
   SubscriptionUpdate,
   verificationJob,
+  type CallbackPolicy,
   type EventKind,
   type SecretBox,
 } from '@webhooks/shared';
@@ -42,8 +43,10 @@ import { noStore } from '../lib/headers.js';
 
 /** Options of the subscription routes. */
 export interface SubscriptionRoutesOptions {
-  /** CALLBACK_ALLOW_PRIVATE. */
-  allowPrivateCallbacks: boolean;
+  /** Where callbacks may point (CALLBACK_ALLOW_PRIVATE, CALLBACK_PORTS, CALLBACK_DENY_CIDRS). */
+  callbackPolicy: CallbackPolicy;
+  /** Appended to a refusal that CALLBACK_ALLOW_PRIVATE would lift; empty outside development. */
+  callbackHint: string;
   /** Seals the signing secret of a new subscription for storage. */
   secretBox: SecretBox;
   /** QUEUE_PREFIX: where the delivery gates live. */
@@ -69,7 +72,9 @@ export function createSubscriptionOperation(kind: EventKind | null): string {
 const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = async (app, options) => {
   const rejectBadCallback = (url: string | undefined) => {
     const error: FieldError | null =
-      url === undefined ? null : checkCallbackUrl(url, options.allowPrivateCallbacks);
+      url === undefined
+        ? null
+        : checkCallbackUrl(url, options.callbackPolicy, '/callback_url', options.callbackHint);
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
   };
 
@@ -168,7 +173,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       },
     },
     async (request) => {
-      const page = pageRequest(request.query);
+      const page = pageRequest(request.query, 'narrow the query with status or type');
       const { type, status } = request.query;
       const where = {
         accountId: request.accountId,

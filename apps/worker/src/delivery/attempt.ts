@@ -3,8 +3,9 @@
  * happened as an {@link AttemptResult}. No retry here (BullMQ owns retries), no redirect followed,
  * at most 4 KiB of the answer kept, and the connection refused at connect time when the callback's
  * resolved address is loopback, private, link-local or a metadata address (request-filtering-agent),
- * unless CALLBACK_ALLOW_PRIVATE. That check applies to every address actually connected to, after
- * name resolution.
+ * unless CALLBACK_ALLOW_PRIVATE, or in CALLBACK_DENY_CIDRS whatever it says. That check applies to
+ * every address actually connected to, after name resolution. A port outside CALLBACK_PORTS is
+ * refused before any connection.
  *
  * Names are resolved by cacheable-lookup over c-ares (`dns.promises.Resolver`, asynchronous, with a
  * timeout of its own), not by `dns.lookup`, whose getaddrinfo calls occupy libuv's four
@@ -17,6 +18,7 @@ import { performance } from 'node:perf_hooks';
 import CacheableLookup from 'cacheable-lookup';
 import got, { type Got } from 'got';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { callbackPort, portAllowed, type CallbackPolicy } from '@webhooks/shared';
 import { parseRetryAfter } from './backoff.js';
 
 /** Most bytes of a callback's answer kept for the delivery log (4 KiB). */
@@ -35,7 +37,14 @@ export interface AttemptResult {
   statusCode: number | null;
   /** null when the callback answered 200. */
   errorClass: AttemptErrorClass | null;
+  /**
+   * What the delivery log shows the account: `HTTP <status>`, or a fixed sentence per error class
+   * ({@link attemptErrorMessages}) that names no address, port or resolver answer, so that the
+   * log cannot serve as a probe of the network behind the worker.
+   */
   errorMessage: string | null;
+  /** The request library's own message (addresses, host names): for operator logs only, never stored. */
+  errorDetail: string | null;
   /**
    * The first {@link keptResponseBytes} bytes of the answer as valid UTF-8 without NUL characters
    * (issue #8: what a callback answers must never fail the record); null without an answer.
@@ -45,6 +54,21 @@ export interface AttemptResult {
   retryAfterMs: number | null;
 }
 
+/**
+ * The delivery log's message for each error class without an HTTP answer. Fixed sentences, because
+ * the library's messages carry the resolved address and host name of a refused callback, and
+ * their wording tells open ports from closed ones.
+ */
+export const attemptErrorMessages: Record<Exclude<AttemptErrorClass, 'http_status'>, string> = {
+  timeout: 'the callback did not answer in time',
+  connection_refused: 'the callback refused the connection',
+  connection_reset: 'the connection to the callback was closed before it answered',
+  dns: 'the callback host name could not be resolved',
+  blocked_address:
+    'the callback address is refused: not public, or a port or range this service does not deliver to',
+  other: 'the request to the callback failed',
+};
+
 /** HTTP statuses whose `Retry-After` is honoured (RFC 9110 section 10.2.3, RFC 6585 section 4). */
 const retryAfterStatuses = new Set([429, 503]);
 
@@ -52,8 +76,8 @@ const retryAfterStatuses = new Set([429, 503]);
 export interface AttemptSenderOptions {
   /** Whole-request timeout in ms (DELIVERY_TIMEOUT_MS). */
   timeoutMs: number;
-  /** CALLBACK_ALLOW_PRIVATE: let loopback and private addresses through (tests, local development). */
-  allowPrivate: boolean;
+  /** Where callbacks may point (`callback-policy.ts` in @webhooks/shared). */
+  policy: CallbackPolicy;
   /** Sockets kept per callback host, for keep-alive; default 256. */
   maxSockets?: number;
   /** The `User-Agent` header. */
@@ -72,8 +96,14 @@ export interface AttemptSender {
   close(): void;
 }
 
+/** A callback URL on a port outside CALLBACK_PORTS: refused before connecting, as an address is. */
+class RefusedPortError extends Error {
+  override name = 'RefusedPortError';
+}
+
 /** Sorts a request error into the delivery log's error classes. */
 export function classifyError(error: unknown): AttemptErrorClass {
+  if (error instanceof RefusedPortError) return 'blocked_address';
   const { code, name, message, cause } = error as {
     code?: string;
     name?: string;
@@ -97,7 +127,8 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
   const agentOptions = {
     keepAlive: true,
     maxSockets: options.maxSockets ?? 256,
-    allowPrivateIPAddress: options.allowPrivate,
+    allowPrivateIPAddress: options.policy.allowPrivate,
+    denyIPAddressList: [...options.policy.denyCidrs],
   };
   const agent = {
     http: new RequestFilteringHttpAgent(agentOptions),
@@ -138,16 +169,22 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
           errorClass,
           errorMessage:
             error !== undefined
-              ? String((error as Error).message).slice(0, 1024)
+              ? attemptErrorMessages[classifyError(error) as keyof typeof attemptErrorMessages]
               : errorClass
                 ? `HTTP ${statusCode}`
                 : null,
+          errorDetail: error !== undefined ? String((error as Error).message).slice(0, 1024) : null,
           // Decoding replaces invalid UTF-8; NUL goes too, or PostgreSQL would refuse the record.
           responseBody:
             statusCode === null ? null : Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', ''),
           retryAfterMs,
         });
       };
+      const port = callbackPort(new URL(url));
+      if (!portAllowed(options.policy, port)) {
+        finish(new RefusedPortError(`port ${port} is not in CALLBACK_PORTS`));
+        return;
+      }
       const stream = client.stream.post(url, { body, headers });
       stream.on(
         'response',

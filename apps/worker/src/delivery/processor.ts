@@ -173,7 +173,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     observe(job, delivery, result, outcome);
 
     if (outcome.kind === 'succeeded') return 'succeeded';
-    const what = `${result.errorClass}: ${result.errorMessage ?? ''}`;
+    // BullMQ's failed reason is the operator's (queue dashboard), so it keeps the library's detail.
+    const what = `${result.errorClass}: ${result.errorDetail ?? result.errorMessage ?? ''}`;
     if (outcome.kind === 'given_up') throw new UnrecoverableError(what);
     throw new DeliveryAttemptError(what, Math.max(0, outcome.nextAttemptAt.getTime() - Date.now()));
   };
@@ -203,10 +204,18 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       deps.metrics.deliveryLatency.observe((Date.now() - eventAcceptedAt(delivery.event.id)) / 1000);
       deps.log.info(line, 'delivery succeeded');
     } else if (outcome.kind === 'given_up') {
-      deps.log.warn({ ...line, error: result.errorClass, reason: outcome.reason }, 'delivery given up');
+      deps.log.warn(
+        { ...line, error: result.errorClass, detail: result.errorDetail, reason: outcome.reason },
+        'delivery given up',
+      );
     } else {
       deps.log.debug(
-        { ...line, error: result.errorClass, nextAttemptAt: outcome.nextAttemptAt },
+        {
+          ...line,
+          error: result.errorClass,
+          detail: result.errorDetail,
+          nextAttemptAt: outcome.nextAttemptAt,
+        },
         'delivery attempt failed',
       );
     }

@@ -84,7 +84,17 @@ export type DeliveryDetail = Static<typeof DeliveryDetail>;
 
 /** Query of `GET /api/webhooks/{id}/deliveries`. */
 export const DeliveryListQuery = Type.Object(
-  { ...PageQuery, status: Type.Optional(DeliveryStatus) },
+  {
+    ...PageQuery,
+    status: Type.Optional(DeliveryStatus),
+    created_before: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description:
+          'Only deliveries created before this time (ISO 8601): how to read past the deepest page, from the `created_at` of the last delivery seen',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
@@ -102,6 +112,13 @@ export const RecoverRequest = Type.Object(
         description: 'And before this time (ISO 8601); now if omitted',
       }),
     ),
+    after: Type.Optional(
+      Type.String({
+        format: 'uuid',
+        description:
+          "Continue a recovery: the previous answer's `continue_after`, with the same `since` and its `until`",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -109,7 +126,15 @@ export type RecoverRequest = Static<typeof RecoverRequest>;
 
 /** Answer of `POST /api/webhooks/{id}/recover` (202). */
 export const RecoverAccepted = Type.Object({
-  count: Type.Integer({ description: 'Failed or cancelled deliveries sent again, each as a fresh round' }),
+  count: Type.Integer({
+    description:
+      'Failed or cancelled deliveries sent again by this call, each as a fresh round (at most 1,000)',
+  }),
+  until: Type.String({ format: 'date-time', description: 'End of the window recovered' }),
+  continue_after: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'null when the window is done; else more remain: call again with the same `since`, this `until` and `after` set to this value',
+  }),
 });
 export type RecoverAccepted = Static<typeof RecoverAccepted>;
 

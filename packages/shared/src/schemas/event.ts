@@ -1,6 +1,12 @@
 /** Wire schemas of events: `POST /api/events` and the event catalogue. */
 import Type, { type Static } from 'typebox';
 
+/**
+ * Most top-level fields of an event's `data`. Its size is bounded already; this bounds the work of
+ * checking it, field by field, and of every error a wrong one would report.
+ */
+export const maxEventDataFields = 1_000;
+
 /** Body of `POST /api/events`. */
 export const EventCreate = Type.Object(
   {
@@ -9,7 +15,8 @@ export const EventCreate = Type.Object(
       examples: ['call.completed'],
     }),
     data: Type.Record(Type.String(), Type.Unknown(), {
-      description: 'The event content, at most 256 KiB serialized',
+      maxProperties: maxEventDataFields,
+      description: `The event content, at most 256 KiB serialized and ${maxEventDataFields} fields at its top level`,
     }),
     occurred_at: Type.Optional(
       Type.String({ format: 'date-time', description: 'When it occurred; now if omitted' }),

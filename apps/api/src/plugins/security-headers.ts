@@ -1,0 +1,41 @@
+/**
+ * Security headers on every answer, with @fastify/helmet: `X-Content-Type-Options: nosniff`, no
+ * framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), no referrer, and a
+ * Content-Security-Policy that lets a JSON answer load nothing. Swagger UI and the portal set
+ * policies of their own for their pages (plugins/swagger.ts, plugins/portal.ts).
+ *
+ * `Strict-Transport-Security` goes only on answers that reached the client over TLS (the request's
+ * protocol, from `X-Forwarded-Proto` with TRUST_PROXY): RFC 6797 section 7.2 forbids it over plain
+ * HTTP.
+ */
+import fp from 'fastify-plugin';
+import helmet from '@fastify/helmet';
+
+/** HSTS's `max-age`, in seconds: one year, as RFC 6797's examples and browsers' preload lists use. */
+export const hstsMaxAgeSeconds = 31_536_000;
+
+export default fp(
+  async (app) => {
+    await app.register(helmet, {
+      global: true,
+      hsts: false,
+      frameguard: { action: 'deny' },
+      referrerPolicy: { policy: 'no-referrer' },
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'none'"],
+          frameAncestors: ["'none'"],
+          baseUri: ["'none'"],
+          formAction: ["'none'"],
+        },
+      },
+    });
+    app.addHook('onSend', (request, reply, payload, done) => {
+      if (request.protocol === 'https')
+        reply.header('strict-transport-security', `max-age=${hstsMaxAgeSeconds}; includeSubDomains`);
+      done(null, payload);
+    });
+  },
+  { name: 'security-headers' },
+);

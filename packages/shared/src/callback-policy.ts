@@ -1,0 +1,109 @@
+/**
+ * Where callbacks may point: the operator's settings that both services enforce, the API when a
+ * callback URL is written (a clear 400) and the worker when it connects (after name resolution,
+ * so a public name resolving to a refused address is caught too).
+ *
+ * - CALLBACK_ALLOW_PRIVATE lets loopback, private, link-local and metadata addresses through; it
+ *   is refused at start outside NODE_ENV development and test.
+ * - CALLBACK_PORTS: the ports a callback may use (80, 443 and 1024-65535 by default), so that the
+ *   service cannot knock on a host's SSH, SMTP or database ports.
+ * - CALLBACK_DENY_CIDRS: the operator's own ranges, refused beside {@link defaultDeniedCidrs}.
+ */
+import ipaddr from 'ipaddr.js';
+import Type from 'typebox';
+import { ConfigError } from './config-error.js';
+
+/**
+ * Public addresses refused whatever the settings: 168.63.129.16 is Azure's host endpoint
+ * (WireServer, DNS, health probes), reachable from every Azure VM and public by range.
+ */
+export const defaultDeniedCidrs = ['168.63.129.16/32'];
+
+/** The variables of the callback policy, part of both services' schemas. */
+export const callbackPolicyEnv = {
+  CALLBACK_ALLOW_PRIVATE: Type.Boolean({
+    default: false,
+    description:
+      'Allow callback URLs on loopback, private, link-local and metadata addresses; refused at start outside NODE_ENV development and test',
+  }),
+  CALLBACK_PORTS: Type.String({
+    default: '80,443,1024-65535',
+    description: 'Ports a callback URL may use: comma-separated ports and ranges (`low-high`)',
+  }),
+  CALLBACK_DENY_CIDRS: Type.String({
+    default: '',
+    description:
+      'Address ranges no callback may reach, comma-separated CIDRs (`10.20.0.0/16`, `2001:db8::/32`), beside the built-in 168.63.129.16/32',
+  }),
+};
+
+/** The callback policy after parsing. */
+export interface CallbackPolicy {
+  allowPrivate: boolean;
+  /** Inclusive port ranges, `[low, high]`. */
+  ports: ReadonlyArray<readonly [number, number]>;
+  /** CIDRs refused, the built-in ones first. */
+  denyCidrs: readonly string[];
+}
+
+/**
+ * Parses the policy's variables.
+ *
+ * @throws ConfigError naming the variable: a malformed port or range, a CIDR ipaddr.js cannot
+ *   parse, or CALLBACK_ALLOW_PRIVATE outside NODE_ENV development and test
+ */
+export function parseCallbackPolicy(config: {
+  NODE_ENV: string;
+  CALLBACK_ALLOW_PRIVATE: boolean;
+  CALLBACK_PORTS: string;
+  CALLBACK_DENY_CIDRS: string;
+}): CallbackPolicy {
+  if (config.CALLBACK_ALLOW_PRIVATE && config.NODE_ENV !== 'development' && config.NODE_ENV !== 'test') {
+    throw new ConfigError(
+      `Invalid environment variable CALLBACK_ALLOW_PRIVATE=true: it opens the internal network to every account's callbacks, so it is refused outside NODE_ENV development or test (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`,
+    );
+  }
+  const ports = config.CALLBACK_PORTS.split(',').map((item) => {
+    const match = /^\s*(\d{1,5})(?:\s*-\s*(\d{1,5}))?\s*$/.exec(item);
+    const low = Number(match?.[1]);
+    const high = Number(match?.[2] ?? match?.[1]);
+    if (match === null || low < 1 || high > 65535 || low > high)
+      throw new ConfigError(
+        `Invalid environment variable CALLBACK_PORTS: ${JSON.stringify(item.trim())} is not a port or a range low-high of ports 1 to 65535`,
+      );
+    return [low, high] as const;
+  });
+  const own = config.CALLBACK_DENY_CIDRS.split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  for (const cidr of own) {
+    try {
+      ipaddr.parseCIDR(cidr);
+    } catch {
+      throw new ConfigError(
+        `Invalid environment variable CALLBACK_DENY_CIDRS: ${JSON.stringify(cidr)} is not a CIDR such as 10.20.0.0/16`,
+      );
+    }
+  }
+  return { allowPrivate: config.CALLBACK_ALLOW_PRIVATE, ports, denyCidrs: [...defaultDeniedCidrs, ...own] };
+}
+
+/** The port `url` connects to: its own, or its scheme's (80 for http, 443 for https). */
+export function callbackPort(url: URL): number {
+  if (url.port !== '') return Number(url.port);
+  return url.protocol === 'https:' ? 443 : 80;
+}
+
+/** Whether `port` is one of the policy's ports. */
+export function portAllowed(policy: Pick<CallbackPolicy, 'ports'>, port: number): boolean {
+  return policy.ports.some(([low, high]) => port >= low && port <= high);
+}
+
+/** Whether the IP address `address` falls in one of the policy's refused ranges. */
+export function addressDenied(policy: Pick<CallbackPolicy, 'denyCidrs'>, address: string): boolean {
+  const parsed = ipaddr.process(address);
+  return policy.denyCidrs.some((cidr) => {
+    const [range, bits] = ipaddr.parseCIDR(cidr);
+    return range.kind() === parsed.kind() && parsed.match(range, bits);
+  });
+}
