@@ -277,7 +277,7 @@ describe('hostile input is refused with 400 naming the field, and changes nothin
     [
       '/api/webhooks/01900000-0000-7000-8000-000000000000/deliveries',
       'page=102&page_size=100',
-      /created_before/,
+      /before set to the id/,
     ],
   ])(
     'refuses %s?%s, a page past the first 10,000 rows, with 400 saying how to narrow',

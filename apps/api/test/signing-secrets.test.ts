@@ -58,7 +58,7 @@ describe('signing secrets', () => {
     const dump = JSON.stringify(rows);
     expect(dump).not.toContain('whsec_');
     expect(dump).not.toContain(sub.secret.slice('whsec_'.length));
-    for (const row of rows) expect(row.secret).toMatch(/^enc:v1:/);
+    for (const row of rows) expect(row.secret).toMatch(/^enc:v2:/);
   });
 
   it('after two concurrent rotations, both returned secrets verify the next delivery', async () => {
@@ -104,17 +104,20 @@ describe('sealing and key rotation (db:migrate)', () => {
     const before = await db.query<{ secret: string }>('SELECT secret FROM subscriptions WHERE id <> $1', [
       id,
     ]);
-    expect(await sealSigningSecrets(stack.api.database.url, createSecretBox([oldKey]))).toBe(1);
+    // As in production, where the box refuses to open plaintext: sealing it is the point.
+    expect(
+      await sealSigningSecrets(stack.api.database.url, createSecretBox([oldKey], { refusePlaintext: true })),
+    ).toBe(1);
     const sealed = await stored();
-    expect(sealed.secret).toMatch(/^enc:v1:/);
-    expect(sealed.previous_secret).toMatch(/^enc:v1:/);
-    expect(createSecretBox([oldKey]).open(sealed.secret)).toBe(plaintext);
+    expect(sealed.secret).toMatch(/^enc:v2:/);
+    expect(sealed.previous_secret).toMatch(/^enc:v2:/);
+    expect(createSecretBox([oldKey]).open(sealed.secret, id)).toBe(plaintext);
     expect(await sealSigningSecrets(stack.api.database.url, createSecretBox([oldKey]))).toBe(0);
 
     const rotated = createSecretBox([newKey, oldKey]);
     expect(await sealSigningSecrets(stack.api.database.url, rotated)).toBe(before.rows.length + 1);
     const resealed = await stored();
-    expect(createSecretBox([newKey]).open(resealed.secret)).toBe(plaintext);
-    expect(() => createSecretBox([oldKey]).open(resealed.secret)).toThrow(/key id/);
+    expect(createSecretBox([newKey]).open(resealed.secret, id)).toBe(plaintext);
+    expect(() => createSecretBox([oldKey]).open(resealed.secret, id)).toThrow(/key id/);
   });
 });

@@ -2,7 +2,9 @@
  * Retention (issue #9): events, deliveries and attempts older than RETENTION_DAYS are deleted,
  * attempts first, then deliveries, then events, each in statements of at most `batchSize` rows
  * (default 1,000), so no statement holds its locks for long and the API and the deliveries keep
- * running between them. Runs hourly as a BullMQ job scheduler (worker.ts).
+ * running between them. Runs hourly as a BullMQ job scheduler (worker.ts). It also clears the
+ * previous signing secrets whose overlap after a rotation has ended: no delivery signs with them
+ * any more, so keeping them would only widen what a leaked row gives away.
  */
 import type { PrismaClient } from '@webhooks/db';
 
@@ -11,6 +13,8 @@ export interface RetentionReport {
   attempts: number;
   deliveries: number;
   events: number;
+  /** Subscriptions whose expired previous signing secret was cleared. */
+  previousSecrets: number;
 }
 
 /** Options of {@link deleteExpiredRows}. */
@@ -31,7 +35,7 @@ export async function deleteExpiredRows(
 ): Promise<RetentionReport> {
   const batchSize = options.batchSize ?? 1_000;
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
-  const report: RetentionReport = { attempts: 0, deliveries: 0, events: 0 };
+  const report: RetentionReport = { attempts: 0, deliveries: 0, events: 0, previousSecrets: 0 };
   const drain = async (table: keyof RetentionReport, deleteBatch: () => Promise<number>) => {
     for (;;) {
       const deleted = await deleteBatch();
@@ -61,5 +65,9 @@ export async function deleteExpiredRows(
         WHERE e.created_at < ${cutoff} AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
         LIMIT ${batchSize})`,
   );
+  report.previousSecrets = await prisma.$executeRaw`
+    UPDATE subscriptions SET previous_secret = NULL, previous_secret_expires_at = NULL
+    WHERE previous_secret_expires_at < ${options.now ?? new Date()}`;
+  await options.afterBatch?.({ ...report });
   return report;
 }

@@ -389,7 +389,7 @@ describe('retention and the delivery count', () => {
       expect(order).toEqual(['first batch', 'served 200 mid-retention', 'retention done']);
       // The first round deletes its 40; each later one also the 11 the round before kept.
       const aged = round === 0 ? 40 : 51;
-      expect(report).toEqual({ attempts: aged, deliveries: aged, events: aged });
+      expect(report).toEqual({ attempts: aged, deliveries: aged, events: aged, previousSecrets: 0 });
       afterEachRetention.push(await rowCounts());
     }
     expect(afterEachRetention).toEqual([
@@ -397,6 +397,22 @@ describe('retention and the delivery count', () => {
       { events: 11, deliveries: 11, attempts: 11 },
       { events: 11, deliveries: 11, attempts: 11 },
     ]);
+  });
+
+  it('clears previous signing secrets whose overlap has ended, and keeps those still signing', async () => {
+    const prisma = stack.api.app.prisma;
+    const ended = await stack.subscribe('acct-rot', { callback_url: `${stack.receiver.url}/ended` });
+    const overlapping = await stack.subscribe('acct-rot', { callback_url: `${stack.receiver.url}/on` });
+    await prisma.$executeRaw`UPDATE subscriptions SET previous_secret = secret,
+      previous_secret_expires_at = now() - interval '1 hour' WHERE id = ${ended.id}::uuid`;
+    await prisma.$executeRaw`UPDATE subscriptions SET previous_secret = secret,
+      previous_secret_expires_at = now() + interval '1 hour' WHERE id = ${overlapping.id}::uuid`;
+    const report = await deleteExpiredRows(prisma, { retentionDays: 30 });
+    expect(report.previousSecrets).toBe(1);
+    const previous = async (id: string) =>
+      (await prisma.subscription.findUniqueOrThrow({ where: { id } })).previousSecret;
+    expect(await previous(ended.id)).toBeNull();
+    expect(await previous(overlapping.id)).not.toBeNull();
   });
 
   it('counts at most 10,000 deliveries past the requested page', async () => {
@@ -423,5 +439,22 @@ describe('retention and the delivery count', () => {
     expect((await page(2)).count).toBe(10_050);
     const last = await page(101);
     expect([last.count, last.results.length, last.next]).toEqual([10_050, 50, null]);
+    expect((await page(102)).status).toBe(400);
+    // Reading on from a delivery instead of paging: each delivery once, in the list's order.
+    const seen: string[] = [];
+    let before = '';
+    for (;;) {
+      const chunk = (
+        await stack.api.app.inject({
+          url: `${sub.resource_uri}/deliveries?page_size=100${before === '' ? '' : `&before=${before}`}`,
+          headers: stack.api.auth('acct-many'),
+        })
+      ).json() as { results: Array<{ id: string }> };
+      if (chunk.results.length === 0) break;
+      seen.push(...chunk.results.map((d) => d.id));
+      before = chunk.results.at(-1)!.id;
+    }
+    expect(seen).toHaveLength(10_050);
+    expect(new Set(seen).size).toBe(10_050);
   });
 });

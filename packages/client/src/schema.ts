@@ -1824,8 +1824,8 @@ export interface operations {
         page_size?: number;
         /** @description pending: attempts remain; succeeded: a 200 was received; failed: given up (after its last attempt, or `expired` unsent after DELIVERY_MAX_AGE); cancelled: subscription disabled */
         status?: 'pending' | 'succeeded' | 'failed' | 'cancelled';
-        /** @description Only deliveries created before this time (ISO 8601): how to read past the deepest page, from the `created_at` of the last delivery seen */
-        created_before?: string;
+        /** @description Only the deliveries listed after this one (newest first): the `id` of the last delivery seen, to read on past the deepest page */
+        before?: string;
       };
       header?: never;
       path: {

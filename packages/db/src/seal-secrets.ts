@@ -1,13 +1,13 @@
 /**
- * Seals signing secrets at rest (issue #7): rewrites every `subscriptions` row whose `secret` or
- * `previous_secret` is plaintext, or sealed under a key older than the newest, under the newest
- * key of the {@link SecretBox}. `pnpm db:migrate` runs it whenever SECRETS_ENCRYPTION_KEY is set,
+ * Seals signing secrets at rest: rewrites every `subscriptions` row whose `secret` or
+ * `previous_secret` is plaintext, sealed before secrets were bound to their subscription, or
+ * sealed under a key older than the newest, under the newest key of the {@link SecretBox}. `pnpm db:migrate` runs it whenever SECRETS_ENCRYPTION_KEY is set,
  * so the first key configured encrypts existing rows, and after a key rotation the old key can be
  * dropped once it has run. Safe beside running services: each row is rewritten only if it still
  * holds what was read (compare and set), so a concurrent rotation is never undone.
  */
 import pg from 'pg';
-import type { SecretBox } from '@webhooks/shared';
+import { isSealedSecret, type SecretBox } from '@webhooks/shared';
 
 /** Rows read and rewritten per round. */
 const batchSize = 500;
@@ -15,6 +15,9 @@ const batchSize = 500;
 /** Rewrites what needs sealing; returns how many rows were rewritten. No-op without a key. */
 export async function sealSigningSecrets(databaseUrl: string, box: SecretBox): Promise<number> {
   if (!box.encrypting) return 0;
+  // Plaintext is what this seals, so it is read as it is even where the box refuses it.
+  const reseal = (stored: string, id: string) =>
+    box.seal(isSealedSecret(stored) ? box.open(stored, id) : stored, id);
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   let rewritten = 0;
@@ -36,8 +39,8 @@ export async function sealSigningSecrets(databaseUrl: string, box: SecretBox): P
            WHERE id = $1::uuid AND secret = $4 AND previous_secret IS NOT DISTINCT FROM $5`,
           [
             row.id,
-            box.needsResealing(row.secret) ? box.seal(box.open(row.secret)) : row.secret,
-            previous !== null && box.needsResealing(previous) ? box.seal(box.open(previous)) : previous,
+            box.needsResealing(row.secret) ? reseal(row.secret, row.id) : row.secret,
+            previous !== null && box.needsResealing(previous) ? reseal(previous, row.id) : previous,
             row.secret,
             previous,
           ],

@@ -4,15 +4,21 @@
  * newest first: the newest encrypts, any of them decrypts, and `pnpm db:migrate` re-encrypts rows
  * under the newest key, after which an older key can be removed.
  *
- * Stored form: `enc:v1:<key id>:<iv>:<ciphertext+tag>`, base64url parts; the key id is the first 8
- * hex digits of the key's SHA-256, so decryption picks its key without trying each. A value
- * without the `enc:` prefix is a plaintext secret (no key configured, or not migrated yet).
+ * Stored form: `enc:v2:<key id>:<iv>:<ciphertext+tag>`, base64url parts; the key id is the first 8
+ * hex digits of the key's SHA-256, so decryption picks its key without trying each. The sealed
+ * value is bound to its subscription (the subscription id is GCM's additional authenticated data,
+ * NIST SP 800-38D section 7), so a secret copied into another subscription's row does not open
+ * there; the tag is 16 bytes, pinned on decryption. `enc:v1:` values, sealed before that binding,
+ * still open and are resealed as v2 by `pnpm db:migrate`. A value without the `enc:` prefix is a
+ * plaintext secret (no key configured, or not migrated yet); with a key set in production it is
+ * refused instead.
  */
 import { splitList } from './env-list.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { ConfigError } from './config.js';
 
-const prefix = 'enc:v1:';
+const prefix = 'enc:v2:';
+const unboundPrefix = 'enc:v1:';
 const keyBytes = 32;
 const ivBytes = 12;
 const tagBytes = 16;
@@ -26,16 +32,39 @@ export class SecretDecryptionError extends Error {
 export interface SecretBox {
   /** True when a key is configured; without one, secrets are stored as they are. */
   readonly encrypting: boolean;
-  /** The stored form of `plaintext`: encrypted under the newest key, or `plaintext` without keys. */
-  seal(plaintext: string): string;
   /**
-   * The plaintext of a stored value (a plaintext value is returned as it is).
-   *
-   * @throws SecretDecryptionError when no configured key has the value's key id, or its tag fails
+   * The stored form of `plaintext` for subscription `subscriptionId`: encrypted under the newest
+   * key and bound to that id, or `plaintext` without keys.
    */
-  open(stored: string): string;
-  /** True when `stored` is plaintext or sealed under an older key: `seal(open(stored))` would change it. */
+  seal(plaintext: string, subscriptionId: string): string;
+  /**
+   * The plaintext of a value stored for subscription `subscriptionId` (a plaintext value is
+   * returned as it is, unless the box refuses plaintext).
+   *
+   * @throws SecretDecryptionError when no configured key has the value's key id, its tag fails
+   *   (altered, or sealed for another subscription), or it is plaintext in a box that refuses it
+   */
+  open(stored: string, subscriptionId: string): string;
+  /**
+   * True when `stored` is plaintext, sealed unbound (v1) or under an older key:
+   * `seal(open(stored))` would change it.
+   */
   needsResealing(stored: string): boolean;
+}
+
+/** Options of {@link createSecretBox}. */
+export interface SecretBoxOptions {
+  /**
+   * Refuse plaintext values in `open` (production with a key: a plaintext secret there was written
+   * around the service, and signing with it would hide that). Off for `pnpm db:migrate`, which
+   * seals them.
+   */
+  refusePlaintext?: boolean;
+}
+
+/** Whether `stored` is a sealed value (of any version), not a plaintext secret. */
+export function isSealedSecret(stored: string): boolean {
+  return stored.startsWith('enc:');
 }
 
 const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 8);
@@ -59,21 +88,30 @@ export function parseEncryptionKeys(value: string): Buffer[] {
 }
 
 /** A {@link SecretBox} over `keys`, newest first (see {@link parseEncryptionKeys}). */
-export function createSecretBox(keys: readonly Buffer[]): SecretBox {
+export function createSecretBox(keys: readonly Buffer[], options: SecretBoxOptions = {}): SecretBox {
   const byId = new Map(keys.map((key) => [keyId(key), key]));
   const newest = keys[0];
   const newestId = newest === undefined ? undefined : keyId(newest);
   return {
     encrypting: newest !== undefined,
-    seal(plaintext) {
+    seal(plaintext, subscriptionId) {
       if (newest === undefined) return plaintext;
       const iv = randomBytes(ivBytes);
-      const cipher = createCipheriv('aes-256-gcm', newest, iv);
+      const cipher = createCipheriv('aes-256-gcm', newest, iv, { authTagLength: tagBytes });
+      cipher.setAAD(Buffer.from(subscriptionId, 'utf8'));
       const sealed = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final(), cipher.getAuthTag()]);
       return `${prefix}${newestId}:${iv.toString('base64url')}:${sealed.toString('base64url')}`;
     },
-    open(stored) {
-      if (!stored.startsWith(prefix)) return stored;
+    open(stored, subscriptionId) {
+      const bound = stored.startsWith(prefix);
+      if (!bound && !stored.startsWith(unboundPrefix)) {
+        if (options.refusePlaintext) {
+          throw new SecretDecryptionError(
+            `Subscription ${subscriptionId} has a plaintext signing secret, refused while SECRETS_ENCRYPTION_KEY is set in production; run pnpm db:migrate to seal it`,
+          );
+        }
+        return stored;
+      }
       const [id = '', iv = '', sealed = ''] = stored.slice(prefix.length).split(':');
       const key = byId.get(id);
       if (key === undefined) {
@@ -81,16 +119,23 @@ export function createSecretBox(keys: readonly Buffer[]): SecretBox {
       }
       const bytes = Buffer.from(sealed, 'base64url');
       try {
-        const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+        if (bytes.length < tagBytes) throw new Error('shorter than its tag');
+        const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'), {
+          authTagLength: tagBytes,
+        });
+        if (bound) decipher.setAAD(Buffer.from(subscriptionId, 'utf8'));
         decipher.setAuthTag(bytes.subarray(bytes.length - tagBytes));
         return Buffer.concat([
           decipher.update(bytes.subarray(0, bytes.length - tagBytes)),
           decipher.final(),
         ]).toString('utf8');
       } catch (error) {
-        throw new SecretDecryptionError(`A stored secret failed authentication under key ${id}`, {
-          cause: error,
-        });
+        throw new SecretDecryptionError(
+          `The stored secret of ${subscriptionId} failed authentication under key ${id}`,
+          {
+            cause: error,
+          },
+        );
       }
     },
     needsResealing(stored) {

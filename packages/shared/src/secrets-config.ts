@@ -1,6 +1,7 @@
 /**
  * The signing-secret encryption both services configure the same way: SECRETS_ENCRYPTION_KEY is
- * parsed into a {@link SecretBox}, and is required outside development and test (issue #7).
+ * parsed into a {@link SecretBox}, and is required outside development and test, where the box
+ * also refuses to open plaintext secrets.
  */
 import { ConfigError, isDevelopmentEnv } from './config.js';
 import { createSecretBox, parseEncryptionKeys, type SecretBox } from './secret-box.js';
@@ -17,5 +18,5 @@ export function secretBoxFromEnv(config: { NODE_ENV: string; SECRETS_ENCRYPTION_
       `Missing environment variable SECRETS_ENCRYPTION_KEY: required when NODE_ENV is ${JSON.stringify(config.NODE_ENV)} (only development and test may store signing secrets unencrypted)`,
     );
   }
-  return createSecretBox(keys);
+  return createSecretBox(keys, { refusePlaintext: keys.length > 0 && !isDevelopmentEnv(config.NODE_ENV) });
 }

@@ -60,6 +60,26 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
     return row;
   };
 
+  /**
+   * The condition of the deliveries listed after delivery `before` in the list's order (newest
+   * first: `created_at`, then `id`, descending).
+   *
+   * @throws HttpProblem 400 naming `before` when the subscription has no such delivery
+   */
+  const listedAfter = async (subscriptionId: string, before: string) => {
+    const cursor = await app.prisma.delivery.findUnique({
+      where: { id: before, subscriptionId },
+      select: { createdAt: true },
+    });
+    if (cursor === null) {
+      const detail = 'names no delivery of this subscription';
+      throw new HttpProblem(400, 'validation', `before ${detail}`, [{ pointer: '/before', detail }]);
+    }
+    return {
+      OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: before } }],
+    };
+  };
+
   app.get(
     '/api/webhooks/:id/deliveries',
     {
@@ -75,14 +95,14 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
     async (request) => {
       const page = pageRequest(
         request.query,
-        'narrow the query with status, or with created_before set to the created_at of the last delivery seen',
+        'narrow the query with status, or read on with before set to the id of the last delivery seen',
       );
       const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const { status, created_before: createdBefore } = request.query;
+      const { status, before } = request.query;
       const where = {
         subscriptionId: subscription.id,
         ...(status === undefined ? {} : { status }),
-        ...(createdBefore === undefined ? {} : { createdAt: { lt: new Date(createdBefore) } }),
+        ...(before === undefined ? {} : await listedAfter(subscription.id, before)),
       };
       const [count, rows] = await app.prisma.$transaction([
         app.prisma.delivery.count({ where, take: page.skip + deliveryCountWindow }),

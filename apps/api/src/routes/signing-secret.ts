@@ -27,8 +27,8 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
     params: SubscriptionParams,
     response: { 200: SigningSecret, ...problemResponses },
   });
-  const view = (secret: string, previousExpiresAt: Date | null): SigningSecret => ({
-    secret: secretBox.open(secret),
+  const view = (id: string, secret: string, previousExpiresAt: Date | null): SigningSecret => ({
+    secret: secretBox.open(secret, id),
     previous_secret_expires_at:
       previousExpiresAt && previousExpiresAt > new Date() ? previousExpiresAt.toISOString() : null,
   });
@@ -38,7 +38,7 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
     { schema: schema('getSigningSecret', 'The signing secret of the deliveries') },
     async (request, reply) => {
       const row = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      return reply.headers(noStore).send(view(row.secret, row.previousSecretExpiresAt));
+      return reply.headers(noStore).send(view(row.id, row.secret, row.previousSecretExpiresAt));
     },
   );
 
@@ -55,10 +55,10 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
         app.prisma,
         request.accountId,
         request.params.id,
-        secretBox.seal(generateSigningSecret()),
+        secretBox.seal(generateSigningSecret(), request.params.id),
         new Date(Date.now() + secretRotationOverlapMs),
       );
-      return reply.headers(noStore).send(view(row.secret, row.previous_secret_expires_at));
+      return reply.headers(noStore).send(view(request.params.id, row.secret, row.previous_secret_expires_at));
     },
   );
 };

@@ -140,15 +140,16 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               `This account has ${existing} subscriptions, the most its max_subscriptions quota allows (${max}); delete one first`,
             );
           }
+          const id = uuidv7();
           return tx.subscription.create({
             data: {
-              id: uuidv7(),
+              id,
               accountId: request.accountId,
               callbackUrl: callback_url,
               webhookId: webhook_id ?? null,
               kind,
               rateLimit: rate_limit ?? null,
-              secret: options.secretBox.seal(secret),
+              secret: options.secretBox.seal(secret, id),
               ...(options.verifyCallbacks ? { status: 'pending' as const } : {}),
             },
           });

@@ -123,8 +123,9 @@ function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
       webhookId: row.webhook_id,
       kind: row.kind,
       status: row.subscription_status,
-      secret: secretBox.open(row.secret),
-      previousSecret: row.previous_secret === null ? null : secretBox.open(row.previous_secret),
+      secret: secretBox.open(row.secret, row.subscription_id),
+      previousSecret:
+        row.previous_secret === null ? null : secretBox.open(row.previous_secret, row.subscription_id),
       previousSecretExpiresAt: row.previous_secret_expires_at,
       consecutiveFailures: row.consecutive_failures,
       rateLimit: row.rate_limit,

@@ -45,7 +45,7 @@ export function createVerificationProcessor(deps: VerificationDeps) {
     if (row === undefined || row.status !== 'pending') return 'not_pending';
     const challenge = newChallenge();
     const { body, headers } = buildChallengeRequest(
-      { webhookId: row.webhook_id, secret: deps.secretBox.open(row.secret) },
+      { webhookId: row.webhook_id, secret: deps.secretBox.open(row.secret, subscriptionId) },
       challenge,
       new Date(),
     );

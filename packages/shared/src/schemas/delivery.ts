@@ -87,11 +87,11 @@ export const DeliveryListQuery = Type.Object(
   {
     ...PageQuery,
     status: Type.Optional(DeliveryStatus),
-    created_before: Type.Optional(
+    before: Type.Optional(
       Type.String({
-        format: 'date-time',
+        format: 'uuid',
         description:
-          'Only deliveries created before this time (ISO 8601): how to read past the deepest page, from the `created_at` of the last delivery seen',
+          'Only the deliveries listed after this one (newest first): the `id` of the last delivery seen, to read on past the deepest page',
       }),
     ),
   },
