@@ -2,7 +2,7 @@
 #   docker build -f docker/api.Dockerfile -t webhooks-api .
 # The same image runs the migrations: `node packages/db/dist/migrate-cli.js` (see compose.yaml).
 
-FROM node:20-bookworm-slim AS base
+FROM node:26-bookworm-slim AS base
 ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true
 RUN npm install --global pnpm@10.34.9
 WORKDIR /repo
@@ -28,7 +28,7 @@ RUN pnpm run generate && pnpm exec tsc --build apps/api packages/client \
 FROM base AS prod-deps
 RUN pnpm install --frozen-lockfile --prod --filter @webhooks/api...
 
-FROM node:20-bookworm-slim
+FROM node:26-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
 WORKDIR /app

@@ -2,7 +2,7 @@
 #   docker build -f docker/worker.Dockerfile -t webhooks-worker .
 # Scale it by running more containers against the same Redis and PostgreSQL.
 
-FROM node:20-bookworm-slim AS base
+FROM node:26-bookworm-slim AS base
 ENV PNPM_HOME=/pnpm PATH=/pnpm:$PATH CI=true
 RUN npm install --global pnpm@10.34.9
 WORKDIR /repo
@@ -26,7 +26,7 @@ RUN pnpm run generate && pnpm exec tsc --build apps/worker
 FROM base AS prod-deps
 RUN pnpm install --frozen-lockfile --prod --filter @webhooks/worker...
 
-FROM node:20-bookworm-slim
+FROM node:26-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 # No NODE_OPTIONS heap limit: main.js bounds the worker's heap itself (WORKER_MAX_HEAP_MB), the
 # same way on every start path (bench/README.md, "Issue #14").

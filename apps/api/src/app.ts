@@ -1,13 +1,15 @@
 /**
  * Builds the API service (no listening: server.ts does that, tests use `inject`). Plugins are
  * registered in dependency order: validation and errors, metrics, then PostgreSQL and Redis, then
- * the OpenAPI document and the public routes (health, the subscriber portal's files at /portal/;
- * the queue dashboard when ADMIN_TOKEN is
- * set, in a scope of its own), then the account scope: one encapsulated
- * plugin whose authentication, rate limit and input guard apply to every route registered inside
- * it and to no other (issue #7), so no spelling of a path can reach account data unauthenticated.
- * Every answer carries `X-Request-Id` (the caller's, or a new UUID), which is also in the
- * request's log lines (`reqId`) and in the jobs of the events it publishes.
+ * the OpenAPI document and the public routes (health, the subscriber portal's files at /portal/),
+ * then the account scope: one encapsulated plugin whose authentication, rate limit and input guard
+ * apply to every route registered inside it and to no other, so no spelling of a path can reach
+ * account data unauthenticated. Every answer carries `X-Request-Id` (a UUID of the server's own),
+ * which is also in the request's log lines (`reqId`) and in the jobs of the events it publishes.
+ *
+ * The operators' routes (`/metrics`, and the queue dashboard when ADMIN_TOKEN is set) are served
+ * by `app.operator`: the app itself, or with ADMIN_PORT a second Fastify instance that server.ts
+ * listens with on that port, so that they need not be reachable where clients are.
  */
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +21,7 @@ import { createAccountQuotas } from './lib/account-quotas.js';
 import { createViews } from './lib/views.js';
 import { createPortalTokens, portalKey } from './lib/portal-tokens.js';
 import auth, { clockToleranceMs } from './plugins/auth.js';
-import metrics from './plugins/metrics.js';
+import metrics, { metricsRoute } from './plugins/metrics.js';
 import prisma from './plugins/prisma.js';
 import problemDetails from './plugins/problem-details.js';
 import queueDashboard from './plugins/queue-dashboard.js';
@@ -68,6 +70,14 @@ function clientRequestId(request: { headers: Record<string, string | string[] | 
   return typeof given === 'string' && /^[\w.:@/+=-]{1,128}$/.test(given) ? given : undefined;
 }
 
+/** The operators' listener of ADMIN_PORT: the same headers and problem details as the API. */
+async function buildOperatorApp(config: ApiConfig): Promise<FastifyInstance> {
+  const operator = Fastify({ logger: { level: config.LOG_LEVEL }, trustProxy: config.TRUST_PROXY });
+  await operator.register(securityHeaders);
+  await operator.register(problemDetails);
+  return operator;
+}
+
 /**
  * A ready-to-listen API app for `config`. Close it with `app.close()`, which also closes its
  * PostgreSQL pool and Redis connection.
@@ -98,7 +108,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   await app.register(securityHeaders);
   await app.register(validation);
   await app.register(problemDetails);
-  await app.register(metrics, { token: config.METRICS_TOKEN });
+  await app.register(metrics);
   await app.register(prisma, {
     databaseUrl: config.DATABASE_URL,
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
@@ -111,8 +121,16 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   await app.register(swagger, { serverUrl: apiServerUrl(config) });
   await app.register(health);
   await app.register(portal, { root: portalRoot, frameAncestors: config.PORTAL_FRAME_ANCESTORS });
+  const operator: FastifyInstance = config.ADMIN_PORT === 0 ? app : await buildOperatorApp(config);
+  app.decorate('operator', operator);
+  if (operator !== app) app.addHook('onClose', () => operator.close());
+  await operator.register(metricsRoute, { registry: app.metrics, token: config.METRICS_TOKEN });
   if (config.ADMIN_TOKEN !== '') {
-    await app.register(queueDashboard, { token: config.ADMIN_TOKEN, keyPrefix: config.keyPrefix });
+    await operator.register(queueDashboard, {
+      token: config.ADMIN_TOKEN,
+      keyPrefix: config.keyPrefix,
+      redis: app.redis,
+    });
   }
 
   const { secretBox } = config;

@@ -11,6 +11,7 @@ import {
   loadConfig,
   parseAccountOverrides,
   parseCallbackPolicy,
+  requireMetricsToken,
   redisSettingsFromEnv,
   secretBoxFromEnv,
   type AccountOverride,
@@ -72,6 +73,13 @@ export const apiEnvSchema = Type.Object({
     minimum: 1,
     description:
       'Bytes of event `data` (serialized JSON) the API accepts from one account per UTC day, unless ACCOUNT_OVERRIDES says otherwise; past it, `POST /api/events` answers 429 with `Retry-After` until midnight UTC',
+  }),
+  ADMIN_PORT: Type.Integer({
+    default: 0,
+    minimum: 0,
+    maximum: 65535,
+    description:
+      'When set, `/metrics` and the queue dashboard are served on this port (on HOST) instead of the API port, for a network clients cannot reach; 0: on the API port',
   }),
   ADMIN_TOKEN: Type.String({
     default: '',
@@ -142,9 +150,15 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
  * @throws ConfigError naming the variable: outside NODE_ENV `development` and `test` (unset and
  *   unknown values included) JWT_SECRET must be set, at least 32 bytes and not the public
  *   development secret, unless JWT_PUBLIC_KEY is set, which then needs JWT_ISSUER and
- *   JWT_AUDIENCE; SECRETS_ENCRYPTION_KEY must be set.
+ *   JWT_AUDIENCE; SECRETS_ENCRYPTION_KEY and METRICS_TOKEN must be set.
  */
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
+  const config = readApiConfig(env);
+  requireMetricsToken(config);
+  return config;
+}
+
+function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
   const config = loadConfig(apiEnvSchema, env);
   const secretBox = secretBoxFromEnv(config);
   if (config.PORTAL_SECRET !== '' && Buffer.byteLength(config.PORTAL_SECRET) < minJwtSecretBytes) {

@@ -14,6 +14,8 @@ declare module 'fastify' {
     prisma: PrismaClient;
     /** The app's Prometheus registry (plugins/metrics.ts). */
     metrics: Registry;
+    /** Where `/metrics` and the queue dashboard are served: the app, or the ADMIN_PORT listener. */
+    operator: FastifyInstance;
     redis: RedisConnection;
     publisher: EventPublisher;
     deliveryQueue: Queue<DeliveryJobData>;

@@ -17,6 +17,7 @@ closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
 });
 
 await app.listen({ host: config.HOST, port: config.PORT });
+if (app.operator !== app) await app.operator.listen({ host: config.HOST, port: config.ADMIN_PORT });
 app.log.info(
   {
     config: redactedConfig(apiEnvSchema, config),

@@ -53,6 +53,7 @@ describe('API configuration from the environment', () => {
       'JWT_AUDIENCE',
     ],
     [{ NODE_ENV: 'development', JWT_MAX_AGE_SECONDS: '10' }, 'JWT_MAX_AGE_SECONDS'],
+    [{ NODE_ENV: 'production', JWT_SECRET: strongSecret, SECRETS_ENCRYPTION_KEY: key }, 'METRICS_TOKEN'],
     [
       {
         NODE_ENV: 'production',
@@ -75,6 +76,7 @@ describe('API configuration from the environment', () => {
       NODE_ENV: 'production',
       JWT_SECRET: strongSecret,
       SECRETS_ENCRYPTION_KEY: key,
+      METRICS_TOKEN: 'a-metrics-token',
     });
     expect(hs.jwtKey).toEqual({ algorithm: 'HS256', key: strongSecret });
     expect(hs.secretBox.encrypting).toBe(true);
@@ -83,6 +85,7 @@ describe('API configuration from the environment', () => {
       JWT_ISSUER: 'https://id.example.com/',
       JWT_AUDIENCE: 'webhooks',
       SECRETS_ENCRYPTION_KEY: key,
+      METRICS_TOKEN: 'a-metrics-token',
     });
     expect(rs.jwtKey.algorithm).toBe('RS256');
   });

@@ -107,6 +107,7 @@ describe('the queue dashboard', () => {
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.body).toContain('Webhook queues');
+    expect(page.headers['content-security-policy']).toMatch(/script-src 'self'/);
     const queues = await guarded.app.inject({
       url: '/admin/queues/api/queues',
       headers: { authorization: `Bearer ${adminToken}` },
@@ -118,6 +119,36 @@ describe('the queue dashboard', () => {
         .queues.map((queue: { name: string }) => queue.name)
         .sort(),
     ).toEqual(Object.values(queueNames).sort());
+  });
+});
+
+describe('ADMIN_PORT', () => {
+  it("moves /metrics and the queue dashboard to the operators' listener, off the API port", async () => {
+    const split = await startTestApi('ops-split', {
+      ADMIN_PORT: '9',
+      METRICS_TOKEN: metricsToken,
+      ADMIN_TOKEN: adminToken,
+    });
+    try {
+      const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+      expect((await split.app.inject({ url: '/metrics', headers: bearer(metricsToken) })).statusCode).toBe(
+        404,
+      );
+      expect((await split.app.inject({ url: '/admin/queues', headers: bearer(adminToken) })).statusCode).toBe(
+        404,
+      );
+      const metrics = await split.app.operator.inject({ url: '/metrics', headers: bearer(metricsToken) });
+      expect(metrics.statusCode).toBe(200);
+      expect(metrics.body).toContain('webhook_http_request_duration_seconds');
+      expect((await split.app.operator.inject({ url: '/metrics' })).statusCode).toBe(401);
+      const page = await split.app.operator.inject({ url: '/admin/queues', headers: bearer(adminToken) });
+      expect(page.statusCode).toBe(200);
+      expect(
+        (await split.app.operator.inject({ url: '/api/webhooks', headers: split.auth('acct') })).statusCode,
+      ).toBe(404);
+    } finally {
+      await split.close();
+    }
   });
 });
 

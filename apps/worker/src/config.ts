@@ -11,6 +11,7 @@ import {
   loadConfig,
   parseAccountOverrides,
   parseCallbackPolicy,
+  requireMetricsToken,
   redisSettingsFromEnv,
   secretBoxFromEnv,
   splitList,
@@ -176,12 +177,12 @@ function parseDnsServers(value: string): string[] {
  * Reads and validates the worker configuration from `env` (default `process.env`).
  *
  * @throws ConfigError naming the variable; SECRETS_ENCRYPTION_KEY is required outside NODE_ENV
- *   development and test, and CALLBACK_ALLOW_PRIVATE refused there; DNS_SERVERS must be IP
- *   addresses.
+ *   development and test, as is METRICS_TOKEN, and CALLBACK_ALLOW_PRIVATE is refused there;
+ *   DNS_SERVERS must be IP addresses.
  */
 export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
   const config = loadConfig(workerEnvSchema, env);
-  return {
+  const worker = {
     ...config,
     ...redisSettingsFromEnv(config),
     secretBox: secretBoxFromEnv(config),
@@ -190,4 +191,6 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
     callbackPolicy: parseCallbackPolicy(config),
   };
+  requireMetricsToken(worker);
+  return worker;
 }

@@ -59,6 +59,10 @@ describe('worker configuration from the environment', () => {
       'CALLBACK_ALLOW_PRIVATE',
     ],
     [{ NODE_ENV: 'test', CALLBACK_DENY_CIDRS: 'not-a-range' }, 'CALLBACK_DENY_CIDRS'],
+    [
+      { NODE_ENV: 'production', SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') },
+      'METRICS_TOKEN',
+    ],
   ])('refuses %j naming %s', (env, name) => {
     expect(() => loadWorkerConfig(env)).toThrow(ConfigError);
     expect(() => loadWorkerConfig(env)).toThrow(new RegExp(`environment variable ${name}\\b`));

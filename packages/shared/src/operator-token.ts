@@ -5,6 +5,7 @@
  * name). Client JWTs never open them: they are a different secret.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { ConfigError, isDevelopmentEnv } from './config.js';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
@@ -29,4 +30,18 @@ export function operatorTokenAccepted(header: string | undefined, token: string)
     return sameSecret(decoded.slice(decoded.indexOf(':') + 1), token);
   }
   return false;
+}
+
+/**
+ * Refuses a production start with `/metrics` open: metrics name queues, routes and volumes, which
+ * is reconnaissance for anyone who can reach the port.
+ *
+ * @throws ConfigError naming METRICS_TOKEN when it is empty outside NODE_ENV development and test
+ */
+export function requireMetricsToken(config: { NODE_ENV: string; METRICS_TOKEN: string }): void {
+  if (config.METRICS_TOKEN === '' && !isDevelopmentEnv(config.NODE_ENV)) {
+    throw new ConfigError(
+      `Missing environment variable METRICS_TOKEN: required when NODE_ENV is ${JSON.stringify(config.NODE_ENV)} (only development and test may serve /metrics without a token)`,
+    );
+  }
 }

@@ -2,17 +2,19 @@
  * Prometheus metrics of the API (issue #10) with prom-client, on a registry of the app's own:
  * Node's process defaults, `webhook_http_request_duration_seconds{method, route, status_class}`
  * (the route's pattern, never its path, so ids add no labels) and what other plugins register
- * on `app.metrics` (the publisher's `webhook_events_published_total`). Served at `/metrics`,
- * outside the account scope; with METRICS_TOKEN set it answers 401 without that token.
+ * on `app.metrics` (the publisher's `webhook_events_published_total`). Served at `/metrics` by
+ * {@link metricsRoute}, on the operators' listener (app.ts): outside the account scope, and with
+ * METRICS_TOKEN set it answers 401 without that token.
  */
 import fp from 'fastify-plugin';
+import type { FastifyPluginAsync } from 'fastify';
 import type {} from '../decorators.js';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { httpStatusClass, operatorTokenAccepted } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
 
-export default fp<{ token: string }>(
-  async (app, options) => {
+export default fp(
+  async (app) => {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
     const duration = new Histogram({
@@ -33,14 +35,21 @@ export default fp<{ token: string }>(
         reply.elapsedTime / 1000,
       );
     });
-    app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
-      if (options.token !== '' && !operatorTokenAccepted(request.headers.authorization, options.token)) {
-        throw new HttpProblem(401, 'unauthorized', 'METRICS_TOKEN is required', undefined, {
-          'www-authenticate': 'Bearer realm="metrics"',
-        });
-      }
-      return reply.type(registry.contentType).send(await registry.metrics());
-    });
   },
   { name: 'metrics' },
 );
+
+/** `GET /metrics`: `registry` in Prometheus' text format, to METRICS_TOKEN's holder when set. */
+export const metricsRoute: FastifyPluginAsync<{ registry: Registry; token: string }> = async (
+  app,
+  options,
+) => {
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (options.token !== '' && !operatorTokenAccepted(request.headers.authorization, options.token)) {
+      throw new HttpProblem(401, 'unauthorized', 'METRICS_TOKEN is required', undefined, {
+        'www-authenticate': 'Bearer realm="metrics"',
+      });
+    }
+    return reply.type(options.registry.contentType).send(await options.registry.metrics());
+  });
+};
