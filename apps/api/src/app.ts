@@ -38,6 +38,7 @@ import portalSessions from './routes/portal-sessions.js';
 import testEvents from './routes/test-events.js';
 import portal from './plugins/portal.js';
 import securityHeaders from './plugins/security-headers.js';
+import ipLimits from './plugins/ip-limits.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
 
@@ -105,9 +106,23 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   });
   if (config.jwtWarning) app.log.warn(config.jwtWarning);
 
+  // The rate limits' and the payload quota's counts, one small script each per request: on one
+  // auto-pipelined connection, the counts of concurrent requests reach Redis as one write.
+  const countingRedis = createPipelinedConnection(config.redis, countTimeoutMs);
+  countingRedis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (counts)'));
+  app.addHook('onClose', async () => {
+    countingRedis.disconnect();
+  });
+
   await app.register(securityHeaders);
   await app.register(validation);
   await app.register(problemDetails);
+  await app.register(ipLimits, {
+    redis: countingRedis,
+    keyPrefix: config.keyPrefix,
+    openPerMinute: config.OPEN_REQUESTS_PER_MINUTE_PER_IP,
+    authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE_PER_IP,
+  });
   await app.register(metrics);
   await app.register(prisma, {
     databaseUrl: config.DATABASE_URL,
@@ -134,13 +149,6 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   }
 
   const { secretBox } = config;
-  // The rate limit's and the payload quota's counts, one small script each per request: on one
-  // auto-pipelined connection, the counts of concurrent requests reach Redis as one write.
-  const countingRedis = createPipelinedConnection(config.redis, countTimeoutMs);
-  countingRedis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (counts)'));
-  app.addHook('onClose', async () => {
-    countingRedis.disconnect();
-  });
   const quotas = createAccountQuotas({
     redis: countingRedis,
     prefix: config.keyPrefix,
@@ -153,7 +161,11 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   const portalTokens =
     portalSigningKey === null ? null : createPortalTokens(portalSigningKey, clockToleranceMs);
   await app.register(async (accountScope) => {
+    accountScope.addHook('onRoute', (route) => {
+      route.config = { ...route.config, accountScoped: true };
+    });
     await accountScope.register(auth, {
+      authFailures: app.authFailures,
       jwtKey: config.jwtKey,
       issuer: config.JWT_ISSUER,
       audience: config.JWT_AUDIENCE,

@@ -108,6 +108,18 @@ export const apiEnvSchema = Type.Object({
     description:
       "PostgreSQL's statement_timeout on the API's queries, in ms; a query past it answers 503 with `Retry-After`",
   }),
+  OPEN_REQUESTS_PER_MINUTE_PER_IP: Type.Integer({
+    default: 600,
+    minimum: 1,
+    description:
+      'Requests a minute from one IP address to the routes without a token (health, readiness, documentation, portal files, unknown paths), shared by all API instances through Redis',
+  }),
+  AUTH_FAILURES_PER_MINUTE_PER_IP: Type.Integer({
+    default: 30,
+    minimum: 1,
+    description:
+      'Failed authentications a minute from one IP address; past it the address gets 429 on every account route until the minute ends',
+  }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,
     minimum: 1,

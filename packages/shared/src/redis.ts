@@ -220,3 +220,14 @@ export function redisSettingsFromEnv(config: RedisEnv & { QUEUE_PREFIX: string }
   const redis = redisTopologyFromEnv(config);
   return { redis, keyPrefix: effectiveKeyPrefix(redis, config.QUEUE_PREFIX) };
 }
+
+/**
+ * ioredis states of a connection that lost Redis or never reached it. `connecting` is not one: a
+ * first connection is under way, and commands wait for it in the offline queue.
+ */
+const downStates = new Set(['reconnecting', 'close', 'end']);
+
+/** Whether `connection` is known to be without Redis now (see ioredis' `status`). */
+export function redisConnectionDown(connection: RedisConnection): boolean {
+  return downStates.has(connection.status);
+}

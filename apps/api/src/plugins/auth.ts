@@ -18,12 +18,14 @@
  * those whose route config sets `portalRefused`, which answer 403 (issue #13).
  */
 import fp from 'fastify-plugin';
+import type { FastifyRequest } from 'fastify';
 import type {} from '../decorators.js';
 import jwt from '@fastify/jwt';
 import { isValidAccountId } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
 import type { ApiConfig } from '../config.js';
 import type { PortalTokens } from '../lib/portal-tokens.js';
+import type { AuthFailureLimit } from './ip-limits.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -68,6 +70,8 @@ export interface AuthOptions {
   maxAgeSeconds: number;
   /** Portal session tokens, or null when the API cannot mint them (then none is accepted). */
   portal: PortalTokens | null;
+  /** Failed authentications per IP (plugins/ip-limits.ts). */
+  authFailures: AuthFailureLimit;
 }
 
 export default fp<AuthOptions>(
@@ -95,7 +99,14 @@ export default fp<AuthOptions>(
     });
     app.decorateRequest('accountId', '');
     const { portal } = options;
-    app.addHook('onRequest', async (request) => {
+    const { authFailures } = options;
+    /**
+     * The account `request` acts for.
+     *
+     * @throws HttpProblem 401 for a missing, malformed or invalid token; 403 for a portal session
+     *   token on a route that refuses them
+     */
+    const authenticate = async (request: FastifyRequest): Promise<string> => {
       const header = request.headers.authorization;
       if (header === undefined || !/^Bearer\s+\S+$/i.test(header)) {
         throw new HttpProblem(
@@ -125,7 +136,16 @@ export default fp<AuthOptions>(
           'A portal session token cannot call this route; use a token of the account',
         );
       }
-      request.accountId = payload.sub;
+      return payload.sub;
+    };
+    app.addHook('onRequest', async (request) => {
+      await authFailures.check(request.ip);
+      try {
+        request.accountId = await authenticate(request);
+      } catch (error) {
+        if (error instanceof HttpProblem && error.status === 401) await authFailures.failed(request.ip);
+        throw error;
+      }
     });
   },
   { name: 'auth' },

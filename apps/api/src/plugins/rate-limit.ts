@@ -13,18 +13,12 @@
  */
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
-import type { RedisConnection } from '@webhooks/shared';
+import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
 import { serviceUnavailable } from '../lib/infrastructure-error.js';
 import { HttpProblem } from '../lib/problem.js';
 
 /** Methods that change nothing: they pass uncounted while Redis is away. */
 const readMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/**
- * ioredis states of a connection that lost Redis or never reached it. `connecting` is not one: a
- * first connection is under way, and the count waits for it in the offline queue.
- */
-const downStates = new Set(['reconnecting', 'close', 'end']);
 
 /** Options of the rate-limit plugin. */
 export interface RateLimitOptions {
@@ -59,7 +53,7 @@ export default fp<RateLimitOptions>(
     });
     // Fail closed for writes: an uncounted write could be one of a flood the limit exists to stop.
     app.addHook('preValidation', (request, _reply, done) => {
-      if (readMethods.has(request.method) || !downStates.has(options.redis.status)) return done();
+      if (readMethods.has(request.method) || !redisConnectionDown(options.redis)) return done();
       done(
         serviceUnavailable(
           'Redis is unavailable, so the rate limit cannot count this request; nothing was accepted or changed. Retry later.',

@@ -1,0 +1,119 @@
+/**
+ * Limits per client IP address, for what no account pays for: requests to the open routes (health
+ * and readiness, the API documentation, the portal's files, `/metrics` when it shares the API
+ * port, unknown paths) and failed authentications. Both count in Redis with rate-limiter-flexible,
+ * shared by every API instance, and fall back to a count in this process's memory while Redis is
+ * away, so an outage never lifts them. Over a limit: 429 with `Retry-After`. After
+ * AUTH_FAILURES_PER_MINUTE_PER_IP failed authentications an address gets 429 on every account
+ * route, valid token or not, until its minute ends: guessing tokens costs a minute per handful.
+ *
+ * Routes of the account scope are marked `accountScoped` (app.ts) and pay the account's own rate
+ * limit instead of the open one. Behind a proxy, set TRUST_PROXY so that the address is the
+ * client's, not the proxy's.
+ */
+import fp from 'fastify-plugin';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
+import { HttpProblem } from '../lib/problem.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set on every route of the account scope: counted per account, not per IP. */
+    accountScoped?: boolean;
+  }
+}
+
+/** Options of the per-IP limits. */
+export interface IpLimitsOptions {
+  /** The app's auto-pipelined counting connection. */
+  redis: RedisConnection;
+  /** Prefix of the counters' keys. */
+  keyPrefix: string;
+  /** OPEN_REQUESTS_PER_MINUTE_PER_IP. */
+  openPerMinute: number;
+  /** AUTH_FAILURES_PER_MINUTE_PER_IP. */
+  authFailuresPerMinute: number;
+}
+
+/** What the authentication plugin asks of the limits. */
+export interface AuthFailureLimit {
+  /**
+   * Refuses an address that failed too often this minute.
+   *
+   * @throws HttpProblem 429 with `Retry-After` when `ip` is over AUTH_FAILURES_PER_MINUTE_PER_IP
+   */
+  check(ip: string): Promise<void>;
+  /** Counts one failed authentication of `ip`. */
+  failed(ip: string): Promise<void>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Failed authentications per IP (plugins/auth.ts counts them). */
+    authFailures: AuthFailureLimit;
+  }
+}
+
+/** One per-minute limit, on Redis with a memory fallback for outages. */
+function perMinute(redis: RedisConnection, keyPrefix: string, points: number) {
+  const memory = new RateLimiterMemory({ points, duration: 60 });
+  const shared = new RateLimiterRedis({
+    storeClient: redis,
+    points,
+    duration: 60,
+    keyPrefix,
+    insuranceLimiter: memory,
+  });
+  // While the connection is known down, the memory count answers at once instead of after the
+  // command timeout.
+  return () => (redisConnectionDown(redis) ? memory : shared);
+}
+
+/** The 429 of a per-IP limit, with the wait in whole seconds. */
+function tooMany(what: string, refusal: RateLimiterRes): HttpProblem {
+  const seconds = Math.max(1, Math.ceil(refusal.msBeforeNext / 1000));
+  return new HttpProblem(429, 'rate-limited', `${what}; retry in ${seconds} s`, undefined, {
+    'retry-after': String(seconds),
+  });
+}
+
+/** Consumes one point; resolves, or throws the 429 of `what` when over the limit. */
+async function spend(limiter: RateLimiterRedis | RateLimiterMemory, ip: string, what: string) {
+  try {
+    await limiter.consume(ip);
+  } catch (refusal) {
+    if (refusal instanceof RateLimiterRes) throw tooMany(what, refusal);
+    throw refusal;
+  }
+}
+
+export default fp<IpLimitsOptions>(
+  async (app, options) => {
+    const open = perMinute(options.redis, `${options.keyPrefix}:ip-open`, options.openPerMinute);
+    const failures = perMinute(options.redis, `${options.keyPrefix}:ip-auth`, options.authFailuresPerMinute);
+    app.addHook('onRequest', async (request) => {
+      if (request.routeOptions.config?.accountScoped) return;
+      await spend(
+        open(),
+        request.ip,
+        `More than ${options.openPerMinute} requests a minute from this address`,
+      );
+    });
+    app.decorate('authFailures', {
+      async check(ip) {
+        const count = await failures().get(ip);
+        if (count !== null && count.consumedPoints >= options.authFailuresPerMinute)
+          throw tooMany(
+            `More than ${options.authFailuresPerMinute} failed authentications a minute from this address`,
+            count,
+          );
+      },
+      async failed(ip) {
+        await failures()
+          .consume(ip)
+          .catch(() => undefined);
+      },
+    } satisfies AuthFailureLimit);
+  },
+  { name: 'ip-limits' },
+);
