@@ -18,6 +18,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { connectionUrlSecrets, createPipelinedConnection, secretRedactingHooks } from '@webhooks/shared';
 import { apiServerUrl, type ApiConfig } from './config.js';
 import { createAccountQuotas } from './lib/account-quotas.js';
+import { createIdempotencyStore } from './lib/idempotency-store.js';
 import { createViews } from './lib/views.js';
 import { createPortalTokens, portalKey } from './lib/portal-tokens.js';
 import auth, { clockToleranceMs } from './plugins/auth.js';
@@ -201,7 +202,10 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       views,
     });
     await accountScope.register(signingSecret, { secretBox });
-    await accountScope.register(events, { quotas });
+    await accountScope.register(events, {
+      quotas,
+      idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(app.prisma) : null,
+    });
     await accountScope.register(testEvents);
     await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
     if (portalTokens !== null) await accountScope.register(portalSessions, { tokens: portalTokens, views });

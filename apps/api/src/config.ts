@@ -108,6 +108,11 @@ export const apiEnvSchema = Type.Object({
     description:
       "PostgreSQL's statement_timeout on the API's queries, in ms; a query past it answers 503 with `Retry-After`",
   }),
+  IDEMPOTENCY_STORE: Type.Union([Type.Literal('redis'), Type.Literal('postgresql')], {
+    default: 'redis',
+    description:
+      '`postgresql`: idempotency keys of published events are also kept in PostgreSQL (unique per account and key), so a Redis failover cannot lose them; `redis`: in the queue only',
+  }),
   OPEN_REQUESTS_PER_MINUTE_PER_IP: Type.Integer({
     default: 600,
     minimum: 1,

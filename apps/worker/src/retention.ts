@@ -4,9 +4,11 @@
  * (default 1,000), so no statement holds its locks for long and the API and the deliveries keep
  * running between them. Runs hourly as a BullMQ job scheduler (worker.ts). It also clears the
  * previous signing secrets whose overlap after a rotation has ended: no delivery signs with them
- * any more, so keeping them would only widen what a leaked row gives away.
+ * any more, so keeping them would only widen what a leaked row gives away. And it deletes the
+ * idempotency keys kept in PostgreSQL once their 24 hours are over.
  */
 import type { PrismaClient } from '@webhooks/db';
+import { idempotencyWindowMs } from '@webhooks/shared';
 
 /** What one run deleted, in rows. */
 export interface RetentionReport {
@@ -15,6 +17,8 @@ export interface RetentionReport {
   events: number;
   /** Subscriptions whose expired previous signing secret was cleared. */
   previousSecrets: number;
+  /** Idempotency keys kept in PostgreSQL, past their 24 hours. */
+  idempotencyKeys: number;
 }
 
 /** Options of {@link deleteExpiredRows}. */
@@ -35,7 +39,13 @@ export async function deleteExpiredRows(
 ): Promise<RetentionReport> {
   const batchSize = options.batchSize ?? 1_000;
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
-  const report: RetentionReport = { attempts: 0, deliveries: 0, events: 0, previousSecrets: 0 };
+  const report: RetentionReport = {
+    attempts: 0,
+    deliveries: 0,
+    events: 0,
+    previousSecrets: 0,
+    idempotencyKeys: 0,
+  };
   const drain = async (table: keyof RetentionReport, deleteBatch: () => Promise<number>) => {
     for (;;) {
       const deleted = await deleteBatch();
@@ -68,6 +78,9 @@ export async function deleteExpiredRows(
   report.previousSecrets = await prisma.$executeRaw`
     UPDATE subscriptions SET previous_secret = NULL, previous_secret_expires_at = NULL
     WHERE previous_secret_expires_at < ${options.now ?? new Date()}`;
+  report.idempotencyKeys = await prisma.$executeRaw`
+    DELETE FROM idempotency_keys
+    WHERE created_at < ${new Date((options.now ?? new Date()).getTime() - idempotencyWindowMs)}`;
   await options.afterBatch?.({ ...report });
   return report;
 }

@@ -389,7 +389,13 @@ describe('retention and the delivery count', () => {
       expect(order).toEqual(['first batch', 'served 200 mid-retention', 'retention done']);
       // The first round deletes its 40; each later one also the 11 the round before kept.
       const aged = round === 0 ? 40 : 51;
-      expect(report).toEqual({ attempts: aged, deliveries: aged, events: aged, previousSecrets: 0 });
+      expect(report).toEqual({
+        attempts: aged,
+        deliveries: aged,
+        events: aged,
+        previousSecrets: 0,
+        idempotencyKeys: 0,
+      });
       afterEachRetention.push(await rowCounts());
     }
     expect(afterEachRetention).toEqual([
@@ -413,6 +419,21 @@ describe('retention and the delivery count', () => {
       (await prisma.subscription.findUniqueOrThrow({ where: { id } })).previousSecret;
     expect(await previous(ended.id)).toBeNull();
     expect(await previous(overlapping.id)).not.toBeNull();
+  });
+
+  it('deletes idempotency keys kept in PostgreSQL once their 24 hours are over', async () => {
+    const prisma = stack.api.app.prisma;
+    const row = (keyHash: string, hoursAgo: number) => ({
+      accountId: 'acct-idem',
+      keyHash,
+      eventId: uuidv7(),
+      payloadTimestamp: '2026-11-24T00:00:00.000',
+      createdAt: new Date(Date.now() - hoursAgo * 3_600_000),
+    });
+    await prisma.idempotencyKey.createMany({ data: [row('a'.repeat(64), 25), row('b'.repeat(64), 23)] });
+    const report = await deleteExpiredRows(prisma, { retentionDays: 30 });
+    expect(report.idempotencyKeys).toBe(1);
+    expect((await prisma.idempotencyKey.findMany()).map((kept) => kept.keyHash)).toEqual(['b'.repeat(64)]);
   });
 
   it('counts at most 10,000 deliveries past the requested page', async () => {

@@ -47,6 +47,11 @@ export interface EventInput {
    * account only, and allowed an operational type. The caller checks that the account owns it.
    */
   subscriptionId?: string;
+  /**
+   * The event id, when the caller reserved one (a UUIDv7); a new one otherwise. The API reserves
+   * it to record an idempotency key in PostgreSQL before the event is queued.
+   */
+  id?: string;
 }
 
 /**
@@ -103,6 +108,9 @@ export function checkEventInput(input: EventInput): Date {
       `idempotency key must be a string of 1 to ${maxIdempotencyKeyLength} characters, without NUL or lone surrogates`,
       '/idempotency_key',
     );
+  }
+  if (input.id !== undefined && !isUuid(input.id)) {
+    throw new EventInputError('event id must be a UUID', '/id');
   }
   if (input.subscriptionId !== undefined && !isUuid(input.subscriptionId)) {
     throw new EventInputError('subscription id must be a UUID', '/subscription_id');

@@ -141,7 +141,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
     async publish(input) {
       const occurredAt = checkEventInput(input);
       const data: EventJobData = {
-        id: uuidv7(),
+        id: input.id ?? uuidv7(),
         accountId: input.accountId,
         type: input.type,
         data: input.data,
@@ -208,4 +208,9 @@ async function awaitReplicas(connection: RedisConnection, replicas: number, time
 /** Idempotency keys are per account; hashing bounds the Redis key whatever the client sends. */
 function idempotencyId(accountId: string, key: string): string {
   return createHash('sha256').update(accountId).update('\0').update(key).digest('hex');
+}
+
+/** The SHA-256 of an idempotency key, hex: how a key is stored, bounded whatever the client sends. */
+export function idempotencyKeyHash(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
 }

@@ -3,6 +3,8 @@
  * and for a client's own testing. The same publisher and limits as internal services (issue #4):
  * 400 for an unknown type, 413 for `data` over 256 KiB, 429 past the account's
  * `payload_bytes_per_day` quota (`lib/account-quotas.ts`); 202 with the event id and timestamp.
+ * With IDEMPOTENCY_STORE=postgresql the idempotency key is claimed in PostgreSQL first
+ * (`lib/idempotency-store.ts`), beside the queue's own deduplication in Redis.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
@@ -11,15 +13,21 @@ import {
   formatPayloadTimestamp,
   PublishUnavailableError,
 } from '@webhooks/shared';
+import { v7 as uuidv7 } from 'uuid';
 import type { AccountQuotas } from '../lib/account-quotas.js';
+import type { IdempotencyStore } from '../lib/idempotency-store.js';
 import { HttpProblem } from '../lib/problem.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route-schemas.js';
 
-const events: FastifyPluginAsyncTypebox<{ quotas: Pick<AccountQuotas, 'chargePayload'> }> = async (
-  app,
-  { quotas },
-) => {
+/** Options of the publishing route. */
+export interface EventRoutesOptions {
+  quotas: Pick<AccountQuotas, 'chargePayload'>;
+  /** Idempotency keys in PostgreSQL (IDEMPOTENCY_STORE=postgresql); null: in Redis only. */
+  idempotency: IdempotencyStore | null;
+}
+
+const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { quotas, idempotency }) => {
   app.post(
     '/api/events',
     {
@@ -52,17 +60,33 @@ const events: FastifyPluginAsyncTypebox<{ quotas: Pick<AccountQuotas, 'chargePay
           request.log,
         );
       }
+      const id = uuidv7();
+      const occurredAt = occurred_at === undefined ? new Date() : new Date(occurred_at);
+      const claim =
+        idempotency === null || idempotency_key === undefined
+          ? null
+          : await idempotency.claim(
+              request.accountId,
+              idempotency_key,
+              id,
+              formatPayloadTimestamp(occurredAt),
+            );
+      if (claim?.kind === 'duplicate')
+        return reply.code(202).send({ id: claim.eventId, timestamp: claim.timestamp, duplicate: true });
       let published;
       try {
         published = await app.publisher.publish({
+          id,
           accountId: request.accountId,
           type,
           data,
-          occurredAt: occurred_at,
+          occurredAt,
           idempotencyKey: idempotency_key,
           requestId: request.id,
         });
       } catch (error) {
+        // Not queued: the client's retry with the same key must publish, not find a duplicate.
+        if (claim !== null) await idempotency!.release(request.accountId, idempotency_key!, id);
         throw publishProblem(error, request.log);
       }
       let timestamp = published.timestamp;
