@@ -2,6 +2,7 @@
  * An API app of a test file's own: its own database and queue prefix, built with `buildApp` (no
  * listening), with a helper that mints bearer tokens for any account.
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import {
   buildApp,
@@ -71,7 +72,7 @@ export async function startTestApi(tag: string, env: Record<string, string> = {}
     prefix,
     token,
     portalToken: (account, ttlSeconds) =>
-      createPortalTokens(portalKey(config)!, 0).mint(account, ttlSeconds).token,
+      createPortalTokens(portalKey(config)!, 0).mint(account, ttlSeconds, randomUUID()).token,
     auth: (account) => ({ authorization: `Bearer ${token(account)}` }),
     async close() {
       await app.close();

@@ -35,7 +35,8 @@ import deliveries from './routes/deliveries.js';
 import events from './routes/events.js';
 import eventTypes from './routes/event-types.js';
 import health from './routes/health.js';
-import portalSessions from './routes/portal-sessions.js';
+import portalSessions, { portalLinkExchange } from './routes/portal-sessions.js';
+import { createPortalLinks } from './lib/portal-links.js';
 import testEvents from './routes/test-events.js';
 import portal from './plugins/portal.js';
 import securityHeaders from './plugins/security-headers.js';
@@ -169,6 +170,16 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   const portalSigningKey = portalKey(config);
   const portalTokens =
     portalSigningKey === null ? null : createPortalTokens(portalSigningKey, clockToleranceMs);
+  const portalLinks =
+    portalTokens === null
+      ? null
+      : createPortalLinks({
+          redis: app.redis,
+          prefix: config.keyPrefix,
+          tokens: portalTokens,
+          linkSeconds: config.PORTAL_LINK_SECONDS,
+        });
+  if (portalLinks !== null) await app.register(portalLinkExchange, { links: portalLinks });
   await app.register(async (accountScope) => {
     accountScope.addHook('onRoute', (route) => {
       route.config = { ...route.config, accountScoped: true };
@@ -179,7 +190,10 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       issuer: config.JWT_ISSUER,
       audience: config.JWT_AUDIENCE,
       maxAgeSeconds: config.JWT_MAX_AGE_SECONDS,
-      portal: portalTokens,
+      portal:
+        portalTokens === null || portalLinks === null
+          ? null
+          : { tokens: portalTokens, revoked: (id: string) => portalLinks.revoked(id) },
     });
     await accountScope.register(rateLimit, {
       max: config.RATE_LIMIT_PER_MINUTE,
@@ -208,7 +222,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     });
     await accountScope.register(testEvents);
     await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
-    if (portalTokens !== null) await accountScope.register(portalSessions, { tokens: portalTokens, views });
+    if (portalLinks !== null) await accountScope.register(portalSessions, { links: portalLinks, views });
   });
   await app.ready();
   return app;

@@ -86,6 +86,13 @@ export const apiEnvSchema = Type.Object({
     description:
       'When set, the queue dashboard is served at `/admin/queues` to this token (bearer or Basic password); off when empty',
   }),
+  PORTAL_LINK_SECONDS: Type.Integer({
+    default: 300,
+    minimum: 10,
+    maximum: 3_600,
+    description:
+      'How long a portal link can be opened, in seconds; it is exchanged once for its session, whose own lifetime the minting request chooses',
+  }),
   PORTAL_FRAME_ANCESTORS: Type.String({
     default: "'self'",
     pattern: '^[^;,]+$',

@@ -16,12 +16,12 @@ const from = (remoteAddress: string, url: string, headers: Record<string, string
 describe('limits per client address', () => {
   it('answers 429 with Retry-After past OPEN_REQUESTS_PER_MINUTE_PER_IP on the open routes, per address', async () => {
     const statuses = [];
-    for (let i = 0; i < 6; i++) statuses.push((await from('198.51.100.1', '/readyz')).statusCode);
-    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
-    const refused = await from('198.51.100.1', '/healthz');
+    for (let i = 0; i < 5; i++) statuses.push((await from('198.51.100.1', '/healthz')).statusCode);
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    const refused = await from('198.51.100.1', '/readyz');
     expect(refused.statusCode).toBe(429);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
-    expect((await from('198.51.100.2', '/readyz')).statusCode).toBe(200);
+    expect((await from('198.51.100.2', '/healthz')).statusCode).toBe(200);
   });
 
   it('does not count account routes against the open limit', async () => {

@@ -7,8 +7,11 @@ import { SubscriptionForm } from './subscription-form.js';
 import { SubscriptionPage } from './subscription-page.js';
 import { Subscriptions } from './subscriptions.js';
 
-/** The page: `client` acts with the session of the link, null when the page was opened without one. */
-export function App({ client }: { client: WebhookClient | null }) {
+/**
+ * The page: `client` acts with the session of the link, null when the page was opened without one
+ * or its link could not be exchanged (`failure` says why).
+ */
+export function App({ client, failure }: { client: WebhookClient | null; failure?: string }) {
   const route = useRoute();
   const current = (page: Route['page'][]) => (page.includes(route.page) ? 'page' : undefined);
   return (
@@ -34,7 +37,8 @@ export function App({ client }: { client: WebhookClient | null }) {
           <section role="alert">
             <h2>No portal session</h2>
             <p>
-              Open this page with the link your platform gives you; it carries a session that lasts one hour.
+              {failure ??
+                'Open this page with the link your platform gives you; each link opens one session, once.'}
             </p>
           </section>
         ) : (

@@ -1,7 +1,19 @@
 import { render } from 'preact';
 import { App } from './app.js';
-import { portalClient, takeToken } from './session.js';
+import { openSession, portalClient, takeLink } from './session.js';
 import './style.css';
 
-const token = takeToken(window.location, window.history);
-render(<App client={token === null ? null : portalClient(token)} />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+const link = takeLink(window.location, window.history);
+if (link === null) render(<App client={null} />, root);
+else
+  void openSession(link).then((session) =>
+    render(
+      'token' in session ? (
+        <App client={portalClient(session.token)} />
+      ) : (
+        <App client={null} failure={session.failure} />
+      ),
+      root,
+    ),
+  );

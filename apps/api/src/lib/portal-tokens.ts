@@ -1,7 +1,8 @@
 /**
- * Portal session tokens (issue #13, the Svix "magic link" model): short-lived HS256 JWTs the API
- * mints for one account, marked `scope: "portal"`, that a browser holds in memory to call the
- * same REST API as the account. They are signed with a key of their own (PORTAL_SECRET, or one
+ * Portal session tokens (the Svix "magic link" model): short-lived HS256 JWTs the API mints for
+ * one account, marked `scope: "portal"` and named by `jti` (the session id, which
+ * `lib/portal-links.ts` can revoke), that a browser holds in memory to call the same REST API as
+ * the account. A browser gets one by exchanging a one-time portal link. They are signed with a key of their own (PORTAL_SECRET, or one
  * derived from JWT_SECRET), so a portal token never passes as a client token nor the reverse.
  */
 import { createHmac } from 'node:crypto';
@@ -16,16 +17,16 @@ export const defaultPortalSessionSeconds = 3_600;
 
 /** Portal tokens of one API. */
 export interface PortalTokens {
-  /** A token for `account` valid `ttlSeconds` from now, and when it expires. */
-  mint(account: string, ttlSeconds: number): { token: string; expiresAt: Date };
+  /** A token of session `sessionId` for `account`, valid `ttlSeconds` from now, and when it expires. */
+  mint(account: string, ttlSeconds: number, sessionId: string): { token: string; expiresAt: Date };
   /** Whether `token` claims to be a portal token (unverified: decides which key checks it). */
   claimsPortal(token: string): boolean;
   /**
-   * The verified payload of a portal token.
+   * The verified payload of a portal token: its account (`sub`) and session id (`jti`).
    *
    * @throws fast-jwt's TokenError (`code` FAST_JWT_EXPIRED, FAST_JWT_INACTIVE, …) when it is not valid
    */
-  verify(token: string): { sub?: unknown };
+  verify(token: string): { sub?: unknown; jti: string };
 }
 
 /**
@@ -48,13 +49,16 @@ export function createPortalTokens(key: string, clockToleranceMs: number): Porta
   const verify = createVerifier({
     key,
     algorithms: ['HS256'],
-    requiredClaims: ['exp', 'scope'],
+    requiredClaims: ['exp', 'scope', 'jti'],
     clockTolerance: clockToleranceMs,
   });
   return {
-    mint(account, ttlSeconds) {
+    mint(account, ttlSeconds, sessionId) {
       const exp = Math.floor(Date.now() / 1000) + ttlSeconds;
-      return { token: sign({ sub: account, scope: portalScope, exp }), expiresAt: new Date(exp * 1000) };
+      return {
+        token: sign({ sub: account, scope: portalScope, exp, jti: sessionId }),
+        expiresAt: new Date(exp * 1000),
+      };
     },
     claimsPortal(token) {
       try {
@@ -64,9 +68,10 @@ export function createPortalTokens(key: string, clockToleranceMs: number): Porta
       }
     },
     verify(token) {
-      const payload = verify(token) as { sub?: unknown; scope?: unknown };
-      if (payload.scope !== portalScope) throw new Error('not a portal token');
-      return payload;
+      const payload = verify(token) as { sub?: unknown; scope?: unknown; jti?: unknown };
+      if (payload.scope !== portalScope || typeof payload.jti !== 'string')
+        throw new Error('not a portal token');
+      return { sub: payload.sub, jti: payload.jti };
     },
   };
 }

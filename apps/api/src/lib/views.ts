@@ -86,8 +86,8 @@ export function createViews(baseUrl: string) {
         ),
       })),
     }),
-    /** The portal page with a session `token` in its fragment, which browsers keep to themselves. */
-    portalLink: (token: string) => `${links.portal}#token=${token}`,
+    /** The portal page with a one-time `link` in its fragment, which browsers keep to themselves. */
+    portalLink: (link: string) => `${links.portal}#link=${link}`,
     /** A delivery with the payload it sends and every attempt, oldest first. */
     deliveryDetail(
       row: Delivery & { event: Event; attempts: DeliveryAttempt[] },

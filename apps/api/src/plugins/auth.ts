@@ -68,8 +68,11 @@ export interface AuthOptions {
   audience: string;
   /** JWT_MAX_AGE_SECONDS, in seconds. */
   maxAgeSeconds: number;
-  /** Portal session tokens, or null when the API cannot mint them (then none is accepted). */
-  portal: PortalTokens | null;
+  /**
+   * Portal session tokens and whether a session was revoked, or null when the API cannot mint
+   * them (then none is accepted).
+   */
+  portal: { tokens: PortalTokens; revoked(sessionId: string): Promise<boolean> } | null;
   /** Failed authentications per IP (plugins/ip-limits.ts). */
   authFailures: AuthFailureLimit;
 }
@@ -118,13 +121,16 @@ export default fp<AuthOptions>(
         );
       }
       const token = header.replace(/^Bearer\s+/i, '');
-      const portalSession = portal !== null && portal.claimsPortal(token);
-      let payload: { sub?: unknown };
+      const portalSession = portal !== null && portal.tokens.claimsPortal(token);
+      let payload: { sub?: unknown; jti?: string };
       try {
-        payload = portalSession ? portal.verify(token) : await request.jwtVerify<{ sub?: unknown }>();
+        payload = portalSession ? portal.tokens.verify(token) : await request.jwtVerify<{ sub?: unknown }>();
       } catch (error) {
         const code = (error as { code?: string }).code ?? '';
         throw unauthorized(verifyFailures[code] ?? 'The token is not valid');
+      }
+      if (portalSession && (await portal.revoked(payload.jti!))) {
+        throw unauthorized('The portal session was revoked');
       }
       if (!isValidAccountId(payload.sub)) {
         throw unauthorized('The token names no valid account (sub claim)');

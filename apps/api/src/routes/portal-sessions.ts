@@ -1,17 +1,28 @@
 /**
- * `POST /api/portal-sessions` (issue #13): a platform's backend mints a link to the subscriber
- * portal for its logged-in customer. The token rides in the URL fragment, so it never reaches a
- * server log; a portal token may not mint another.
+ * Portal sessions. `POST /api/portal-sessions`: a platform's backend mints a one-time link to the
+ * subscriber portal for its logged-in customer; the link rides in the URL fragment, so it never
+ * reaches a server log, and a portal token may not mint another. `DELETE
+ * /api/portal-sessions/{id}` revokes a session. Both are account routes; the exchange of a link
+ * for its session token is open (`portalLinkExchange`), since the browser holding the link has
+ * no other credential.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { PortalSession, PortalSessionCreate } from '@webhooks/shared';
-import { defaultPortalSessionSeconds, type PortalTokens } from '../lib/portal-tokens.js';
+import {
+  PortalLinkExchange,
+  PortalSession,
+  PortalSessionCreate,
+  PortalSessionParams,
+  PortalSessionToken,
+} from '@webhooks/shared';
+import { HttpProblem, notFound } from '../lib/problem.js';
+import type { PortalLinks } from '../lib/portal-links.js';
+import { defaultPortalSessionSeconds } from '../lib/portal-tokens.js';
 import { problemResponse, problemResponses } from '../lib/route-schemas.js';
 import type { Views } from '../lib/views.js';
 
-/** Options of the portal session route. */
+/** Options of the portal session routes. */
 export interface PortalSessionOptions {
-  tokens: PortalTokens;
+  links: PortalLinks;
   /** Presenters under PUBLIC_BASE_URL (the link's address). */
   views: Views;
 }
@@ -28,7 +39,7 @@ const portalSessions: FastifyPluginAsyncTypebox<PortalSessionOptions> = async (a
       schema: {
         tags: ['portal'],
         operationId: 'createPortalSession',
-        summary: 'Mint a link to the subscriber portal for the account of the token',
+        summary: 'Mint a one-time link to the subscriber portal for the account of the token',
         body: PortalSessionCreate,
         response: {
           200: PortalSession,
@@ -39,8 +50,64 @@ const portalSessions: FastifyPluginAsyncTypebox<PortalSessionOptions> = async (a
     },
     async (request) => {
       const ttl = request.body.ttl_seconds ?? defaultPortalSessionSeconds;
-      const { token, expiresAt } = options.tokens.mint(request.accountId, ttl);
-      return { url: options.views.portalLink(token), expires_at: expiresAt.toISOString() };
+      const { id, link, expiresAt } = await options.links.create(request.accountId, ttl);
+      return { id, url: options.views.portalLink(link), expires_at: expiresAt.toISOString() };
+    },
+  );
+
+  app.delete(
+    '/api/portal-sessions/:id',
+    {
+      config: { portalRefused: true },
+      schema: {
+        tags: ['portal'],
+        operationId: 'revokePortalSession',
+        summary: 'Revoke a portal session: its link and its token stop working at once',
+        params: PortalSessionParams,
+        response: {
+          204: { type: 'null', description: 'Revoked' },
+          403: problemResponse('Portal session tokens cannot revoke portal sessions'),
+          ...problemResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      if (!(await options.links.revoke(request.accountId, request.params.id)))
+        throw notFound(`Portal session ${request.params.id}`);
+      return reply.code(204).send(null);
+    },
+  );
+};
+
+/** `POST /api/portal-sessions/exchange`: a one-time link for its session token; open route. */
+export const portalLinkExchange: FastifyPluginAsyncTypebox<{ links: PortalLinks }> = async (app, options) => {
+  app.post(
+    '/api/portal-sessions/exchange',
+    {
+      schema: {
+        tags: ['portal'],
+        operationId: 'exchangePortalLink',
+        summary: 'Exchange a one-time portal link for its session token (the portal page does this)',
+        security: [],
+        body: PortalLinkExchange,
+        response: {
+          200: PortalSessionToken,
+          ...problemResponses,
+          401: problemResponse('The link has expired, was used already, or was revoked'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const session = await options.links.exchange(request.body.link);
+      if (session === null)
+        throw new HttpProblem(
+          401,
+          'unauthorized',
+          'The portal link has expired, was used already, or was revoked; ask for a new one',
+        );
+      return reply
+        .header('cache-control', 'no-store')
+        .send({ token: session.token, expires_at: session.expiresAt.toISOString() });
     },
   );
 };
