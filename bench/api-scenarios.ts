@@ -1,5 +1,5 @@
 /**
- * API benchmarks (issue #6), autocannon at 50 connections against the API process and, in the same
+ * API benchmarks, autocannon at 50 connections against the API process and, in the same
  * run with the same settings, a baseline process (bench/baseline-server.ts).
  */
 import autocannon from 'autocannon';

@@ -1,7 +1,7 @@
 /**
  * The API benchmarks' baselines, served by a process set up like the API (Fastify, one process):
  * - `POST /baseline/events` is a bare route answering `{}`;
- * - `POST /baseline/fair-events` does only what any accepted event requires (issue #14): the same
+ * - `POST /baseline/fair-events` does only what any accepted event requires: the same
  *   bearer-token check (fast-jwt's verifier with its cache, as the API), the same Redis rate-limit
  *   script, and one BullMQ `add`, answering 202;
  * - `GET /baseline/webhooks/:id` is the API's read route with the same bearer-token check and

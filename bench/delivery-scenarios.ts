@@ -1,5 +1,5 @@
 /**
- * Delivery benchmarks (issue #6): end-to-end throughput, fan-out, steady-rate latency and retry
+ * Delivery benchmarks: end-to-end throughput, fan-out, steady-rate latency and retry
  * load, each run on a stack of its own against a bare receiver. Throughputs are deliveries
  * confirmed per second from the first publish to the last success recorded in the database.
  */
@@ -87,7 +87,7 @@ export async function steadyLatency(
 export const sustainedDrainWaitMs = 60_000;
 
 /**
- * Issue #14's sustained load: `rate` events/s for `seconds` into `subscriptions` subscriptions
+ * The sustained load: `rate` events/s for `seconds` into `subscriptions` subscriptions
  * each (one callback path each), receiver answering 200. Publish → receipt latency over every
  * delivery (one not arrived within {@link sustainedDrainWaitMs} after the end counts as infinite),
  * and how long after publishing ended the last one arrived, in ms.

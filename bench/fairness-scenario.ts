@@ -1,5 +1,5 @@
 /**
- * The fairness benchmark of issue #8: two worker processes at their defaults (WORKER_CONCURRENCY
+ * The fairness benchmark: two worker processes at their defaults (WORKER_CONCURRENCY
  * 50, DELIVERY_TIMEOUT_MS 10000), 10 subscriptions receiving `call.completed`, 50 events/s
  * through `POST /api/events`; the receiver answers 200 at once, except on one subscription's path,
  * which is faulty in one of three ways. Each faulty run is paired with the same load where that
@@ -107,7 +107,7 @@ export async function fairnessRun(
   );
 }
 
-/** A variant with its pair, and whether it met issue #8's target. */
+/** A variant with its pair, and whether it met its target. */
 export interface FairnessResult {
   variant: FairnessVariant;
   faulty: FairnessRun;

@@ -1,5 +1,5 @@
 /**
- * Worker memory under a backlog (issue #6): one worker process works through `events` events
+ * Worker memory under a backlog: one worker process works through `events` events
  * fanned out to 100 subscriptions each while its resident set size is sampled from /proc. Flat
  * means the RSS late in the run is not much above the RSS early in it.
  */

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--only <scenario,...>]`: every benchmark of issues #6, #8 and #14 against
+ * `pnpm bench [--quick] [--only <scenario,...>]`: every benchmark against
  * the real services, each figure as a ratio to a baseline measured in the same run. Prints one line
  * per scenario as it finishes, then the table; writes bench/results/<date>.json (every row with its
  * `ratio`, `target` and `met`) and .md. Timing never fails anything: targets missed are marked,
@@ -78,7 +78,7 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     const transport = await transportBaseline(size.e2e, 50);
     step('queue floor');
     const floor = await queueFloorBaseline(size.e2e, 50);
-    // Twenty accounts, one subscription each: a multi-tenant load, where issue #8's per-subscription
+    // Twenty accounts, one subscription each: a multi-tenant load, where the per-subscription
     // limit is not what bounds the worker (one subscription alone gets SUBSCRIPTION_MAX_IN_FLIGHT).
     const e2eLoad = { events: size.e2e, accounts: 20, subscriptions: 1 };
     const e2e = await deliveryThroughput('e2e', e2eLoad, progress);

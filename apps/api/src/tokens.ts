@@ -1,6 +1,6 @@
 /**
  * Minting HS256 bearer tokens the API accepts, the one helper behind `pnpm token`, the demo, the
- * benchmarks and the tests. Every token carries `sub` (the account) and `exp` (issue #7: a token
+ * benchmarks and the tests. Every token carries `sub` (the account) and `exp` (a token
  * without `exp` is refused); `iss` and `aud` are added when given, as JWT_ISSUER / JWT_AUDIENCE
  * require. Production tokens come from the platform's identity provider, not from here.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue #7, "Infrastructure down is 503, never 500, and never a hang": the API on a PostgreSQL
+ * "Infrastructure down is 503, never 500, and never a hang": the API on a PostgreSQL
  * server of the test's own, which the test stops and starts again, and on a Redis address where
  * nothing listens (so the first connection never succeeds). The machine's shared servers are
  * never touched.

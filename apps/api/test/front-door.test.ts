@@ -1,5 +1,5 @@
 /**
- * Issue #7, "What was seen": every case the outsider's probe found, against a listening API on
+ * "What was seen": every case the outsider's probe found, against a listening API on
  * 127.0.0.1 with the real PostgreSQL and Redis.
  */
 import type { AddressInfo } from 'node:net';

@@ -1,5 +1,5 @@
 /**
- * The API's operator surfaces (issue #10): Prometheus metrics behind METRICS_TOKEN, the queue
+ * The API's operator surfaces: Prometheus metrics behind METRICS_TOKEN, the queue
  * dashboard behind ADMIN_TOKEN (never a client's JWT), and request ids carried from the request to
  * the event's job.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue #7, point 6: a property-based test of the front door with fast-check. Every operation is
+ * A property-based test of the front door with fast-check. Every operation is
  * driven over a real HTTP listener with generated bodies, query strings, path spellings
  * (percent-encoding, dot segments, double slashes, absolute-form targets, case changes), headers
  * and credentials (none, invalid, valid). Properties, while PostgreSQL and Redis are up:

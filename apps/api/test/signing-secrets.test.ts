@@ -1,5 +1,5 @@
 /**
- * Issue #7, "Secrets": sealed at rest, never cacheable, rotations serialised so that every secret
+ * "Secrets": sealed at rest, never cacheable, rotations serialised so that every secret
  * handed out signs, and the key rotation of SECRETS_ENCRYPTION_KEY through `db:migrate`'s sealing.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

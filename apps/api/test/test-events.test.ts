@@ -1,5 +1,5 @@
 /**
- * Issue #13, what the portal needs of the API: a test event of a catalogue type, sent to one
+ * What the portal needs of the API: a test event of a catalogue type, sent to one
  * subscription only with the catalogue's example data, and the recent health of a subscription.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

@@ -1,6 +1,6 @@
 /**
  * Putting a job back, without using one of its attempts, when PostgreSQL or Redis failed around it
- * (issue #9, "Only a sent request is an attempt"). The job goes to BullMQ's delayed set
+ *. The job goes to BullMQ's delayed set
  * (`moveToDelayed` + `DelayedError`, which BullMQ does not count as an attempt) for a wait that
  * doubles from 1 s with each deferral of the same job, capped at 1 minute, so an outage of any
  * length costs a waiting job one Redis round trip a minute.
@@ -11,7 +11,7 @@ import type { Deferrable } from '@webhooks/shared';
 /** Wait after the first deferral, in ms. */
 export const firstDeferralMs = 1_000;
 
-/** Longest wait between two tries of a deferred job, in ms (issue #9: "capped at 1 minute"). */
+/** Longest wait between two tries of a deferred job, in ms ("capped at 1 minute"). */
 export const maxDeferralMs = 60_000;
 
 /** The wait in ms before the next try of a job already deferred `deferrals` times (0 for the first). */

@@ -1,5 +1,5 @@
 /**
- * WORKER_MAX_HEAP_MB, the bound of the worker's V8 heap (issue #14: the same bounded heap however
+ * WORKER_MAX_HEAP_MB, the bound of the worker's V8 heap (the same bounded heap however
  * the worker is started). Its own module, importing only TypeBox, so that the launcher
  * (`main.ts`) reads it without loading the service's dependencies into its own thread.
  */
@@ -33,6 +33,6 @@ export function heapLimitMb(env: Record<string, string | undefined>): number {
  * The young generation of the worker's V8 heap, in MiB. V8's default (semi-spaces of up to 16 MiB,
  * about 48 MiB in all) took the worker's RSS to 259-260 MiB at peaks of a 100,000-delivery
  * backlog; with 24 MiB the peaks were 225 and 248 MiB, and no throughput change was measured
- * (bench/README.md, "Issue #14", round 6).
+ * (bench/README.md, "Throughput work", round 6).
  */
 export const youngGenerationMb = 24;

@@ -2,7 +2,7 @@
  * The worker's entry point for every way of starting it (`pnpm start`, `node
  * apps/worker/dist/main.js`, the image): runs the service (`service.ts`) in a worker thread whose
  * V8 old generation is bounded to WORKER_MAX_HEAP_MB and its young generation to
- * {@link youngGenerationMb} (issue #14), since a Node process cannot bound its own heap once
+ * {@link youngGenerationMb}, since a Node process cannot bound its own heap once
  * started (bench/README.md, "round 0"). SIGTERM and SIGINT are forwarded to the thread, which
  * finishes its running deliveries and exits; a second one stops at once. The process exits with
  * the thread's code, 1 when the thread failed (its heap bound reached, an invalid configuration).

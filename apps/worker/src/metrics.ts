@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of the worker (issue #10) with prom-client, on a registry of the process's
+ * Prometheus metrics of the worker with prom-client, on a registry of the process's
  * own, served by the health server at `/metrics`. Labels stay few: no subscription, account or
  * event ids, so a million subscriptions add no series.
  *
@@ -10,8 +10,8 @@
  * - `webhook_queue_jobs{queue, state}`: sampled from BullMQ every {@link queueSampleIntervalMs};
  * - `webhook_scheduler_waiting{what}`: the account scheduler's backlog, sampled with the queues:
  *   `accounts` with deliveries waiting for their turn, and those `deliveries`;
- * - `webhook_subscriptions_throttled_total`, `webhook_deliveries_parked_total` (issue #8's gate)
- *   and `webhook_reconciler_redriven_total{kind}` (issue #9's reconciler);
+ * - `webhook_subscriptions_throttled_total`, `webhook_deliveries_parked_total` (the per-subscription gate)
+ *   and `webhook_reconciler_redriven_total{kind}` (the reconciler);
  * - Node's process defaults (`collectDefaultMetrics`).
  */
 import type { Queue } from 'bullmq';

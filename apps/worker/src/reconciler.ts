@@ -1,5 +1,5 @@
 /**
- * The reconciler (issue #9): re-drives whatever an outage, a crash or a lost Redis write left
+ * The reconciler: re-drives whatever an outage, a crash or a lost Redis write left
  * without a job.
  * - A delivery `pending` for longer than the grace period past its `next_attempt_at` whose round
  *   has no live job (none at all, or one in the failed set after stalling too often) gets its job

@@ -1,5 +1,5 @@
 /**
- * Retention (issue #9): events, deliveries and attempts older than RETENTION_DAYS are deleted,
+ * Retention: events, deliveries and attempts older than RETENTION_DAYS are deleted,
  * attempts first, then deliveries, then events, each in statements of at most `batchSize` rows
  * (default 1,000), so no statement holds its locks for long and the API and the deliveries keep
  * running between them. Runs hourly as a BullMQ job scheduler (worker.ts). It also clears the

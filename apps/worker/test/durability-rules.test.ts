@@ -1,4 +1,4 @@
-/** Issue #9's pure rules: the deferral wait, the expiry of a round, and auto-disable. */
+/** The durability rules: the deferral wait, the expiry of a round, and auto-disable. */
 import { describe, expect, it } from '@jest/globals';
 import { v7 as uuidv7 } from 'uuid';
 import { deferralDelayMs, maxDeferralMs } from '../src/deferral.js';

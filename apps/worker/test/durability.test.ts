@@ -1,5 +1,5 @@
 /**
- * Issue #9 end to end on the shared servers (nothing is stopped here; the fault suite is
+ * Durability end to end on the shared servers (nothing is stopped here; the fault suite is
  * faults.test.ts): the reconciler, recovery, the exact auto-disable count and its operational
  * event, events nobody receives, retention, and the bounded delivery count.
  */

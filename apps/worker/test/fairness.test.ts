@@ -1,5 +1,5 @@
 /**
- * Issue #8 end to end: a slow, failing or hostile callback costs other subscriptions nothing.
+ * Fairness between subscriptions end to end: a slow, failing or hostile callback costs other subscriptions nothing.
  * Orders of events are asserted, never durations.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

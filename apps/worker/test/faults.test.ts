@@ -1,5 +1,5 @@
 /**
- * Issue #9's fault suite: the whole service on a PostgreSQL and a Redis of the test's own
+ * The fault suite: the whole service on a PostgreSQL and a Redis of the test's own
  * (append-only file, `appendfsync always`), with worker processes as deployed and a real HTTP
  * receiver, under a steady load of events into three subscriptions while a fault happens. Each
  * case asserts what a client would see: every accepted event delivered to every subscription,

@@ -1,5 +1,5 @@
 /**
- * The worker as platform teams run it (issue #10): a fan-out-only and a delivery-only process
+ * The worker as platform teams run it: a fan-out-only and a delivery-only process
  * side by side (WORKER_QUEUES), their log lines traceable by event and request id, their
  * `/metrics` moving with a delivery, a start-up line without secrets, and `/readyz` failing while
  * Redis or PostgreSQL is unreachable.

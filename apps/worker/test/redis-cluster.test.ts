@@ -1,5 +1,5 @@
 /**
- * The whole service on a real three-master Redis Cluster (issue #10): queues under a hash-tagged
+ * The whole service on a real three-master Redis Cluster: queues under a hash-tagged
  * prefix, the API's rate limit and idempotency keys, the delivery gates and the reconciler's
  * pipelines all on the cluster.
  */

@@ -1,5 +1,5 @@
 /**
- * The whole service on Redis behind Sentinel (issue #10): the master fails over in the middle of a
+ * The whole service on Redis behind Sentinel: the master fails over in the middle of a
  * burst of events, and every event the API accepted (202) is still delivered. REDIS_WAIT_REPLICAS=1
  * is what makes "accepted" mean "on the replica too".
  */

@@ -1,5 +1,5 @@
 /**
- * Issue #8 end to end: the adaptive in-flight limit of a subscription whose attempts time out,
+ * Fairness between subscriptions end to end: the adaptive in-flight limit of a subscription whose attempts time out,
  * and `rate_limit` held by two worker processes together.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

@@ -23,7 +23,7 @@ export interface PrismaClientOptions {
 
 /**
  * Longest wait for a new connection, in ms: an unreachable or black-holed server then fails the
- * query (P1001, answered 503 by the API) instead of hanging it (issue #7).
+ * query (P1001, answered 503 by the API) instead of hanging it.
  */
 export const connectTimeoutMs = 5_000;
 

@@ -1,6 +1,6 @@
 /**
  * What names an account: the JWT `sub` on the API side, `accountId` for internal publishers. One
- * rule for both doors (issue #7), so an account id that one accepts the other accepts too.
+ * rule for both doors, so an account id that one accepts the other accepts too.
  */
 import { unstorableTextReason } from './storable-json.js';
 

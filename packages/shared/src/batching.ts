@@ -18,7 +18,7 @@ export interface BatchOptions {
  * A function of one input that runs `runBatch` over the inputs of concurrent calls. `runBatch`
  * returns one result per input, in order; an Error in that array fails only its own call. When
  * `runBatch` throws for a batch of several, each input is run again alone, so one input the
- * database refuses fails only its own call and never its neighbours (issue #8: "poison stays with
+ * database refuses fails only its own call and never its neighbours ("poison stays with
  * the poisoner"). `runBatch` must therefore be all-or-nothing, as one SQL statement is.
  */
 export function batcher<I, O>(
@@ -43,7 +43,7 @@ export function batcher<I, O>(
     maxBatchSize: options.maxBatchSize ?? 100,
     // The end of the event loop's turn, not a fixed window: completions that arrive together
     // (answers from receivers, PostgreSQL or Redis) still batch, and an idle caller waits for
-    // nothing (bench/README.md, "Issue #14", round 4).
+    // nothing (bench/README.md, "Throughput work", round 4).
     batchScheduleFn: (callback) => setImmediate(callback),
   });
   return (input) => loader.load(input);

@@ -5,7 +5,7 @@
  * subscription endpoint, `POST /api/webhooks/<kind>` (specification section 4, note 1), and a
  * subscription made there receives only that kind's types. Adding a kind is one entry here.
  *
- * `operational` events are about the service itself (issue #9): the service emits them, and
+ * `operational` events are about the service itself: the service emits them, and
  * publishers may not.
  */
 export const eventCatalogue = {

@@ -80,7 +80,7 @@ export const commonEnv = {
 
 /**
  * Whether `nodeEnv` relaxes the start-up security checks: only `development` and `test` do, so a
- * NODE_ENV that is unset or misspelt on a production host is held to production's rules (issue #7).
+ * NODE_ENV that is unset or misspelt on a production host is held to production's rules.
  */
 export function isDevelopmentEnv(nodeEnv: string): boolean {
   return nodeEnv === 'development' || nodeEnv === 'test';
@@ -119,7 +119,7 @@ const secretVariable = /SECRET|TOKEN|PASSWORD|ENCRYPTION_KEY/;
 
 /**
  * The effective value of every variable of `schema`, for the one log line each service writes at
- * start-up (issue #10): secrets show as `redacted` (or empty when unset), and URL passwords too.
+ * start-up: secrets show as `redacted` (or empty when unset), and URL passwords too.
  */
 export function redactedConfig(schema: TObject, config: object): Record<string, unknown> {
   const shown: Record<string, unknown> = {};

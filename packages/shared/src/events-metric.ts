@@ -1,5 +1,5 @@
 /**
- * `webhook_events_published_total{source}` (issue #10): events accepted for delivery, counted by
+ * `webhook_events_published_total{source}`: events accepted for delivery, counted by
  * the publisher that accepted them, `api` for `POST /api/events`, `publisher` for internal services
  * using {@link createEventPublisher} in their own process.
  */

@@ -107,7 +107,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
     connection,
     prefix: effectiveKeyPrefix(connection, options.prefix ?? defaultQueuePrefix),
     defaultJobOptions: {
-      // The fan-out waits out PostgreSQL and Redis faults without using attempts (issue #9); these
+      // The fan-out waits out PostgreSQL and Redis faults without using attempts; these
       // are for anything else, and the reconciler retries a fan-out that still fails.
       attempts: 10,
       backoff: { type: 'exponential', delay: 1000 },

@@ -38,7 +38,7 @@ export interface DeliveryJobData {
 
 /**
  * What the worker adds to a job it puts back because PostgreSQL or Redis failed around it
- * (issue #9): how many times it did, so that the wait grows.
+ *: how many times it did, so that the wait grows.
  */
 export interface Deferrable {
   deferrals?: number;
@@ -82,7 +82,7 @@ export const defaultQueuePrefix = 'webhooks';
  * Name of the delivery jobs' backoff strategy. The worker registers the function behind it
  * (`settings.backoffStrategy`), so that producers (the fan-out, the API's manual retry) need to
  * know nothing of waits: exponential from DELIVERY_BACKOFF_MS, stretched by a callback's
- * `Retry-After` (issue #8).
+ * `Retry-After`.
  */
 export const deliveryBackoffType = 'delivery';
 
@@ -95,7 +95,7 @@ export function deliveryJobId(eventId: string, subscriptionId: string, round = 0
 }
 
 /**
- * How long finished jobs stay in Redis, on every queue (issue #9, "Retention"): by age in seconds
+ * How long finished jobs stay in Redis, on every queue: by age in seconds
  * and by count, whichever is reached first. PostgreSQL keeps the delivery log; these are only for
  * operators looking at the queues.
  */

@@ -1,6 +1,6 @@
 /**
  * Signing secrets at rest: AES-256-GCM (node:crypto) under SECRETS_ENCRYPTION_KEY, so a leaked
- * database backup cannot be used to forge deliveries (issue #7). Several keys may be configured,
+ * database backup cannot be used to forge deliveries. Several keys may be configured,
  * newest first: the newest encrypts, any of them decrypts, and `pnpm db:migrate` re-encrypts rows
  * under the newest key, after which an older key can be removed.
  *

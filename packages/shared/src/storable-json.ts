@@ -2,11 +2,11 @@
  * What PostgreSQL can store of client input. `text` and `jsonb` refuse the NUL character
  * (`22P05 unsupported Unicode escape sequence`), and a lone UTF-16 surrogate has no UTF-8 form, so
  * a string carrying either must be refused at the door, before anything is written or queued
- * (issue #7). Deep nesting is bounded too: Redis' Lua cjson, PostgreSQL's jsonb and recursive code
+ *. Deep nesting is bounded too: Redis' Lua cjson, PostgreSQL's jsonb and recursive code
  * all have depth limits of their own, and none of them should be what refuses an event.
  */
 
-/** Deepest nesting of event `data` accepted: `{}` is depth 1, `{"a": {}}` depth 2 (issue #7). */
+/** Deepest nesting of event `data` accepted: `{}` is depth 1, `{"a": {}}` depth 2. */
 export const maxDataDepth = 32;
 
 /** A string or an object key that cannot be stored, or a value nested too deeply. */

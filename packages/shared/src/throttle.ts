@@ -1,6 +1,5 @@
 /**
- * How many attempts one subscription may have in flight (issue #8, "Adaptive: a subscription that
- * times out gets less"): additive increase, multiplicative decrease, as TCP's congestion window
+ * How many attempts one subscription may have in flight: additive increase, multiplicative decrease, as TCP's congestion window
  * (RFC 5681 section 3.1). The allowance is a real number between 1 and SUBSCRIPTION_MAX_IN_FLIGHT;
  * its integer part is the in-flight limit.
  * - An attempt that timed out or could not connect halves it (never below 1). All attempts sent

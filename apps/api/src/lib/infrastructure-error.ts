@@ -1,7 +1,7 @@
 /**
  * Telling an infrastructure fault (PostgreSQL or Redis unreachable, closing, overloaded) from a
  * bug, so the error handler answers the first with 503 and `Retry-After` and keeps 500 for the
- * second (issue #7). Errors are recognised by their codes, following `cause` chains.
+ * second. Errors are recognised by their codes, following `cause` chains.
  */
 import { PublishUnavailableError } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';

@@ -1,6 +1,6 @@
 /**
  * Starting a fresh round of attempts for failed or cancelled deliveries: the manual retry of one
- * delivery and the recovery of many (issue #9). Redis first, PostgreSQL second: the round's jobs
+ * delivery and the recovery of many. Redis first, PostgreSQL second: the round's jobs
  * are enqueued under their deterministic ids, then the rows are marked `pending` in that round.
  * Should the marking fail, the jobs are removed again; a job that outlives a failed removal finds
  * its row in an earlier round and is dropped by the worker. So no row is ever `pending` without a

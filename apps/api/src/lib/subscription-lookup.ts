@@ -18,7 +18,7 @@ export async function findOwnSubscription(
   id: string,
 ): Promise<Subscription> {
   // findUnique, not findFirst: Prisma batches the findUnique calls of one tick into one statement,
-  // which made reads under load about twice as fast (bench/README.md, "Issue #14", round 6).
+  // which made reads under load about twice as fast (bench/README.md, "Throughput work", round 6).
   const row = isUuid(id) ? await prisma.subscription.findUnique({ where: { id, accountId } }) : null;
   if (row === null) throw notFound(`Subscription ${id}`);
   return row;
@@ -50,7 +50,7 @@ export interface RotatedSecret {
 /**
  * Makes `sealedSecret` the current signing secret of subscription `id` of `accountId`; the secret
  * current at that moment keeps signing until `previousExpiresAt`. One UPDATE, so concurrent
- * rotations are serialised by the row lock and each moves the latest secret aside (issue #7).
+ * rotations are serialised by the row lock and each moves the latest secret aside.
  *
  * @throws HttpProblem 404 as {@link findOwnSubscription}
  */

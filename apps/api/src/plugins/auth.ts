@@ -1,5 +1,5 @@
 /**
- * Bearer-token authentication (specification section 5; issue #7). Registered inside the account
+ * Bearer-token authentication (specification section 5). Registered inside the account
  * scope of app.ts, so it guards exactly the routes registered there, whatever spelling of the path
  * (percent-encoding, dot segments, absolute-form targets) reached them: the decision belongs to
  * the route, never to the URL string.
@@ -15,7 +15,7 @@
  *
  * A token claiming `scope: "portal"` is checked as a portal session token instead
  * (lib/portal-tokens.ts), with the portal key; it acts for its account on every route except
- * those whose route config sets `portalRefused`, which answer 403 (issue #13).
+ * those whose route config sets `portalRefused`, which answer 403.
  */
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
@@ -40,7 +40,7 @@ declare module '@fastify/jwt' {
   }
 }
 
-/** Clock skew allowed on `exp` and `nbf`, in ms (issue #7). */
+/** Clock skew allowed on `exp` and `nbf`, in ms. */
 export const clockToleranceMs = 30_000;
 
 /** Tokens whose verification fast-jwt's verifier remembers, least recently used dropped first. */
@@ -94,7 +94,7 @@ export default fp<AuthOptions>(
         // @fastify/jwt reads a number as seconds.
         maxAge: options.maxAgeSeconds,
         // Verified tokens (and refusals) are remembered by their hash until they expire, so a client
-        // sending one token per request pays the HMAC/RSA check once (issue #14).
+        // sending one token per request pays the HMAC/RSA check once.
         cache: verifiedTokenCacheSize,
         ...(options.issuer === '' ? {} : { allowedIss: options.issuer }),
         ...(options.audience === '' ? {} : { allowedAud: options.audience }),

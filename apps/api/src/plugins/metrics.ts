@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of the API (issue #10) with prom-client, on a registry of the app's own:
+ * Prometheus metrics of the API with prom-client, on a registry of the app's own:
  * Node's process defaults, `webhook_http_request_duration_seconds{method, route, status_class}`
  * (the route's pattern, never its path, so ids add no labels) and what other plugins register
  * on `app.metrics` (the publisher's `webhook_events_published_total`). Served at `/metrics` by

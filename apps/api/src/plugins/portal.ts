@@ -1,5 +1,5 @@
 /**
- * The subscriber portal (issue #13): the static build of apps/portal, served at `/portal/` with
+ * The subscriber portal: the static build of apps/portal, served at `/portal/` with
  * @fastify/static, every asset from this API (no CDN). The page holds its session token in memory
  * and calls the REST API like any client. It may be embedded in a platform's dashboard (an iframe)
  * by the origins of PORTAL_FRAME_ANCESTORS; scripts, styles and calls are limited to this origin.

@@ -3,7 +3,7 @@
  * (`application/problem+json`), validation failures list each field with its JSON pointer, and
  * 5xx details are logged (with the request id), never returned. It registers the `Problem` schema
  * that every route's problem responses reference. PostgreSQL or Redis unavailable is
- * a 503 with `Retry-After`, never a 500 (issue #7); a 500 means a bug.
+ * a 503 with `Retry-After`, never a 500; a 500 means a bug.
  */
 import fp from 'fastify-plugin';
 import { Problem } from '@webhooks/shared';

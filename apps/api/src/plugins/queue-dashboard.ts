@@ -1,5 +1,5 @@
 /**
- * The operators' queue dashboard (issue #10): bull-board at `/admin/queues`, on the `events`,
+ * The operators' queue dashboard: bull-board at `/admin/queues`, on the `events`,
  * `deliveries` and `maintenance` queues. Registered only when ADMIN_TOKEN is set, in a scope of its
  * own whose every request must carry that token (bearer, or the password of Basic authentication
  * so that a browser asks for it); a client's JWT never opens it. Without the token: 401.

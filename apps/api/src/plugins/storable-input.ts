@@ -1,7 +1,7 @@
 /**
  * Refuses, before validation and before anything is written or queued, a request whose body or
  * query string carries text PostgreSQL cannot store: the NUL character or a lone surrogate, in a
- * value or an object key, or nesting deeper than the body's bound (issue #7). Answers 400 problem
+ * value or an object key, or nesting deeper than the body's bound. Answers 400 problem
  * details naming the JSON pointer (query parameters as `/<name>`). Event `data` has its own tighter
  * depth bound, checked with the rest of the event by the publisher (`checkEventInput`).
  */

@@ -1,7 +1,7 @@
 /**
  * Request validation with Ajv from the routes' TypeBox schemas. Fastify's default Ajv strips
  * unknown properties and coerces types everywhere; a public API must refuse both in bodies
- * (issue #3: "unknown fields refused", "wrong types: 400"), while query strings, which are text,
+ * ("unknown fields refused", "wrong types: 400"), while query strings, which are text,
  * still need coercion ("2" to 2). So bodies get a strict Ajv, the other parts a coercing one.
  */
 import fp from 'fastify-plugin';

@@ -1,8 +1,8 @@
 /**
- * The delivery log of a subscription (issue #4): list its deliveries, read one with its payload
+ * The delivery log of a subscription: list its deliveries, read one with its payload
  * and every attempt, redeliver a failed one with a fresh round of attempts, and recover every
- * failed or cancelled delivery of a time window at once (issue #9); and the counts of the last
- * 24 hours by status, the health the portal shows (issue #13).
+ * failed or cancelled delivery of a time window at once; and the counts of the last
+ * 24 hours by status, the health the portal shows.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { validate as isUuid } from 'uuid';

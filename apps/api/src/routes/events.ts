@@ -1,6 +1,6 @@
 /**
  * `POST /api/events`: publishes an event for the token's account, for services in other languages
- * and for a client's own testing. The same publisher and limits as internal services (issue #4):
+ * and for a client's own testing. The same publisher and limits as internal services:
  * 400 for an unknown type, 413 for `data` over 256 KiB, 429 past the account's
  * `payload_bytes_per_day` quota (`lib/account-quotas.ts`); 202 with the event id and timestamp.
  * With IDEMPOTENCY_STORE=postgresql the idempotency key is claimed in PostgreSQL first

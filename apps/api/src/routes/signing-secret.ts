@@ -3,7 +3,7 @@
  * (`POST /api/webhooks/{id}/secret/rotate`). After a rotation the old secret keeps signing beside
  * the new one for 24 hours (both signatures sent), so receivers can switch without losing events.
  *
- * Secrets are stored sealed by the {@link SecretBox} (AES-256-GCM, issue #7) and every answer
+ * Secrets are stored sealed by the {@link SecretBox} (AES-256-GCM) and every answer
  * carrying one has `Cache-Control: no-store`. A rotation is one UPDATE statement, so concurrent
  * rotations are serialised by PostgreSQL's row lock: each one moves the secret that is current at
  * that moment to `previous_secret`, and every secret handed out signs for its whole announced life.

@@ -1,7 +1,7 @@
 /**
- * The subscription resource (specification section 4; issue #3):
+ * The subscription resource (specification section 4):
  * POST /api/webhooks and /api/webhooks/{kind} create (201 + Location; 409 past
- * MAX_SUBSCRIPTIONS_PER_ACCOUNT, issue #8), GET lists (paginated) and reads, PUT updates, DELETE
+ * MAX_SUBSCRIPTIONS_PER_ACCOUNT), GET lists (paginated) and reads, PUT updates, DELETE
  * removes (204). Every query is scoped to the token's account. Each subscription shown carries its
  * current pacing (`delivery`), read from the workers' delivery gate in Redis. With
  * CALLBACK_VERIFICATION=challenge, a new or moved callback leaves the subscription `pending` until

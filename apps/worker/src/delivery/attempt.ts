@@ -10,7 +10,7 @@
  * Names are resolved by cacheable-lookup over c-ares (`dns.promises.Resolver`, asynchronous, with a
  * timeout of its own), not by `dns.lookup`, whose getaddrinfo calls occupy libuv's four
  * thread-pool threads: a callback host whose DNS never answers would stall every other
- * subscription's connections (issue #8). Only names the DNS servers do not know (`localhost`,
+ * subscription's connections. Only names the DNS servers do not know (`localhost`,
  * /etc/hosts entries) fall back to `dns.lookup`.
  */
 import { promises as dns } from 'node:dns';
@@ -47,7 +47,7 @@ export interface AttemptResult {
   errorDetail: string | null;
   /**
    * The first {@link keptResponseBytes} bytes of the answer as valid UTF-8 without NUL characters
-   * (issue #8: what a callback answers must never fail the record); null without an answer.
+   * (what a callback answers must never fail the record); null without an answer.
    */
   responseBody: string | null;
   /** The wait a 429 or 503 answer asked for with `Retry-After`, in ms; null otherwise. */

@@ -1,5 +1,5 @@
 /**
- * When a delivery stops waiting (issue #9): a round not sent within DELIVERY_MAX_AGE of its start,
+ * When a delivery stops waiting: a round not sent within DELIVERY_MAX_AGE of its start,
  * whatever held it back (an outage, a throttled or paced callback), is given up as `expired`.
  */
 

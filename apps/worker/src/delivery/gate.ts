@@ -1,6 +1,6 @@
 /**
  * The per-subscription gate in Redis that every worker process passes before sending an attempt
- * (issue #8, "Per-subscription concurrency, shared by all worker processes"):
+ *:
  * - at most the subscription's in-flight limit (SUBSCRIPTION_MAX_IN_FLIGHT, lowered by the
  *   adaptive allowance of `throttle.ts` in @webhooks/shared) of its attempts hold a slot at once;
  * - with `rate_limit`, at most that many attempts are admitted in any window of

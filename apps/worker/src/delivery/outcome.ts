@@ -1,6 +1,6 @@
 /**
  * The one place that decides what an attempt means for its delivery (specification sections 3
- * and 8; issue #4, "Outcome and retries"):
+ * and 8):
  * - exactly HTTP 200 confirms the delivery;
  * - any other answer, a timeout, a refused or reset connection fails the attempt, and it is retried
  *   after the wait of {@link retryDelayMs} while attempts remain; after the last one it is given up;

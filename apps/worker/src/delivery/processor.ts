@@ -7,7 +7,7 @@
  * (`host-gate.ts`), sends the attempt, gives the slots back, records the attempt, and lets BullMQ
  * retry by throwing while attempts remain.
  *
- * Only a sent request is an attempt (issue #9): when PostgreSQL or Redis fails anywhere around it,
+ * Only a sent request is an attempt: when PostgreSQL or Redis fails anywhere around it,
  * the job is deferred (`deferral.ts`) and tried again later, its attempts untouched. The round's
  * attempts are counted from the delivery row, not from the job, so a job the reconciler
  * re-created continues the round where it was.

@@ -57,7 +57,7 @@ export interface DeliveryStore {
   /** Marks a pending delivery cancelled (its subscription is disabled): nothing more is tried for it. */
   cancel(deliveryId: string): Promise<void>;
   /**
-   * Gives up a delivery still pending in `key.round` as `expired` (issue #9: not sent within
+   * Gives up a delivery still pending in `key.round` as `expired` (not sent within
    * DELIVERY_MAX_AGE); its subscription's run of failures is left alone.
    */
   expire(key: DeliveryKey): Promise<void>;
@@ -133,7 +133,7 @@ function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
   };
 }
 
-/** The operational event a subscription disabled by its failures produces (issue #9). */
+/** The operational event a subscription disabled by its failures produces. */
 const disabledEventType = 'subscription.disabled';
 
 const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'failed' } as const;

@@ -99,7 +99,7 @@ export const DeliveryListQuery = Type.Object(
 );
 export type DeliveryListQuery = Static<typeof DeliveryListQuery>;
 
-/** Body of `POST /api/webhooks/{id}/recover` (issue #9, the shape of Svix's recover). */
+/** Body of `POST /api/webhooks/{id}/recover` (the shape of Svix's recover). */
 export const RecoverRequest = Type.Object(
   {
     since: Type.String({

@@ -4,7 +4,7 @@
  */
 import Type, { type TSchema } from 'typebox';
 
-/** Largest `page` accepted (issue #7: a bound keeps the row offset within what PostgreSQL takes). */
+/** Largest `page` accepted (a bound keeps the row offset within what PostgreSQL takes). */
 export const maxPage = 1_000_000;
 
 /** Largest `page_size` accepted. */
