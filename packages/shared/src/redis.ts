@@ -185,8 +185,8 @@ export function createProducerConnection(topology: RedisTopology | string): Redi
 /**
  * A connection for many small independent commands, such as the API's per-request rate limit:
  * the commands of one event-loop turn go to Redis as one write (ioredis' auto-pipelining), which
- * on the project's machines saves about one socket write per request (bench/README.md, "Issue
- * #14", round 6). Never for BullMQ, whose scripts are not known to be safe with it.
+ * on the project's machines saves about one socket write per request (bench/README.md, "Throughput
+ * work", round 6). Never for BullMQ, whose scripts are not known to be safe with it.
  *
  * The offline queue stays on, because auto-pipelined script commands sent before the connection
  * is ready crash ioredis without it (see {@link createProducerConnection}). A command therefore
