@@ -1,5 +1,5 @@
 /**
- * The benchmark tables of README.md ("Performance") and bench/README.md ("Latest full run"),
+ * The benchmark tables of docs/performance.md and bench/README.md ("Latest full run"),
  * generated from the newest full run committed in bench/results so they cannot drift:
  * `pnpm docs:bench` rewrites both between the bench-table markers, and a test fails when either
  * differs from what this produces.
@@ -16,7 +16,7 @@ import { repositoryRoot } from './lib/repository-root.js';
 export const markers = ['<!-- bench-table:start -->', '<!-- bench-table:end -->'] as const;
 
 /** The files holding the table, relative to the repository root. */
-export const tableFiles = ['README.md', 'bench/README.md'] as const;
+export const tableFiles = ['docs/performance.md', 'bench/README.md'] as const;
 
 /** What the tables need of a results file written by `pnpm bench` (bench/run.ts). */
 interface FullRun {

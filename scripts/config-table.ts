@@ -1,7 +1,7 @@
 /**
- * The README's configuration table, generated from the services' environment schemas so it cannot
- * drift: `pnpm docs:config` rewrites the part of README.md between the config-table markers, and a
- * test fails when README.md differs from what this produces.
+ * The configuration table of docs/configuration.md, generated from the services' environment
+ * schemas so it cannot drift: `pnpm docs:config` rewrites the part of that file between the
+ * config-table markers, and a test fails when it differs from what this produces.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
@@ -9,7 +9,10 @@ import { apiEnvSchema } from '@webhooks/api';
 import { workerEnvSchema } from '@webhooks/worker';
 import { replaceBetweenMarkers } from './lib/markers.js';
 
-/** Markers around the generated table in README.md. */
+/** The file holding the table, relative to the repository root. */
+export const configTableFile = 'docs/configuration.md';
+
+/** Markers around the generated table in {@link configTableFile}. */
 export const markers = ['<!-- config-table:start -->', '<!-- config-table:end -->'] as const;
 
 type Property = { default?: unknown; description?: string };
@@ -31,13 +34,13 @@ export function configTable(): string {
   return ['| variable | read by | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 
-/** README text with the table between the markers replaced by the generated one. */
-export function withConfigTable(readme: string): string {
-  return replaceBetweenMarkers(readme, markers, configTable(), 'README.md');
+/** `text` of {@link configTableFile} with the table between the markers replaced by the generated one. */
+export function withConfigTable(text: string): string {
+  return replaceBetweenMarkers(text, markers, configTable(), configTableFile);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const path = new URL('../../README.md', import.meta.url);
+  const path = new URL(`../../${configTableFile}`, import.meta.url);
   await writeFile(path, withConfigTable(await readFile(path, 'utf8')));
-  console.log('README.md configuration table updated');
+  console.log(`${configTableFile}: configuration table updated`);
 }

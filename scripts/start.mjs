@@ -3,7 +3,7 @@
 import concurrently from 'concurrently';
 
 // A local run is development unless told otherwise: production refuses the public development
-// JWT secret and unencrypted signing secrets (README, "Security").
+// JWT secret and unencrypted signing secrets (docs/security.md).
 process.env.NODE_ENV ??= 'development';
 
 const host = process.env.HOST ?? '127.0.0.1';

@@ -106,14 +106,14 @@ describe('packages/client, generated from the OpenAPI document', () => {
   });
 });
 
-describe('README, "Client library"', () => {
+describe('docs/api.md, "Client library"', () => {
   it('shows the example that compiles with the build, line for line', async () => {
     const root = repositoryRoot();
     const example = await readFile(
       path.join(root, 'packages/client/examples/subscribe-and-receive.ts'),
       'utf8',
     );
-    const readme = await readFile(path.join(root, 'README.md'), 'utf8');
+    const readme = await readFile(path.join(root, 'docs/api.md'), 'utf8');
     expect(readme).toContain(`\n\`\`\`ts\n${example}\`\`\`\n`);
   });
 });

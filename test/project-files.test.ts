@@ -1,18 +1,60 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
 import { parse } from 'yaml';
 import { apiEnvSchema } from '@webhooks/api';
 import { workerEnvSchema } from '@webhooks/worker';
 import { tableFiles, withBenchTable } from '../scripts/bench-tables.js';
-import { withConfigTable } from '../scripts/config-table.js';
+import { configTableFile, withConfigTable } from '../scripts/config-table.js';
 
 const root = new URL('../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
 
-describe('README', () => {
-  it('has the configuration table generated from the config schemas (pnpm docs:config)', () => {
-    const readme = read('README.md');
-    expect(readme).toBe(withConfigTable(readme));
+/** Every Markdown file a newcomer reads: the README and docs/. */
+const documents = [
+  'README.md',
+  ...readdirSync(new URL('docs/', root))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
+
+/** The GitHub anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchorOf = (heading: string) =>
+  heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s-]/gu, '')
+    .trim()
+    .replace(/\s/g, '-');
+
+describe('README and docs/', () => {
+  it(`has the configuration table generated from the config schemas in ${configTableFile} (pnpm docs:config)`, () => {
+    const text = read(configTableFile);
+    expect(text).toBe(withConfigTable(text));
+  });
+
+  it('keeps the README short enough for a newcomer (about 250 lines at most)', () => {
+    expect(read('README.md').split('\n').length).toBeLessThanOrEqual(250);
+  });
+
+  it.each(documents)('%s links only to files and headings that exist', (file) => {
+    const text = read(file);
+    const base = new URL(file, root);
+    const broken: string[] = [];
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target!)) continue;
+      const [path, anchor] = target!.split('#');
+      const linked = path === '' ? base : new URL(path!, base);
+      if (!existsSync(linked)) {
+        broken.push(target!);
+        continue;
+      }
+      if (anchor !== undefined && linked.pathname.endsWith('.md')) {
+        const headings = [...readFileSync(linked, 'utf8').matchAll(/^#+ (.+)$/gm)].map((m) =>
+          anchorOf(m[1]!),
+        );
+        if (!headings.includes(anchor)) broken.push(target!);
+      }
+    }
+    expect(broken).toEqual([]);
   });
 
   it.each(tableFiles)(

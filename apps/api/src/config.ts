@@ -1,5 +1,5 @@
 /**
- * Configuration of the API service, read from the environment (see README, "Configuration").
+ * Configuration of the API service, read from the environment (see docs/configuration.md).
  *
  * @throws ConfigError from {@link loadApiConfig} naming the variable that is invalid or missing.
  */

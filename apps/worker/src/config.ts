@@ -1,5 +1,5 @@
 /**
- * Configuration of the delivery worker, read from the environment (see README, "Configuration").
+ * Configuration of the delivery worker, read from the environment (see docs/configuration.md).
  *
  * @throws ConfigError from {@link loadWorkerConfig} naming the variable that is invalid.
  */

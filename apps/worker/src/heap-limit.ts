@@ -8,7 +8,7 @@ import Value from 'typebox/value';
 
 const fallback = 160;
 
-/** The setting, spread into the worker's environment schema (README, "Configuration"). */
+/** The setting, spread into the worker's environment schema (docs/configuration.md). */
 export const heapLimitEnv = {
   WORKER_MAX_HEAP_MB: Type.Integer({
     default: fallback,

@@ -33,7 +33,7 @@ export type RedisTopology =
     }
   | { mode: 'cluster'; nodes: RedisNode[]; url: string };
 
-/** Redis variables both services read (README, "Configuration" and "Deployment"). */
+/** Redis variables both services read (docs/configuration.md, and "Deployment" in docs/operations.md). */
 export const redisEnv = {
   REDIS_URL: Type.String({
     default: 'redis://127.0.0.1:6379',

@@ -29,7 +29,7 @@ import type { Views } from '../lib/views.js';
 
 /**
  * How far past the start of the requested page the delivery list counts, in rows: `count` is
- * exact up to `(page - 1) * page_size` + this, and stops there (README, "Retries and limits",
+ * exact up to `(page - 1) * page_size` + this, and stops there (docs/api.md, "Retries and limits",
  * pagination), so no call counts all of a subscription's deliveries.
  */
 const deliveryCountWindow = 10_000;
