@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { connectionUrlSecrets, createPipelinedConnection, secretRedactingHooks } from '@webhooks/shared';
+import { createPipelinedConnection, serviceLoggerOptions } from '@webhooks/shared';
 import { apiServerUrl, type ApiConfig } from './config.js';
 import { createAccountQuotas } from './lib/account-quotas.js';
 import { createIdempotencyStore } from './lib/idempotency-store.js';
@@ -73,17 +73,9 @@ function clientRequestId(request: { headers: Record<string, string | string[] | 
   return typeof given === 'string' && /^[\w.:@/+=-]{1,128}$/.test(given) ? given : undefined;
 }
 
-/** pino's options for the API's loggers: LOG_LEVEL, and the connection URLs' secrets redacted. */
-function loggerOptions(config: ApiConfig) {
-  return {
-    level: config.LOG_LEVEL,
-    hooks: secretRedactingHooks(connectionUrlSecrets([config.DATABASE_URL, config.REDIS_URL])),
-  };
-}
-
 /** The operators' listener of ADMIN_PORT: the same headers and problem details as the API. */
 async function buildOperatorApp(config: ApiConfig): Promise<FastifyInstance> {
-  const operator = Fastify({ logger: loggerOptions(config), trustProxy: config.TRUST_PROXY });
+  const operator = Fastify({ logger: serviceLoggerOptions(config), trustProxy: config.TRUST_PROXY });
   await operator.register(securityHeaders);
   await operator.register(problemDetails);
   return operator;
@@ -95,7 +87,7 @@ async function buildOperatorApp(config: ApiConfig): Promise<FastifyInstance> {
  */
 export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: loggerOptions(config),
+    logger: serviceLoggerOptions(config),
     bodyLimit: bodyLimitBytes,
     requestTimeout: requestTimeoutMs,
     connectionTimeout: connectionTimeoutMs,

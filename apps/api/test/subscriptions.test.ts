@@ -163,6 +163,24 @@ describe('POST /api/webhooks', () => {
     }
   });
 
+  it('says in development which setting allows a local callback, and nowhere else', async () => {
+    const local = { callback_url: 'http://localhost:4000/hooks' };
+    expect((await create('acme', local)).json().detail).not.toMatch(/CALLBACK_ALLOW_PRIVATE/);
+    const dev = await startTestApi('subs-dev', { NODE_ENV: 'development' });
+    try {
+      const refused = await dev.app.inject({
+        method: 'POST',
+        url: '/api/webhooks',
+        headers: dev.auth('acme'),
+        payload: local,
+      });
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json().detail).toMatch(/CALLBACK_ALLOW_PRIVATE=true allows local callbacks/);
+    } finally {
+      await dev.close();
+    }
+  });
+
   it('refuses malformed JSON with 400', async () => {
     const response = await api.app.inject({
       method: 'POST',

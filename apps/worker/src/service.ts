@@ -8,18 +8,14 @@ import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import closeWithGrace from 'close-with-grace';
 import { pino } from 'pino';
-import { connectionUrlSecrets, redactedConfig, secretRedactingHooks } from '@webhooks/shared';
+import { redactedConfig, serviceLoggerOptions } from '@webhooks/shared';
 import { loadWorkerConfig, workerEnvSchema } from './config.js';
 import { startHealthServer } from './health-server.js';
 import type { ShutdownRequest } from './main.js';
 import { startWorker } from './worker.js';
 
 const config = loadWorkerConfig();
-const log = pino({
-  level: config.LOG_LEVEL,
-  name: 'worker',
-  hooks: secretRedactingHooks(connectionUrlSecrets([config.DATABASE_URL, config.REDIS_URL])),
-});
+const log = pino(serviceLoggerOptions(config, 'worker'));
 const worker = startWorker(config, log);
 const health =
   config.WORKER_HEALTH_PORT > 0

@@ -127,7 +127,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     overrides: config.accountOverrides,
     log,
   });
-  void scheduler.start();
+  scheduler.start().catch((error: unknown) => log.error({ err: error }, 'account scheduler did not start'));
   const stopSampling = metrics.sampleQueues([eventQueue, deliveryQueue], scheduler);
   const events = config.roles.has('events')
     ? new Worker<EventJobData, number>(

@@ -7,6 +7,7 @@
 import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import Value from 'typebox/value';
 import { callbackPolicyEnv } from './callback-policy.js';
+import { logFormatEnv } from './logger-options.js';
 import { ConfigError } from './config-error.js';
 import { redisEnv } from './redis.js';
 
@@ -63,6 +64,7 @@ export const commonEnv = {
     { default: 'info', description: 'pino log level' },
   ),
   ...callbackPolicyEnv,
+  ...logFormatEnv,
   DELIVERY_MAX_ATTEMPTS: Type.Integer({
     default: 5,
     minimum: 1,

@@ -12,6 +12,7 @@ export * from './env-list.js';
 export * from './event-input.js';
 export * from './events-metric.js';
 export * from './log-redaction.js';
+export * from './logger-options.js';
 export * from './operator-token.js';
 export * from './payload.js';
 export * from './publisher.js';

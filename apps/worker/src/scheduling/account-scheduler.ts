@@ -26,6 +26,8 @@
  * delivery is no longer pending ends as `not_pending`, so a re-admission never sends twice.
  * Retries, parked jobs and manual retry rounds stay BullMQ's and do not pass through here.
  */
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import {
@@ -244,6 +246,8 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   let failing = false;
   let closed = true;
   let timer: NodeJS.Timeout | undefined;
+  /** Aborts what start() waits for (the connection, the next try of the overrides) at close. */
+  let stopping = new AbortController();
 
   /** One script call: schedules `list` (may be empty), then admits; adds the admitted jobs. */
   const scheduleAndAdmit = async (list: readonly ScheduledDelivery[]) => {
@@ -360,21 +364,38 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     async start() {
       if (!options.enabled) return;
       closed = false;
-      kick();
-      // Replaced whole, so that an account taken out of ACCOUNT_OVERRIDES goes back to the defaults.
-      const write = redis.multi().del(keys.weight, keys.quota);
-      for (const [account, { weight, deliveries_per_second }] of options.overrides) {
-        if (weight !== undefined) write.hset(keys.weight, account, weight);
-        if (deliveries_per_second !== undefined) write.hset(keys.quota, account, deliveries_per_second);
-      }
+      stopping = new AbortController();
+      const { signal } = stopping;
       try {
-        await write.exec();
+        // The producer connection refuses commands until it is up: wait rather than fail the
+        // first admission and the overrides at every start. `once` also ends on the connection's
+        // 'error' events, each a failed try to connect.
+        while (redis.status !== 'ready')
+          await once(redis, 'ready', { signal }).catch(() => signal.throwIfAborted());
+        kick();
+        // Until written: weights and quotas left from an earlier ACCOUNT_OVERRIDES would otherwise
+        // stay in force. Replaced whole, so that an account taken out goes back to the defaults.
+        for (let warned = false; ; warned = true) {
+          const write = redis.multi().del(keys.weight, keys.quota);
+          for (const [account, { weight, deliveries_per_second }] of options.overrides) {
+            if (weight !== undefined) write.hset(keys.weight, account, weight);
+            if (deliveries_per_second !== undefined) write.hset(keys.quota, account, deliveries_per_second);
+          }
+          try {
+            await write.exec();
+            return;
+          } catch (error) {
+            if (!warned) log.warn({ err: error }, 'account overrides not written to Redis yet; trying again');
+            await sleep(options.idleIntervalMs, undefined, { signal });
+          }
+        }
       } catch (error) {
-        log.warn({ err: error }, 'account overrides not written to Redis');
+        if (!signal.aborted) throw error;
       }
     },
     async close() {
       closed = true;
+      stopping.abort();
       clearTimeout(timer);
       await running;
     },

@@ -1,0 +1,54 @@
+/**
+ * The pino options both services log with: LOG_LEVEL, the connection URLs' secrets redacted from
+ * every line (`log-redaction.ts`), and with LOG_PRETTY human-readable lines through pino-pretty
+ * instead of JSON. LOG_PRETTY is for a developer's terminal (`pnpm start` sets it there): pino-pretty
+ * is a development dependency, absent from the images, so production refuses it.
+ */
+import Type from 'typebox';
+import { ConfigError } from './config-error.js';
+import { connectionUrlSecrets, secretRedactingHooks } from './log-redaction.js';
+
+/** LOG_PRETTY, part of both services' schemas. */
+export const logFormatEnv = {
+  LOG_PRETTY: Type.Boolean({
+    default: false,
+    description:
+      'Human-readable log lines (pino-pretty) instead of JSON; NODE_ENV development only (`pnpm start` sets it on a terminal)',
+  }),
+};
+
+/** What {@link serviceLoggerOptions} reads of a service's configuration. */
+export interface LoggerConfig {
+  NODE_ENV: string;
+  LOG_LEVEL: string;
+  LOG_PRETTY: boolean;
+  DATABASE_URL: string;
+  REDIS_URL: string;
+}
+
+/**
+ * pino's options for a service's logger.
+ *
+ * @param name the logger's `name` field (`worker`), if any
+ * @throws ConfigError naming LOG_PRETTY when it is set outside NODE_ENV development
+ */
+export function serviceLoggerOptions(config: LoggerConfig, name?: string) {
+  if (config.LOG_PRETTY && config.NODE_ENV !== 'development') {
+    throw new ConfigError(
+      `Invalid environment variable LOG_PRETTY=true: pino-pretty is a development dependency, so it is refused unless NODE_ENV is development (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`,
+    );
+  }
+  return {
+    level: config.LOG_LEVEL,
+    ...(name === undefined ? {} : { name }),
+    hooks: secretRedactingHooks(connectionUrlSecrets([config.DATABASE_URL, config.REDIS_URL])),
+    ...(config.LOG_PRETTY
+      ? {
+          transport: {
+            target: 'pino-pretty',
+            options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+          },
+        }
+      : {}),
+  };
+}
