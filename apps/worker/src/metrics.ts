@@ -60,10 +60,16 @@ export interface WorkerMetrics {
   parked: Counter;
   redriven: Counter<'kind'>;
   /**
-   * Reads the queues' job counts and the scheduler's backlog now and every
-   * {@link queueSampleIntervalMs}; returns the stop.
+   * Reads the queues' job counts, the scheduler's backlog and the subscriptions by status now and
+   * every {@link queueSampleIntervalMs}, and whether Redis and PostgreSQL answered; returns the stop.
+   *
+   * @param subscriptionsByStatus counts the subscriptions by status (one PostgreSQL query)
    */
-  sampleQueues(queues: Queue[], scheduler: Pick<AccountScheduler, 'backlog'>): () => void;
+  sampleQueues(
+    queues: Queue[],
+    scheduler: Pick<AccountScheduler, 'backlog'>,
+    subscriptionsByStatus: () => Promise<Array<{ status: string; count: number }>>,
+  ): () => void;
 }
 
 /** Creates the registry and every metric on it. */
@@ -81,6 +87,18 @@ export function createWorkerMetrics(): WorkerMetrics {
     name: 'webhook_scheduler_waiting',
     help: `First deliveries waiting for their account's turn (what="deliveries") and the accounts they belong to (what="accounts"), sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max)`,
     labelNames: ['what'],
+    registers,
+  });
+  const subscriptions = new Gauge({
+    name: 'webhook_subscriptions',
+    help: `Subscriptions by status (active, disabled, pending), sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max)`,
+    labelNames: ['status'],
+    registers,
+  });
+  const dependencyUp = new Gauge({
+    name: 'webhook_dependency_up',
+    help: `1 when the dependency (postgresql, redis) answered this worker's last sample, 0 when it did not; sampled every ${queueSampleIntervalMs / 1000} s`,
+    labelNames: ['dependency'],
     registers,
   });
   return {
@@ -121,9 +139,17 @@ export function createWorkerMetrics(): WorkerMetrics {
       labelNames: ['kind'],
       registers,
     }),
-    sampleQueues(queues, scheduler) {
+    sampleQueues(queues, scheduler, subscriptionsByStatus) {
       const sample = async () => {
-        await Promise.all([
+        const postgres = subscriptionsByStatus().then(
+          (rows) => {
+            for (const status of ['active', 'disabled', 'pending'])
+              subscriptions.set({ status }, rows.find((row) => row.status === status)?.count ?? 0);
+            dependencyUp.set({ dependency: 'postgresql' }, 1);
+          },
+          () => dependencyUp.set({ dependency: 'postgresql' }, 0),
+        );
+        const redis = Promise.all([
           ...queues.map(async (queue) => {
             const counts = await queue.getJobCounts(...sampledJobStates);
             for (const state of sampledJobStates)
@@ -133,9 +159,12 @@ export function createWorkerMetrics(): WorkerMetrics {
             schedulerWaiting.set({ what: 'accounts' }, accounts);
             schedulerWaiting.set({ what: 'deliveries' }, deliveries);
           }),
-        ]).catch(() => {
+        ]).then(
+          () => dependencyUp.set({ dependency: 'redis' }, 1),
           // Redis is away: the last values stay, and /readyz says why.
-        });
+          () => dependencyUp.set({ dependency: 'redis' }, 0),
+        );
+        await Promise.all([postgres, redis]);
       };
       void sample();
       const timer = setInterval(() => void sample(), queueSampleIntervalMs).unref();

@@ -128,7 +128,12 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     log,
   });
   scheduler.start().catch((error: unknown) => log.error({ err: error }, 'account scheduler did not start'));
-  const stopSampling = metrics.sampleQueues([eventQueue, deliveryQueue], scheduler);
+  const stopSampling = metrics.sampleQueues([eventQueue, deliveryQueue], scheduler, async () => {
+    const { rows } = await pool.query<{ status: string; count: number }>(
+      'SELECT status::text, count(*)::int AS count FROM subscriptions GROUP BY status',
+    );
+    return rows;
+  });
   const events = config.roles.has('events')
     ? new Worker<EventJobData, number>(
         queueNames.events,
