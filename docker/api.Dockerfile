@@ -51,4 +51,5 @@ HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:3000/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # tini is PID 1: it forwards SIGTERM to node (graceful shutdown) and reaps zombies.
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "apps/api/dist/server.js"]
+# The OpenTelemetry SDK loads first and does nothing unless OTEL_* variables ask for traces.
+CMD ["node", "--import", "./packages/shared/dist/instrument.js", "apps/api/dist/server.js"]

@@ -48,4 +48,5 @@ HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:3001/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # tini is PID 1: it forwards SIGTERM to node, which lets running deliveries finish, and reaps zombies.
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "apps/worker/dist/main.js"]
+# The OpenTelemetry SDK loads first and does nothing unless OTEL_* variables ask for traces.
+CMD ["node", "--import", "./packages/shared/dist/instrument.js", "apps/worker/dist/main.js"]

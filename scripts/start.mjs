@@ -12,6 +12,9 @@ if (development && process.stdout.isTTY) process.env.LOG_PRETTY ??= 'true';
 // The queue dashboard needs a token; a local run gets one of its own, printed below.
 if (development) process.env.ADMIN_TOKEN ??= randomBytes(12).toString('hex');
 
+// The OpenTelemetry SDK, loaded first; it does nothing unless OTEL_* variables ask for traces.
+const instrument = '--import ./packages/shared/dist/instrument.js';
+
 const host = process.env.HOST ?? '127.0.0.1';
 const port = process.env.PORT ?? '3000';
 const workerPort = process.env.WORKER_HEALTH_PORT ?? '3001';
@@ -32,9 +35,9 @@ console.log(`
 
 const { result } = concurrently(
   [
-    { command: 'node apps/api/dist/server.js', name: 'api', prefixColor: 'cyan' },
+    { command: `node ${instrument} apps/api/dist/server.js`, name: 'api', prefixColor: 'cyan' },
     {
-      command: 'node apps/worker/dist/main.js',
+      command: `node ${instrument} apps/worker/dist/main.js`,
       name: 'worker',
       prefixColor: 'magenta',
       env: { WORKER_HEALTH_PORT: workerPort },

@@ -123,8 +123,10 @@ describe('docker/', () => {
       expect(sources.length).toBeGreaterThan(5);
       for (const source of sources)
         expect([source, existsSync(new URL(source, root))]).toEqual([source, true]);
-      const entries = [...dockerfile.matchAll(/^CMD \["node", "([^"]+)"\]$/gm)].map((match) => match[1]!);
-      expect(entries).toHaveLength(1);
+      const entries = [
+        ...dockerfile.matchAll(/^CMD \["node", "--import", "([^"]+)", "([^"]+)"\]$/gm),
+      ].flatMap((match) => [match[1]!, match[2]!]);
+      expect(entries).toHaveLength(2);
       expect(dockerfile).toMatch(/^USER node$/m);
       expect(dockerfile).toMatch(/ENTRYPOINT \["\/usr\/bin\/tini", "--"\]/);
       expect(dockerfile).toMatch(/^HEALTHCHECK /m);

@@ -14,6 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { FastifyOtelInstrumentation } from '@fastify/otel';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { createPipelinedConnection, serviceLoggerOptions } from '@webhooks/shared';
 import { apiServerUrl, type ApiConfig } from './config.js';
@@ -116,6 +117,8 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     countingRedis.disconnect();
   });
 
+  // First, so that its spans cover every hook and route registered after it.
+  if (config.tracing) await app.register(new FastifyOtelInstrumentation().plugin());
   await app.register(securityHeaders);
   await app.register(validation);
   await app.register(problemDetails);
@@ -134,6 +137,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     redis: config.redis,
     prefix: config.keyPrefix,
     waitReplicas: config.REDIS_WAIT_REPLICAS,
+    tracing: config.tracing,
   });
   await app.register(swagger, { serverUrl: apiServerUrl(config) });
   await app.register(health);

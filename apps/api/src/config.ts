@@ -12,6 +12,7 @@ import {
   parseAccountOverrides,
   parseCallbackPolicy,
   requireMetricsToken,
+  tracingRequested,
   redisSettingsFromEnv,
   secretBoxFromEnv,
   type AccountOverride,
@@ -166,6 +167,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     accountOverrides: ReadonlyMap<string, AccountOverride>;
     /** Where callbacks may point. */
     callbackPolicy: CallbackPolicy;
+    /** Whether the standard OTEL_* variables ask for traces. */
+    tracing: boolean;
   };
 
 /**
@@ -196,6 +199,7 @@ function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
     secretBox,
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
     callbackPolicy: parseCallbackPolicy(config),
+    tracing: tracingRequested(env),
   };
   const development = isDevelopmentEnv(config.NODE_ENV);
   const productionRule = `outside NODE_ENV development or test (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`;

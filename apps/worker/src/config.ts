@@ -12,6 +12,7 @@ import {
   parseAccountOverrides,
   parseCallbackPolicy,
   requireMetricsToken,
+  tracingRequested,
   redisSettingsFromEnv,
   secretBoxFromEnv,
   splitList,
@@ -140,6 +141,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     accountOverrides: ReadonlyMap<string, AccountOverride>;
     /** Where callbacks may point. */
     callbackPolicy: CallbackPolicy;
+    /** Whether the standard OTEL_* variables ask for traces. */
+    tracing: boolean;
   };
 
 /** A queue a worker process may consume (WORKER_QUEUES). */
@@ -190,6 +193,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     roles: parseRoles(config.WORKER_QUEUES),
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
     callbackPolicy: parseCallbackPolicy(config),
+    tracing: tracingRequested(env),
   };
   requireMetricsToken(worker);
   return worker;

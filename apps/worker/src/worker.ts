@@ -16,6 +16,7 @@ import {
   createProducerConnection,
   createWorkerConnection,
   queueNames,
+  queueTelemetry,
   resourceLinks,
   deliveryJob,
   finishedJobRetention,
@@ -98,13 +99,18 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   for (const connection of [producer, consumer]) {
     connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   }
-  const queueOptions = { connection: producer, prefix: config.keyPrefix };
+  // With tracing on, the jobs carry the trace context on: an event's fan-out and deliveries join
+  // the trace of its publish.
+  const telemetry = queueTelemetry(config.tracing, 'webhooks-worker');
+  const traced = telemetry === undefined ? {} : { telemetry };
+  const queueOptions = { ...traced, connection: producer, prefix: config.keyPrefix };
   const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, queueOptions);
   const eventQueue = new Queue<EventJobData>(queueNames.events, queueOptions);
   const maintenanceQueue = new Queue<MaintenanceJobData>(queueNames.maintenance, queueOptions);
   const metrics = createWorkerMetrics();
   const lockDuration = config.DELIVERY_TIMEOUT_MS + 5_000;
   const common = {
+    ...traced,
     connection: consumer,
     prefix: config.keyPrefix,
     concurrency: config.WORKER_CONCURRENCY,

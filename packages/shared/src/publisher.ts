@@ -5,7 +5,7 @@
  * `addBulk`; each still resolves only once its own event is in the queue.
  */
 import { createHash } from 'node:crypto';
-import { Queue, type Job } from 'bullmq';
+import { Queue, type Job, type QueueOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import type { Registry } from 'prom-client';
@@ -87,6 +87,11 @@ export interface EventPublisherOptions {
    * `publisher`).
    */
   metrics?: { registry?: Registry; source?: EventSource };
+  /**
+   * BullMQ's telemetry (`queueTelemetry` of tracing.ts): a span per publish, and the trace context in the
+   * event's job, which the worker continues. None by default.
+   */
+  telemetry?: QueueOptions['telemetry'];
 }
 
 /** Creates a publisher on the `events` queue. */
@@ -106,6 +111,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
   const queue = new Queue<EventJobData, unknown, 'event'>(queueNames.events, {
     connection,
     prefix: effectiveKeyPrefix(connection, options.prefix ?? defaultQueuePrefix),
+    ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
     defaultJobOptions: {
       // The fan-out waits out PostgreSQL and Redis faults without using attempts; these
       // are for anything else, and the reconciler retries a fan-out that still fails.

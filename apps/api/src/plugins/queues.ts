@@ -2,7 +2,8 @@
  * Decorates the app with its Redis side: `redis` (a fail-fast producer connection, BullMQ's
  * guidance for producers), `publisher` (events, the same publisher internal services use),
  * `deliveryQueue` (manual redelivery) and `verificationQueue` (callback challenges). All are
- * closed with the app.
+ * closed with the app. With tracing on, each carries BullMQ's telemetry, so an event's trace goes
+ * on in the worker.
  */
 import fp from 'fastify-plugin';
 import type {} from '../decorators.js';
@@ -11,29 +12,35 @@ import {
   createEventPublisher,
   createProducerConnection,
   queueNames,
+  queueTelemetry,
   type DeliveryJobData,
   type RedisConnection,
   type VerificationJobData,
   type RedisTopology,
 } from '@webhooks/shared';
 
-export default fp<{ redis: RedisTopology; prefix: string; waitReplicas: number }>(
+export default fp<{ redis: RedisTopology; prefix: string; waitReplicas: number; tracing: boolean }>(
   async (app, options) => {
     const redis = createProducerConnection(options.redis);
     // ioredis emits connection errors as events; without a listener they would crash the process.
     redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'));
+    const telemetry = queueTelemetry(options.tracing, 'webhooks-api');
+    const traced = telemetry === undefined ? {} : { telemetry };
     const publisher = createEventPublisher({
+      ...traced,
       redis,
       prefix: options.prefix,
       waitReplicas: options.waitReplicas,
       metrics: { registry: app.metrics, source: 'api' },
     });
     const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, {
+      ...traced,
       connection: redis,
       prefix: options.prefix,
     });
     deliveryQueue.on('error', (error) => app.log.warn({ err: error }, 'delivery queue error'));
     const verificationQueue = new Queue<VerificationJobData>(queueNames.verifications, {
+      ...traced,
       connection: redis,
       prefix: options.prefix,
     });

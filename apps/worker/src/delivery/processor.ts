@@ -15,7 +15,8 @@
 import { performance } from 'node:perf_hooks';
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { attemptsBeforeRound, congestionSignal, type DeliveryJobData } from '@webhooks/shared';
+import { SpanKind } from '@opentelemetry/api';
+import { attemptsBeforeRound, congestionSignal, inSpan, type DeliveryJobData } from '@webhooks/shared';
 import { deferJob } from '../deferral.js';
 import { attemptStatusClass, type WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
@@ -129,11 +130,25 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
         if (waitMs > 0) return { kind: 'wait', waitMs };
       }
       const { body, headers } = buildAttemptRequest(event, subscription, new Date());
-      return {
-        kind: 'sent',
-        delivery,
-        result: await deps.sender.send(subscription.callbackUrl, body, headers),
-      };
+      // A span per attempt, retries included, in the trace the job carries (the event's).
+      const result = await inSpan(
+        'webhooks-worker',
+        'webhook attempt',
+        {
+          'webhook.delivery_id': delivery.id,
+          'webhook.event_id': event.id,
+          'webhook.subscription_id': subscription.id,
+          'webhook.attempt': delivery.attemptsMade + 1,
+          'server.address': hostname,
+        },
+        async (annotate) => {
+          const sent = await deps.sender.send(subscription.callbackUrl, body, headers);
+          annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
+          return sent;
+        },
+        SpanKind.CLIENT,
+      );
+      return { kind: 'sent', delivery, result };
     } finally {
       await deps.hostGate.release(hostname, job.id!);
     }
