@@ -8,7 +8,7 @@ import { waitFor } from '../scripts/lib/wait.js';
 import { startBenchStack, subscribe } from './harness.js';
 
 /** Requests per second of one autocannon run; refuses a run with errors, timeouts or non-2xx answers. */
-async function load(
+export async function load(
   url: string,
   seconds: number,
   options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string },

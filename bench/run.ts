@@ -18,6 +18,7 @@ import {
   sustainedLoad,
 } from './delivery-scenarios.js';
 import { fairness } from './fairness-scenario.js';
+import { tracingCost } from './tracing-scenario.js';
 import { accountFairness } from './account-fairness-scenario.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
 import { workerMemory } from './memory.js';
@@ -209,6 +210,24 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         target: 'p99 ≤ 2× and all arrived',
         met: run.met,
       },
+    ];
+  },
+  async tracing() {
+    const cost = await tracingCost(size.apiSeconds, size.e2e, progress);
+    results.tracing = cost;
+    return [
+      reportedRow(
+        'tracing cost: POST /api/events ingest, OTEL on / off',
+        `${cost.ingest.on.toFixed(0)} req/s exporting traces over OTLP`,
+        `${cost.ingest.off.toFixed(0)} req/s without OTEL_* variables`,
+        cost.ingest.on / cost.ingest.off,
+      ),
+      reportedRow(
+        'tracing cost: end-to-end, OTEL on / off',
+        `${cost.endToEnd.on.toFixed(0)} deliveries/s exporting traces over OTLP`,
+        `${cost.endToEnd.off.toFixed(0)} deliveries/s without OTEL_* variables`,
+        cost.endToEnd.on / cost.endToEnd.off,
+      ),
     ];
   },
   async api() {

@@ -29,6 +29,9 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** The OpenTelemetry SDK's preload (packages/shared/src/instrument.ts), relative to the root. */
+export const instrumentEntry = './packages/shared/dist/instrument.js';
+
 /** Entry points of the built services, relative to the repository root. */
 export const entries = {
   api: 'apps/api/dist/server.js',
@@ -47,7 +50,9 @@ export function startService(
   options: { verbose?: boolean; nodeArgs?: string[] } = {},
 ): ServiceProcess {
   const entry = entries[name];
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry], {
+  // As the images start them: the OpenTelemetry SDK first, inert unless OTEL_* variables ask.
+  const preload = name === 'baseline' ? [] : ['--import', instrumentEntry];
+  const child = spawn(process.execPath, [...preload, ...(options.nodeArgs ?? []), entry], {
     cwd: root,
     // The demo and the benchmarks run with throw-away secrets: development rules, unless told otherwise.
     env: { NODE_ENV: 'development', ...process.env, ...env },
