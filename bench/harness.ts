@@ -11,6 +11,8 @@ import { createPrismaClient, migrate, migrationsDir, type PrismaClient } from '@
 import { Queue, Worker } from 'bullmq';
 import {
   createEventPublisher,
+  exampleCatalogueFile,
+  loadCatalogue,
   createProducerConnection,
   createWorkerConnection,
   type EventPublisher,
@@ -167,7 +169,11 @@ export async function withBenchStack<T>(
   const receiver = await startBareReceiver(options.answer);
   try {
     const stack = await startBenchStack(options.tag, options.env, options.workers ?? 1);
-    const publisher = createEventPublisher({ redis: stack.redisUrl, prefix: stack.prefix });
+    const publisher = createEventPublisher({
+      redis: stack.redisUrl,
+      prefix: stack.prefix,
+      catalogue: loadCatalogue(exampleCatalogueFile),
+    });
     try {
       return await run(stack, publisher, receiver);
     } finally {

@@ -38,6 +38,8 @@ COPY --from=prod-deps /repo/packages/db/node_modules packages/db/node_modules
 COPY --from=prod-deps /repo/apps/api/node_modules apps/api/node_modules
 COPY --from=build /repo/package.json /repo/pnpm-workspace.yaml ./
 COPY --from=build /repo/prisma prisma
+# EVENT_CATALOGUE's default; mount your own catalogue file and point EVENT_CATALOGUE at it.
+COPY catalogues catalogues
 COPY --from=build /repo/packages/shared/package.json packages/shared/
 COPY --from=build /repo/packages/db/package.json packages/db/
 COPY --from=build /repo/packages/db/dist packages/db/dist

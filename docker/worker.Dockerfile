@@ -43,6 +43,8 @@ COPY --from=build /repo/packages/db/dist packages/db/dist
 COPY --from=build /repo/packages/shared/dist packages/shared/dist
 COPY --from=build /repo/apps/worker/package.json apps/worker/
 COPY --from=build /repo/apps/worker/dist apps/worker/dist
+# EVENT_CATALOGUE's default; mount your own catalogue file and point EVENT_CATALOGUE at it.
+COPY catalogues catalogues
 USER node
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:3001/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]

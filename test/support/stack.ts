@@ -32,7 +32,11 @@ export async function startTestStack(tag: string, env: Record<string, string> = 
   const workerConfig = loadWorkerConfig(testEnv(api.database.url, api.prefix, allEnv));
   const worker = startWorker(workerConfig, pino({ level: 'silent' }));
   const receiver = await startReceiver();
-  const publisher = createEventPublisher({ redis: api.config.redis, prefix: api.prefix });
+  const publisher = createEventPublisher({
+    redis: api.config.redis,
+    prefix: api.prefix,
+    catalogue: api.config.catalogue,
+  });
   return {
     api,
     worker,

@@ -138,6 +138,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     prefix: config.keyPrefix,
     waitReplicas: config.REDIS_WAIT_REPLICAS,
     tracing: config.tracing,
+    catalogue: config.catalogue,
   });
   await app.register(swagger, { serverUrl: apiServerUrl(config) });
   await app.register(health);
@@ -162,7 +163,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     payloadBytesPerDay: config.ACCOUNT_PAYLOAD_BYTES_PER_DAY,
     overrides: config.accountOverrides,
   });
-  const views = createViews(config.PUBLIC_BASE_URL);
+  const views = createViews(config.PUBLIC_BASE_URL, config.catalogue);
   const portalSigningKey = portalKey(config);
   const portalTokens =
     portalSigningKey === null ? null : createPortalTokens(portalSigningKey, clockToleranceMs);
@@ -210,13 +211,14 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       maxPerAccount: quotas.maxSubscriptions,
       verifyCallbacks: config.CALLBACK_VERIFICATION === 'challenge',
       views,
+      catalogue: config.catalogue,
     });
     await accountScope.register(signingSecret, { secretBox });
     await accountScope.register(events, {
       quotas,
       idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(app.prisma) : null,
     });
-    await accountScope.register(testEvents);
+    await accountScope.register(testEvents, { catalogue: config.catalogue });
     await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
     if (portalLinks !== null) await accountScope.register(portalSessions, { links: portalLinks, views });
   });

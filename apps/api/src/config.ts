@@ -5,6 +5,7 @@
  */
 import Type, { type Static } from 'typebox';
 import {
+  catalogueFromEnv,
   commonEnv,
   ConfigError,
   isDevelopmentEnv,
@@ -17,6 +18,7 @@ import {
   secretBoxFromEnv,
   type AccountOverride,
   type CallbackPolicy,
+  type Catalogue,
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
@@ -165,6 +167,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     secretBox: SecretBox;
     /** ACCOUNT_OVERRIDES as account → its settings. */
     accountOverrides: ReadonlyMap<string, AccountOverride>;
+    /** The event catalogue of EVENT_CATALOGUE, checked and compiled. */
+    catalogue: Catalogue;
     /** Where callbacks may point. */
     callbackPolicy: CallbackPolicy;
     /** Whether the standard OTEL_* variables ask for traces. */
@@ -198,6 +202,7 @@ function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
     ...redisSettingsFromEnv(config),
     secretBox,
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
+    catalogue: catalogueFromEnv(config),
     callbackPolicy: parseCallbackPolicy(config),
     tracing: tracingRequested(env),
   };

@@ -8,7 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { migrate, migrationsDir } from '@webhooks/db';
-import { createEventPublisher, PublishUnavailableError } from '@webhooks/shared';
+import {
+  createEventPublisher,
+  exampleCatalogueFile,
+  loadCatalogue,
+  PublishUnavailableError,
+} from '@webhooks/shared';
 import { buildApp, createTokenMinter, loadApiConfig } from '../src/index.js';
 import { isInfrastructureError } from '../src/lib/infrastructure-error.js';
 import { freePort } from '../../../scripts/lib/services.js';
@@ -153,7 +158,12 @@ describe('Redis unreachable from the start', () => {
   });
 
   it('makes the shared publisher throw PublishUnavailableError instead of waiting for ever', async () => {
-    const publisher = createEventPublisher({ redis: deadRedisUrl, prefix: 'never', timeoutMs: 500 });
+    const publisher = createEventPublisher({
+      redis: deadRedisUrl,
+      prefix: 'never',
+      timeoutMs: 500,
+      catalogue: loadCatalogue(exampleCatalogueFile),
+    });
     try {
       await expect(
         publisher.publish({ accountId: 'a', type: 'call.completed', data: {} }),

@@ -3,7 +3,6 @@
  * subscription only with the catalogue's example data, and the recent health of a subscription.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { exampleEventData } from '@webhooks/shared';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../test/support/wait.js';
 
@@ -30,7 +29,10 @@ describe('POST /api/webhooks/{id}/test-events', () => {
     expect(sent.statusCode).toBe(202);
     await waitFor('the test event at its subscription', () => stack.receiver.at('/target').length === 1);
     const received = JSON.parse(stack.receiver.at('/target')[0]!.body);
-    expect(received).toMatchObject({ type: 'call.failed', data: exampleEventData['call.failed'] });
+    expect(received).toMatchObject({
+      type: 'call.failed',
+      data: stack.api.config.catalogue.entry('call.failed')!.example,
+    });
     expect(stack.receiver.at('/target')[0]!.headers['webhook-id']).toBe(sent.json().id);
     const log = await call('tester', 'GET', `/api/webhooks/${target.id}/deliveries`);
     expect(log.json().results).toMatchObject([{ event_id: sent.json().id, type: 'call.failed' }]);
@@ -50,7 +52,7 @@ describe('POST /api/webhooks/{id}/test-events', () => {
     expect(sent.statusCode).toBe(202);
     await waitFor('the operational test event', () => stack.receiver.at('/ops').length === 1);
     expect(JSON.parse(stack.receiver.at('/ops')[0]!.body).data).toEqual(
-      exampleEventData['subscription.disabled'],
+      stack.api.config.catalogue.entry('subscription.disabled')!.example,
     );
   });
 

@@ -6,6 +6,7 @@
 import { promises as dns } from 'node:dns';
 import Type, { type Static } from 'typebox';
 import {
+  catalogueFromEnv,
   commonEnv,
   ConfigError,
   loadConfig,
@@ -18,6 +19,7 @@ import {
   splitList,
   type AccountOverride,
   type CallbackPolicy,
+  type Catalogue,
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
@@ -139,6 +141,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     roles: ReadonlySet<WorkerRole>;
     /** ACCOUNT_OVERRIDES as account → its settings. */
     accountOverrides: ReadonlyMap<string, AccountOverride>;
+    /** The event catalogue of EVENT_CATALOGUE, checked and compiled. */
+    catalogue: Catalogue;
     /** Where callbacks may point. */
     callbackPolicy: CallbackPolicy;
     /** Whether the standard OTEL_* variables ask for traces. */
@@ -192,6 +196,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     dnsServers: parseDnsServers(config.DNS_SERVERS),
     roles: parseRoles(config.WORKER_QUEUES),
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
+    catalogue: catalogueFromEnv(config),
     callbackPolicy: parseCallbackPolicy(config),
     tracing: tracingRequested(env),
   };

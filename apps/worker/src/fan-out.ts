@@ -1,11 +1,14 @@
 /**
  * The processor of the `events` queue: stores the event, finds the account's active subscriptions
- * that receive its type (general ones every type, kind ones their kind's; a test event only its
- * one subscription), creates one delivery per subscription and hands them to the account scheduler
+ * that receive its type (general ones every type, kind ones their kind's, narrowed by the types
+ * each chose; a test event only its one subscription) and whose content filter, if any, matches
+ * the payload, creates one delivery per subscription and hands them to the account scheduler
  * (`scheduling/account-scheduler.ts`), which admits them into the `deliveries` queue in fair order
  * across accounts. Concurrent events are fanned out together, one SQL statement (sent with `pg`
  * directly, as the delivery path's) and one scheduler call per batch (see `batcher` in
- * @webhooks/shared). Every step is idempotent, and job ids are `<event id>.<subscription id>`, so a
+ * @webhooks/shared). Content filters are evaluated here with sift (event-filter.ts in
+ * @webhooks/shared), so a second statement creates the deliveries of the filtered subscriptions that
+ * matched; a batch without filtered subscriptions costs one statement. Every step is idempotent, and job ids are `<event id>.<subscription id>`, so a
  * fan-out run twice (a stalled job) never delivers twice. An event no active subscription receives
  * is not stored: retention would only delete it unread.
  *
@@ -16,18 +19,30 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
 import {
-  kindOfType,
   parsePayloadTimestamp,
   batcher,
+  receivesEventTypeSql,
   type BatchOptions,
+  type Catalogue,
   type EventJobData,
 } from '@webhooks/shared';
 import { deferJob } from './deferral.js';
+import { createFilterCache, type FanOutTarget } from './filter-cache.js';
+
+/** One event of a fan-out statement, for all its subscriptions or one. */
+interface FanOutRow {
+  event: EventJobData;
+  onlySubscriptionId: string | null;
+  /** Its subscriptions' content filters were checked already: deliver to the filtered ones too. */
+  filterChecked: boolean;
+}
 import type { AccountScheduler } from './scheduling/account-scheduler.js';
 
 /** What the fan-out needs. */
 export interface FanOutDeps {
   pool: Pool;
+  /** The event catalogue: each event type's kind. */
+  catalogue: Catalogue;
   scheduler: Pick<AccountScheduler, 'schedule'>;
   log: Logger;
   batch?: BatchOptions;
@@ -35,23 +50,32 @@ export interface FanOutDeps {
 
 /** Creates the processor; it returns how many deliveries the event got. */
 export function createFanOutProcessor(deps: FanOutDeps) {
-  const fanOut = batcher<EventJobData, number>(
-    async (events) => {
-      const { rows: targets } = await deps.pool.query<{ event_id: string; subscription_id: string }>(
-        `
+  const { catalogue } = deps;
+  const filters = createFilterCache();
+  /**
+   * One statement: stores the events that have a target and their deliveries, for every active
+   * subscription that receives their type, except those with a content filter the event was not
+   * checked against yet; those come back with their filter instead, to be checked here.
+   */
+  const createDeliveries = async (rows: FanOutRow[]) => {
+    const { rows: found } = await deps.pool.query<FanOutTarget>(
+      `
       WITH input AS (
-        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::uuid[])
-          AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id)
-      ), targets AS (
-        SELECT i.id AS event_id, s.id AS subscription_id
+        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::uuid[], $8::boolean[])
+          AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id, filter_checked)
+      ), candidates AS (
+        SELECT i.id AS event_id, s.id AS subscription_id, s.filter, s.webhook_id, i.filter_checked
         FROM input i
-        JOIN subscriptions s ON s.account_id = i.account_id AND s.status = 'active' AND (s.kind IS NULL OR s.kind = i.kind)
+        JOIN subscriptions s ON s.account_id = i.account_id AND s.status = 'active'
+          AND ${receivesEventTypeSql('s', 'i.type', 'i.kind')}
           AND (i.only_subscription_id IS NULL OR s.id = i.only_subscription_id)
         -- Locked so that a subscription deleted meanwhile cannot fail the deliveries' foreign key.
         FOR KEY SHARE OF s
+      ), targets AS (
+        SELECT event_id, subscription_id FROM candidates WHERE filter IS NULL OR filter_checked
       ), stored AS (
         INSERT INTO events (id, account_id, type, data, occurred_at)
-        SELECT id, account_id, type, data, occurred_at FROM input
+        SELECT DISTINCT ON (id) id, account_id, type, data, occurred_at FROM input
         WHERE id IN (SELECT event_id FROM targets)
         ON CONFLICT (id) DO NOTHING
       ), created AS (
@@ -59,18 +83,49 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         SELECT uuid_generate_v7(), event_id, subscription_id, now(), now() FROM targets
         ON CONFLICT (event_id, subscription_id) DO NOTHING
       )
-      SELECT event_id::text, subscription_id::text FROM targets`,
-        [
-          events.map((e) => e.id),
-          events.map((e) => e.accountId),
-          events.map((e) => e.type),
-          events.map((e) => JSON.stringify(e.data)),
-          events.map((e) => parsePayloadTimestamp(e.timestamp).toISOString()),
-          events.map((e) => kindOfType(e.type) ?? null),
-          events.map((e) => e.subscriptionId ?? null),
-        ],
+      SELECT event_id::text, subscription_id::text, NULL::jsonb AS filter, NULL::text AS webhook_id FROM targets
+      UNION ALL
+      SELECT event_id::text, subscription_id::text, filter, webhook_id FROM candidates
+      WHERE filter IS NOT NULL AND NOT filter_checked`,
+      [
+        rows.map((r) => r.event.id),
+        rows.map((r) => r.event.accountId),
+        rows.map((r) => r.event.type),
+        rows.map((r) => JSON.stringify(r.event.data)),
+        rows.map((r) => parsePayloadTimestamp(r.event.timestamp).toISOString()),
+        rows.map((r) => catalogue.entry(r.event.type)?.kind ?? null),
+        rows.map((r) => r.onlySubscriptionId),
+        rows.map((r) => r.filterChecked),
+      ],
+    );
+    return found;
+  };
+
+  const fanOut = batcher<EventJobData, number>(
+    async (events) => {
+      // A test event goes to its one subscription whatever its filter says: the developer asked.
+      const first = await createDeliveries(
+        events.map((event) => ({
+          event,
+          onlySubscriptionId: event.subscriptionId ?? null,
+          filterChecked: event.subscriptionId !== undefined,
+        })),
       );
       const byId = new Map(events.map((event) => [event.id, event]));
+      const targets = first.filter((t) => t.filter === null);
+      const matched = first.filter(
+        (t) => t.filter !== null && filters.matches(t, byId.get(t.event_id)!, deps.log),
+      );
+      if (matched.length > 0) {
+        const second = await createDeliveries(
+          matched.map((t) => ({
+            event: byId.get(t.event_id)!,
+            onlySubscriptionId: t.subscription_id,
+            filterChecked: true,
+          })),
+        );
+        targets.push(...second);
+      }
       await deps.scheduler.schedule(
         targets.map(({ event_id, subscription_id }) => {
           const { accountId, requestId } = byId.get(event_id)!;

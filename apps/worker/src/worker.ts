@@ -143,7 +143,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const events = config.roles.has('events')
     ? new Worker<EventJobData, number>(
         queueNames.events,
-        createFanOutProcessor({ pool, scheduler, log }),
+        createFanOutProcessor({ pool, catalogue: config.catalogue, scheduler, log }),
         common,
       )
     : null;

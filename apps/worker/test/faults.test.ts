@@ -10,7 +10,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { migrate, migrationsDir } from '@webhooks/db';
-import { createEventPublisher, queueNames, type EventPublisher } from '@webhooks/shared';
+import {
+  createEventPublisher,
+  exampleCatalogueFile,
+  loadCatalogue,
+  queueNames,
+  type EventPublisher,
+} from '@webhooks/shared';
 import { buildApp, createTokenMinter, loadApiConfig } from '@webhooks/api';
 import type { FastifyInstance } from 'fastify';
 import { testEnv, testJwtSecret } from '../../../test/support/api.js';
@@ -54,7 +60,12 @@ beforeAll(async () => {
   await migrate({ databaseUrl, migrationsDir });
   api = await buildApp(loadApiConfig(env()));
   receiver = await startReceiver();
-  publisher = createEventPublisher({ redis: redis.url, prefix, timeoutMs: 500 });
+  publisher = createEventPublisher({
+    redis: redis.url,
+    prefix,
+    timeoutMs: 500,
+    catalogue: loadCatalogue(exampleCatalogueFile),
+  });
   const token = createTokenMinter({ secret: testJwtSecret })('acct-faults');
   for (const path of paths) {
     const response = await api.inject({

@@ -31,7 +31,11 @@ const workerEnv = () =>
 beforeAll(async () => {
   api = await startTestApi('resilience', { CALLBACK_ALLOW_PRIVATE: 'true' });
   receiver = await startReceiver();
-  publisher = createEventPublisher({ redis: testRedisUrl, prefix: api.prefix });
+  publisher = createEventPublisher({
+    redis: testRedisUrl,
+    prefix: api.prefix,
+    catalogue: api.config.catalogue,
+  });
 });
 afterAll(async () => {
   for (const worker of spawned) worker.child.kill('SIGKILL');

@@ -1,122 +1,129 @@
 /**
- * The event catalogue: every kind of event the service delivers and the event types of each.
+ * The event catalogue: every kind of event the service delivers, the event types of each, what
+ * their `data` looks like, and who may send them. It is the operator's: both services load it from
+ * the file EVENT_CATALOGUE names (`catalogue-file.ts`), and this module is what they use of it.
  *
  * Event types are written `<resource>.<action>` (specification section 6.2). Each kind gets its own
  * subscription endpoint, `POST /api/webhooks/<kind>` (specification section 4, note 1), and a
- * subscription made there receives only that kind's types. Adding a kind is one entry here.
+ * subscription made there receives that kind's types unless it chooses some of them.
  *
- * `operational` events are about the service itself: the service emits them, and
- * publishers may not.
+ * The `operational` kind is the service's own and never in the file: the service emits its types
+ * (`subscription.disabled`), publishers may not.
  */
-export const eventCatalogue = {
-  calls: {
-    description: 'Telephone calls: started, completed or failed.',
-    types: ['call.started', 'call.completed', 'call.failed'],
-  },
-  messages: {
-    description: 'Text messages: sent, received or failed.',
-    types: ['message.sent', 'message.received', 'message.failed'],
-  },
-  operational: {
-    description:
-      'About your subscriptions, emitted by the service: subscription.disabled when one is disabled after failing deliveries.',
-    types: ['subscription.disabled'],
-  },
-} as const satisfies Record<string, { description: string; types: readonly string[] }>;
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 
-/**
- * Example `data` of every event type: what the catalogue shows (`GET /api/event-types`) and what a
- * test event carries (`POST /api/webhooks/{id}/test-events`). `subscription.disabled` has the
- * fields the worker sends (delivery/store.ts).
- */
-export const exampleEventData: Record<EventType, Record<string, unknown>> = {
-  'call.started': {
-    call_id: 'call_0193a5c2e7d1',
-    from: '+14155550100',
-    to: '+14155550199',
-    direction: 'inbound',
-  },
-  'call.completed': {
-    call_id: 'call_0193a5c2e7d1',
-    from: '+14155550100',
-    to: '+14155550199',
-    direction: 'inbound',
-    duration_seconds: 184,
-  },
-  'call.failed': {
-    call_id: 'call_0193a5c2e7d1',
-    from: '+14155550100',
-    to: '+14155550199',
-    direction: 'outbound',
-    reason: 'busy',
-  },
-  'message.sent': {
-    message_id: 'msg_0193a5c31b2f',
-    from: '+14155550100',
-    to: '+14155550199',
-    text: 'Your appointment is confirmed for 3 pm.',
-  },
-  'message.received': {
-    message_id: 'msg_0193a5c31b30',
-    from: '+14155550199',
-    to: '+14155550100',
-    text: 'Thanks, see you then.',
-  },
-  'message.failed': {
-    message_id: 'msg_0193a5c31b2f',
-    from: '+14155550100',
-    to: '+14155550199',
-    reason: 'unreachable',
-  },
-  'subscription.disabled': {
-    subscription_id: '0193a5c4-0000-7000-8000-000000000000',
-    resource_uri: '/api/webhooks/0193a5c4-0000-7000-8000-000000000000',
-    callback_url: 'https://client.example/hooks',
-    reason: 'consecutive_failures',
-    failure_count: 20,
-  },
+/** The kind of the service's own events. */
+export const operationalKind = 'operational';
+
+/** One event type of the catalogue. */
+export interface EventTypeEntry {
+  /** `<resource>.<action>`, such as `call.completed`. */
+  type: string;
+  kind: string;
+  description: string;
+  /** The JSON Schema (draft 2020-12) of `data`, or null: any object. */
+  schema: Record<string, unknown> | null;
+  /** Example `data`: what `GET /api/event-types` shows and a test event carries. */
+  example: Record<string, unknown>;
+  /** Still delivered and accepted; shown as deprecated so that subscribers move off it. */
+  deprecated: boolean;
+}
+
+/** One kind with its event types, in file order. */
+export interface EventKindEntry {
+  kind: string;
+  description: string;
+  types: readonly EventTypeEntry[];
+}
+
+/** A `data` that its type's schema refuses: one JSON pointer (RFC 6901) under `/data` each. */
+export interface DataError {
+  pointer: string;
+  detail: string;
+}
+
+/** The loaded catalogue: the file's kinds plus the service's operational kind. */
+export interface Catalogue {
+  /** The file it was loaded from, for messages. */
+  readonly source: string;
+  /** Every kind, in file order, the operational kind last. */
+  readonly kinds: readonly EventKindEntry[];
+  /** Every event type, in catalogue order. */
+  readonly types: readonly string[];
+  /** The entry of `type`, or undefined for a type outside the catalogue. */
+  entry(type: string): EventTypeEntry | undefined;
+  /** True when `kind` names a kind of the catalogue (operational included). */
+  isKind(kind: string): boolean;
+  /** True when `type` is an operational event type: emitted by the service, never by a publisher. */
+  isOperationalType(type: string): boolean;
+  /** The event types a subscription of `kind` may choose from: the kind's, or all when null. */
+  typesOfKind(kind: string | null): readonly string[];
+  /**
+   * The errors of `data` against `type`'s schema, at most `limit` (none: it matches, or the type
+   * has no schema). Each schema was compiled once, at load.
+   */
+  checkData(type: string, data: unknown, limit?: number): DataError[];
+}
+
+/** The service's own kind, appended to every catalogue. */
+const operational: EventKindEntry = {
+  kind: operationalKind,
+  description:
+    'About your subscriptions, emitted by the service: subscription.disabled when one is disabled after failing deliveries.',
+  types: [
+    {
+      type: 'subscription.disabled',
+      kind: operationalKind,
+      description: 'A subscription was disabled after failing deliveries.',
+      schema: null,
+      // The fields the worker sends (delivery/store.ts).
+      example: {
+        subscription_id: '0193a5c4-0000-7000-8000-000000000000',
+        resource_uri: '/api/webhooks/0193a5c4-0000-7000-8000-000000000000',
+        callback_url: 'https://client.example/hooks',
+        reason: 'consecutive_failures',
+        failure_count: 20,
+      },
+      deprecated: false,
+    },
+  ],
 };
 
-/** A kind of event, such as `calls`. */
-export type EventKind = keyof typeof eventCatalogue;
-
-/** An event type of the catalogue, such as `call.completed`. */
-export type EventType = (typeof eventCatalogue)[EventKind]['types'][number];
-
-/** Every kind, in catalogue order. */
-export const eventKinds = Object.keys(eventCatalogue) as EventKind[];
-
-/** Every event type, in catalogue order. */
-export const eventTypes: readonly EventType[] = eventKinds.flatMap((kind) => eventCatalogue[kind].types);
-
-const kindByType = new Map<string, EventKind>(
-  eventKinds.flatMap((kind) => eventCatalogue[kind].types.map((type) => [type, kind] as const)),
-);
-
-/** True when `value` names a kind of the catalogue. */
-export function isEventKind(value: string): value is EventKind {
-  return Object.hasOwn(eventCatalogue, value);
-}
-
-/** True when `value` is an event type of the catalogue. */
-export function isEventType(value: string): value is EventType {
-  return kindByType.has(value);
-}
-
-/** True when `type` is an operational event type: emitted by the service, never by a publisher. */
-export function isOperationalType(type: string): boolean {
-  return kindByType.get(type) === 'operational';
-}
-
-/** The kind an event type belongs to, or undefined for a type outside the catalogue. */
-export function kindOfType(type: string): EventKind | undefined {
-  return kindByType.get(type);
-}
+/** The event types the service itself emits, which a catalogue file may not declare. */
+export const operationalTypes: readonly string[] = operational.types.map((t) => t.type);
 
 /**
- * The event types a subscription receives: its kind's types, or every type when `kind` is null
- * (a subscription made at the general endpoint `POST /api/webhooks`).
+ * Builds the catalogue from checked kinds (see `loadCatalogue`) and one compiled validator per
+ * type that has a schema. The operational kind is added here.
  */
-export function typesReceivedBy(kind: string | null): readonly string[] {
-  return kind !== null && isEventKind(kind) ? eventCatalogue[kind].types : eventTypes;
+export function createCatalogue(
+  source: string,
+  kinds: readonly EventKindEntry[],
+  validators: ReadonlyMap<string, ValidateFunction>,
+): Catalogue {
+  const all = [...kinds, operational];
+  const entries = new Map(all.flatMap((k) => k.types.map((t) => [t.type, t] as const)));
+  const kindTypes = new Map(all.map((k) => [k.kind, k.types.map((t) => t.type)] as const));
+  const types = [...entries.keys()];
+  return {
+    source,
+    kinds: all,
+    types,
+    entry: (type) => entries.get(type),
+    isKind: (kind) => kindTypes.has(kind),
+    isOperationalType: (type) => entries.get(type)?.kind === operationalKind,
+    typesOfKind: (kind) => (kind === null ? types : (kindTypes.get(kind) ?? [])),
+    checkData(type, data, limit = 20) {
+      const validate = validators.get(type);
+      if (validate === undefined || validate(data)) return [];
+      return (validate.errors ?? []).slice(0, limit).map((error) => {
+        let pointer = `/data${error.instancePath}`;
+        if (error.keyword === 'required') pointer += `/${String(error.params.missingProperty)}`;
+        if (error.keyword === 'additionalProperties') {
+          pointer += `/${String(error.params.additionalProperty)}`;
+        }
+        return { pointer, detail: error.message ?? 'does not match the schema' };
+      });
+    },
+  };
 }

@@ -7,6 +7,8 @@
 import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import Value from 'typebox/value';
 import { callbackPolicyEnv } from './callback-policy.js';
+import type { Catalogue } from './catalogue.js';
+import { CatalogueError, exampleCatalogueFile, loadCatalogue } from './catalogue-file.js';
 import { logFormatEnv } from './logger-options.js';
 import { ConfigError } from './config-error.js';
 import { redisEnv } from './redis.js';
@@ -38,6 +40,12 @@ export const commonEnv = {
     description: 'PostgreSQL connection URL; the database is created by `pnpm db:migrate` if missing',
   }),
   ...redisEnv,
+  EVENT_CATALOGUE: Type.String({
+    default: exampleCatalogueFile,
+    minLength: 1,
+    description:
+      'The event catalogue file (YAML or JSON; a path, relative to the working directory): kinds, event types, their JSON Schemas and examples (docs/event-catalogue.md); both services must load the same file',
+  }),
   QUEUE_PREFIX: Type.String({
     default: 'webhooks',
     minLength: 1,
@@ -135,4 +143,20 @@ export function redactedConfig(schema: TObject, config: object): Record<string, 
     } else shown[name] = value;
   }
   return shown;
+}
+
+/**
+ * Loads the catalogue EVENT_CATALOGUE names (`loadCatalogue`).
+ *
+ * @throws ConfigError naming EVENT_CATALOGUE, the file, the place in it and what is wrong
+ */
+export function catalogueFromEnv(config: { EVENT_CATALOGUE: string }): Catalogue {
+  try {
+    return loadCatalogue(config.EVENT_CATALOGUE);
+  } catch (error) {
+    if (error instanceof CatalogueError) {
+      throw new ConfigError(`Invalid environment variable EVENT_CATALOGUE: ${error.message}`);
+    }
+    throw error;
+  }
 }

@@ -4,7 +4,7 @@
  */
 import { validate as isUuid } from 'uuid';
 import { isValidAccountId, maxAccountIdLength } from './account-id.js';
-import { isEventType, isOperationalType } from './catalogue.js';
+import type { Catalogue } from './catalogue.js';
 import { findUnstorableJson, maxDataDepth, unstorableTextReason } from './storable-json.js';
 
 /** Largest `data` accepted, in bytes of its JSON serialization (256 KiB). */
@@ -22,6 +22,8 @@ export class EventInputError extends Error {
     message: string,
     readonly pointer: string,
     readonly status: 400 | 413 = 400,
+    /** Every field refused, when there are several (a schema's errors); `pointer` is the first. */
+    readonly errors: readonly { pointer: string; detail: string }[] = [{ pointer, detail: message }],
   ) {
     super(message);
     this.name = 'EventInputError';
@@ -55,28 +57,29 @@ export interface EventInput {
 }
 
 /**
- * Checks an event and returns when it occurred.
+ * Checks an event against `catalogue` and the limits, and returns when it occurred.
  *
  * @throws EventInputError 400 for an unknown type, an operational one outside a test event, a
+ *   `data` its type's JSON Schema refuses (every failing pointer under `/data` listed, at most 20), a
  *   `data` that is not a JSON object or is nested deeper than {@link maxDataDepth}, an account id
  *   {@link isValidAccountId} refuses, a bad date, idempotency key or test event subscription id
  *   (not a UUID), or any of them carrying text PostgreSQL cannot store (NUL, lone surrogates; see
  *   storable-json.ts); 413 for `data` over {@link maxEventDataBytes}.
  */
-export function checkEventInput(input: EventInput): Date {
+export function checkEventInput(input: EventInput, catalogue: Catalogue): Date {
   if (!isValidAccountId(input.accountId)) {
     throw new EventInputError(
       `accountId must be a non-blank string of at most ${maxAccountIdLength} characters, without control characters`,
       '/account_id',
     );
   }
-  if (typeof input.type !== 'string' || !isEventType(input.type)) {
+  if (typeof input.type !== 'string' || catalogue.entry(input.type) === undefined) {
     throw new EventInputError(
       `Unknown event type ${JSON.stringify(input.type)}; GET /api/event-types lists them`,
       '/type',
     );
   }
-  if (isOperationalType(input.type) && input.subscriptionId === undefined) {
+  if (catalogue.isOperationalType(input.type) && input.subscriptionId === undefined) {
     throw new EventInputError(
       `${input.type} is an operational event type: only the service emits it`,
       '/type',
@@ -95,6 +98,16 @@ export function checkEventInput(input: EventInput): Date {
       `data is ${bytes} bytes serialized; the limit is ${maxEventDataBytes}`,
       '/data',
       413,
+    );
+  }
+  const schemaErrors = catalogue.checkData(input.type, input.data);
+  if (schemaErrors.length > 0) {
+    const listed = schemaErrors.map((e) => `${e.pointer} ${e.detail}`).join('; ');
+    throw new EventInputError(
+      `data does not match the schema of ${input.type}: ${listed}`,
+      schemaErrors[0]!.pointer,
+      400,
+      schemaErrors,
     );
   }
   if (

@@ -11,6 +11,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Registry } from 'prom-client';
 import { batcher } from './batching.js';
 import { eventsPublishedCounter, type EventSource } from './events-metric.js';
+import type { Catalogue } from './catalogue.js';
 import { checkEventInput, type EventInput } from './event-input.js';
 import { defaultQueuePrefix, finishedJobRetention, queueNames, type EventJobData } from './queues.js';
 import {
@@ -68,6 +69,11 @@ export interface EventPublisherOptions {
    * (`Redis` or `Cluster`) the caller owns.
    */
   redis: string | RedisTopology | RedisConnection;
+  /**
+   * The event catalogue the events are checked against: `loadCatalogue(EVENT_CATALOGUE)`, the same
+   * file the services load.
+   */
+  catalogue: Catalogue;
   /**
    * BullMQ key prefix; must match the worker's QUEUE_PREFIX. Default `webhooks`; wrapped in a
    * hash tag on a Cluster ({@link effectiveKeyPrefix}).
@@ -145,7 +151,7 @@ export function createEventPublisher(options: EventPublisherOptions): EventPubli
 
   return {
     async publish(input) {
-      const occurredAt = checkEventInput(input);
+      const occurredAt = checkEventInput(input, options.catalogue);
       const data: EventJobData = {
         id: input.id ?? uuidv7(),
         accountId: input.accountId,

@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createEventPublisher, EventInputError, type EventPublisher } from '../src/index.js';
+import {
+  createEventPublisher,
+  EventInputError,
+  exampleCatalogueFile,
+  loadCatalogue,
+  type EventPublisher,
+} from '../src/index.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 const prefix = newQueuePrefix('publisher');
@@ -10,7 +16,11 @@ let redis: Redis;
 let queue: Queue;
 
 beforeAll(() => {
-  publisher = createEventPublisher({ redis: testRedisUrl, prefix });
+  publisher = createEventPublisher({
+    redis: testRedisUrl,
+    prefix,
+    catalogue: loadCatalogue(exampleCatalogueFile),
+  });
   redis = new Redis(testRedisUrl);
   queue = new Queue('events', { connection: redis, prefix });
 });

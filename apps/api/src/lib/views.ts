@@ -6,12 +6,10 @@
 import type { Delivery, DeliveryAttempt, Event, Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   buildDeliveryPayload,
-  eventCatalogue,
-  eventKinds,
-  exampleEventData,
   formatPayloadTimestamp,
   resourceLinks,
-  typesReceivedBy,
+  type Catalogue,
+  type EventFilter,
   type DeliveryThrottle,
   type Delivery as DeliveryView,
   type DeliveryDetail,
@@ -27,9 +25,10 @@ type DeliveryRow = Delivery & { event: Pick<Event, 'type'> };
 export type Views = ReturnType<typeof createViews>;
 
 /**
- * The presenters under `baseUrl` (PUBLIC_BASE_URL, or `''` for root-relative links).
+ * The presenters under `baseUrl` (PUBLIC_BASE_URL, or `''` for root-relative links), showing the
+ * event types of `catalogue`.
  */
-export function createViews(baseUrl: string) {
+export function createViews(baseUrl: string, catalogue: Catalogue) {
   const links = resourceLinks(baseUrl);
 
   /**
@@ -43,8 +42,9 @@ export function createViews(baseUrl: string) {
       callback_url: row.callbackUrl,
       webhook_id: row.webhookId,
       account_id: row.accountId,
-      kind: row.kind as Subscription['kind'],
-      event_types: [...typesReceivedBy(row.kind)],
+      kind: row.kind,
+      event_types: row.eventTypes.length > 0 ? row.eventTypes : [...catalogue.typesOfKind(row.kind)],
+      filter: row.filter as EventFilter | null,
       status: row.status,
       rate_limit: row.rateLimit,
       delivery: throttle,
@@ -74,16 +74,23 @@ export function createViews(baseUrl: string) {
   return {
     subscription,
     delivery,
-    /** The event catalogue: every kind, its subscription endpoint, its types and their example data. */
+    /**
+     * The event catalogue: every kind, its subscription endpoint, its types with their
+     * description, schema and deprecation, and their example data.
+     */
     catalogue: (): EventCatalogueResponse => ({
-      kinds: eventKinds.map((kind) => ({
+      kinds: catalogue.kinds.map(({ kind, description, types }) => ({
         kind,
-        description: eventCatalogue[kind].description,
+        description,
         subscribe_uri: links.kindSubscriptions(kind),
-        types: [...eventCatalogue[kind].types],
-        example_data: Object.fromEntries(
-          eventCatalogue[kind].types.map((type) => [type, exampleEventData[type]]),
-        ),
+        types: types.map((t) => t.type),
+        event_types: types.map((t) => ({
+          type: t.type,
+          description: t.description,
+          schema: t.schema,
+          deprecated: t.deprecated,
+        })),
+        example_data: Object.fromEntries(types.map((t) => [t.type, t.example])),
       })),
     }),
     /** The portal page with a one-time `link` in its fragment, which browsers keep to themselves. */
@@ -91,7 +98,7 @@ export function createViews(baseUrl: string) {
     /** A delivery with the payload it sends and every attempt, oldest first. */
     deliveryDetail(
       row: Delivery & { event: Event; attempts: DeliveryAttempt[] },
-      owner: Pick<SubscriptionRow, 'kind' | 'webhookId'>,
+      owner: Pick<SubscriptionRow, 'webhookId'>,
     ): DeliveryDetail {
       const payload = buildDeliveryPayload(
         {

@@ -17,9 +17,16 @@ import {
   type RedisConnection,
   type VerificationJobData,
   type RedisTopology,
+  type Catalogue,
 } from '@webhooks/shared';
 
-export default fp<{ redis: RedisTopology; prefix: string; waitReplicas: number; tracing: boolean }>(
+export default fp<{
+  redis: RedisTopology;
+  prefix: string;
+  waitReplicas: number;
+  tracing: boolean;
+  catalogue: Catalogue;
+}>(
   async (app, options) => {
     const redis = createProducerConnection(options.redis);
     // ioredis emits connection errors as events; without a listener they would crash the process.
@@ -29,6 +36,7 @@ export default fp<{ redis: RedisTopology; prefix: string; waitReplicas: number; 
     const publisher = createEventPublisher({
       ...traced,
       redis,
+      catalogue: options.catalogue,
       prefix: options.prefix,
       waitReplicas: options.waitReplicas,
       metrics: { registry: app.metrics, source: 'api' },

@@ -14,8 +14,6 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   createDeliveryThrottleReader,
-  eventCatalogue,
-  eventKinds,
   generateSigningSecret,
   Page,
   Subscription,
@@ -25,11 +23,16 @@ import {
   SubscriptionUpdate,
   verificationJob,
   type CallbackPolicy,
-  type EventKind,
+  type Catalogue,
   type SecretBox,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
 import { pageRequest } from '../lib/pagination.js';
+import {
+  checkSubscriptionSelection,
+  receivesTypeCondition,
+  storedFilter,
+} from '../lib/subscription-selection.js';
 import { HttpProblem, type FieldError } from '../lib/problem.js';
 import {
   payloadTooLarge,
@@ -59,13 +62,15 @@ export interface SubscriptionRoutesOptions {
   verifyCallbacks: boolean;
   /** Presenters under PUBLIC_BASE_URL. */
   views: Views;
+  /** The event catalogue: a create route per kind, and the types a subscription may choose. */
+  catalogue: Catalogue;
 }
 
 /**
  * The `operationId` of a create route: `createSubscription` for every type,
  * `createCallsSubscription` and so on per kind. SDK generators name their methods after these.
  */
-export function createSubscriptionOperation(kind: EventKind | null): string {
+export function createSubscriptionOperation(kind: string | null): string {
   return kind === null ? 'createSubscription' : `create${kind[0]!.toUpperCase()}${kind.slice(1)}Subscription`;
 }
 
@@ -98,7 +103,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     }
   };
 
-  const create = (kind: EventKind | null) =>
+  const { catalogue } = options;
+  const create = (kind: string | null) =>
     app.post(
       kind === null ? '/api/webhooks' : `/api/webhooks/${kind}`,
       {
@@ -108,7 +114,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           summary:
             kind === null
               ? 'Subscribe to every event type'
-              : `Subscribe to ${kind} events (${eventCatalogue[kind].types.join(', ')})`,
+              : `Subscribe to ${kind} events (${catalogue.typesOfKind(kind).join(', ')})`,
           body: SubscriptionCreate,
           response: {
             201: SubscriptionCreated,
@@ -120,13 +126,14 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         },
       },
       async (request, reply) => {
-        const { callback_url, webhook_id, rate_limit, account_id } = request.body;
+        const { callback_url, webhook_id, rate_limit, account_id, event_types, filter } = request.body;
         if (account_id !== undefined && account_id !== request.accountId) {
           throw new HttpProblem(403, 'forbidden', 'account_id differs from the account of the token', [
             { pointer: '/account_id', detail: 'must equal the token subject, or be left out' },
           ]);
         }
         rejectBadCallback(callback_url);
+        checkSubscriptionSelection(catalogue, kind, event_types, filter);
         const secret = generateSigningSecret();
         const row = await app.prisma.$transaction(async (tx) => {
           // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
@@ -148,6 +155,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               callbackUrl: callback_url,
               webhookId: webhook_id ?? null,
               kind,
+              eventTypes: event_types ?? [],
+              filter: storedFilter(filter ?? null),
               rateLimit: rate_limit ?? null,
               secret: options.secretBox.seal(secret, id),
               ...(options.verifyCallbacks ? { status: 'pending' as const } : {}),
@@ -160,7 +169,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       },
     );
   create(null);
-  for (const kind of eventKinds) create(kind);
+  for (const { kind } of catalogue.kinds) create(kind);
 
   app.get(
     '/api/webhooks',
@@ -178,7 +187,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       const { type, status } = request.query;
       const where = {
         accountId: request.accountId,
-        ...(type === undefined ? {} : { kind: type === 'all' ? null : type }),
+        ...(type === undefined ? {} : receivesTypeCondition(catalogue, type)),
         ...(status === undefined ? {} : { status }),
       };
       const [count, rows] = await app.prisma.$transaction([
@@ -215,7 +224,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       schema: {
         tags: ['subscriptions'],
         operationId: 'updateSubscription',
-        summary: 'Change the callback URL, the webhook_id, the rate limit or the status',
+        summary:
+          'Change the callback URL, the webhook_id, the event types, the filter, the rate limit or the status',
         description: 'Setting `status: "active"` re-enables a subscription disabled after failed deliveries.',
         params: SubscriptionParams,
         body: SubscriptionUpdate,
@@ -224,8 +234,9 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     },
     async (request) => {
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const { callback_url, webhook_id, status, rate_limit } = request.body;
+      const { callback_url, webhook_id, status, rate_limit, event_types, filter } = request.body;
       rejectBadCallback(callback_url);
+      checkSubscriptionSelection(catalogue, current.kind, event_types, filter);
       // Any status change would let an unverified callback through later (pending → disabled → active).
       if (current.status === 'pending' && status !== undefined)
         throw new HttpProblem(
@@ -244,6 +255,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           // would skip the challenge.
           ...(moved ? { status: 'pending' as const } : status === undefined ? {} : { status }),
           ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
+          ...(event_types === undefined ? {} : { eventTypes: event_types }),
+          ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
           // Re-activating starts the failure count afresh, or one more failure would disable it again.
           ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
         },

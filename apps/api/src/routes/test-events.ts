@@ -2,22 +2,17 @@
  * `POST /api/webhooks/{id}/test-events`: sends one example event of a catalogue type to this
  * subscription only (Svix's "send example"), so a client developer can try a callback from the
  * portal, where portal tokens may not publish events to the whole account. The event is a real
- * one: stored, signed, retried and listed in the delivery log like any other.
+ * one: stored, signed, retried and listed in the delivery log like any other. It goes out whatever
+ * the subscription's content filter says: the developer asked for it.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  EventAccepted,
-  exampleEventData,
-  isEventType,
-  TestEventCreate,
-  typesReceivedBy,
-} from '@webhooks/shared';
+import { EventAccepted, TestEventCreate, typesReceivedBy, type Catalogue } from '@webhooks/shared';
 import { HttpProblem, subscriptionDisabled } from '../lib/problem.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponse, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 
-const testEvents: FastifyPluginAsyncTypebox = async (app) => {
+const testEvents: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (app, { catalogue }) => {
   app.post(
     '/api/webhooks/:id/test-events',
     {
@@ -39,9 +34,10 @@ const testEvents: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const received = typesReceivedBy(subscription.kind);
+      const received = typesReceivedBy(catalogue.typesOfKind, subscription);
       const type = request.body.type ?? received[0]!;
-      if (!received.includes(type) || !isEventType(type)) {
+      const entry = catalogue.entry(type);
+      if (!received.includes(type) || entry === undefined) {
         const detail = `This subscription does not receive ${JSON.stringify(type)}; it receives ${received.join(', ')}`;
         throw new HttpProblem(400, 'validation', detail, [{ pointer: '/type', detail }]);
       }
@@ -50,7 +46,7 @@ const testEvents: FastifyPluginAsyncTypebox = async (app) => {
         .publish({
           accountId: request.accountId,
           type,
-          data: exampleEventData[type],
+          data: entry.example,
           requestId: request.id,
           subscriptionId: subscription.id,
         })

@@ -5,7 +5,14 @@
  * included, so every write stays all-or-nothing.
  */
 import type { Pool } from '@webhooks/db';
-import { batcher, kindOfType, type BatchOptions, type ResourceLinks, type SecretBox } from '@webhooks/shared';
+import {
+  batcher,
+  operationalKind,
+  receivesEventTypeSql,
+  type BatchOptions,
+  type ResourceLinks,
+  type SecretBox,
+} from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import { failureRunChanges, failureRunEffect } from './auto-disable.js';
 import type { DeliveryOutcome } from './outcome.js';
@@ -245,7 +252,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         SELECT uuid_generate_v7(), n.id, s.id, now(), now()
         FROM notices n
         JOIN subscriptions s ON s.account_id = n.account_id AND s.status = 'active'
-          AND (s.kind IS NULL OR s.kind = $18::text)
+          AND ${receivesEventTypeSql('s', '$16::text', '$18::text')}
         WHERE s.id NOT IN (SELECT id FROM disabled)
         FOR KEY SHARE OF s
         RETURNING event_id, subscription_id
@@ -269,7 +276,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         disableAfter,
         disabledEventType,
         options.links.subscription(''),
-        kindOfType(disabledEventType)!,
+        operationalKind,
       ],
     );
     if (notices.length > 0) {

@@ -49,6 +49,18 @@ export const EventCatalogueResponse = Type.Object({
       description: Type.String(),
       subscribe_uri: Type.String({ description: 'Endpoint creating a subscription of this kind' }),
       types: Type.Array(Type.String()),
+      event_types: Type.Array(
+        Type.Object({
+          type: Type.String({ description: '`<resource>.<action>`' }),
+          description: Type.String(),
+          schema: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+            description:
+              'JSON Schema (draft 2020-12) that `data` of `POST /api/events` must match; null: any object',
+          }),
+          deprecated: Type.Boolean({ description: 'Still delivered; move off it' }),
+        }),
+        { description: 'Each type of the kind with its description, schema and deprecation' },
+      ),
       example_data: Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()), {
         description: 'Example `data` of each type of the kind, keyed by type; test events carry it',
       }),

@@ -1,6 +1,7 @@
 /** Wire schemas of webhook subscriptions (specification sections 2.1 and 4). Fields are snake_case. */
 import Type, { type Static } from 'typebox';
-import { eventKinds } from '../catalogue.js';
+import { maxFilterBytes } from '../event-filter.js';
+import { maxSelectedEventTypes } from '../event-type-selection.js';
 import { PageQuery } from './pagination.js';
 
 /** Longest callback URL accepted, in characters. */
@@ -32,9 +33,24 @@ const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Typ
   description:
     'Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts',
 });
-const Kind = Type.Union(
-  eventKinds.map((kind) => Type.Literal(kind)),
-  { description: 'Event kind this subscription is limited to' },
+const Kind = Type.String({ description: 'Event kind of the catalogue this subscription is limited to' });
+const EventTypes = Type.Array(Type.String({ maxLength: 101 }), {
+  minItems: 1,
+  maxItems: maxSelectedEventTypes,
+  description:
+    'Event types this subscription receives: exact types (`call.completed`) and wildcards (`call.*`, `*` for every type it may receive). Default: every type of its kind, or of the catalogue at the general endpoint. Unknown types and wildcards that match nothing are refused',
+  examples: [['call.*', 'message.failed']],
+});
+const Filter = Type.Union(
+  [
+    Type.Record(Type.String(), Type.Unknown(), {
+      maxProperties: 50,
+      description: `MongoDB-style query on the payload (\`type\`, \`timestamp\`, \`webhook_id\`, \`data\`): only events it matches are delivered. Operators: $eq $ne $gt $gte $lt $lte $in $nin $all $exists $and $or $nor $not; at most ${maxFilterBytes} bytes and 8 levels`,
+      examples: [{ 'data.direction': 'inbound', 'data.duration_seconds': { $gte: 60 } }],
+    }),
+    Type.Null(),
+  ],
+  { description: 'null: no filter' },
 );
 
 /** Body of `POST /api/webhooks` and `POST /api/webhooks/{kind}`. */
@@ -43,6 +59,8 @@ export const SubscriptionCreate = Type.Object(
     callback_url: CallbackUrl,
     webhook_id: Type.Optional(WebhookId),
     rate_limit: Type.Optional(RateLimit),
+    event_types: Type.Optional(EventTypes),
+    filter: Type.Optional(Filter),
     account_id: Type.Optional(
       Type.String({
         maxLength: 255,
@@ -61,6 +79,8 @@ export const SubscriptionUpdate = Type.Object(
     webhook_id: Type.Optional(Type.Union([WebhookId, Type.Null()])),
     status: Type.Optional(SubscriptionStatus),
     rate_limit: Type.Optional(RateLimit),
+    event_types: Type.Optional(EventTypes),
+    filter: Type.Optional(Filter),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -75,7 +95,11 @@ export const Subscription = Type.Object(
     webhook_id: Type.Union([Type.String(), Type.Null()]),
     account_id: Type.String(),
     kind: Type.Union([Kind, Type.Null()], { description: 'null: receives every event type of the account' }),
-    event_types: Type.Array(Type.String(), { description: 'Event types this subscription receives' }),
+    event_types: Type.Array(Type.String(), {
+      description:
+        'Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen',
+    }),
+    filter: Filter,
     status: SubscriptionState,
     rate_limit: RateLimit,
     delivery: Type.Object(
@@ -121,8 +145,10 @@ export const SubscriptionListQuery = Type.Object(
   {
     ...PageQuery,
     type: Type.Optional(
-      Type.Union([...eventKinds.map((kind) => Type.Literal(kind)), Type.Literal('all')], {
-        description: 'Only subscriptions of this kind; `all` for the general ones',
+      Type.String({
+        maxLength: 101,
+        description:
+          'Only the subscriptions that receive this event type (such as `call.started`); or, by kind, those of this kind (such as `calls`), `all` for the general ones',
       }),
     ),
     status: Type.Optional(SubscriptionState),

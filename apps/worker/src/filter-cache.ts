@@ -1,0 +1,60 @@
+/**
+ * The fan-out's content filters, compiled once per subscription and filter (sift testers, from
+ * event-filter.ts in @webhooks/shared) and kept for the next events, at most
+ * {@link maxCachedFilters} of them: a filter is compiled again only after it changed or was evicted.
+ */
+import type { Logger } from 'pino';
+import {
+  buildDeliveryPayload,
+  compileEventFilter,
+  type EventFilter,
+  type EventJobData,
+} from '@webhooks/shared';
+
+/** Most compiled filters kept; the oldest is dropped past it. */
+export const maxCachedFilters = 10_000;
+
+/** A row of the fan-out statement: a delivery created, or (with `filter`) one to check first. */
+export interface FanOutTarget {
+  event_id: string;
+  subscription_id: string;
+  filter: EventFilter | null;
+  webhook_id: string | null;
+}
+
+/** The cache; `matches` tells whether an event's payload for that subscription passes its filter. */
+export function createFilterCache() {
+  const testers = new Map<string, (payload: Record<string, unknown>) => boolean>();
+  const testerOf = (subscriptionId: string, filter: EventFilter) => {
+    const key = `${subscriptionId}\n${JSON.stringify(filter)}`;
+    let tester = testers.get(key);
+    if (tester === undefined) {
+      tester = compileEventFilter(filter);
+      if (testers.size >= maxCachedFilters) testers.delete(testers.keys().next().value!);
+      testers.set(key, tester);
+    }
+    return tester;
+  };
+  return {
+    /**
+     * True when the payload `event` would have for the target's subscription matches its filter.
+     * A filter sift cannot evaluate (the API checked it, so only a filter stored before a rule
+     * changed) matches nothing, with a warning.
+     */
+    matches(target: FanOutTarget, event: EventJobData, log: Logger): boolean {
+      const payload = buildDeliveryPayload(event, { webhookId: target.webhook_id });
+      try {
+        return testerOf(
+          target.subscription_id,
+          target.filter!,
+        )(payload as unknown as Record<string, unknown>);
+      } catch (error) {
+        log.warn(
+          { err: error, subscriptionId: target.subscription_id, eventId: event.id },
+          'content filter could not be evaluated; the event is not delivered to that subscription',
+        );
+        return false;
+      }
+    },
+  };
+}

@@ -1,0 +1,253 @@
+/**
+ * Loads the event catalogue from the operator's file (EVENT_CATALOGUE: YAML, or JSON, which is
+ * YAML too) and checks it whole before a service starts: its shape, its names, and each type's
+ * JSON Schema (draft 2020-12), which is compiled once here with Ajv, the validator Fastify
+ * carries. Each example must match its schema. The limits below keep a hostile or careless file
+ * from making the services slow or their validation a denial of service; docs/event-catalogue.md
+ * lists them.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import isSafeRegex from 'safe-regex2';
+import Type, { type Static } from 'typebox';
+import { parse as parseYaml } from 'yaml';
+import {
+  createCatalogue,
+  operationalKind,
+  operationalTypes,
+  type Catalogue,
+  type EventKindEntry,
+} from './catalogue.js';
+
+/** The example catalogue (telephony), relative to the repository root: EVENT_CATALOGUE's default. */
+export const exampleCatalogueFile = 'catalogues/telephony.yaml';
+
+/** Largest catalogue file read, in bytes (1 MiB). */
+export const maxCatalogueFileBytes = 1024 * 1024;
+/** Most event types in one catalogue. */
+export const maxCatalogueTypes = 1000;
+/** Largest schema of one event type, in bytes of its JSON serialization (64 KiB). */
+export const maxSchemaBytes = 64 * 1024;
+/** Deepest nesting of objects and arrays in one schema. */
+export const maxSchemaDepth = 32;
+/** Longest regular expression (`pattern`, a `patternProperties` key) in a schema, in characters. */
+export const maxSchemaPatternLength = 256;
+
+/** An event type: `<resource>.<action>`, lowercase words of letters, digits and underscores. */
+export const eventTypeName = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+/** A kind: the last segment of its subscription endpoint, `POST /api/webhooks/<kind>`. */
+const kindName = /^[a-z][a-z0-9-]{0,63}$/;
+
+const EventTypeDefinition = Type.Object(
+  {
+    description: Type.String({ minLength: 1, maxLength: 1000 }),
+    schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    example: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    deprecated: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const CatalogueDefinition = Type.Object(
+  {
+    kinds: Type.Record(
+      Type.String(),
+      Type.Object(
+        {
+          description: Type.String({ minLength: 1, maxLength: 1000 }),
+          types: Type.Record(Type.String(), EventTypeDefinition, { minProperties: 1 }),
+        },
+        { additionalProperties: false },
+      ),
+      { minProperties: 1 },
+    ),
+  },
+  { additionalProperties: false },
+);
+type CatalogueDefinition = Static<typeof CatalogueDefinition>;
+
+/** A catalogue file that cannot be used: the message names the file, the place in it and why. */
+export class CatalogueError extends Error {
+  constructor(
+    readonly file: string,
+    readonly pointer: string,
+    readonly reason: string,
+  ) {
+    super(`event catalogue ${file}: ${pointer || '/'}: ${reason}`);
+    this.name = 'CatalogueError';
+  }
+}
+
+/** A JSON pointer segment (RFC 6901). */
+function segment(key: string): string {
+  return key.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+/**
+ * The first reason `schema` is too costly to use: too deep, or a regular expression that is too
+ * long or can backtrack catastrophically (safe-regex2, Fastify's own ReDoS check).
+ */
+function hostileSchemaPart(
+  schema: unknown,
+  pointer: string,
+  depth = 0,
+): { pointer: string; reason: string } | null {
+  if (depth > maxSchemaDepth) return { pointer, reason: `nests deeper than ${maxSchemaDepth} levels` };
+  if (schema === null || typeof schema !== 'object') return null;
+  const entries = Array.isArray(schema)
+    ? schema.map((v, i) => [String(i), v] as const)
+    : Object.entries(schema);
+  for (const [key, value] of entries) {
+    const at = `${pointer}/${segment(key)}`;
+    const patterns =
+      key === 'pattern' && typeof value === 'string'
+        ? [value]
+        : key === 'patternProperties' && value !== null && typeof value === 'object'
+          ? Object.keys(value)
+          : [];
+    for (const pattern of patterns) {
+      if (pattern.length > maxSchemaPatternLength) {
+        return { pointer: at, reason: `regular expression longer than ${maxSchemaPatternLength} characters` };
+      }
+      if (!isSafeRegex(pattern)) {
+        return {
+          pointer: at,
+          reason: `regular expression ${JSON.stringify(pattern)} can backtrack catastrophically`,
+        };
+      }
+    }
+    const found = hostileSchemaPart(value, at, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
+/** The Ajv instance of catalogue schemas: draft 2020-12, every error listed, standard formats. */
+function createAjv(): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: true });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+/**
+ * Checks a parsed catalogue and compiles its schemas.
+ *
+ * @param file the file's path, named in errors
+ * @throws CatalogueError naming the JSON pointer in the file of the first problem found
+ */
+export function catalogueFromDefinition(file: string, definition: unknown): Catalogue {
+  const ajv = createAjv();
+  const checkShape = ajv.compile<CatalogueDefinition>(CatalogueDefinition);
+  if (!checkShape(definition)) {
+    const [error] = checkShape.errors!;
+    let pointer = error!.instancePath;
+    if (error!.keyword === 'required') pointer += `/${segment(String(error!.params.missingProperty))}`;
+    if (error!.keyword === 'additionalProperties') {
+      throw new CatalogueError(
+        file,
+        `${pointer}/${segment(String(error!.params.additionalProperty))}`,
+        'is not a known field',
+      );
+    }
+    throw new CatalogueError(file, pointer, error!.message ?? 'is invalid');
+  }
+  const kinds: EventKindEntry[] = [];
+  const validators = new Map<string, ValidateFunction>();
+  const seen = new Map<string, string>();
+  for (const [kind, kindDefinition] of Object.entries(definition.kinds)) {
+    const kindPointer = `/kinds/${segment(kind)}`;
+    if (kind === operationalKind)
+      throw new CatalogueError(file, kindPointer, "the operational kind is the service's own");
+    if (!kindName.test(kind)) {
+      throw new CatalogueError(
+        file,
+        kindPointer,
+        'a kind is lowercase letters, digits and hyphens, starting with a letter, at most 64 characters',
+      );
+    }
+    const types = [];
+    for (const [type, typeDefinition] of Object.entries(kindDefinition.types)) {
+      const typePointer = `${kindPointer}/types/${segment(type)}`;
+      if (!eventTypeName.test(type) || type.length > 100) {
+        throw new CatalogueError(
+          file,
+          typePointer,
+          'an event type is <resource>.<action>: lowercase words of letters, digits and underscores joined by dots, at most 100 characters',
+        );
+      }
+      if (operationalTypes.includes(type))
+        throw new CatalogueError(file, typePointer, `${type} is an operational type, the service's own`);
+      if (seen.has(type))
+        throw new CatalogueError(file, typePointer, `${type} is declared in kind ${seen.get(type)} too`);
+      seen.set(type, kind);
+      if (seen.size > maxCatalogueTypes)
+        throw new CatalogueError(file, typePointer, `more than ${maxCatalogueTypes} event types`);
+      const schema = typeDefinition.schema ?? null;
+      if (schema !== null) {
+        const schemaPointer = `${typePointer}/schema`;
+        if (Buffer.byteLength(JSON.stringify(schema)) > maxSchemaBytes) {
+          throw new CatalogueError(file, schemaPointer, `larger than ${maxSchemaBytes} bytes serialized`);
+        }
+        const hostile = hostileSchemaPart(schema, schemaPointer);
+        if (hostile) throw new CatalogueError(file, hostile.pointer, hostile.reason);
+        let validate: ValidateFunction;
+        try {
+          validate = ajv.compile(schema);
+        } catch (error) {
+          throw new CatalogueError(
+            file,
+            schemaPointer,
+            `is not a usable JSON Schema (draft 2020-12): ${(error as Error).message}`,
+          );
+        }
+        validators.set(type, validate);
+        if (typeDefinition.example !== undefined && !validate(typeDefinition.example)) {
+          const [first] = validate.errors!;
+          throw new CatalogueError(
+            file,
+            `${typePointer}/example${first!.instancePath}`,
+            `does not match the schema: ${first!.message}`,
+          );
+        }
+      }
+      types.push({
+        type,
+        kind,
+        description: typeDefinition.description,
+        schema,
+        example: typeDefinition.example ?? {},
+        deprecated: typeDefinition.deprecated ?? false,
+      });
+    }
+    kinds.push({ kind, description: kindDefinition.description, types });
+  }
+  return createCatalogue(file, kinds, validators);
+}
+
+/**
+ * Reads, parses and checks the catalogue file at `file` (a path, relative to the working
+ * directory).
+ *
+ * @throws CatalogueError when the file cannot be read, is over {@link maxCatalogueFileBytes}, is
+ *   not YAML or JSON, or breaks a rule of {@link catalogueFromDefinition}
+ */
+export function loadCatalogue(file: string): Catalogue {
+  let text: string;
+  try {
+    if (statSync(file).size > maxCatalogueFileBytes) {
+      throw new CatalogueError(file, '', `larger than ${maxCatalogueFileBytes} bytes`);
+    }
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if (error instanceof CatalogueError) throw error;
+    throw new CatalogueError(file, '', `cannot be read: ${(error as Error).message}`);
+  }
+  let definition: unknown;
+  try {
+    definition = parseYaml(text, { maxAliasCount: 100 });
+  } catch (error) {
+    throw new CatalogueError(file, '', `is not valid YAML or JSON: ${(error as Error).message}`);
+  }
+  return catalogueFromDefinition(file, definition);
+}
