@@ -39,6 +39,7 @@ import health from './routes/health.js';
 import portalSessions, { portalLinkExchange } from './routes/portal-sessions.js';
 import { createPortalLinks } from './lib/portal-links.js';
 import testEvents from './routes/test-events.js';
+import filterTests from './routes/filter-tests.js';
 import portal from './plugins/portal.js';
 import securityHeaders from './plugins/security-headers.js';
 import ipLimits from './plugins/ip-limits.js';
@@ -219,6 +220,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(app.prisma) : null,
     });
     await accountScope.register(testEvents, { catalogue: config.catalogue });
+    await accountScope.register(filterTests, { catalogue: config.catalogue });
     await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
     if (portalLinks !== null) await accountScope.register(portalSessions, { links: portalLinks, views });
   });

@@ -39,6 +39,7 @@ import {
 } from './delivery/processor.js';
 import { createDeliveryStore } from './delivery/store.js';
 import { createFanOutProcessor } from './fan-out.js';
+import { warnOfRetiredEventTypes } from './retired-event-types.js';
 import { createVerificationProcessor, type VerificationResult } from './verification/processor.js';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
@@ -88,6 +89,9 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     poolSize: Math.min(config.WORKER_CONCURRENCY, 20),
     onIdleError: (error) => log.warn({ err: error }, 'idle PostgreSQL connection lost'),
   });
+  warnOfRetiredEventTypes(pool, config.catalogue, log).catch((error: unknown) =>
+    log.warn({ err: error }, 'subscriptions naming retired event types could not be checked'),
+  );
   // The reconciler, retention and readiness: one statement at a time.
   const prisma = createPrismaClient({ databaseUrl: config.DATABASE_URL, poolSize: 2 });
   const policy: DeliveryPolicy = {

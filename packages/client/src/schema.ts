@@ -115,7 +115,7 @@ export interface paths {
     /** One subscription */
     get: operations['getSubscription'];
     /**
-     * Change the callback URL, the webhook_id, the rate limit or the status
+     * Change the callback URL, the webhook_id, the event types, the filter, the rate limit or the status
      * @description Setting `status: "active"` re-enables a subscription disabled after failed deliveries.
      */
     put: operations['updateSubscription'];
@@ -209,6 +209,26 @@ export interface paths {
     put?: never;
     /** Send an example event of one type to this subscription only */
     post: operations['sendTestEvent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/webhooks/{id}/filter-tests': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Whether an event with this payload would be delivered to this subscription
+     * @description Evaluates the subscription’s content filter, or the `filter` sent (checked as an update would be), against `payload`, and its event types against `payload.type`. Publishes nothing.
+     */
+    post: operations['testSubscriptionFilter'];
     delete?: never;
     options?: never;
     head?: never;
@@ -364,9 +384,13 @@ export interface components {
       webhook_id: string | null;
       account_id: string;
       /** @description null: receives every event type of the account */
-      kind: ('calls' | 'messages' | 'operational') | null;
-      /** @description Event types this subscription receives */
+      kind: string | null;
+      /** @description Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen */
       event_types: string[];
+      /** @description null: no filter */
+      filter: {
+        [key: string]: unknown;
+      } | null;
       /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
       status: 'active' | 'disabled' | 'pending';
       /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -507,6 +531,18 @@ export interface operations {
               /** @description Endpoint creating a subscription of this kind */
               subscribe_uri: string;
               types: string[];
+              /** @description Each type of the kind with its description, schema and deprecation */
+              event_types: {
+                /** @description `<resource>.<action>` */
+                type: string;
+                description: string;
+                /** @description JSON Schema (draft 2020-12) that `data` of `POST /api/events` must match; null: any object */
+                schema: {
+                  [key: string]: unknown;
+                } | null;
+                /** @description Still delivered; move off it */
+                deprecated: boolean;
+              }[];
               /** @description Example `data` of each type of the kind, keyed by type; test events carry it */
               example_data: {
                 [key: string]: {
@@ -571,8 +607,8 @@ export interface operations {
         page?: number;
         /** @description Items per page */
         page_size?: number;
-        /** @description Only subscriptions of this kind; `all` for the general ones */
-        type?: 'calls' | 'messages' | 'operational' | 'all';
+        /** @description Only the subscriptions that receive this event type (such as `call.started`); or, by kind, those of this kind (such as `calls`), `all` for the general ones */
+        type?: string;
         /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
         status?: 'active' | 'disabled' | 'pending';
       };
@@ -665,6 +701,18 @@ export interface operations {
           webhook_id?: string;
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
           rate_limit?: number | null;
+          /**
+           * @description Event types this subscription receives: exact types (`call.completed`) and wildcards (`call.*`, `*` for every type it may receive). Default: every type of its kind, or of the catalogue at the general endpoint. Unknown types and wildcards that match nothing are refused
+           * @example [
+           *       "call.*",
+           *       "message.failed"
+           *     ]
+           */
+          event_types?: string[];
+          /** @description null: no filter */
+          filter?: {
+            [key: string]: unknown;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -686,9 +734,13 @@ export interface operations {
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
-            kind: ('calls' | 'messages' | 'operational') | null;
-            /** @description Event types this subscription receives */
+            kind: string | null;
+            /** @description Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen */
             event_types: string[];
+            /** @description null: no filter */
+            filter: {
+              [key: string]: unknown;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -802,6 +854,18 @@ export interface operations {
           webhook_id?: string;
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
           rate_limit?: number | null;
+          /**
+           * @description Event types this subscription receives: exact types (`call.completed`) and wildcards (`call.*`, `*` for every type it may receive). Default: every type of its kind, or of the catalogue at the general endpoint. Unknown types and wildcards that match nothing are refused
+           * @example [
+           *       "call.*",
+           *       "message.failed"
+           *     ]
+           */
+          event_types?: string[];
+          /** @description null: no filter */
+          filter?: {
+            [key: string]: unknown;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -823,9 +887,13 @@ export interface operations {
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
-            kind: ('calls' | 'messages' | 'operational') | null;
-            /** @description Event types this subscription receives */
+            kind: string | null;
+            /** @description Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen */
             event_types: string[];
+            /** @description null: no filter */
+            filter: {
+              [key: string]: unknown;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -939,6 +1007,18 @@ export interface operations {
           webhook_id?: string;
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
           rate_limit?: number | null;
+          /**
+           * @description Event types this subscription receives: exact types (`call.completed`) and wildcards (`call.*`, `*` for every type it may receive). Default: every type of its kind, or of the catalogue at the general endpoint. Unknown types and wildcards that match nothing are refused
+           * @example [
+           *       "call.*",
+           *       "message.failed"
+           *     ]
+           */
+          event_types?: string[];
+          /** @description null: no filter */
+          filter?: {
+            [key: string]: unknown;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -960,9 +1040,13 @@ export interface operations {
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
-            kind: ('calls' | 'messages' | 'operational') | null;
-            /** @description Event types this subscription receives */
+            kind: string | null;
+            /** @description Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen */
             event_types: string[];
+            /** @description null: no filter */
+            filter: {
+              [key: string]: unknown;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1076,6 +1160,18 @@ export interface operations {
           webhook_id?: string;
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
           rate_limit?: number | null;
+          /**
+           * @description Event types this subscription receives: exact types (`call.completed`) and wildcards (`call.*`, `*` for every type it may receive). Default: every type of its kind, or of the catalogue at the general endpoint. Unknown types and wildcards that match nothing are refused
+           * @example [
+           *       "call.*",
+           *       "message.failed"
+           *     ]
+           */
+          event_types?: string[];
+          /** @description null: no filter */
+          filter?: {
+            [key: string]: unknown;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1097,9 +1193,13 @@ export interface operations {
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
-            kind: ('calls' | 'messages' | 'operational') | null;
-            /** @description Event types this subscription receives */
+            kind: string | null;
+            /** @description Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen */
             event_types: string[];
+            /** @description null: no filter */
+            filter: {
+              [key: string]: unknown;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1221,9 +1321,13 @@ export interface operations {
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
-            kind: ('calls' | 'messages' | 'operational') | null;
-            /** @description Event types this subscription receives */
+            kind: string | null;
+            /** @description Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen */
             event_types: string[];
+            /** @description null: no filter */
+            filter: {
+              [key: string]: unknown;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1312,6 +1416,18 @@ export interface operations {
           status?: 'active' | 'disabled';
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
           rate_limit?: number | null;
+          /**
+           * @description Event types this subscription receives: exact types (`call.completed`) and wildcards (`call.*`, `*` for every type it may receive). Default: every type of its kind, or of the catalogue at the general endpoint. Unknown types and wildcards that match nothing are refused
+           * @example [
+           *       "call.*",
+           *       "message.failed"
+           *     ]
+           */
+          event_types?: string[];
+          /** @description null: no filter */
+          filter?: {
+            [key: string]: unknown;
+          } | null;
         };
       };
     };
@@ -1331,9 +1447,13 @@ export interface operations {
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
-            kind: ('calls' | 'messages' | 'operational') | null;
-            /** @description Event types this subscription receives */
+            kind: string | null;
+            /** @description Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen */
             event_types: string[];
+            /** @description null: no filter */
+            filter: {
+              [key: string]: unknown;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1501,9 +1621,13 @@ export interface operations {
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
-            kind: ('calls' | 'messages' | 'operational') | null;
-            /** @description Event types this subscription receives */
+            kind: string | null;
+            /** @description Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen */
             event_types: string[];
+            /** @description null: no filter */
+            filter: {
+              [key: string]: unknown;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1902,6 +2026,113 @@ export interface operations {
       };
       /** @description The subscription is disabled: set its status to active first */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  testSubscriptionFilter: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * @description A payload as the callback would receive it; the filter is evaluated against it
+           * @example {
+           *       "type": "call.completed",
+           *       "data": {
+           *         "direction": "inbound",
+           *         "duration_seconds": 184
+           *       }
+           *     }
+           */
+          payload: {
+            /** @description Event type; checked against the subscription’s event_types */
+            type?: string;
+            timestamp?: string;
+            webhook_id?: string;
+            data: {
+              [key: string]: unknown;
+            };
+          };
+          /** @description null: no filter */
+          filter?: {
+            [key: string]: unknown;
+          } | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description True when an event with this payload would be delivered to the subscription */
+            matches: boolean;
+            /** @description True when the filter matches the payload (or there is none) */
+            filter_matches: boolean;
+            /** @description Whether the subscription receives the payload’s `type`; null when the payload has none */
+            type_received: boolean | null;
+            /** @description The filter evaluated: the one sent, or the subscription’s */
+            filter: {
+              [key: string]: unknown;
+            } | null;
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
         headers: {
           [name: string]: unknown;
         };

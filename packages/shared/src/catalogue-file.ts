@@ -123,9 +123,19 @@ function hostileSchemaPart(
   return null;
 }
 
-/** The Ajv instance of catalogue schemas: draft 2020-12, every error listed, standard formats. */
+/**
+ * The Ajv instance of catalogue schemas: draft 2020-12, every error listed, standard formats.
+ * Unknown keywords are refused (a misspelt `required` would otherwise check nothing); Ajv's
+ * stricter rules on types and tuples, which refuse valid schemas, are off.
+ */
 function createAjv(): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors: true, strict: true });
+  const ajv = new Ajv2020({
+    allErrors: true,
+    strictSchema: true,
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false,
+  });
   addFormats.default(ajv);
   return ajv;
 }

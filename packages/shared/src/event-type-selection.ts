@@ -53,16 +53,22 @@ export function eventTypeSelectionProblem(
 }
 
 /**
+ * The SQL condition that the pattern `pattern` selects the event type `type` (both SQL text
+ * expressions): {@link matchesEventType} in SQL.
+ */
+export function patternSelectsTypeSql(pattern: string, type: string): string {
+  return `(${pattern} = ${type} OR ${pattern} = '*' OR (right(${pattern}, 2) = '.*' AND starts_with(${type}, left(${pattern}, -1))))`;
+}
+
+/**
  * The SQL condition that the subscription row aliased `s` receives the event type `type` of kind
  * `kind` (SQL expressions, such as `$1::text`): its kind's (or any kind when general), and among
  * them the ones its `event_types` select (all when empty). The same rule as
- * {@link typesReceivedBy} and {@link matchesEventType}, for the fan-out's statements.
+ * {@link typesReceivedBy}, for the fan-out's statements.
  */
 export function receivesEventTypeSql(s: string, type: string, kind: string): string {
   return `(${s}.kind IS NULL OR ${s}.kind = ${kind}) AND (cardinality(${s}.event_types) = 0 OR EXISTS (
-    SELECT 1 FROM unnest(${s}.event_types) AS p(pattern)
-    WHERE p.pattern = ${type} OR p.pattern = '*'
-      OR (right(p.pattern, 2) = '.*' AND starts_with(${type}, left(p.pattern, -1)))))`;
+    SELECT 1 FROM unnest(${s}.event_types) AS p(pattern) WHERE ${patternSelectsTypeSql('p.pattern', type)}))`;
 }
 
 /**

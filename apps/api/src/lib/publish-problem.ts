@@ -5,14 +5,14 @@ import { serviceUnavailable } from './infrastructure-error.js';
 import { HttpProblem } from './problem.js';
 
 /**
- * The problem to throw for `error`, raised by `EventPublisher.publish`: 400 or 413 naming the field
- * for an EventInputError; 503 with `Retry-After` (logged at warn) for a PublishUnavailableError,
+ * The problem to throw for `error`, raised by `EventPublisher.publish`: 400 or 413 naming each field
+ * an EventInputError refused; 503 with `Retry-After` (logged at warn) for a PublishUnavailableError,
  * since nothing was accepted; anything else unchanged.
  */
 export function publishProblem(error: unknown, log: FastifyBaseLogger): unknown {
   if (error instanceof EventInputError) {
     return new HttpProblem(error.status, error.status === 413 ? 'too-large' : 'validation', error.message, [
-      { pointer: error.pointer, detail: error.message },
+      ...error.errors,
     ]);
   }
   if (error instanceof PublishUnavailableError) {

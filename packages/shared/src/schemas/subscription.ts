@@ -156,3 +156,44 @@ export const SubscriptionListQuery = Type.Object(
   { additionalProperties: false },
 );
 export type SubscriptionListQuery = Static<typeof SubscriptionListQuery>;
+
+/** Body of `POST /api/webhooks/{id}/filter-tests`. */
+export const FilterTestCreate = Type.Object(
+  {
+    payload: Type.Object(
+      {
+        type: Type.Optional(
+          Type.String({ description: 'Event type; checked against the subscription’s event_types' }),
+        ),
+        timestamp: Type.Optional(Type.String()),
+        webhook_id: Type.Optional(Type.String()),
+        data: Type.Record(Type.String(), Type.Unknown(), { maxProperties: 1000 }),
+      },
+      {
+        additionalProperties: false,
+        description: 'A payload as the callback would receive it; the filter is evaluated against it',
+        examples: [{ type: 'call.completed', data: { direction: 'inbound', duration_seconds: 184 } }],
+      },
+    ),
+    filter: Type.Optional(Filter),
+  },
+  { additionalProperties: false },
+);
+export type FilterTestCreate = Static<typeof FilterTestCreate>;
+
+/** Answer of `POST /api/webhooks/{id}/filter-tests`. */
+export const FilterTestResult = Type.Object({
+  matches: Type.Boolean({
+    description: 'True when an event with this payload would be delivered to the subscription',
+  }),
+  filter_matches: Type.Boolean({
+    description: 'True when the filter matches the payload (or there is none)',
+  }),
+  type_received: Type.Union([Type.Boolean(), Type.Null()], {
+    description: 'Whether the subscription receives the payload’s `type`; null when the payload has none',
+  }),
+  filter: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+    description: 'The filter evaluated: the one sent, or the subscription’s',
+  }),
+});
+export type FilterTestResult = Static<typeof FilterTestResult>;

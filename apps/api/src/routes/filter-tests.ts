@@ -1,0 +1,62 @@
+/**
+ * `POST /api/webhooks/{id}/filter-tests`: tells a subscriber whether an event with a sample
+ * payload would be delivered to this subscription: whether its event types select the payload's
+ * `type`, and whether its content filter (or a candidate filter sent with the sample, to try
+ * before saving it) matches. Nothing is published or stored.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import {
+  compileEventFilter,
+  FilterTestCreate,
+  FilterTestResult,
+  typesReceivedBy,
+  type Catalogue,
+  type EventFilter,
+} from '@webhooks/shared';
+import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
+import { findOwnSubscription } from '../lib/subscription-lookup.js';
+import { checkSubscriptionSelection } from '../lib/subscription-selection.js';
+
+const filterTests: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (app, { catalogue }) => {
+  app.post(
+    '/api/webhooks/:id/filter-tests',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        operationId: 'testSubscriptionFilter',
+        summary: 'Whether an event with this payload would be delivered to this subscription',
+        description:
+          'Evaluates the subscription’s content filter, or the `filter` sent (checked as an update would be), against `payload`, and its event types against `payload.type`. Publishes nothing.',
+        params: SubscriptionParams,
+        body: FilterTestCreate,
+        response: { 200: FilterTestResult, ...problemResponses },
+      },
+    },
+    async (request) => {
+      const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      const { payload, filter: candidate } = request.body;
+      checkSubscriptionSelection(catalogue, subscription.kind, undefined, candidate);
+      const filter = candidate !== undefined ? candidate : (subscription.filter as EventFilter | null);
+      let filterMatches = true;
+      if (filter !== null) {
+        try {
+          filterMatches = compileEventFilter(filter)(payload);
+        } catch {
+          filterMatches = false;
+        }
+      }
+      const typeReceived =
+        payload.type === undefined
+          ? null
+          : typesReceivedBy(catalogue.typesOfKind, subscription).includes(payload.type);
+      return {
+        matches: filterMatches && typeReceived !== false,
+        filter_matches: filterMatches,
+        type_received: typeReceived,
+        filter,
+      };
+    },
+  );
+};
+
+export default filterTests;
