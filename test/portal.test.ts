@@ -100,11 +100,26 @@ describe('the subscriber portal in a browser', () => {
     await page.getByLabel('Events').selectOption('calls');
     await page.getByLabel('Callback URL').fill(callbackUrl);
     await page.getByLabel('webhook_id (optional)').fill('crm-calls');
+    // Some of the kind's types, picked from the catalogue with their descriptions, and a filter.
+    await page.getByLabel('All of them, including types added later').uncheck();
+    await page.getByLabel('call.completed A call ended normally.').check();
+    await page.getByRole('checkbox', { name: 'call.failed' }).check();
+    expect(await page.getByRole('checkbox', { name: 'message.sent' }).count()).toBe(0);
+    await page.getByLabel('Content filter (optional)').fill('{"data.direction": {"$where": "1"}}');
+    await page.getByRole('button', { name: 'Create subscription' }).click();
+    expect(await page.locator('#filter-error').textContent()).toMatch(/\$where is not an allowed operator/);
+    await page.getByLabel('Content filter (optional)').fill('{"data.direction": "inbound"}');
     await page.getByRole('button', { name: 'Create subscription' }).click();
     await page.getByRole('heading', { name: callbackUrl }).waitFor();
     const listed = await stack.api.app.inject({ url: '/api/webhooks', headers: stack.api.auth('creator') });
     expect(listed.json().results).toMatchObject([
-      { callback_url: callbackUrl, kind: 'calls', webhook_id: 'crm-calls' },
+      {
+        callback_url: callbackUrl,
+        kind: 'calls',
+        webhook_id: 'crm-calls',
+        event_types: ['call.completed', 'call.failed'],
+        filter: { 'data.direction': 'inbound' },
+      },
     ]);
     await page.context().close();
   });

@@ -1,8 +1,11 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { parse } from 'yaml';
 import { apiEnvSchema } from '@webhooks/api';
 import { workerEnvSchema } from '@webhooks/worker';
+import { exampleCatalogueFile, loadCatalogue } from '@webhooks/shared';
 import { tableFiles, withBenchTable } from '../scripts/bench-tables.js';
 import { configTableFile, withConfigTable } from '../scripts/config-table.js';
 
@@ -29,6 +32,18 @@ describe('README and docs/', () => {
   it(`has the configuration table generated from the config schemas in ${configTableFile} (pnpm docs:config)`, () => {
     const text = read(configTableFile);
     expect(text).toBe(withConfigTable(text));
+  });
+
+  it('declares an event type in the README that the catalogue loader accepts, with its schema', () => {
+    const appended = /cat >> catalogues\/mine.yaml <<'YAML'\n([\s\S]*?)\nYAML/.exec(read('README.md'))?.[1];
+    expect(appended).toBeDefined();
+    const dir = mkdtempSync(join(tmpdir(), 'readme-catalogue-'));
+    writeFileSync(join(dir, 'mine.yaml'), `${read(exampleCatalogueFile)}${appended}\n`);
+    const catalogue = loadCatalogue(join(dir, 'mine.yaml'));
+    expect(catalogue.typesOfKind('invoices')).toEqual(['invoice.paid']);
+    expect(catalogue.checkData('invoice.paid', {})).toEqual([
+      { pointer: '/data/invoice_id', detail: expect.any(String) },
+    ]);
   });
 
   it('keeps the README short enough for a newcomer (about 250 lines at most)', () => {

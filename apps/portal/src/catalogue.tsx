@@ -33,9 +33,9 @@ export function Catalogue({ client }: { client: WebhookClient }) {
     <section aria-labelledby="catalogue-heading">
       <h2 id="catalogue-heading">Event catalogue</h2>
       <p>
-        Each delivery is a POST of a JSON payload: <code>timestamp</code>, <code>type</code> (when the
-        subscription receives several types), <code>webhook_id</code> (when you gave one) and the event's{' '}
-        <code>data</code>.
+        Each delivery is a POST of a JSON payload: <code>timestamp</code>, <code>type</code>,{' '}
+        <code>webhook_id</code> (when you gave one) and the event's <code>data</code>. A subscription receives
+        every type of its kind, or the ones you choose.
       </p>
       <section class="panel" aria-labelledby="verify-heading">
         <h3 id="verify-heading">Verifying signatures</h3>
@@ -55,15 +55,16 @@ export function Catalogue({ client }: { client: WebhookClient }) {
           <section class="panel" key={kind.kind} aria-labelledby={`kind-${kind.kind}`}>
             <h3 id={`kind-${kind.kind}`}>{kind.kind}</h3>
             <p>{kind.description}</p>
-            {kind.types.map((type) => (
+            {kind.event_types.map(({ type, description, deprecated, schema }) => (
               <details key={type}>
                 <summary>
-                  <code>{type}</code>
+                  <code>{type}</code> {deprecated && <span class="badge">deprecated</span>} {description}
                 </summary>
                 <Json
                   label={`Example payload of ${type}`}
                   value={{ timestamp: '2026-11-21T09:30:00.000', type, data: kind.example_data[type] }}
                 />
+                {schema && <Json label={`JSON Schema of the data of ${type}`} value={schema} />}
               </details>
             ))}
           </section>

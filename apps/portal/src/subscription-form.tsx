@@ -4,17 +4,24 @@
  */
 import { useState } from 'preact/hooks';
 import type { Problem, Subscription, WebhookClient } from '@webhooks/client';
-import { fieldError, outcome } from './api-call.js';
+import { fieldError, outcome, useLoaded } from './api-call.js';
+import { EventTypePicker, pickableTypes } from './event-type-picker.js';
 import { navigate } from './route.js';
 
-/** The kinds a subscription can be limited to, as the create endpoints name them. */
-const kindEndpoints = {
-  '': '/api/webhooks',
-  calls: '/api/webhooks/calls',
-  messages: '/api/webhooks/messages',
-  operational: '/api/webhooks/operational',
-} as const;
-type KindChoice = keyof typeof kindEndpoints;
+/** The choice of `subscription`: null when it takes every type of its kind. */
+function initialChoice(subscription: Subscription | undefined, all: string[]): string[] | null {
+  if (!subscription) return null;
+  const chosen = subscription.event_types;
+  const everything =
+    chosen.includes('*') || (chosen.length === all.length && all.every((t) => chosen.includes(t)));
+  return everything ? null : chosen;
+}
+
+/** The first error the API gave for the filter or a place inside it. */
+function filterError(problem: Problem | undefined): string | undefined {
+  const error = problem?.errors?.find((e) => e.pointer === '/filter' || e.pointer.startsWith('/filter/'));
+  return error && `${error.pointer.slice('/filter'.length) || 'The filter'} ${error.detail}`;
+}
 
 /** One labelled input with its error, linked for screen readers. */
 function Field({
@@ -68,7 +75,21 @@ export function SubscriptionForm({
   onSaved?: (subscription: Subscription) => void;
   onCancel?: () => void;
 }) {
-  const [kind, setKind] = useState<KindChoice>('');
+  const [kind, setKind] = useState('');
+  const [catalogue] = useLoaded(() => client.GET('/api/event-types'), [client]);
+  const types = catalogue.state === 'ready' ? pickableTypes(catalogue.data, subscription?.kind ?? kind) : [];
+  const [chosen, setChosen] = useState<string[] | null | undefined>(undefined);
+  const choice =
+    chosen === undefined
+      ? initialChoice(
+          subscription,
+          types.map((t) => t.type),
+        )
+      : chosen;
+  const [filterText, setFilterText] = useState(
+    subscription?.filter ? JSON.stringify(subscription.filter, null, 2) : '',
+  );
+  const [filterParseError, setFilterParseError] = useState<string | undefined>();
   const [callbackUrl, setCallbackUrl] = useState(subscription?.callback_url ?? '');
   const [webhookId, setWebhookId] = useState(subscription?.webhook_id ?? '');
   const [rateLimit, setRateLimit] = useState(subscription?.rate_limit?.toString() ?? '');
@@ -78,8 +99,20 @@ export function SubscriptionForm({
 
   async function submit(event: Event) {
     event.preventDefault();
+    let filter: Record<string, unknown> | null = null;
+    if (filterText.trim() !== '') {
+      try {
+        filter = JSON.parse(filterText) as Record<string, unknown>;
+      } catch {
+        setFilterParseError('The filter is not valid JSON.');
+        return;
+      }
+    }
+    setFilterParseError(undefined);
     setBusy(true);
     const limit = rateLimit.trim() === '' ? null : Number(rateLimit);
+    // All of them: nothing to send on create; on edit, `*` replaces an earlier choice.
+    const eventTypes = choice === null ? (subscription && chosen !== undefined ? ['*'] : undefined) : choice;
     const result = subscription
       ? await outcome(
           client.PUT('/api/webhooks/{id}', {
@@ -88,15 +121,21 @@ export function SubscriptionForm({
               callback_url: callbackUrl,
               webhook_id: webhookId === '' ? null : webhookId,
               rate_limit: limit,
+              filter,
+              ...(eventTypes === undefined ? {} : { event_types: eventTypes }),
             },
           }),
         )
       : await outcome(
-          client.POST(kindEndpoints[kind], {
+          // A kind's endpoint comes from the operator's catalogue, so the generated paths may not
+          // name it; every one takes the body and gives the answer of /api/webhooks.
+          client.POST((kind === '' ? '/api/webhooks' : `/api/webhooks/${kind}`) as '/api/webhooks', {
             body: {
               callback_url: callbackUrl,
               ...(webhookId === '' ? {} : { webhook_id: webhookId }),
               ...(limit === null ? {} : { rate_limit: limit }),
+              ...(eventTypes === undefined ? {} : { event_types: eventTypes }),
+              ...(filter === null ? {} : { filter }),
             },
           }),
         );
@@ -128,15 +167,29 @@ export function SubscriptionForm({
             <select
               {...attributes}
               value={kind}
-              onChange={(e) => setKind(e.currentTarget.value as KindChoice)}
+              onChange={(e) => {
+                setKind(e.currentTarget.value);
+                setChosen(undefined);
+              }}
             >
-              <option value="">Every event type</option>
-              <option value="calls">Calls only</option>
-              <option value="messages">Messages only</option>
-              <option value="operational">Operational only</option>
+              <option value="">Every kind</option>
+              {catalogue.state === 'ready' &&
+                catalogue.data.kinds.map((k) => (
+                  <option key={k.kind} value={k.kind}>
+                    {k.kind}: {k.description}
+                  </option>
+                ))}
             </select>
           )}
         </Field>
+      )}
+      {types.length > 0 && (
+        <EventTypePicker
+          types={types}
+          chosen={choice}
+          onChange={setChosen}
+          error={fieldError(problem, '/event_types')}
+        />
       )}
       <Field
         id="callback_url"
@@ -185,6 +238,22 @@ export function SubscriptionForm({
             step={1}
             value={rateLimit}
             onInput={(e) => setRateLimit(e.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <Field
+        id="filter"
+        label="Content filter (optional)"
+        hint='A JSON query on the payload; only events it matches are delivered. Example: {"data.direction": "inbound", "data.duration_seconds": {"$gte": 60}}'
+        error={filterParseError ?? filterError(problem)}
+      >
+        {(attributes) => (
+          <textarea
+            {...attributes}
+            rows={3}
+            spellcheck={false}
+            value={filterText}
+            onInput={(e) => setFilterText(e.currentTarget.value)}
           />
         )}
       </Field>

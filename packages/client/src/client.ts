@@ -11,6 +11,10 @@ export type Problem = components['schemas']['Problem'];
 /** A subscription as the API returns it. */
 export type Subscription = components['schemas']['Subscription'];
 
+/** The event catalogue as `GET /api/event-types` returns it: kinds, their types and examples. */
+export type EventCatalogue =
+  paths['/api/event-types']['get']['responses'][200]['content']['application/json'];
+
 /** A typed client: `GET`, `POST`, `PUT` and `DELETE` per path of the API (openapi-fetch's `Client`). */
 export type WebhookClient = Client<paths>;
 

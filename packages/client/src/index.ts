@@ -5,6 +5,7 @@
  */
 export {
   createWebhookClient,
+  type EventCatalogue,
   type Problem,
   type Subscription,
   type WebhookClient,

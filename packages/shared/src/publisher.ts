@@ -49,18 +49,31 @@ export class PublishUnavailableError extends Error {
 }
 
 /** Publishes events for delivery. */
-export interface EventPublisher {
+export interface EventPublisher<Events extends CatalogueEventMap = AnyCatalogueEvents> {
   /**
-   * Validates and enqueues one event.
+   * Validates and enqueues one event. With `Events` (the map `pnpm catalogue:types` generates from
+   * the catalogue), `type` must be a type of the catalogue and `data` must have its type's shape,
+   * at compile time; the catalogue's schemas check it again at run time.
    *
    * @throws EventInputError (400/413) for input the catalogue or the limits refuse; nothing is enqueued.
    * @throws PublishUnavailableError when Redis cannot be reached or does not answer within the
    *   publisher's `timeoutMs`, including before its first connection ever succeeded.
    */
-  publish(input: EventInput): Promise<PublishedEvent>;
+  publish<Type extends keyof Events & string>(
+    input: EventInput & { type: Type; data: Events[Type] },
+  ): Promise<PublishedEvent>;
   /** Closes the queue, and the Redis connection when the publisher opened it. */
   close(): Promise<void>;
 }
+
+/**
+ * `data` of each event type, by type: what `pnpm catalogue:types` generates as `CatalogueEvents`
+ * (an interface, hence no index signature to require here).
+ */
+export type CatalogueEventMap = object;
+
+/** Any type, any object: the publisher's events when no generated map is given. */
+export type AnyCatalogueEvents = Record<string, Record<string, unknown>>;
 
 /** Options of {@link createEventPublisher}. */
 export interface EventPublisherOptions {
@@ -100,8 +113,13 @@ export interface EventPublisherOptions {
   telemetry?: QueueOptions['telemetry'];
 }
 
-/** Creates a publisher on the `events` queue. */
-export function createEventPublisher(options: EventPublisherOptions): EventPublisher {
+/**
+ * Creates a publisher on the `events` queue. `createEventPublisher<CatalogueEvents>(…)`, with the
+ * map `pnpm catalogue:types` generates, types `publish` per event type.
+ */
+export function createEventPublisher<Events extends CatalogueEventMap = AnyCatalogueEvents>(
+  options: EventPublisherOptions,
+): EventPublisher<Events> {
   const given = options.redis;
   const connection =
     typeof given === 'string' || isRedisTopology(given) ? createProducerConnection(given) : given;
