@@ -8,7 +8,7 @@ import { waitFor } from '../scripts/lib/wait.js';
 import { startBenchStack, subscribe } from './harness.js';
 
 /** Requests per second of one autocannon run; refuses a run with errors, timeouts or non-2xx answers. */
-export async function load(
+async function load(
   url: string,
   seconds: number,
   options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string },
@@ -86,6 +86,30 @@ export async function apiThroughput(seconds: number, progress: (step: string) =>
     };
   } finally {
     await baseline.stop();
+    await stack.close();
+  }
+}
+
+/**
+ * Requests a second of `POST /api/events` with `event` for `seconds`, on a stack of its own with
+ * `env` (no worker), one subscription receiving it.
+ */
+export async function ingestRate(
+  tag: string,
+  seconds: number,
+  env: Record<string, string>,
+  event: { type: string; data: Record<string, unknown> },
+): Promise<number> {
+  const stack = await startBenchStack(tag, { LOG_LEVEL: 'error', ...env }, 0);
+  try {
+    await waitUntilReady(stack.apiUrl);
+    await subscribe(stack, 'bench', 'https://client.example/hook');
+    return await load(`${stack.apiUrl}/api/events`, seconds, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.token('bench')}`, 'content-type': 'application/json' },
+      body: JSON.stringify(event),
+    });
+  } finally {
     await stack.close();
   }
 }

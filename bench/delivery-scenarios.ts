@@ -38,14 +38,22 @@ async function publishMany(
  */
 export async function deliveryThroughput(
   name: string,
-  load: { events: number; accounts: number; subscriptions: number },
+  load: {
+    events: number;
+    accounts: number;
+    subscriptions: number;
+    /** More fields of every subscription, such as a `filter`. */
+    fields?: Record<string, unknown>;
+  },
   progress: Progress,
   env: Record<string, string> = {},
 ): Promise<{ deliveriesPerSecond: number; deliveries: number; seconds: number }> {
   const { events, subscriptions } = load;
   return withBenchStack({ tag: name, env }, async (stack, publisher, receiver) => {
     const accounts = Array.from({ length: load.accounts }, (_, i) => `bench-${i}`);
-    for (const account of accounts) await subscribe(stack, account, `${receiver.url}/hook`, subscriptions);
+    for (const account of accounts) {
+      await subscribe(stack, account, `${receiver.url}/hook`, subscriptions, load.fields);
+    }
     const expected = events * subscriptions;
     const started = performance.timeOrigin + performance.now();
     await publishMany(publisher, accounts, events);

@@ -191,13 +191,14 @@ export async function subscribe(
   account: string,
   callbackUrl: string,
   count = 1,
+  fields: Record<string, unknown> = {},
 ): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const response = await fetch(`${stack.apiUrl}/api/webhooks`, {
       method: 'POST',
       headers: { authorization: `Bearer ${stack.token(account)}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ callback_url: callbackUrl, webhook_id: `bench-${i}` }),
+      body: JSON.stringify({ ...fields, callback_url: callbackUrl, webhook_id: `bench-${i}` }),
     });
     if (response.status !== 201) throw new Error(`subscribe answered ${response.status}`);
     ids.push(((await response.json()) as { id: string }).id);

@@ -19,6 +19,7 @@ import {
 } from './delivery-scenarios.js';
 import { fairness } from './fairness-scenario.js';
 import { tracingCost } from './tracing-scenario.js';
+import { catalogueCost } from './catalogue-scenario.js';
 import { accountFairness } from './account-fairness-scenario.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
 import { workerMemory } from './memory.js';
@@ -34,6 +35,7 @@ const size = quick
   ? {
       e2e: 2_000,
       fanOutEvents: 20,
+      orderedEvents: 200,
       latencySeconds: 10,
       sustainedSeconds: 10,
       retryEvents: 500,
@@ -44,6 +46,7 @@ const size = quick
   : {
       e2e: 20_000,
       fanOutEvents: 200,
+      orderedEvents: 2000,
       latencySeconds: 30,
       sustainedSeconds: 60,
       retryEvents: 5_000,
@@ -227,6 +230,38 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         `${cost.endToEnd.on.toFixed(0)} deliveries/s exporting traces over OTLP`,
         `${cost.endToEnd.off.toFixed(0)} deliveries/s without OTEL_* variables`,
         cost.endToEnd.on / cost.endToEnd.off,
+      ),
+    ];
+  },
+  async catalogue() {
+    const cost = await catalogueCost(size.apiSeconds, size.fanOutEvents, progress);
+    results.catalogue = cost;
+    return [
+      reportedRow(
+        'schema cost: POST /api/events ingest, data checked against its JSON Schema / no schema',
+        `${cost.ingest.schema.toFixed(0)} req/s checked`,
+        `${cost.ingest.none.toFixed(0)} req/s of a type without a schema`,
+        cost.ingest.schema / cost.ingest.none,
+      ),
+      reportedRow(
+        'filter cost: fan-out 1 → 100, a content filter on every subscription / none',
+        `${cost.fanOut.filtered.toFixed(0)} deliveries/s filtered`,
+        `${cost.fanOut.unfiltered.toFixed(0)} deliveries/s unfiltered`,
+        cost.fanOut.filtered / cost.fanOut.unfiltered,
+      ),
+    ];
+  },
+  async ordering() {
+    const load = { events: size.orderedEvents, accounts: 1, subscriptions: 1 };
+    const unordered = await deliveryThroughput('unordered', load, progress);
+    const fifo = await deliveryThroughput('fifo', { ...load, fields: { ordering: 'fifo' } }, progress);
+    results.ordering = { unordered, fifo };
+    return [
+      reportedRow(
+        'ordering cost: one subscription, ordering fifo / none',
+        `${fifo.deliveriesPerSecond.toFixed(0)} deliveries/s in order, one at a time`,
+        `${unordered.deliveriesPerSecond.toFixed(0)} deliveries/s unordered`,
+        fifo.deliveriesPerSecond / unordered.deliveriesPerSecond,
       ),
     ];
   },

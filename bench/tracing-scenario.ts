@@ -4,31 +4,14 @@
  * full work) against the same without them, in the same run. The services are started as deployed,
  * with the SDK's `--import` in both cases: without the variables it loads nothing.
  */
-import { load } from './api-scenarios.js';
+import { ingestRate } from './api-scenarios.js';
 import { deliveryThroughput, type Progress } from './delivery-scenarios.js';
-import { startBareReceiver, startBenchStack, subscribe } from './harness.js';
-import { waitUntilReady } from '../scripts/lib/services.js';
+import { startBareReceiver } from './harness.js';
 
 /** Ingest and end-to-end figures with tracing off and on. */
 export interface TracingCost {
   ingest: { off: number; on: number };
   endToEnd: { off: number; on: number };
-}
-
-/** Requests a second of `POST /api/events` for `seconds` on a stack with `env` (no worker). */
-async function ingest(seconds: number, env: Record<string, string>): Promise<number> {
-  const stack = await startBenchStack('tracing-ingest', { LOG_LEVEL: 'error', ...env }, 0);
-  try {
-    await waitUntilReady(stack.apiUrl);
-    await subscribe(stack, 'bench', 'https://client.example/hook');
-    return await load(`${stack.apiUrl}/api/events`, seconds, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${stack.token('bench')}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } }),
-    });
-  } finally {
-    await stack.close();
-  }
 }
 
 /** Runs both pairs: ingest for `ingestSeconds`, end-to-end over `events` events in 20 accounts. */
@@ -45,9 +28,10 @@ export async function tracingCost(
       OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
     };
     progress('tracing ingest', 0, 2);
-    const ingestOff = await ingest(ingestSeconds, {});
+    const event = { type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } };
+    const ingestOff = await ingestRate('tracing-ingest', ingestSeconds, {}, event);
     progress('tracing ingest', 1, 2);
-    const ingestOn = await ingest(ingestSeconds, traced);
+    const ingestOn = await ingestRate('tracing-ingest', ingestSeconds, traced, event);
     const e2eLoad = { events, accounts: 20, subscriptions: 1 };
     const off = await deliveryThroughput('e2e-untraced', e2eLoad, progress);
     const on = await deliveryThroughput('e2e-traced', e2eLoad, progress, traced);

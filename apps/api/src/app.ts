@@ -213,6 +213,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       verifyCallbacks: config.CALLBACK_VERIFICATION === 'challenge',
       views,
       catalogue: config.catalogue,
+      maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     });
     await accountScope.register(signingSecret, { secretBox });
     await accountScope.register(events, {

@@ -8,7 +8,9 @@
  * directly, as the delivery path's) and one scheduler call per batch (see `batcher` in
  * @webhooks/shared). Content filters are evaluated here with sift (event-filter.ts in
  * @webhooks/shared), so a second statement creates the deliveries of the filtered subscriptions that
- * matched; a batch without filtered subscriptions costs one statement. Every step is idempotent, and job ids are `<event id>.<subscription id>`, so a
+ * matched; a batch without filtered subscriptions costs one statement. The deliveries of a FIFO
+ * subscription skip the account scheduler: its head gets its job (`delivery/fifo.ts`), the others
+ * wait their turn in PostgreSQL. Every step is idempotent, and job ids are `<event id>.<subscription id>`, so a
  * fan-out run twice (a stalled job) never delivers twice. An event no active subscription receives
  * is not stored: retention would only delete it unread.
  *
@@ -27,6 +29,7 @@ import {
   type EventJobData,
 } from '@webhooks/shared';
 import { deferJob } from './deferral.js';
+import type { FifoHeads } from './delivery/fifo.js';
 import { createFilterCache, type FanOutTarget } from './filter-cache.js';
 
 /** One event of a fan-out statement, for all its subscriptions or one. */
@@ -43,6 +46,8 @@ export interface FanOutDeps {
   pool: Pool;
   /** The event catalogue: each event type's kind. */
   catalogue: Catalogue;
+  /** Ordered delivery: a FIFO subscription's deliveries wait for their turn here, not in the scheduler. */
+  fifoHeads: FifoHeads;
   scheduler: Pick<AccountScheduler, 'schedule'>;
   log: Logger;
   batch?: BatchOptions;
@@ -64,7 +69,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::uuid[], $8::boolean[])
           AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id, filter_checked)
       ), candidates AS (
-        SELECT i.id AS event_id, s.id AS subscription_id, s.filter, s.webhook_id, i.filter_checked
+        SELECT i.id AS event_id, s.id AS subscription_id, s.filter, s.webhook_id, s.ordering, i.filter_checked
         FROM input i
         JOIN subscriptions s ON s.account_id = i.account_id AND s.status = 'active'
           AND ${receivesEventTypeSql('s', 'i.type', 'i.kind')}
@@ -72,7 +77,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         -- Locked so that a subscription deleted meanwhile cannot fail the deliveries' foreign key.
         FOR KEY SHARE OF s
       ), targets AS (
-        SELECT event_id, subscription_id FROM candidates WHERE filter IS NULL OR filter_checked
+        SELECT event_id, subscription_id, ordering FROM candidates WHERE filter IS NULL OR filter_checked
       ), stored AS (
         INSERT INTO events (id, account_id, type, data, occurred_at)
         SELECT DISTINCT ON (id) id, account_id, type, data, occurred_at FROM input
@@ -83,9 +88,9 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         SELECT uuid_generate_v7(), event_id, subscription_id, now(), now() FROM targets
         ON CONFLICT (event_id, subscription_id) DO NOTHING
       )
-      SELECT event_id::text, subscription_id::text, NULL::jsonb AS filter, NULL::text AS webhook_id FROM targets
+      SELECT event_id::text, subscription_id::text, NULL::jsonb AS filter, NULL::text AS webhook_id, ordering FROM targets
       UNION ALL
-      SELECT event_id::text, subscription_id::text, filter, webhook_id FROM candidates
+      SELECT event_id::text, subscription_id::text, filter, webhook_id, ordering FROM candidates
       WHERE filter IS NOT NULL AND NOT filter_checked`,
       [
         rows.map((r) => r.event.id),
@@ -127,10 +132,15 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         targets.push(...second);
       }
       await deps.scheduler.schedule(
-        targets.map(({ event_id, subscription_id }) => {
-          const { accountId, requestId } = byId.get(event_id)!;
-          return { accountId, eventId: event_id, subscriptionId: subscription_id, requestId };
-        }),
+        targets
+          .filter((target) => target.ordering !== 'fifo')
+          .map(({ event_id, subscription_id }) => {
+            const { accountId, requestId } = byId.get(event_id)!;
+            return { accountId, eventId: event_id, subscriptionId: subscription_id, requestId };
+          }),
+      );
+      await deps.fifoHeads.ensure(
+        targets.filter((target) => target.ordering === 'fifo').map((target) => target.subscription_id),
       );
       const counts = new Map<string, number>();
       for (const target of targets) counts.set(target.event_id, (counts.get(target.event_id) ?? 0) + 1);

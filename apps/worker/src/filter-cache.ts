@@ -20,6 +20,7 @@ export interface FanOutTarget {
   subscription_id: string;
   filter: EventFilter | null;
   webhook_id: string | null;
+  ordering: 'none' | 'fifo';
 }
 
 /** The cache; `matches` tells whether an event's payload for that subscription passes its filter. */

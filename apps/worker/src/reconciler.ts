@@ -3,7 +3,8 @@
  * without a job.
  * - A delivery `pending` for longer than the grace period past its `next_attempt_at` whose round
  *   has no live job (none at all, or one in the failed set after stalling too often) gets its job
- *   again, under its deterministic id (`deliveryJobId`).
+ *   again, under its deterministic id (`deliveryJobId`). Of a FIFO subscription, only the head
+ *   (`delivery/fifo.ts`): the later ones wait for their turn without a job.
  * - A fan-out job in the failed set is retried with fresh attempts.
  *
  * It runs as one BullMQ job scheduler (worker.ts), so once per interval across all workers, and it
@@ -92,12 +93,17 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
     let after = { at: new Date(0), id: '00000000-0000-0000-0000-000000000000' };
     for (;;) {
       const rows = await deps.prisma.$queryRaw<Pending[]>`
-        SELECT id::text, event_id::text, subscription_id::text, round, next_attempt_at
-        FROM deliveries
-        WHERE status = 'pending'
-          AND next_attempt_at < now() - make_interval(secs => ${deps.graceMs / 1000})
-          AND (next_attempt_at, id) > (${after.at}, ${after.id}::uuid)
-        ORDER BY next_attempt_at, id
+        SELECT d.id::text, d.event_id::text, d.subscription_id::text, d.round, d.next_attempt_at
+        FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+        WHERE d.status = 'pending'
+          AND d.next_attempt_at < now() - make_interval(secs => ${deps.graceMs / 1000})
+          AND (d.next_attempt_at, d.id) > (${after.at}, ${after.id}::uuid)
+          -- A FIFO subscription's later deliveries have no job by design: only its head is stranded.
+          AND (s.ordering <> 'fifo' OR NOT EXISTS (
+            SELECT 1 FROM deliveries earlier
+            WHERE earlier.subscription_id = d.subscription_id AND earlier.status = 'pending'
+              AND earlier.event_id < d.event_id))
+        ORDER BY d.next_attempt_at, d.id
         LIMIT ${pageSize}`;
       if (rows.length === 0) return redriven;
       const lost = await stranded(rows);

@@ -34,11 +34,13 @@ import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
 import {
   createDeliveryProcessor,
+  type DeliveryProcessorDeps,
   deliveryBackoffStrategy,
   type DeliveryJobResult,
 } from './delivery/processor.js';
 import { createDeliveryStore } from './delivery/store.js';
 import { createFanOutProcessor } from './fan-out.js';
+import { createFanOutWatch, createFifoHeads } from './delivery/fifo.js';
 import { warnOfRetiredEventTypes } from './retired-event-types.js';
 import { createVerificationProcessor, type VerificationResult } from './verification/processor.js';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
@@ -144,15 +146,27 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     );
     return rows;
   });
+  const fifoHeads = createFifoHeads(pool, deliveryQueue, policy.maxAttempts);
   const events = config.roles.has('events')
     ? new Worker<EventJobData, number>(
         queueNames.events,
-        createFanOutProcessor({ pool, catalogue: config.catalogue, scheduler, log }),
+        createFanOutProcessor({ pool, catalogue: config.catalogue, scheduler, fifoHeads, log }),
         common,
       )
     : null;
+  const fifo = { heads: fifoHeads, earlierFanOut: createFanOutWatch(producer, eventQueue) };
   const delivering = config.roles.has('deliveries')
-    ? startDeliveries(config, { pool, producer, deliveryQueue, policy, lockDuration, common, log, metrics })
+    ? startDeliveries(config, {
+        pool,
+        producer,
+        deliveryQueue,
+        policy,
+        lockDuration,
+        common,
+        log,
+        metrics,
+        fifo,
+      })
     : null;
   const deliveries = delivering?.worker ?? null;
   const reconcile = createReconciler({
@@ -247,6 +261,7 @@ function startDeliveries(
     common: WorkerOptions;
     log: Logger;
     metrics: WorkerMetrics;
+    fifo: DeliveryProcessorDeps['fifo'];
   },
 ) {
   const { deliveryQueue, policy, log, metrics } = deps;
@@ -307,6 +322,7 @@ function startDeliveries(
       maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
       log,
       metrics,
+      fifo: deps.fifo,
     }),
     { ...deps.common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },
   );

@@ -391,6 +391,8 @@ export interface components {
       filter: {
         [key: string]: unknown;
       } | null;
+      /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+      ordering: 'none' | 'fifo';
       /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
       status: 'active' | 'disabled' | 'pending';
       /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -713,6 +715,8 @@ export interface operations {
           filter?: {
             [key: string]: unknown;
           } | null;
+          /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+          ordering?: 'none' | 'fifo';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -741,6 +745,8 @@ export interface operations {
             filter: {
               [key: string]: unknown;
             } | null;
+            /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+            ordering: 'none' | 'fifo';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -866,6 +872,8 @@ export interface operations {
           filter?: {
             [key: string]: unknown;
           } | null;
+          /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+          ordering?: 'none' | 'fifo';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -894,6 +902,8 @@ export interface operations {
             filter: {
               [key: string]: unknown;
             } | null;
+            /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+            ordering: 'none' | 'fifo';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1019,6 +1029,8 @@ export interface operations {
           filter?: {
             [key: string]: unknown;
           } | null;
+          /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+          ordering?: 'none' | 'fifo';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1047,6 +1059,8 @@ export interface operations {
             filter: {
               [key: string]: unknown;
             } | null;
+            /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+            ordering: 'none' | 'fifo';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1172,6 +1186,8 @@ export interface operations {
           filter?: {
             [key: string]: unknown;
           } | null;
+          /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+          ordering?: 'none' | 'fifo';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1200,6 +1216,8 @@ export interface operations {
             filter: {
               [key: string]: unknown;
             } | null;
+            /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+            ordering: 'none' | 'fifo';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1328,6 +1346,8 @@ export interface operations {
             filter: {
               [key: string]: unknown;
             } | null;
+            /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+            ordering: 'none' | 'fifo';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1428,6 +1448,8 @@ export interface operations {
           filter?: {
             [key: string]: unknown;
           } | null;
+          /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+          ordering?: 'none' | 'fifo';
         };
       };
     };
@@ -1454,6 +1476,8 @@ export interface operations {
             filter: {
               [key: string]: unknown;
             } | null;
+            /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+            ordering: 'none' | 'fifo';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1628,6 +1652,8 @@ export interface operations {
             filter: {
               [key: string]: unknown;
             } | null;
+            /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
+            ordering: 'none' | 'fifo';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */

@@ -45,6 +45,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue) {
       kind: row.kind,
       event_types: row.eventTypes.length > 0 ? row.eventTypes : [...catalogue.typesOfKind(row.kind)],
       filter: row.filter as EventFilter | null,
+      ordering: row.ordering as Subscription['ordering'],
       status: row.status,
       rate_limit: row.rateLimit,
       delivery: throttle,

@@ -14,6 +14,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   createDeliveryThrottleReader,
+  deliveryJob,
   generateSigningSecret,
   Page,
   Subscription,
@@ -64,6 +65,8 @@ export interface SubscriptionRoutesOptions {
   views: Views;
   /** The event catalogue: a create route per kind, and the types a subscription may choose. */
   catalogue: Catalogue;
+  /** DELIVERY_MAX_ATTEMPTS, for the jobs of deliveries released from FIFO ordering. */
+  maxAttempts: number;
 }
 
 /**
@@ -104,6 +107,30 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
   };
 
   const { catalogue } = options;
+  /**
+   * A subscription leaving FIFO ordering: its deliveries that waited for their turn without a job
+   * get their jobs now. A Redis fault is logged; the reconciler gives them their jobs then.
+   */
+  const releaseWaiting = async (subscriptionId: string, log: FastifyBaseLogger) => {
+    const waiting = await app.prisma.delivery.findMany({
+      where: { subscriptionId, status: 'pending' },
+      select: { eventId: true, round: true },
+    });
+    try {
+      for (let i = 0; i < waiting.length; i += 1000) {
+        await app.deliveryQueue.addBulk(
+          waiting
+            .slice(i, i + 1000)
+            .map((d) =>
+              deliveryJob({ eventId: d.eventId, subscriptionId, round: d.round }, options.maxAttempts),
+            ),
+        );
+      }
+    } catch (error) {
+      log.warn({ err: error, subscriptionId }, 'waiting deliveries not queued; the reconciler will');
+    }
+  };
+
   const create = (kind: string | null) =>
     app.post(
       kind === null ? '/api/webhooks' : `/api/webhooks/${kind}`,
@@ -126,7 +153,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         },
       },
       async (request, reply) => {
-        const { callback_url, webhook_id, rate_limit, account_id, event_types, filter } = request.body;
+        const { callback_url, webhook_id, rate_limit, account_id, event_types, filter, ordering } =
+          request.body;
         if (account_id !== undefined && account_id !== request.accountId) {
           throw new HttpProblem(403, 'forbidden', 'account_id differs from the account of the token', [
             { pointer: '/account_id', detail: 'must equal the token subject, or be left out' },
@@ -157,6 +185,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               kind,
               eventTypes: event_types ?? [],
               filter: storedFilter(filter ?? null),
+              ordering: ordering ?? 'none',
               rateLimit: rate_limit ?? null,
               secret: options.secretBox.seal(secret, id),
               ...(options.verifyCallbacks ? { status: 'pending' as const } : {}),
@@ -234,7 +263,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     },
     async (request) => {
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const { callback_url, webhook_id, status, rate_limit, event_types, filter } = request.body;
+      const { callback_url, webhook_id, status, rate_limit, event_types, filter, ordering } = request.body;
       rejectBadCallback(callback_url);
       checkSubscriptionSelection(catalogue, current.kind, event_types, filter);
       // Any status change would let an unverified callback through later (pending → disabled → active).
@@ -257,11 +286,13 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
           ...(event_types === undefined ? {} : { eventTypes: event_types }),
           ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
+          ...(ordering === undefined ? {} : { ordering }),
           // Re-activating starts the failure count afresh, or one more failure would disable it again.
           ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
         },
       });
       if (moved) await requestVerification(row.id, request.log);
+      if (current.ordering === 'fifo' && row.ordering === 'none') await releaseWaiting(row.id, request.log);
       return presentOne(row);
     },
   );

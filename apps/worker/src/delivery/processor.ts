@@ -5,7 +5,8 @@
  * with its event and subscription (deleted subscription: the job is dropped; disabled: the
  * delivery is cancelled), passes the subscription's `rate_limit` and its callback host's cap
  * (`host-gate.ts`), sends the attempt, gives the slots back, records the attempt, and lets BullMQ
- * retry by throwing while attempts remain.
+ * retry by throwing while attempts remain. A FIFO subscription's delivery waits until it is its
+ * subscription's head, and its end gives the next one its job (`fifo.ts`).
  *
  * Only a sent request is an attempt: when PostgreSQL or Redis fails anywhere around it,
  * the job is deferred (`deferral.ts`) and tried again later, its attempts untouched. The round's
@@ -22,6 +23,7 @@ import { attemptStatusClass, type WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
 import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
+import type { FifoHeads } from './fifo.js';
 import type { DeliveryGate } from './gate.js';
 import type { HostGate } from './host-gate.js';
 import { decideOutcome, type DeliveryOutcome } from './outcome.js';
@@ -69,6 +71,8 @@ export interface DeliveryProcessorDeps {
   maxAgeMs: number;
   log: Logger;
   metrics: Pick<WorkerMetrics, 'deliveries' | 'attemptDuration' | 'deliveryLatency'>;
+  /** Ordered delivery (fifo.ts): the heads' jobs, and the watch on earlier events' fan-outs. */
+  fifo: { heads: FifoHeads; earlierFanOut: (accountId: string, eventId: string) => Promise<boolean> };
 }
 
 /**
@@ -83,9 +87,18 @@ const roundStartGraceMs = 60_000;
  */
 const unverifiedCallbackWaitMs = 10_000;
 
+/**
+ * How long a FIFO subscription's delivery that is not its head waits before it looks again, in
+ * ms; the head's end wakes it sooner (`FifoHeads.ensure`). Waiting uses no attempt.
+ */
+const fifoTurnWaitMs = 1_000;
+
+/** How long a FIFO head waits for an earlier event's fan-out to store its deliveries, in ms. */
+const fifoFanOutWaitMs = 50;
+
 /** What happened while the job held its slot. */
 type WithinSlot =
-  | { kind: 'done'; result: Exclude<DeliveryJobResult, 'succeeded'> }
+  | { kind: 'done'; result: Exclude<DeliveryJobResult, 'succeeded'>; fifo: boolean }
   | { kind: 'wait'; waitMs: number }
   | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
 
@@ -104,22 +117,29 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
   const withinSlot = async (job: Job<DeliveryJobData>, round: number): Promise<WithinSlot> => {
     const delivery = await deps.store.load(job.data);
-    if (delivery === null) return { kind: 'done', result: 'dropped' };
-    if (delivery.round > round) return { kind: 'done', result: 'not_pending' };
+    if (delivery === null) return { kind: 'done', result: 'dropped', fifo: false };
+    const fifo = delivery.subscription.ordering === 'fifo';
+    if (delivery.round > round) return { kind: 'done', result: 'not_pending', fifo };
     if (delivery.round < round) {
       // The API enqueues a round before it marks the row; give it time, then take it as rolled back.
       return Date.now() - job.timestamp < roundStartGraceMs
         ? { kind: 'wait', waitMs: 1_000 }
-        : { kind: 'done', result: 'not_pending' };
+        : { kind: 'done', result: 'not_pending', fifo };
     }
-    if (delivery.status !== 'pending') return { kind: 'done', result: 'not_pending' };
+    if (delivery.status !== 'pending') return { kind: 'done', result: 'not_pending', fifo };
     const { event, subscription } = delivery;
     if (subscription.status === 'disabled') {
       await deps.store.cancel(delivery.id);
-      return { kind: 'done', result: 'cancelled' };
+      return { kind: 'done', result: 'cancelled', fifo };
     }
     // A callback moved to a URL not yet verified: its deliveries wait for the challenge's answer.
     if (subscription.status === 'pending') return { kind: 'wait', waitMs: unverifiedCallbackWaitMs };
+    if (fifo) {
+      if (!delivery.isHead) return { kind: 'wait', waitMs: fifoTurnWaitMs };
+      if (await deps.fifo.earlierFanOut(subscription.accountId, event.id)) {
+        return { kind: 'wait', waitMs: fifoFanOutWaitMs };
+      }
+    }
     // The host's slot first: an attempt the cap holds back must not count in the rate window.
     const { hostname } = new URL(subscription.callbackUrl);
     const hostWaitMs = await deps.hostGate.acquire(hostname, job.id!);
@@ -154,6 +174,18 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     }
   };
 
+  /**
+   * A FIFO subscription's delivery has ended: its next one gets its job. A fault here is logged,
+   * not thrown (the delivery is recorded already); the reconciler gives the head its job then.
+   */
+  const nextInOrder = async (subscriptionId: string) => {
+    try {
+      await deps.fifo.heads.ensure([subscriptionId]);
+    } catch (error) {
+      deps.log.warn({ err: error, subscriptionId }, 'next ordered delivery not queued; the reconciler will');
+    }
+  };
+
   const run = async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
     const { eventId, subscriptionId } = job.data;
     const round = job.data.round ?? 0;
@@ -163,6 +195,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
         { eventId, subscriptionId, requestId: job.data.requestId, reason: 'expired' },
         'delivery given up',
       );
+      // Rare enough to look, whatever the subscription's ordering: only a FIFO one has a next head.
+      await nextInOrder(subscriptionId);
       return 'expired';
     }
     const admission = await deps.gate.acquire(subscriptionId, job.id!);
@@ -175,7 +209,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       const attempt = step?.kind === 'sent' ? { signal: congestionSignal(step.result) } : null;
       await deps.gate.release(subscriptionId, job.id!, admission, attempt, performance.now() - admittedAt);
     }
-    if (step.kind === 'done') return step.result;
+    if (step.kind === 'done') {
+      if (step.fifo) await nextInOrder(subscriptionId);
+      return step.result;
+    }
     if (step.kind === 'wait') return park(job, token, step.waitMs);
 
     const { delivery, result } = step;
@@ -186,6 +223,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     });
     await deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
     observe(job, delivery, result, outcome);
+    if (outcome.kind !== 'retry' && delivery.subscription.ordering === 'fifo')
+      await nextInOrder(subscriptionId);
 
     if (outcome.kind === 'succeeded') return 'succeeded';
     // BullMQ's failed reason is the operator's (queue dashboard), so it keeps the library's detail.

@@ -38,7 +38,15 @@ export interface LoadedDelivery {
     consecutiveFailures: number;
     /** Attempts a second at most (`rate_limit`), null for no limit. */
     rateLimit: number | null;
+    /** `fifo`: one delivery at a time, in acceptance order (fifo.ts). */
+    ordering: 'none' | 'fifo';
+    accountId: string;
   };
+  /**
+   * For a FIFO subscription, whether this is its head (no earlier pending delivery); always true
+   * otherwise.
+   */
+  isHead: boolean;
 }
 
 /** What {@link DeliveryStore.record} writes for one attempt. */
@@ -114,6 +122,9 @@ type Row = {
   previous_secret_expires_at: Date | null;
   consecutive_failures: number;
   rate_limit: number | null;
+  ordering: 'none' | 'fifo';
+  account_id: string;
+  is_head: boolean;
 };
 
 /** The row with its secrets opened; a secret no configured key opens fails this delivery alone. */
@@ -136,7 +147,10 @@ function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
       previousSecretExpiresAt: row.previous_secret_expires_at,
       consecutiveFailures: row.consecutive_failures,
       rateLimit: row.rate_limit,
+      ordering: row.ordering,
+      accountId: row.account_id,
     },
+    isHead: row.is_head,
   };
 }
 
@@ -153,7 +167,12 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
       `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
              e.id::text AS event_id, e.type, e.data, e.occurred_at,
              s.id::text AS subscription_id, s.callback_url, s.webhook_id, s.kind, s.status::text AS subscription_status,
-             s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit
+             s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit,
+             s.ordering, s.account_id,
+             (s.ordering <> 'fifo' OR NOT EXISTS (
+               SELECT 1 FROM deliveries earlier
+               WHERE earlier.subscription_id = d.subscription_id AND earlier.status = 'pending'
+                 AND earlier.event_id < d.event_id)) AS is_head
       FROM unnest($1::uuid[], $2::uuid[]) AS k(event_id, subscription_id)
       JOIN deliveries d ON d.event_id = k.event_id AND d.subscription_id = k.subscription_id
       JOIN events e ON e.id = d.event_id

@@ -34,6 +34,10 @@ const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Typ
     'Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts',
 });
 const Kind = Type.String({ description: 'Event kind of the catalogue this subscription is limited to' });
+const Ordering = Type.Union([Type.Literal('none'), Type.Literal('fifo')], {
+  description:
+    '`fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them',
+});
 const EventTypes = Type.Array(Type.String({ maxLength: 101 }), {
   minItems: 1,
   maxItems: maxSelectedEventTypes,
@@ -61,6 +65,7 @@ export const SubscriptionCreate = Type.Object(
     rate_limit: Type.Optional(RateLimit),
     event_types: Type.Optional(EventTypes),
     filter: Type.Optional(Filter),
+    ordering: Type.Optional(Ordering),
     account_id: Type.Optional(
       Type.String({
         maxLength: 255,
@@ -81,6 +86,7 @@ export const SubscriptionUpdate = Type.Object(
     rate_limit: Type.Optional(RateLimit),
     event_types: Type.Optional(EventTypes),
     filter: Type.Optional(Filter),
+    ordering: Type.Optional(Ordering),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -100,6 +106,7 @@ export const Subscription = Type.Object(
         'Event types this subscription receives: as chosen (types and wildcards), or every type of its kind when none were chosen',
     }),
     filter: Filter,
+    ordering: Ordering,
     status: SubscriptionState,
     rate_limit: RateLimit,
     delivery: Type.Object(

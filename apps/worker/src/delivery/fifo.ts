@@ -1,0 +1,99 @@
+/**
+ * Ordered delivery (`ordering: "fifo"`): a FIFO subscription receives its events one at a time, in
+ * the order they were accepted for its account. Its **head** is its oldest pending delivery (by
+ * event id: UUIDv7, so acceptance order); only the head is ever attempted, and only the head has a
+ * job. The head keeps its place through its retries (BullMQ's backoff and attempt limit) and
+ * leaves it when it succeeds, is given up, expires or is cancelled; the next one then gets its job.
+ *
+ * Two rules keep the order strict with many workers and crashes:
+ * - a delivery is attempted only while it is the head in PostgreSQL, checked when its job runs, so
+ *   a stray job (a manual retry, a job re-driven by the reconciler) waits its turn;
+ * - a head is attempted only when no earlier event of the account is still being fanned out
+ *   ({@link createFanOutWatch}): two events fanned out by two workers at once may store their
+ *   deliveries in either order, and the later one must not go first.
+ * A worker that dies mid-attempt leaves the head where it was: its job stalls, BullMQ gives it to
+ * another worker, and the same event is sent again (same `webhook-id`) before any later one.
+ */
+import type { Queue } from 'bullmq';
+import type { Pool } from '@webhooks/db';
+import { deliveryJob, type DeliveryJobData, type RedisConnection } from '@webhooks/shared';
+
+/** Ensures that the heads of FIFO subscriptions have their jobs. */
+export interface FifoHeads {
+  /**
+   * Gives the head of each FIFO subscription of `subscriptionIds` its job, if it has none; a job
+   * already waiting for its turn (a stray or parked one) is woken. Others are ignored.
+   */
+  ensure(subscriptionIds: readonly string[]): Promise<void>;
+}
+
+/** Creates the head keeper on the `deliveries` queue. */
+export function createFifoHeads(
+  pool: Pool,
+  deliveries: Queue<DeliveryJobData>,
+  maxAttempts: number,
+): FifoHeads {
+  return {
+    async ensure(subscriptionIds) {
+      if (subscriptionIds.length === 0) return;
+      const { rows } = await pool.query<{ event_id: string; subscription_id: string; round: number }>(
+        `SELECT DISTINCT ON (d.subscription_id) d.event_id::text, d.subscription_id::text, d.round
+         FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id AND s.ordering = 'fifo'
+         WHERE d.subscription_id = ANY($1::uuid[]) AND d.status = 'pending'
+         ORDER BY d.subscription_id, d.event_id`,
+        [[...new Set(subscriptionIds)]],
+      );
+      if (rows.length === 0) return;
+      const jobs = await deliveries.addBulk(
+        rows.map((row) =>
+          deliveryJob(
+            { eventId: row.event_id, subscriptionId: row.subscription_id, round: row.round },
+            maxAttempts,
+          ),
+        ),
+      );
+      // An id BullMQ holds already keeps its job: one parked while it was not the head goes now.
+      await Promise.all(
+        jobs.map(async (job) => {
+          if (await job.isDelayed()) await job.promote().catch(() => undefined);
+        }),
+      );
+    },
+  };
+}
+
+/** How many of the oldest waiting and delayed fan-out jobs {@link createFanOutWatch} looks at. */
+const watchedWaiting = 100;
+
+/**
+ * Whether an earlier event of an account is still waiting for or in its fan-out: an `events` job
+ * older than the event (job ids are event ids, UUIDv7, so they sort by acceptance) of the same
+ * account, active, among the oldest waiting (the wait list is taken oldest first, and a stalled
+ * job goes back to its oldest end) or among the first delayed (a fan-out deferred by an outage).
+ */
+export function createFanOutWatch(redis: RedisConnection, events: Queue) {
+  return async (accountId: string, eventId: string): Promise<boolean> => {
+    const ids = await redis
+      .pipeline()
+      .lrange(events.toKey('active'), 0, -1)
+      .lrange(events.toKey('wait'), -watchedWaiting, -1)
+      .zrange(events.toKey('delayed'), 0, watchedWaiting - 1)
+      .exec();
+    const earlier = (ids ?? [])
+      .flatMap(([error, value]) => {
+        if (error) throw error;
+        return value as string[];
+      })
+      .filter((id) => id < eventId);
+    if (earlier.length === 0) return false;
+    const pipeline = redis.pipeline();
+    for (const id of earlier) pipeline.hget(events.toKey(id), 'data');
+    const data = (await pipeline.exec()) ?? [];
+    return data.some(([error, value]) => {
+      if (error) throw error;
+      return (
+        typeof value === 'string' && (JSON.parse(value) as { accountId?: string }).accountId === accountId
+      );
+    });
+  };
+}

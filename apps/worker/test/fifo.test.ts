@@ -1,0 +1,178 @@
+/**
+ * Ordered delivery (`ordering: "fifo"`) through the real API, workers, PostgreSQL, Redis and an
+ * HTTP receiver: events reach a FIFO subscription one at a time in the order they were accepted,
+ * under two worker processes, random 500s and a worker killed mid-run; a given-up event lets the
+ * next one go and stays in the log; leaving FIFO loses nothing that waited its turn.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { startReceiver, type ReceivedRequest, type Receiver } from '../../../test/support/receiver.js';
+import { waitFor } from '../../../test/support/wait.js';
+import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
+
+/** The `seq` of each request's event, in arrival order. */
+const sequence = (requests: ReceivedRequest[]) =>
+  requests.map((r) => (JSON.parse(r.body) as { data: { seq: number } }).data.seq);
+
+/** True when `values` never goes down: retries repeat an event, none overtakes another. */
+const inOrder = (values: number[]) => values.every((value, i) => i === 0 || value >= values[i - 1]!);
+
+describe('FIFO order under two worker processes, random 500s and a SIGKILL', () => {
+  let api: TestApi;
+  let receiver: Receiver;
+  let workers: WorkerProcess[] = [];
+  const env = () => ({
+    ...testEnv(api.database.url, api.prefix, {
+      CALLBACK_ALLOW_PRIVATE: 'true',
+      DELIVERY_TIMEOUT_MS: '1000',
+      DELIVERY_BACKOFF_MS: '50',
+      DELIVERY_MAX_ATTEMPTS: '12',
+      RECONCILE_INTERVAL_MS: '1000',
+      RECONCILE_GRACE_MS: '1000',
+    }),
+  });
+  beforeAll(async () => {
+    api = await startTestApi('fifo-order', { CALLBACK_ALLOW_PRIVATE: 'true' });
+    receiver = await startReceiver();
+  });
+  afterEach(async () => {
+    for (const worker of workers) worker.child.kill('SIGKILL');
+    await Promise.all(workers.map((w) => w.exited));
+    workers = [];
+  });
+  afterAll(async () => {
+    await receiver.close();
+    await api.close();
+  });
+
+  it('delivers every event, in the order accepted, each one only after the one before it confirmed', async () => {
+    const subscribe = async (path: string, ordering: 'fifo' | 'none') => {
+      const response = await api.app.inject({
+        method: 'POST',
+        url: '/api/webhooks',
+        headers: api.auth('acct-fifo'),
+        payload: { callback_url: `${receiver.url}${path}`, ordering },
+      });
+      expect(response.statusCode).toBe(201);
+      expect(response.json().ordering).toBe(ordering);
+    };
+    await subscribe('/fifo', 'fifo');
+    await subscribe('/parallel', 'none');
+    // A third of the answers fail at random: each failure holds the later events back.
+    const answers: Array<{ seq: number; status: number }> = [];
+    receiver.script('/fifo', [
+      (request) => {
+        const status = Math.random() < 0.3 ? 500 : 200;
+        answers.push({ seq: sequence([request])[0]!, status });
+        return status;
+      },
+    ]);
+    workers.push(spawnWorker(env()), spawnWorker(env()));
+    const events = 40;
+    for (let seq = 0; seq < events; seq++) {
+      const response = await api.app.inject({
+        method: 'POST',
+        url: '/api/events',
+        headers: api.auth('acct-fifo'),
+        payload: { type: 'call.started', data: { seq } },
+      });
+      expect(response.statusCode).toBe(202);
+      if (seq === 15) {
+        // One worker dies, whatever it was doing; another takes its place.
+        await waitFor('a few ordered deliveries', () => receiver.at('/fifo').length >= 5);
+        workers[0]!.child.kill('SIGKILL');
+        workers.push(spawnWorker(env()));
+      }
+    }
+    const confirmed = () => new Set(answers.filter((a) => a.status === 200).map((a) => a.seq));
+    await waitFor(
+      'every event confirmed at the FIFO callback',
+      () => confirmed().size === events && receiver.at('/parallel').length >= events,
+      120_000,
+    );
+    // Each event was sent only once every earlier one had been confirmed (a crash may send a
+    // confirmed one again, never a later one early).
+    let confirmedUpTo = -1;
+    for (const { seq, status } of answers) {
+      expect([seq, seq <= confirmedUpTo + 1]).toEqual([seq, true]);
+      if (status === 200 && seq === confirmedUpTo + 1) confirmedUpTo = seq;
+    }
+    const arrivals = sequence(receiver.at('/fifo'));
+    expect(inOrder(arrivals)).toBe(true);
+    // The same event sent again after a crash or a failure keeps its webhook-id.
+    const idOf = new Map<number, string>();
+    receiver.at('/fifo').forEach((request, i) => {
+      const id = String(request.headers['webhook-id']);
+      expect(idOf.get(arrivals[i]!) ?? id).toBe(id);
+      idOf.set(arrivals[i]!, id);
+    });
+  }, 180_000);
+});
+
+describe('FIFO ordering in the delivery log', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack('fifo-log', { DELIVERY_MAX_ATTEMPTS: '3', DELIVERY_BACKOFF_MS: '20' });
+  });
+  afterAll(() => stack.close());
+
+  const publish = async (account: string, seq: number) => {
+    const response = await stack.api.app.inject({
+      method: 'POST',
+      url: '/api/events',
+      headers: stack.api.auth(account),
+      payload: { type: 'call.started', data: { seq } },
+    });
+    expect(response.statusCode).toBe(202);
+  };
+
+  it('holds later events behind a failing one until it is given up, then sends them; the given-up one stays in the log', async () => {
+    const sub = await stack.subscribe('acct-given-up', {
+      callback_url: `${stack.receiver.url}/given-up`,
+      ordering: 'fifo',
+    });
+    stack.receiver.script('/given-up', [
+      (request) => ((JSON.parse(request.body) as { data: { seq: number } }).data.seq === 0 ? 500 : 200),
+    ]);
+    for (let seq = 0; seq < 3; seq++) await publish('acct-given-up', seq);
+    await waitFor('all three events', () => new Set(sequence(stack.receiver.at('/given-up'))).size === 3);
+    expect(sequence(stack.receiver.at('/given-up'))).toEqual([0, 0, 0, 1, 2]);
+    const log = await stack.api.app.inject({
+      url: `/api/webhooks/${sub.id}/deliveries?status=failed`,
+      headers: stack.api.auth('acct-given-up'),
+    });
+    expect(log.json().results).toMatchObject([{ attempts_made: 3 }]);
+  });
+
+  it('loses none of the deliveries waiting their turn when the subscription leaves FIFO ordering', async () => {
+    const sub = await stack.subscribe('acct-switch', {
+      callback_url: `${stack.receiver.url}/switch`,
+      ordering: 'fifo',
+    });
+    // The head hangs (until the attempt's timeout), so the later events wait without jobs.
+    stack.receiver.script('/switch', [{ status: 200, afterMs: 2_000 }, 200]);
+    for (let seq = 0; seq < 5; seq++) await publish('acct-switch', seq);
+    await waitFor('the head in flight', () => stack.receiver.at('/switch').length === 1);
+    const switched = await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${sub.id}`,
+      headers: stack.api.auth('acct-switch'),
+      payload: { ordering: 'none' },
+    });
+    expect(switched.json().ordering).toBe('none');
+    await waitFor('every event', () => new Set(sequence(stack.receiver.at('/switch'))).size === 5);
+    const pending = await stack.api.app.inject({
+      url: `/api/webhooks/${sub.id}/deliveries?status=pending`,
+      headers: stack.api.auth('acct-switch'),
+    });
+    await waitFor('nothing pending', async () => {
+      const again = await stack.api.app.inject({
+        url: `/api/webhooks/${sub.id}/deliveries?status=pending`,
+        headers: stack.api.auth('acct-switch'),
+      });
+      return again.json().count === 0;
+    });
+    expect(pending.statusCode).toBe(200);
+  });
+});
