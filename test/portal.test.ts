@@ -109,6 +109,7 @@ describe('the subscriber portal in a browser', () => {
     await page.getByRole('button', { name: 'Create subscription' }).click();
     expect(await page.locator('#filter-error').textContent()).toMatch(/\$where is not an allowed operator/);
     await page.getByLabel('Content filter (optional)').fill('{"data.direction": "inbound"}');
+    await page.getByLabel('Ordering').selectOption('fifo');
     await page.getByRole('button', { name: 'Create subscription' }).click();
     await page.getByRole('heading', { name: callbackUrl }).waitFor();
     const listed = await stack.api.app.inject({ url: '/api/webhooks', headers: stack.api.auth('creator') });
@@ -119,6 +120,7 @@ describe('the subscriber portal in a browser', () => {
         webhook_id: 'crm-calls',
         event_types: ['call.completed', 'call.failed'],
         filter: { 'data.direction': 'inbound' },
+        ordering: 'fifo',
       },
     ]);
     await page.context().close();

@@ -93,6 +93,7 @@ export function SubscriptionForm({
   const [callbackUrl, setCallbackUrl] = useState(subscription?.callback_url ?? '');
   const [webhookId, setWebhookId] = useState(subscription?.webhook_id ?? '');
   const [rateLimit, setRateLimit] = useState(subscription?.rate_limit?.toString() ?? '');
+  const [ordering, setOrdering] = useState<'none' | 'fifo'>(subscription?.ordering ?? 'none');
   const [problem, setProblem] = useState<Problem | undefined>();
   const [failure, setFailure] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
@@ -121,6 +122,7 @@ export function SubscriptionForm({
               callback_url: callbackUrl,
               webhook_id: webhookId === '' ? null : webhookId,
               rate_limit: limit,
+              ordering,
               filter,
               ...(eventTypes === undefined ? {} : { event_types: eventTypes }),
             },
@@ -136,6 +138,7 @@ export function SubscriptionForm({
               ...(limit === null ? {} : { rate_limit: limit }),
               ...(eventTypes === undefined ? {} : { event_types: eventTypes }),
               ...(filter === null ? {} : { filter }),
+              ...(ordering === 'none' ? {} : { ordering }),
             },
           }),
         );
@@ -255,6 +258,23 @@ export function SubscriptionForm({
             value={filterText}
             onInput={(e) => setFilterText(e.currentTarget.value)}
           />
+        )}
+      </Field>
+      <Field
+        id="ordering"
+        label="Ordering"
+        hint="In order: one event at a time, in the order they happened; a failing one holds the later ones back until it succeeds or is given up."
+        error={fieldError(problem, '/ordering')}
+      >
+        {(attributes) => (
+          <select
+            {...attributes}
+            value={ordering}
+            onChange={(e) => setOrdering(e.currentTarget.value as 'none' | 'fifo')}
+          >
+            <option value="none">As fast as possible (unordered)</option>
+            <option value="fifo">In order, one at a time</option>
+          </select>
         )}
       </Field>
       <div class="actions">

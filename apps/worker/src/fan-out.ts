@@ -31,6 +31,7 @@ import {
 import { deferJob } from './deferral.js';
 import type { FifoHeads } from './delivery/fifo.js';
 import { createFilterCache, type FanOutTarget } from './filter-cache.js';
+import type { AccountScheduler } from './scheduling/account-scheduler.js';
 
 /** One event of a fan-out statement, for all its subscriptions or one. */
 interface FanOutRow {
@@ -39,7 +40,6 @@ interface FanOutRow {
   /** Its subscriptions' content filters were checked already: deliver to the filtered ones too. */
   filterChecked: boolean;
 }
-import type { AccountScheduler } from './scheduling/account-scheduler.js';
 
 /** What the fan-out needs. */
 export interface FanOutDeps {

@@ -12,6 +12,7 @@ import addFormats from 'ajv-formats';
 import isSafeRegex from 'safe-regex2';
 import Type, { type Static } from 'typebox';
 import { parse as parseYaml } from 'yaml';
+import { findInJson, jsonPointerSegment, type JsonProblem } from './json-walk.js';
 import {
   createCatalogue,
   operationalKind,
@@ -79,48 +80,34 @@ export class CatalogueError extends Error {
   }
 }
 
-/** A JSON pointer segment (RFC 6901). */
-function segment(key: string): string {
-  return key.replaceAll('~', '~0').replaceAll('/', '~1');
-}
-
 /**
- * The first reason `schema` is too costly to use: too deep, or a regular expression that is too
- * long or can backtrack catastrophically (safe-regex2, Fastify's own ReDoS check).
+ * The first reason `schema` is too costly to use: too deep, or a regular expression (`pattern`, a
+ * `patternProperties` key) that is too long or can backtrack catastrophically (safe-regex2,
+ * Fastify's own ReDoS check).
  */
-function hostileSchemaPart(
-  schema: unknown,
-  pointer: string,
-  depth = 0,
-): { pointer: string; reason: string } | null {
-  if (depth > maxSchemaDepth) return { pointer, reason: `nests deeper than ${maxSchemaDepth} levels` };
-  if (schema === null || typeof schema !== 'object') return null;
-  const entries = Array.isArray(schema)
-    ? schema.map((v, i) => [String(i), v] as const)
-    : Object.entries(schema);
-  for (const [key, value] of entries) {
-    const at = `${pointer}/${segment(key)}`;
-    const patterns =
-      key === 'pattern' && typeof value === 'string'
-        ? [value]
-        : key === 'patternProperties' && value !== null && typeof value === 'object'
-          ? Object.keys(value)
-          : [];
-    for (const pattern of patterns) {
-      if (pattern.length > maxSchemaPatternLength) {
-        return { pointer: at, reason: `regular expression longer than ${maxSchemaPatternLength} characters` };
+function hostileSchemaPart(schema: unknown, pointer: string): JsonProblem | null {
+  return findInJson(
+    schema,
+    maxSchemaDepth,
+    (key, value) => {
+      const patterns =
+        key === 'pattern' && typeof value === 'string'
+          ? [value]
+          : key === 'patternProperties' && value !== null && typeof value === 'object'
+            ? Object.keys(value)
+            : [];
+      for (const pattern of patterns) {
+        if (pattern.length > maxSchemaPatternLength) {
+          return `regular expression longer than ${maxSchemaPatternLength} characters`;
+        }
+        if (!isSafeRegex(pattern)) {
+          return `regular expression ${JSON.stringify(pattern)} can backtrack catastrophically`;
+        }
       }
-      if (!isSafeRegex(pattern)) {
-        return {
-          pointer: at,
-          reason: `regular expression ${JSON.stringify(pattern)} can backtrack catastrophically`,
-        };
-      }
-    }
-    const found = hostileSchemaPart(value, at, depth + 1);
-    if (found) return found;
-  }
-  return null;
+      return null;
+    },
+    pointer,
+  );
 }
 
 /**
@@ -152,11 +139,12 @@ export function catalogueFromDefinition(file: string, definition: unknown): Cata
   if (!checkShape(definition)) {
     const [error] = checkShape.errors!;
     let pointer = error!.instancePath;
-    if (error!.keyword === 'required') pointer += `/${segment(String(error!.params.missingProperty))}`;
+    if (error!.keyword === 'required')
+      pointer += `/${jsonPointerSegment(String(error!.params.missingProperty))}`;
     if (error!.keyword === 'additionalProperties') {
       throw new CatalogueError(
         file,
-        `${pointer}/${segment(String(error!.params.additionalProperty))}`,
+        `${pointer}/${jsonPointerSegment(String(error!.params.additionalProperty))}`,
         'is not a known field',
       );
     }
@@ -166,7 +154,7 @@ export function catalogueFromDefinition(file: string, definition: unknown): Cata
   const validators = new Map<string, ValidateFunction>();
   const seen = new Map<string, string>();
   for (const [kind, kindDefinition] of Object.entries(definition.kinds)) {
-    const kindPointer = `/kinds/${segment(kind)}`;
+    const kindPointer = `/kinds/${jsonPointerSegment(kind)}`;
     if (kind === operationalKind)
       throw new CatalogueError(file, kindPointer, "the operational kind is the service's own");
     if (!kindName.test(kind)) {
@@ -178,7 +166,7 @@ export function catalogueFromDefinition(file: string, definition: unknown): Cata
     }
     const types = [];
     for (const [type, typeDefinition] of Object.entries(kindDefinition.types)) {
-      const typePointer = `${kindPointer}/types/${segment(type)}`;
+      const typePointer = `${kindPointer}/types/${jsonPointerSegment(type)}`;
       if (!eventTypeName.test(type) || type.length > 100) {
         throw new CatalogueError(
           file,
@@ -200,7 +188,7 @@ export function catalogueFromDefinition(file: string, definition: unknown): Cata
           throw new CatalogueError(file, schemaPointer, `larger than ${maxSchemaBytes} bytes serialized`);
         }
         const hostile = hostileSchemaPart(schema, schemaPointer);
-        if (hostile) throw new CatalogueError(file, hostile.pointer, hostile.reason);
+        if (hostile) throw new CatalogueError(file, hostile.pointer, hostile.detail);
         let validate: ValidateFunction;
         try {
           validate = ajv.compile(schema);

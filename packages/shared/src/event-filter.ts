@@ -11,6 +11,7 @@
  */
 import siftModule from 'sift';
 import type * as Sift from 'sift';
+import { findInJson, type JsonProblem } from './json-walk.js';
 
 // sift is CommonJS: Node exposes its operations on the default export only.
 const { $all, $and, $eq, $exists, $gt, $gte, $in, $lt, $lte, $ne, $nin, $nor, $not, $or, createQueryTester } =
@@ -35,34 +36,18 @@ export type EventFilter = Record<string, unknown>;
  * @returns `{ pointer, detail }` with the JSON pointer (RFC 6901) inside the filter of the first
  *   operator that is not allowed or of the level too deep, or `pointer: ''` for the whole filter
  */
-export function eventFilterProblem(filter: unknown): { pointer: string; detail: string } | null {
+export function eventFilterProblem(filter: unknown): JsonProblem | null {
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) {
     return { pointer: '', detail: 'must be a JSON object' };
   }
   if (Buffer.byteLength(JSON.stringify(filter)) > maxFilterBytes) {
     return { pointer: '', detail: `is larger than ${maxFilterBytes} bytes serialized` };
   }
-  const walk = (
-    value: unknown,
-    pointer: string,
-    depth: number,
-  ): { pointer: string; detail: string } | null => {
-    if (depth > maxFilterDepth) return { pointer, detail: `nests deeper than ${maxFilterDepth} levels` };
-    if (value === null || typeof value !== 'object') return null;
-    const entries = Array.isArray(value)
-      ? value.map((v, i) => [String(i), v] as const)
-      : Object.entries(value);
-    for (const [key, child] of entries) {
-      const at = `${pointer}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
-      if (key.startsWith('$') && !filterOperators.includes(key)) {
-        return { pointer: at, detail: `${key} is not an allowed operator (${filterOperators.join(' ')})` };
-      }
-      const found = walk(child, at, depth + 1);
-      if (found) return found;
-    }
-    return null;
-  };
-  const found = walk(filter, '', 1);
+  const found = findInJson(filter, maxFilterDepth, (key) =>
+    key.startsWith('$') && !filterOperators.includes(key)
+      ? `${key} is not an allowed operator (${filterOperators.join(' ')})`
+      : null,
+  );
   if (found) return found;
   try {
     // Some malformed operands (`$in` given a non-array) only fail when evaluated.
