@@ -1,5 +1,5 @@
 /**
- * The end-to-end demo (issue #5): a client application subscribes through the HTTP API (with
+ * The end-to-end demo: a client application subscribes through the HTTP API (with
  * `@webhooks/client`, as a client app would), internal
  * services publish a burst of events, and the client receives every one of them, signed and
  * verified, with the retries of a callback that fails its first answers. Returns a summary; the

@@ -1,6 +1,6 @@
 /**
  * A Redis Cluster of a test's own: three masters on free ports in a temporary folder, joined with
- * `redis-cli --cluster create`, for the tests that run the service on a cluster (issue #10). The
+ * `redis-cli --cluster create`, for the tests that run the service on a cluster. The
  * machine's shared server is never touched.
  */
 import { execFile, type ChildProcess } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
  * Redis behind Sentinel, of a test's own: one master, one replica and one sentinel (quorum 1) on
- * free ports in a temporary folder, for the tests that fail the master over (issue #10). The
+ * free ports in a temporary folder, for the tests that fail the master over. The
  * machine's shared server is never touched.
  */
 import { type ChildProcess } from 'node:child_process';

@@ -145,6 +145,17 @@ describe('FIFO ordering in the delivery log', () => {
     expect(log.json().results).toMatchObject([{ attempts_made: 3 }]);
   });
 
+  it('keeps a FIFO backlog behind a hanging callback from slowing the account’s other subscriptions', async () => {
+    await stack.subscribe('acct-backlog', { callback_url: `${stack.receiver.url}/hangs`, ordering: 'fifo' });
+    await stack.subscribe('acct-backlog', { callback_url: `${stack.receiver.url}/quick` });
+    stack.receiver.script('/hangs', ['hang']);
+    for (let seq = 0; seq < 20; seq++) await publish('acct-backlog', seq);
+    await waitFor('every event at the unordered callback', () => stack.receiver.at('/quick').length === 20);
+    // All of them arrived while the FIFO head was still in its first attempt.
+    expect(stack.receiver.at('/hangs')).toHaveLength(1);
+    expect(sequence(stack.receiver.at('/hangs'))).toEqual([0]);
+  });
+
   it('loses none of the deliveries waiting their turn when the subscription leaves FIFO ordering', async () => {
     const sub = await stack.subscribe('acct-switch', {
       callback_url: `${stack.receiver.url}/switch`,
