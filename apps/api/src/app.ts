@@ -19,6 +19,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { createPipelinedConnection, serviceLoggerOptions } from '@webhooks/shared';
 import { apiServerUrl, type ApiConfig } from './config.js';
 import { createAccountQuotas } from './lib/account-quotas.js';
+import { createBacklogWatch } from './lib/backlog.js';
 import { createIdempotencyStore } from './lib/idempotency-store.js';
 import { createViews } from './lib/views.js';
 import { createPortalTokens, portalKey } from './lib/portal-tokens.js';
@@ -216,7 +217,15 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     });
     await accountScope.register(signingSecret, { secretBox });
+    const backlog = createBacklogWatch(
+      app.redis,
+      config.keyPrefix,
+      { events: config.BACKLOG_MAX_EVENTS, deliveries: config.BACKLOG_MAX_DELIVERIES },
+      app.log,
+    );
+    app.addHook('onClose', async () => backlog.close());
     await accountScope.register(events, {
+      backlog,
       quotas,
       idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(app.prisma) : null,
     });

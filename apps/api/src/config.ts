@@ -140,6 +140,18 @@ export const apiEnvSchema = Type.Object({
     minimum: 1,
     description: 'Requests a minute per authenticated account, shared by all API instances through Redis',
   }),
+  BACKLOG_MAX_EVENTS: Type.Integer({
+    default: 100_000,
+    minimum: 0,
+    description:
+      'Events accepted and not yet fanned out (the `events` queue) past which `POST /api/events` answers 503 with `Retry-After` instead of accepting more; 0: no bound',
+  }),
+  BACKLOG_MAX_DELIVERIES: Type.Integer({
+    default: 1_000_000,
+    minimum: 0,
+    description:
+      'First deliveries waiting for their account’s turn or for a worker (the account scheduler and the `deliveries` queue) past which `POST /api/events` answers 503 with `Retry-After`; 0: no bound',
+  }),
 });
 
 /**

@@ -95,6 +95,15 @@ export function deliveryJobId(eventId: string, subscriptionId: string, round = 0
 }
 
 /**
+ * The account scheduler's hash of every first delivery it holds (apps/worker's
+ * scheduling/account-scheduler.ts), under the effective key prefix: its length is how many wait
+ * for their account's turn, which the API's backlog bound reads too.
+ */
+export function schedulerEntriesKey(prefix: string): string {
+  return `${prefix}:sched:entries`;
+}
+
+/**
  * How long finished jobs stay in Redis, on every queue: by age in seconds
  * and by count, whichever is reached first. PostgreSQL keeps the delivery log; these are only for
  * operators looking at the queues.

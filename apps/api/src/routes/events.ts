@@ -2,7 +2,8 @@
  * `POST /api/events`: publishes an event for the token's account, for services in other languages
  * and for a client's own testing. The same publisher and limits as internal services:
  * 400 for an unknown type, 413 for `data` over 256 KiB, 429 past the account's
- * `payload_bytes_per_day` quota (`lib/account-quotas.ts`); 202 with the event id and timestamp.
+ * `payload_bytes_per_day` quota (`lib/account-quotas.ts`), 503 with `Retry-After` past the backlog
+ * bound (`lib/backlog.ts`); 202 with the event id and timestamp.
  * With IDEMPOTENCY_STORE=postgresql the idempotency key is claimed in PostgreSQL first
  * (`lib/idempotency-store.ts`), beside the queue's own deduplication in Redis.
  */
@@ -15,6 +16,7 @@ import {
 } from '@webhooks/shared';
 import { v7 as uuidv7 } from 'uuid';
 import type { AccountQuotas } from '../lib/account-quotas.js';
+import { backlogRetryAfterSeconds, type BacklogWatch } from '../lib/backlog.js';
 import type { IdempotencyStore } from '../lib/idempotency-store.js';
 import { HttpProblem } from '../lib/problem.js';
 import { publishProblem } from '../lib/publish-problem.js';
@@ -22,12 +24,17 @@ import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route
 
 /** Options of the publishing route. */
 export interface EventRoutesOptions {
+  /** The backlog bound: past it, events are refused with 503 until the workers catch up. */
+  backlog: Pick<BacklogWatch, 'refusal'>;
   quotas: Pick<AccountQuotas, 'chargePayload'>;
   /** Idempotency keys in PostgreSQL (IDEMPOTENCY_STORE=postgresql); null: in Redis only. */
   idempotency: IdempotencyStore | null;
 }
 
-const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { quotas, idempotency }) => {
+const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (
+  app,
+  { backlog, quotas, idempotency },
+) => {
   app.post(
     '/api/events',
     {
@@ -45,11 +52,20 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (app, { quot
           429: problemResponse(
             "The account's request rate limit, or its payload_bytes_per_day quota (type `/problems/quota-payload-bytes-per-day`), is reached; retry after `Retry-After` seconds",
           ),
+          503: problemResponse(
+            'PostgreSQL or Redis is unavailable, or the service holds as much undelivered work as it accepts (type `/problems/backlog-full`): nothing was accepted; retry after `Retry-After` seconds with the same idempotency_key',
+          ),
         },
       },
     },
     async (request, reply) => {
       const { type, data, occurred_at, idempotency_key } = request.body;
+      const full = backlog.refusal();
+      if (full !== null) {
+        throw new HttpProblem(503, 'backlog-full', `${full}; nothing was accepted. Retry later.`, undefined, {
+          'retry-after': String(backlogRetryAfterSeconds),
+        });
+      }
       try {
         await quotas.chargePayload(request.accountId, Buffer.byteLength(JSON.stringify(data)));
       } catch (error) {

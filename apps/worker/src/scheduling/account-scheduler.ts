@@ -33,6 +33,7 @@ import type { Logger } from 'pino';
 import {
   deliveryJob,
   deliveryJobId,
+  schedulerEntriesKey,
   type AccountOverride,
   type DeliveryJobData,
   type RedisConnection,
@@ -123,7 +124,7 @@ export function accountSchedulerKeys(prefix: string) {
     accountList: (accountId: string) => `${prefix}:sched:q:${accountId}`,
     accountListPrefix: `${prefix}:sched:q:`,
     ring: `${prefix}:sched:ring`,
-    entries: `${prefix}:sched:entries`,
+    entries: schedulerEntriesKey(prefix),
     admitting: `${prefix}:sched:admitting`,
     deficit: `${prefix}:sched:deficit`,
     weight: `${prefix}:sched:weight`,
