@@ -8,13 +8,17 @@ import { fieldError, outcome, useLoaded } from './api-call.js';
 import { EventTypePicker, pickableTypes } from './event-type-picker.js';
 import { navigate } from './route.js';
 
-/** The choice of `subscription`: null when it takes every type of its kind. */
+/**
+ * The choice of `subscription` among `all` (its kind's types): null when it takes every one, or
+ * the types its `event_types` select, wildcards expanded (`call.*`, `*`) as the API matches them.
+ */
 function initialChoice(subscription: Subscription | undefined, all: string[]): string[] | null {
   if (!subscription) return null;
-  const chosen = subscription.event_types;
-  const everything =
-    chosen.includes('*') || (chosen.length === all.length && all.every((t) => chosen.includes(t)));
-  return everything ? null : chosen;
+  const patterns = subscription.event_types;
+  const selects = (type: string) =>
+    patterns.some((p) => p === '*' || p === type || (p.endsWith('.*') && type.startsWith(p.slice(0, -1))));
+  const chosen = all.filter(selects);
+  return chosen.length === all.length ? null : chosen;
 }
 
 /** The first error the API gave for the filter or a place inside it. */
@@ -112,8 +116,9 @@ export function SubscriptionForm({
     setFilterParseError(undefined);
     setBusy(true);
     const limit = rateLimit.trim() === '' ? null : Number(rateLimit);
-    // All of them: nothing to send on create; on edit, `*` replaces an earlier choice.
-    const eventTypes = choice === null ? (subscription && chosen !== undefined ? ['*'] : undefined) : choice;
+    // Untouched: nothing to send (the default on create, the stored wildcards on edit); all of
+    // them after a change: `*`.
+    const eventTypes = chosen === undefined ? undefined : chosen === null ? ['*'] : chosen;
     const result = subscription
       ? await outcome(
           client.PUT('/api/webhooks/{id}', {
