@@ -173,10 +173,6 @@ describe('FIFO ordering in the delivery log', () => {
     });
     expect(switched.json().ordering).toBe('none');
     await waitFor('every event', () => new Set(sequence(stack.receiver.at('/switch'))).size === 5);
-    const pending = await stack.api.app.inject({
-      url: `/api/webhooks/${sub.id}/deliveries?status=pending`,
-      headers: stack.api.auth('acct-switch'),
-    });
     await waitFor('nothing pending', async () => {
       const again = await stack.api.app.inject({
         url: `/api/webhooks/${sub.id}/deliveries?status=pending`,
@@ -184,6 +180,5 @@ describe('FIFO ordering in the delivery log', () => {
       });
       return again.json().count === 0;
     });
-    expect(pending.statusCode).toBe(200);
   });
 });
