@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import {
   buildDeliveryPayload,
   compileEventFilter,
+  passesEventFilter,
   type EventFilter,
   type EventJobData,
 } from '@webhooks/shared';
@@ -44,18 +45,16 @@ export function createFilterCache() {
      */
     matches(target: FanOutTarget, event: EventJobData, log: Logger): boolean {
       const payload = buildDeliveryPayload(event, { webhookId: target.webhook_id });
-      try {
-        return testerOf(
-          target.subscription_id,
-          target.filter!,
-        )(payload as unknown as Record<string, unknown>);
-      } catch (error) {
-        log.warn(
-          { err: error, subscriptionId: target.subscription_id, eventId: event.id },
-          'content filter could not be evaluated; the event is not delivered to that subscription',
-        );
-        return false;
-      }
+      // Compiled inside the test, so that a filter sift cannot compile matches nothing too.
+      return passesEventFilter(
+        (tested) => testerOf(target.subscription_id, target.filter!)(tested),
+        payload as unknown as Record<string, unknown>,
+        (error) =>
+          log.warn(
+            { err: error, subscriptionId: target.subscription_id, eventId: event.id },
+            'content filter could not be evaluated; the event is not delivered to that subscription',
+          ),
+      );
     },
   };
 }

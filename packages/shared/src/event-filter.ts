@@ -66,3 +66,21 @@ export function eventFilterProblem(filter: unknown): JsonProblem | null {
 export function compileEventFilter(filter: EventFilter): (payload: Record<string, unknown>) => boolean {
   return createQueryTester(filter, { operations });
 }
+
+/**
+ * Whether `payload` passes a compiled filter ({@link compileEventFilter}). A filter sift cannot
+ * evaluate (only one stored before a rule changed, since the API checks each) matches nothing;
+ * `onError` hears why.
+ */
+export function passesEventFilter(
+  tester: (payload: Record<string, unknown>) => boolean,
+  payload: Record<string, unknown>,
+  onError: (error: unknown) => void = () => {},
+): boolean {
+  try {
+    return tester(payload);
+  } catch (error) {
+    onError(error);
+    return false;
+  }
+}
