@@ -139,6 +139,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       if (await deps.fifo.earlierFanOut(subscription.accountId, event.id)) {
         return { kind: 'wait', waitMs: fifoFanOutWaitMs };
       }
+      // The head again, after the watch: an earlier event fanned out between the load above and
+      // the watch was seen by neither.
+      const again = await deps.store.load(job.data);
+      if (again?.isHead !== true) return { kind: 'wait', waitMs: fifoTurnWaitMs };
     }
     // The host's slot first: an attempt the cap holds back must not count in the rate window.
     const { hostname } = new URL(subscription.callbackUrl);
