@@ -89,7 +89,7 @@ export const workerEnvSchema = Type.Object({
   RETENTION_DAYS: Type.Integer({
     default: 30,
     minimum: 1,
-    description: 'Days events, deliveries and attempts are kept; older ones are deleted hourly, in batches',
+    description: 'Days events, deliveries and attempts are kept: checked hourly, each day of the delivery log is dropped whole once it is this old, so rows stay up to one day longer',
   }),
   DELIVERY_QUEUE_TARGET: Type.Integer({
     default: 100,

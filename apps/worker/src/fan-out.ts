@@ -85,8 +85,8 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         ON CONFLICT (id) DO NOTHING
       ), created AS (
         INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
-        SELECT uuid_generate_v7(), event_id, subscription_id, now(), now() FROM targets
-        ON CONFLICT (event_id, subscription_id) DO NOTHING
+        SELECT delivery_id(event_id, subscription_id), event_id, subscription_id, now(), now() FROM targets
+        ON CONFLICT (id) DO NOTHING
       )
       SELECT event_id::text, subscription_id::text, NULL::jsonb AS filter, NULL::text AS webhook_id, ordering FROM targets
       UNION ALL

@@ -1,17 +1,23 @@
 /**
- * Retention: events, deliveries and attempts older than RETENTION_DAYS are deleted,
- * attempts first, then deliveries, then events, each in statements of at most `batchSize` rows
- * (default 1,000), so no statement holds its locks for long and the API and the deliveries keep
- * running between them. Runs hourly as a BullMQ job scheduler (worker.ts). It also clears the
+ * Retention: events, deliveries and attempts older than RETENTION_DAYS are deleted. The delivery
+ * log is partitioned by day (log-partitions.ts): a day that ended before the cutoff is dropped
+ * whole, which writes almost no WAL and leaves no dead rows to vacuum. Rows in the default
+ * partitions (ids outside every day created) are deleted by when they were stored, attempts
+ * first, then deliveries, then events, each in statements of at most `batchSize` rows (default
+ * 1,000), so no statement holds its locks for long. Runs hourly as a BullMQ job scheduler (worker.ts). It also clears the
  * previous signing secrets whose overlap after a rotation has ended: no delivery signs with them
  * any more, so keeping them would only widen what a leaked row gives away. And it deletes the
  * idempotency keys kept in PostgreSQL once their 24 hours are over.
  */
 import type { PrismaClient } from '@webhooks/db';
 import { idempotencyWindowMs } from '@webhooks/shared';
+import { dropExpiredLogPartitions } from './log-partitions.js';
 
-/** What one run deleted, in rows. */
+/** What one run deleted: days of partitions, and rows elsewhere. */
 export interface RetentionReport {
+  /** Days (`YYYY-MM-DD`, UTC) whose partitions were dropped, with every row in them. */
+  partitionsDropped: string[];
+  /** Rows deleted one by one from the default partitions. */
   attempts: number;
   deliveries: number;
   events: number;
@@ -23,7 +29,7 @@ export interface RetentionReport {
 
 /** Options of {@link deleteExpiredRows}. */
 export interface RetentionOptions {
-  /** RETENTION_DAYS: rows created more than this many days before `now` are deleted. */
+  /** RETENTION_DAYS: rows older than this many days before `now` are deleted (by their day, or when stored). */
   retentionDays: number;
   /** Most rows one statement deletes (default 1,000). */
   batchSize?: number;
@@ -40,13 +46,14 @@ export async function deleteExpiredRows(
   const batchSize = options.batchSize ?? 1_000;
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.retentionDays * 86_400_000);
   const report: RetentionReport = {
+    partitionsDropped: await dropExpiredLogPartitions(prisma, cutoff),
     attempts: 0,
     deliveries: 0,
     events: 0,
     previousSecrets: 0,
     idempotencyKeys: 0,
   };
-  const drain = async (table: keyof RetentionReport, deleteBatch: () => Promise<number>) => {
+  const drain = async (table: 'attempts' | 'deliveries' | 'events', deleteBatch: () => Promise<number>) => {
     for (;;) {
       const deleted = await deleteBatch();
       report[table] += deleted;
@@ -57,21 +64,21 @@ export async function deleteExpiredRows(
   await drain(
     'attempts',
     () => prisma.$executeRaw`
-      DELETE FROM delivery_attempts WHERE id IN (
-        SELECT a.id FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id
+      DELETE FROM delivery_attempts_default WHERE (delivery_id, id) IN (
+        SELECT a.delivery_id, a.id FROM deliveries_default d JOIN delivery_attempts_default a ON a.delivery_id = d.id
         WHERE d.created_at < ${cutoff} LIMIT ${batchSize})`,
   );
   await drain(
     'deliveries',
     () => prisma.$executeRaw`
-      DELETE FROM deliveries WHERE id IN (
-        SELECT id FROM deliveries WHERE created_at < ${cutoff} LIMIT ${batchSize})`,
+      DELETE FROM deliveries_default WHERE id IN (
+        SELECT id FROM deliveries_default WHERE created_at < ${cutoff} LIMIT ${batchSize})`,
   );
   await drain(
     'events',
     () => prisma.$executeRaw`
-      DELETE FROM events WHERE id IN (
-        SELECT e.id FROM events e
+      DELETE FROM events_default WHERE id IN (
+        SELECT e.id FROM events_default e
         WHERE e.created_at < ${cutoff} AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
         LIMIT ${batchSize})`,
   );

@@ -47,6 +47,7 @@ import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
 import { createAccountScheduler } from './scheduling/account-scheduler.js';
 import { deleteExpiredRows, type RetentionReport } from './retention.js';
+import { createLogPartitions } from './log-partitions.js';
 
 /**
  * Deliveries an account of weight 1 is admitted per round-robin turn: small against
@@ -96,6 +97,15 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   );
   // The reconciler, retention and readiness: one statement at a time.
   const prisma = createPrismaClient({ databaseUrl: config.DATABASE_URL, poolSize: 2 });
+  const preparePartitions = async () => {
+    const { created, failed } = await createLogPartitions(prisma);
+    if (created.length > 0) log.info({ days: created }, 'delivery log partitions created');
+    for (const { day, reason } of failed)
+      log.warn({ day, reason }, 'delivery log partition not created; tried again hourly');
+  };
+  preparePartitions().catch((error: unknown) =>
+    log.warn({ err: error }, 'delivery log partitions not checked; tried again hourly'),
+  );
   const policy: DeliveryPolicy = {
     maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     backoffMs: config.DELIVERY_BACKOFF_MS,
@@ -184,6 +194,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     queueNames.maintenance,
     async (job) => {
       if (job.data.task === 'reconcile') return reconcile();
+      await preparePartitions();
       const report = await deleteExpiredRows(prisma, { retentionDays: config.RETENTION_DAYS });
       log.info(report, 'retention: rows deleted');
       return report;

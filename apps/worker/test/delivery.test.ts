@@ -18,7 +18,7 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 const deliveryOf = (subscriptionId: string, eventId: string) =>
-  stack.worker.prisma.delivery.findUnique({ where: { eventId_subscriptionId: { eventId, subscriptionId } } });
+  stack.worker.prisma.delivery.findFirst({ where: { eventId, subscriptionId } });
 
 async function deliveryLog(account: string, subscriptionId: string) {
   const list = await stack.api.app.inject({

@@ -1,7 +1,8 @@
 /**
  * Durability end to end on the shared servers (nothing is stopped here; the fault suite is
  * faults.test.ts): the reconciler, recovery, the exact auto-disable count and its operational
- * event, events nobody receives, retention, and the bounded delivery count.
+ * event, events nobody receives, retention of secrets and idempotency keys (the delivery log's
+ * own is in log-partitions.test.ts), and the bounded delivery count.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
@@ -338,72 +339,6 @@ describe('retention and the delivery count', () => {
     stack = await startTestStack('retention');
   });
   afterAll(() => stack.close());
-
-  const rowCounts = async () => {
-    const prisma = stack.api.app.prisma;
-    return {
-      events: await prisma.event.count(),
-      deliveries: await prisma.delivery.count(),
-      attempts: await prisma.deliveryAttempt.count(),
-    };
-  };
-
-  /** Publishes `n` events to the account's one subscription and waits for their deliveries. */
-  const deliverBatch = async (subscriptionId: string, n: number) => {
-    const before = (await statuses(stack, subscriptionId)).size;
-    await Promise.all(
-      Array.from({ length: n }, (_, i) =>
-        stack.publisher.publish({ accountId: 'acct-ret', type: 'call.started', data: { i } }),
-      ),
-    );
-    await waitFor('the deliveries', () => allAre(stack, subscriptionId, before + n, 'succeeded'));
-  };
-
-  it('keeps storage flat: everything older than RETENTION_DAYS goes, in small batches, while deliveries go on', async () => {
-    const sub = await stack.subscribe('acct-ret', { callback_url: `${stack.receiver.url}/ret` });
-    const prisma = stack.api.app.prisma;
-    const afterEachRetention = [];
-    for (let round = 0; round < 3; round++) {
-      await deliverBatch(sub.id, 40);
-      // Age everything delivered so far by 31 days, as time would.
-      await prisma.$executeRaw`UPDATE events SET created_at = created_at - interval '31 days'`;
-      await prisma.$executeRaw`UPDATE deliveries SET created_at = created_at - interval '31 days'`;
-      await deliverBatch(sub.id, 10);
-
-      const order: string[] = [];
-      const report = await deleteExpiredRows(prisma, {
-        retentionDays: 30,
-        batchSize: 7,
-        afterBatch: async () => {
-          if (order.length > 0) return;
-          order.push('first batch');
-          await deliverBatch(sub.id, 1);
-          const read = await stack.api.app.inject({
-            url: sub.resource_uri,
-            headers: stack.api.auth('acct-ret'),
-          });
-          order.push(`served ${read.statusCode} mid-retention`);
-        },
-      });
-      order.push('retention done');
-      expect(order).toEqual(['first batch', 'served 200 mid-retention', 'retention done']);
-      // The first round deletes its 40; each later one also the 11 the round before kept.
-      const aged = round === 0 ? 40 : 51;
-      expect(report).toEqual({
-        attempts: aged,
-        deliveries: aged,
-        events: aged,
-        previousSecrets: 0,
-        idempotencyKeys: 0,
-      });
-      afterEachRetention.push(await rowCounts());
-    }
-    expect(afterEachRetention).toEqual([
-      { events: 11, deliveries: 11, attempts: 11 },
-      { events: 11, deliveries: 11, attempts: 11 },
-      { events: 11, deliveries: 11, attempts: 11 },
-    ]);
-  });
 
   it('clears previous signing secrets whose overlap has ended, and keeps those still signing', async () => {
     const prisma = stack.api.app.prisma;

@@ -90,8 +90,8 @@ describe('Retry-After', () => {
     const sub = await stack.subscribe('acct-busy', { callback_url: `${stack.receiver.url}/busy` });
     const { id } = await publishTo('acct-busy');
     const waiting = await waitFor('the first attempt recorded', async () => {
-      const row = await stack.worker.prisma.delivery.findUnique({
-        where: { eventId_subscriptionId: { eventId: id, subscriptionId: sub.id } },
+      const row = await stack.worker.prisma.delivery.findFirst({
+        where: { eventId: id, subscriptionId: sub.id },
         include: { attempts: true },
       });
       return row?.attemptsMade === 1 && row;

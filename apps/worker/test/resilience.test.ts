@@ -56,8 +56,8 @@ async function subscribe(account: string, path: string) {
 
 const statusOf = async (subscriptionId: string, eventId: string) =>
   (
-    await api.app.prisma.delivery.findUnique({
-      where: { eventId_subscriptionId: { eventId, subscriptionId } },
+    await api.app.prisma.delivery.findFirst({
+      where: { eventId, subscriptionId },
     })
   )?.status;
 

@@ -117,6 +117,60 @@ describe('db:migrate runner', () => {
     expect(result.applied).toEqual(['20261122000000_bad']);
   });
 
+  it('partitions the delivery log by day and keeps every row of a database migrated before', async () => {
+    const { url } = database('partition');
+    const partitioning = '20261124120000_partitioned_delivery_log';
+    const dir = path.join(workDir, 'before-partitioning');
+    await cp(migrationsDir, dir, { recursive: true });
+    await rm(path.join(dir, partitioning), { recursive: true });
+    await migrate({ databaseUrl: url, migrationsDir: dir });
+    await query(
+      url,
+      `INSERT INTO subscriptions (id, account_id, callback_url, secret, updated_at)
+         VALUES ('01900000-0000-7000-8000-000000000001', 'acct', 'https://example.com/h', 'sealed', now());
+       INSERT INTO events (id, account_id, type, data, occurred_at, created_at)
+         SELECT uuid_generate_v7(), 'acct', 'call.started', '{}', now(), now() - interval '2 days' FROM generate_series(1, 3);
+       INSERT INTO events (id, account_id, type, data, occurred_at)
+         VALUES ('f0000000-0000-4000-8000-000000000001', 'acct', 'call.started', '{}', now());
+       INSERT INTO deliveries (id, event_id, subscription_id, updated_at)
+         SELECT uuid_generate_v7(), id, '01900000-0000-7000-8000-000000000001', now() FROM events;
+       INSERT INTO delivery_attempts (delivery_id, attempt_number, started_at, duration_ms)
+         SELECT id, 1, now(), 5 FROM deliveries;`,
+    );
+    const before = await query<{ ids: string }>(
+      url,
+      `SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM events) || '|' ||
+              (SELECT string_agg(id::text || event_id::text, ',' ORDER BY id) FROM deliveries) || '|' ||
+              (SELECT string_agg(id::text || delivery_id::text, ',' ORDER BY id) FROM delivery_attempts) AS ids`,
+    );
+
+    expect((await migrate({ databaseUrl: url, migrationsDir })).applied).toEqual([partitioning]);
+    const after = await query<{ ids: string }>(
+      url,
+      `SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM events) || '|' ||
+              (SELECT string_agg(id::text || event_id::text, ',' ORDER BY id) FROM deliveries) || '|' ||
+              (SELECT string_agg(id::text || delivery_id::text, ',' ORDER BY id) FROM delivery_attempts) AS ids`,
+    );
+    expect(after).toEqual(before);
+    const placed = await query<{ partition: string; n: number }>(
+      url,
+      `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM events GROUP BY 1 ORDER BY 1`,
+    );
+    expect(placed).toEqual([
+      { partition: 'events_default', n: 1 },
+      { partition: `events_p${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`, n: 3 },
+    ]);
+    // Attempts keep numbering on, and still go with their delivery's subscription.
+    const [next] = await query<{ id: string }>(
+      url,
+      `INSERT INTO delivery_attempts (delivery_id, attempt_number, started_at, duration_ms)
+       SELECT id, 2, now(), 5 FROM deliveries LIMIT 1 RETURNING id::text`,
+    );
+    expect(Number(next!.id)).toBe(5);
+    await query(url, 'DELETE FROM subscriptions');
+    expect(await query(url, 'SELECT 1 FROM delivery_attempts')).toEqual([]);
+  });
+
   it('lets only one of two concurrent runners apply a migration', async () => {
     const { url } = database('concurrent');
     const results = await Promise.all([

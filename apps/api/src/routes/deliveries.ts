@@ -62,22 +62,21 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
 
   /**
    * The condition of the deliveries listed after delivery `before` in the list's order (newest
-   * first: `created_at`, then `id`, descending).
+   * first by id: a delivery's id starts with its event's acceptance time, so a page read on from
+   * a delivery reads only the delivery log's days up to it).
    *
    * @throws HttpProblem 400 naming `before` when the subscription has no such delivery
    */
   const listedAfter = async (subscriptionId: string, before: string) => {
     const cursor = await app.prisma.delivery.findUnique({
       where: { id: before, subscriptionId },
-      select: { createdAt: true },
+      select: { id: true },
     });
     if (cursor === null) {
       const detail = 'names no delivery of this subscription';
       throw new HttpProblem(400, 'validation', `before ${detail}`, [{ pointer: '/before', detail }]);
     }
-    return {
-      OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: before } }],
-    };
+    return { id: { lt: before } };
   };
 
   app.get(
@@ -109,7 +108,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
         app.prisma.delivery.findMany({
           where,
           include: { event: { select: { type: true } } },
-          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+          orderBy: { id: 'desc' },
           skip: page.skip,
           take: page.pageSize,
         }),

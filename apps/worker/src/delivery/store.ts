@@ -268,7 +268,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         RETURNING id, account_id
       ), notice_deliveries AS (
         INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
-        SELECT uuid_generate_v7(), n.id, s.id, now(), now()
+        SELECT delivery_id(n.id, s.id), n.id, s.id, now(), now()
         FROM notices n
         JOIN subscriptions s ON s.account_id = n.account_id AND s.status = 'active'
           AND ${receivesEventTypeSql('s', '$16::text', '$18::text')}

@@ -1,0 +1,103 @@
+/**
+ * The delivery log's daily partitions. `events`, `deliveries` and `delivery_attempts` are
+ * range-partitioned by the UTC day of their UUIDv7 ids (the migration
+ * `partitioned_delivery_log` explains the keys); the SQL functions it defines create and drop
+ * one day of all three tables at once. This module decides which days: the maintenance job
+ * creates {@link partitionDaysAhead} days ahead, and retention drops the days that ended before
+ * its cutoff.
+ *
+ * Creating or dropping a partition takes an ACCESS EXCLUSIVE lock on the parent table for an
+ * instant; each statement gives up after {@link ddlLockTimeoutMs} rather than queue the log's
+ * writes behind a long transaction, and is tried again at the next run.
+ */
+import type { PrismaClient } from '@webhooks/db';
+
+/** Days created ahead of today (UTC): the maintenance job may be down this long without rows reaching the default partition. */
+export const partitionDaysAhead = 7;
+
+/** How long a partition's CREATE or DROP waits for its lock, in ms. */
+export const ddlLockTimeoutMs = 1_000;
+
+const dayMs = 86_400_000;
+
+/** The UTC day of `at`, as `YYYY-MM-DD`. */
+export function utcDay(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+/** Today (UTC, from `now`) and the `ahead` days after it, as `YYYY-MM-DD`, oldest first. */
+export function daysToCreate(now: Date, ahead = partitionDaysAhead): string[] {
+  return Array.from({ length: ahead + 1 }, (_, i) => utcDay(new Date(now.getTime() + i * dayMs)));
+}
+
+/**
+ * The days (`YYYY-MM-DD`, UTC) whose every row is older than `cutoff`: those that ended at or
+ * before it. A row is thus kept at least the retention period, and at most one day longer.
+ */
+export function expiredDays(days: readonly string[], cutoff: Date): string[] {
+  return days.filter((day) => Date.parse(`${day}T00:00:00.000Z`) + dayMs <= cutoff.getTime());
+}
+
+/** What {@link createLogPartitions} did, by day. */
+export interface PartitionCreation {
+  created: string[];
+  /** Days not created this time, with why (a lock not granted in time, or rows of that day already in the default partition). */
+  failed: { day: string; reason: string }[];
+}
+
+const setLockTimeout = (prisma: PrismaClient) =>
+  prisma.$executeRawUnsafe(`SET LOCAL lock_timeout = ${ddlLockTimeoutMs}`);
+
+/**
+ * Creates the partitions of today and the days ahead where missing. Never throws for one day: a
+ * day that fails is reported and tried at the next run, its rows meanwhile in the default
+ * partition (kept, and deleted by retention row by row).
+ */
+export async function createLogPartitions(
+  prisma: PrismaClient,
+  now = new Date(),
+): Promise<PartitionCreation> {
+  const result: PartitionCreation = { created: [], failed: [] };
+  for (const day of daysToCreate(now)) {
+    try {
+      const [, rows] = await prisma.$transaction([
+        setLockTimeout(prisma),
+        prisma.$queryRaw<{ created: boolean }[]>`SELECT create_log_partitions(${day}::date) AS created`,
+      ]);
+      if (rows[0]?.created) result.created.push(day);
+    } catch (error) {
+      result.failed.push({ day, reason: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  return result;
+}
+
+/** The days that have partitions, oldest first, as `YYYY-MM-DD`. */
+export async function logPartitionDays(prisma: PrismaClient): Promise<string[]> {
+  const rows = await prisma.$queryRaw<{ day: string }[]>`SELECT day::text FROM log_partition_days() AS day`;
+  return rows.map((row) => row.day);
+}
+
+/**
+ * Drops the partitions of every day that ended before `cutoff`, oldest first, and returns those
+ * days. Deliveries stored before partitioning may sit in a later day than their event; they are
+ * deleted with it (an index probe per partition), so no delivery outlives its event.
+ *
+ * @throws the database's error (such as lock_not_available) for the day it stopped at; the days
+ *   before it are dropped.
+ */
+export async function dropExpiredLogPartitions(prisma: PrismaClient, cutoff: Date): Promise<string[]> {
+  const dropped: string[] = [];
+  for (const day of expiredDays(await logPartitionDays(prisma), cutoff)) {
+    await prisma.$transaction([
+      setLockTimeout(prisma),
+      prisma.$executeRaw`
+        DELETE FROM deliveries
+        WHERE event_id >= log_partition_bound(${day}::date) AND event_id < log_partition_bound(${day}::date + 1)
+          AND (id < log_partition_bound(${day}::date) OR id >= log_partition_bound(${day}::date + 1))`,
+      prisma.$executeRaw`SELECT drop_log_partitions(${day}::date)`,
+    ]);
+    dropped.push(day);
+  }
+  return dropped;
+}

@@ -1,0 +1,225 @@
+/**
+ * The delivery log partitioned by day, on the file's own database: where deliveries are stored,
+ * which partitions the API's lookups read (their plans), the days created ahead, and retention
+ * dropping whole days.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { v7 as uuidv7 } from 'uuid';
+import { createLogPartitions, logPartitionDays, utcDay } from '../src/log-partitions.js';
+import { deleteExpiredRows } from '../src/retention.js';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { waitFor } from '../../../test/support/wait.js';
+
+const dayMs = 86_400_000;
+const partitionOf = (table: string, at: number) => `${table}_p${utcDay(new Date(at)).replace(/-/g, '')}`;
+
+let stack: TestStack;
+let db: pg.Client;
+beforeAll(async () => {
+  stack = await startTestStack('partitions');
+  db = new pg.Client({ connectionString: stack.api.database.url });
+  await db.connect();
+});
+afterAll(async () => {
+  await db.end();
+  await stack.close();
+});
+
+/** The tables an EXPLAIN (ANALYZE) of `sql` shows read: partitions pruned at plan or start-up time are absent. */
+async function tablesRead(sql: string, params: unknown[] = []): Promise<string[]> {
+  const { rows } = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+  const found = new Set<string>();
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(walk);
+    else if (node !== null && typeof node === 'object') {
+      const relation = (node as Record<string, unknown>)['Relation Name'];
+      if (typeof relation === 'string') found.add(relation);
+      Object.values(node).forEach(walk);
+    }
+  };
+  walk(rows[0]!['QUERY PLAN']);
+  return [...found].sort();
+}
+
+/** Stores an event of `at` (ms) with its delivery to `subscriptionId` and one attempt, as the worker would have then. */
+async function storeDeliveryAt(subscriptionId: string, at: number, eventAt = at) {
+  const eventId = uuidv7({ msecs: eventAt });
+  await db.query(
+    `INSERT INTO events (id, account_id, type, data, occurred_at, created_at)
+     VALUES ($1, 'acct-log', 'call.started', '{}', to_timestamp($2 / 1000.0), to_timestamp($2 / 1000.0))`,
+    [eventId, eventAt],
+  );
+  // A delivery stored before partitioning had an id of its own time, not its event's.
+  const idSql = eventAt === at ? 'delivery_id($1, $2)' : `('${uuidv7({ msecs: at })}')::uuid`;
+  const {
+    rows: [delivery],
+  } = await db.query<{ id: string }>(
+    `INSERT INTO deliveries (id, event_id, subscription_id, status, attempts_made, created_at, updated_at)
+     VALUES (${idSql}, $1, $2, 'succeeded', 1, to_timestamp($3 / 1000.0), now()) RETURNING id::text`,
+    [eventId, subscriptionId, at],
+  );
+  await db.query(
+    `INSERT INTO delivery_attempts (delivery_id, attempt_number, started_at, duration_ms, status_code)
+     VALUES ($1, 1, to_timestamp($2 / 1000.0), 5, 200)`,
+    [delivery!.id, at],
+  );
+  return { eventId, deliveryId: delivery!.id };
+}
+
+const createDays = async (from: number, to: number) => {
+  for (let at = from; at <= to; at += dayMs) {
+    await db.query('SELECT create_log_partitions($1::date)', [utcDay(new Date(at))]);
+  }
+};
+
+describe('the delivery log partitioned by day', () => {
+  it("stores a delivery and its attempts in its event's day, under an id derived from the event and the subscription", async () => {
+    const sub = await stack.subscribe('acct-log', { callback_url: `${stack.receiver.url}/log` });
+    const { id: eventId } = await stack.publisher.publish({
+      accountId: 'acct-log',
+      type: 'call.started',
+      data: { call_id: 'c-1' },
+    });
+    const delivery = await waitFor('the delivery', async () => {
+      const row = await stack.api.app.prisma.delivery.findFirst({
+        where: { eventId, subscriptionId: sub.id, status: 'succeeded' },
+      });
+      return row ?? undefined;
+    });
+    const acceptedAt = parseInt(eventId.replace(/-/g, '').slice(0, 12), 16);
+    const { rows } = await db.query<{ table: string; id: string }>(
+      `SELECT tableoid::regclass::text AS table, id::text FROM events WHERE id = $1
+       UNION ALL SELECT tableoid::regclass::text, id::text FROM deliveries WHERE id = $2
+       UNION ALL SELECT tableoid::regclass::text, delivery_id::text FROM delivery_attempts WHERE delivery_id = $2`,
+      [eventId, delivery.id],
+    );
+    expect(rows.map((row) => row.table)).toEqual([
+      partitionOf('events', acceptedAt),
+      partitionOf('deliveries', acceptedAt),
+      partitionOf('delivery_attempts', acceptedAt),
+    ]);
+    const {
+      rows: [derived],
+    } = await db.query<{ id: string }>('SELECT delivery_id($1, $2)::text AS id', [eventId, sub.id]);
+    expect(delivery.id).toBe(derived!.id);
+    expect(delivery.id.slice(0, 13)).toBe(eventId.slice(0, 13));
+  });
+
+  it("reads one day for a lookup by id, and only the cursor's day and earlier for a page read on from a delivery", async () => {
+    const sub = await stack.subscribe('acct-log', { callback_url: `${stack.receiver.url}/plans` });
+    const now = Date.now();
+    await createDays(now - 5 * dayMs, now);
+    const threeDaysAgo = await storeDeliveryAt(sub.id, now - 3 * dayMs);
+    await storeDeliveryAt(sub.id, now - 4 * dayMs);
+    await storeDeliveryAt(sub.id, now - dayMs);
+    const day = now - 3 * dayMs;
+
+    expect(await tablesRead('SELECT * FROM events WHERE id = $1', [threeDaysAgo.eventId])).toEqual([
+      partitionOf('events', day),
+    ]);
+    expect(await tablesRead('SELECT * FROM deliveries WHERE id = $1', [threeDaysAgo.deliveryId])).toEqual([
+      partitionOf('deliveries', day),
+    ]);
+    expect(
+      await tablesRead('SELECT * FROM delivery_attempts WHERE delivery_id = $1', [threeDaysAgo.deliveryId]),
+    ).toEqual([partitionOf('delivery_attempts', day)]);
+
+    // The list's query (deliveries.ts): newest first by id, after the `before` delivery.
+    const page = await tablesRead(
+      'SELECT * FROM deliveries WHERE subscription_id = $1 AND id < $2 ORDER BY id DESC LIMIT 20',
+      [sub.id, threeDaysAgo.deliveryId],
+    );
+    expect(page).toContain(partitionOf('deliveries', day));
+    expect(page).not.toContain(partitionOf('deliveries', now - dayMs));
+    expect(page).not.toContain(partitionOf('deliveries', now));
+
+    const listed = await stack.api.app.inject({
+      url: `${sub.resource_uri}/deliveries?before=${threeDaysAgo.deliveryId}`,
+      headers: stack.api.auth('acct-log'),
+    });
+    expect(listed.json().results).toHaveLength(1);
+  });
+
+  it('creates the days ahead once, and leaves a day whose rows already sit in the default partition to them', async () => {
+    const later = Date.now() + 60 * dayMs;
+    const first = await createLogPartitions(stack.api.app.prisma, new Date(later));
+    expect(first.created).toEqual(Array.from({ length: 8 }, (_, i) => utcDay(new Date(later + i * dayMs))));
+    expect(first.failed).toEqual([]);
+    expect(await createLogPartitions(stack.api.app.prisma, new Date(later))).toEqual({
+      created: [],
+      failed: [],
+    });
+
+    const sub = await stack.subscribe('acct-log', { callback_url: `${stack.receiver.url}/ahead` });
+    const beyond = later + 10 * dayMs;
+    const early = await storeDeliveryAt(sub.id, beyond);
+    const next = await createLogPartitions(stack.api.app.prisma, new Date(beyond));
+    expect(next.failed.map((f) => f.day)).toEqual([utcDay(new Date(beyond))]);
+    expect(next.created).toHaveLength(7);
+    const { rows } = await db.query<{ table: string }>(
+      'SELECT tableoid::regclass::text AS table FROM deliveries WHERE id = $1',
+      [early.deliveryId],
+    );
+    expect(rows).toEqual([{ table: 'deliveries_default' }]);
+  });
+
+  it('drops the days past RETENTION_DAYS whole, keeps the rest, and deletes old rows of the default partition', async () => {
+    const sub = await stack.subscribe('acct-log', { callback_url: `${stack.receiver.url}/retention` });
+    const now = Date.now();
+    await createDays(now - 40 * dayMs, now - 29 * dayMs);
+    const expired = await storeDeliveryAt(sub.id, now - 35 * dayMs);
+    const kept = await storeDeliveryAt(sub.id, now - 29 * dayMs);
+    // Stored before partitioning: its event is in an expired day, the delivery in a kept one.
+    const straggler = await storeDeliveryAt(sub.id, now - 29 * dayMs, now - 33 * dayMs);
+    // An event id that is no UUIDv7 (a publisher may choose ids): it lands in the default partition.
+    const foreignEvent = 'f0000000-0000-4000-8000-000000000001';
+    await db.query(
+      `INSERT INTO events (id, account_id, type, data, occurred_at, created_at)
+       VALUES ($1, 'acct-log', 'call.started', '{}', now(), now() - interval '31 days')`,
+      [foreignEvent],
+    );
+    await db.query(
+      `INSERT INTO deliveries (id, event_id, subscription_id, status, created_at, updated_at)
+       VALUES (delivery_id($1, $2), $1, $2, 'succeeded', now() - interval '31 days', now())`,
+      [foreignEvent, sub.id],
+    );
+
+    const report = await deleteExpiredRows(stack.api.app.prisma, { retentionDays: 30, now: new Date(now) });
+
+    expect(report.partitionsDropped).toEqual(
+      Array.from({ length: 10 }, (_, i) => utcDay(new Date(now - (40 - i) * dayMs))),
+    );
+    expect([report.attempts, report.deliveries, report.events]).toEqual([0, 1, 1]);
+    const days = await logPartitionDays(stack.api.app.prisma);
+    expect(days[0]).toBe(utcDay(new Date(now - 30 * dayMs)));
+    const count = async (sql: string, ids: string[]) =>
+      Number((await db.query<{ n: string }>(sql, [ids])).rows[0]!.n);
+    expect(
+      await count('SELECT count(*) AS n FROM events WHERE id = ANY($1::uuid[])', [
+        expired.eventId,
+        kept.eventId,
+        straggler.eventId,
+        foreignEvent,
+      ]),
+    ).toBe(1);
+    expect(
+      await count('SELECT count(*) AS n FROM deliveries WHERE id = ANY($1::uuid[])', [
+        expired.deliveryId,
+        kept.deliveryId,
+        straggler.deliveryId,
+      ]),
+    ).toBe(1);
+    expect(
+      await count('SELECT count(*) AS n FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])', [
+        kept.deliveryId,
+        straggler.deliveryId,
+      ]),
+    ).toBe(1);
+    const read = await stack.api.app.inject({
+      url: `${sub.resource_uri}/deliveries/${kept.deliveryId}`,
+      headers: stack.api.auth('acct-log'),
+    });
+    expect(read.json().attempts).toHaveLength(1);
+  });
+});
