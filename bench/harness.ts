@@ -85,17 +85,37 @@ export interface BenchStack {
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
+/** A database of a benchmark's own on BENCH_DATABASE_URL's server: `url`, and `drop()` to remove it. */
+export interface BenchDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** Creates and migrates a database named `wh_bench_<tag>_<random>`, with the migrations of `dir` (default: the project's). */
+export async function createBenchDatabase(tag: string, dir = migrationsDir): Promise<BenchDatabase> {
+  const name = `wh_bench_${tag}_${randomBytes(3).toString('hex')}`;
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  await migrate({ databaseUrl: url.toString(), migrationsDir: dir });
+  return {
+    url: url.toString(),
+    async drop() {
+      const admin = new pg.Client({ connectionString: serverUrl });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
 /** Starts a stack; `env` is added to both services' environment. */
 export async function startBenchStack(
   tag: string,
   env: Record<string, string> = {},
   workerCount = 1,
 ): Promise<BenchStack> {
-  const name = `wh_bench_${tag}_${randomBytes(3).toString('hex')}`;
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const databaseUrl = url.toString();
-  await migrate({ databaseUrl, migrationsDir });
+  const database = await createBenchDatabase(tag);
+  const databaseUrl = database.url;
   const prefix = `wh-bench-${tag}-${randomBytes(3).toString('hex')}`;
   const jwtSecret = randomBytes(32).toString('hex');
   const port = await freePort();
@@ -140,10 +160,7 @@ export async function startBenchStack(
     async close() {
       await Promise.all([api.stop(), ...workers.map((worker) => worker.stop())]);
       await prisma.$disconnect();
-      const admin = new pg.Client({ connectionString: serverUrl });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
       const redis = new Redis(redisUrl);
       const keys = await redis.keys(`${prefix}:*`);
       for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000));

@@ -21,6 +21,7 @@ import { fairness } from './fairness-scenario.js';
 import { tracingCost } from './tracing-scenario.js';
 import { catalogueCost } from './catalogue-scenario.js';
 import { accountFairness } from './account-fairness-scenario.js';
+import { retentionCost } from './retention-scenario.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
 import { workerMemory } from './memory.js';
 import { formatRow, renderTable, type BenchRow } from './table.js';
@@ -42,6 +43,7 @@ const size = quick
       apiSeconds: 3,
       memoryEvents: 100,
       fairnessSeconds: 10,
+      retentionEvents: 25_000,
     }
   : {
       e2e: 20_000,
@@ -53,6 +55,7 @@ const size = quick
       apiSeconds: 10,
       memoryEvents: 1_000,
       fairnessSeconds: 30,
+      retentionEvents: 250_000,
     };
 
 const bar = new SingleBar(
@@ -290,6 +293,20 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         `${api.read.baseline.toFixed(0)} req/s (pg route)`,
         api.read.ratio,
         0.7,
+      ),
+    ];
+  },
+  async retention() {
+    const retention = await retentionCost(size.retentionEvents, step);
+    results.retention = retention;
+    const cost = (c: { seconds: number; walBytes: number }) =>
+      `${c.seconds.toFixed(1)} s, ${(c.walBytes / 1_048_576).toFixed(1)} MiB of WAL`;
+    return [
+      reportedRow(
+        `retention of ${retention.attempts.toLocaleString('en-US')} expired attempts: dropping day partitions / deleting rows`,
+        cost(retention.partitions),
+        `${cost(retention.rows)} (unpartitioned, batches of 1,000 rows)`,
+        retention.partitions.seconds / retention.rows.seconds,
       ),
     ];
   },

@@ -5,3 +5,4 @@ export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
 export { createAttemptSender, type AttemptResult, type AttemptSender } from './delivery/attempt.js';
 export { parseRetryAfter, retryDelayMs, type DeliveryPolicy } from './delivery/backoff.js';
 export { inSlotWaitRule, waitsInSlot, type InSlotWaitRule } from './delivery/in-slot-wait.js';
+export { deleteExpiredRows, type RetentionReport } from './retention.js';

@@ -103,9 +103,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     for (const { day, reason } of failed)
       log.warn({ day, reason }, 'delivery log partition not created; tried again hourly');
   };
-  preparePartitions().catch((error: unknown) =>
-    log.warn({ err: error }, 'delivery log partitions not checked; tried again hourly'),
-  );
   const policy: DeliveryPolicy = {
     maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     backoffMs: config.DELIVERY_BACKOFF_MS,
