@@ -66,14 +66,17 @@ async function fill(db: pg.Client, count: number, fromMs: number, toMs: number, 
 /** Runs `remove` from a checkpoint and measures it. */
 async function measure(db: pg.Client, remove: () => Promise<void>): Promise<RetentionCost> {
   await db.query('CHECKPOINT');
-  const lsn = async () => (await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+  const lsn = async () =>
+    (await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
   const from = await lsn();
   const started = performance.now();
   await remove();
   const seconds = (performance.now() - started) / 1000;
   const {
     rows: [wal],
-  } = await db.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS bytes', [from]);
+  } = await db.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS bytes', [
+    from,
+  ]);
   return { seconds, walBytes: Number(wal!.bytes) };
 }
 
@@ -144,7 +147,10 @@ async function run(
 }
 
 /** Measures both ways on logs of `expiredEvents` × 4 expired attempts; `step` names each phase. */
-export async function retentionCost(expiredEvents: number, step: (name: string) => void): Promise<RetentionResult> {
+export async function retentionCost(
+  expiredEvents: number,
+  step: (name: string) => void,
+): Promise<RetentionResult> {
   const before = await mkdtemp(path.join(tmpdir(), 'wh-bench-migrations-'));
   try {
     await cp(migrationsDir, before, { recursive: true });
@@ -165,7 +171,10 @@ export async function retentionCost(expiredEvents: number, step: (name: string) 
       async (database, _, cutoff) => {
         const prisma = createPrismaClient({ databaseUrl: database.url, poolSize: 1 });
         try {
-          await deleteExpiredRows(prisma, { retentionDays, now: new Date(cutoff.getTime() + retentionDays * dayMs) });
+          await deleteExpiredRows(prisma, {
+            retentionDays,
+            now: new Date(cutoff.getTime() + retentionDays * dayMs),
+          });
         } finally {
           await prisma.$disconnect();
         }
