@@ -5,6 +5,7 @@
  */
 import type { EventPublisher } from '@webhooks/shared';
 import { percentile } from '../scripts/lib/stats.js';
+import { startCostProbe, type DeliveryCost } from './cost-probe.js';
 import { publishAtSteadyRate, subscribe, waitForSucceeded, withBenchStack } from './harness.js';
 
 /** Progress callback: a scenario's name, units done, units expected. */
@@ -34,7 +35,8 @@ async function publishMany(
 
 /**
  * Publishes `events` events, spread evenly over `accounts` accounts, each account with
- * `subscriptions` subscriptions that all receive its events; deliveries confirmed per second.
+ * `subscriptions` subscriptions that all receive its events; deliveries confirmed per second, and
+ * what each delivery cost (cost-probe.ts).
  */
 export async function deliveryThroughput(
   name: string,
@@ -47,7 +49,7 @@ export async function deliveryThroughput(
   },
   progress: Progress,
   env: Record<string, string> = {},
-): Promise<{ deliveriesPerSecond: number; deliveries: number; seconds: number }> {
+): Promise<{ deliveriesPerSecond: number; deliveries: number; seconds: number; cost: DeliveryCost }> {
   const { events, subscriptions } = load;
   return withBenchStack({ tag: name, env }, async (stack, publisher, receiver) => {
     const accounts = Array.from({ length: load.accounts }, (_, i) => `bench-${i}`);
@@ -55,13 +57,15 @@ export async function deliveryThroughput(
       await subscribe(stack, account, `${receiver.url}/hook`, subscriptions, load.fields);
     }
     const expected = events * subscriptions;
+    const probe = await startCostProbe(stack);
     const started = performance.timeOrigin + performance.now();
     await publishMany(publisher, accounts, events);
     const finished = await waitForSucceeded(stack, expected, 600_000, (done) =>
       progress(name, done, expected),
     );
     const seconds = (finished - started) / 1000;
-    return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds };
+    const cost = await probe.stop(expected);
+    return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds, cost };
   });
 }
 
