@@ -3,11 +3,14 @@
  * on the file's own database and queue prefix, with helpers to subscribe and publish as a client
  * and an internal service would.
  */
+import { Queue } from 'bullmq';
 import { pino } from 'pino';
-import { createEventPublisher, type EventPublisher } from '@webhooks/shared';
+import { createEventPublisher, queueNames, type EventPublisher } from '@webhooks/shared';
 import { loadWorkerConfig, startWorker, type RunningWorker, type WorkerConfig } from '@webhooks/worker';
 import { startTestApi, testEnv, type TestApi } from './api.js';
 import { startReceiver, type Receiver } from './receiver.js';
+import { testRedisUrl } from './redis.js';
+import { waitFor } from './wait.js';
 
 /** A running stack. */
 export interface TestStack {
@@ -61,4 +64,22 @@ export async function startTestStack(tag: string, env: Record<string, string> = 
       await api.close();
     },
   };
+}
+
+/**
+ * Waits for the retention run the stack's worker starts with (its hourly job scheduler fires at
+ * once), so that a test running retention itself does not race it.
+ */
+export async function afterStartupRetention(stack: TestStack): Promise<void> {
+  const maintenance = new Queue(queueNames.maintenance, {
+    connection: { url: testRedisUrl },
+    prefix: stack.api.prefix,
+  });
+  try {
+    await waitFor('the retention run the worker starts with', async () =>
+      (await maintenance.getJobs(['completed'])).some((job) => job.name === 'retention'),
+    );
+  } finally {
+    await maintenance.close();
+  }
 }

@@ -52,7 +52,7 @@ beforeAll(async () => {
        INSERT INTO events (id, account_id, type, data, occurred_at)
        VALUES (uuid_generate_v7(), 'owner', 'call.completed', '{}', now()) RETURNING id)
      INSERT INTO deliveries (id, event_id, subscription_id, status, attempts_made, updated_at)
-     SELECT uuid_generate_v7(), e.id, $1::uuid, 'failed', 5, now() FROM e RETURNING id::text`,
+     SELECT delivery_id(e.id, $1::uuid), e.id, $1::uuid, 'failed', 5, now() FROM e RETURNING id::text`,
     [ownSubscription],
   );
   ownDelivery = rows[0]!.id;

@@ -80,8 +80,7 @@ export async function logPartitionDays(prisma: PrismaClient): Promise<string[]> 
 
 /**
  * Drops the partitions of every day that ended before `cutoff`, oldest first, and returns those
- * days. Deliveries stored before partitioning may sit in a later day than their event; they are
- * deleted with it (an index probe per partition), so no delivery outlives its event.
+ * days. A delivery and its attempts live in their event's day, so none outlives its event.
  *
  * @throws the database's error (such as lock_not_available) for the day it stopped at; the days
  *   before it are dropped.
@@ -91,10 +90,6 @@ export async function dropExpiredLogPartitions(prisma: PrismaClient, cutoff: Dat
   for (const day of expiredDays(await logPartitionDays(prisma), cutoff)) {
     await prisma.$transaction([
       setLockTimeout(prisma),
-      prisma.$executeRaw`
-        DELETE FROM deliveries
-        WHERE event_id >= log_partition_bound(${day}::date) AND event_id < log_partition_bound(${day}::date + 1)
-          AND (id < log_partition_bound(${day}::date) OR id >= log_partition_bound(${day}::date + 1))`,
       prisma.$executeRaw`SELECT drop_log_partitions(${day}::date)`,
     ]);
     dropped.push(day);

@@ -12,7 +12,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { deliveryJobId, queueNames, type EventJobData } from '@webhooks/shared';
 import { startWorker } from '../src/index.js';
 import { deleteExpiredRows } from '../src/retention.js';
-import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { afterStartupRetention, startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { waitFor } from '../../../test/support/wait.js';
 
@@ -190,15 +190,10 @@ describe('recovery', () => {
       occurredAt: new Date(),
     }));
     await stack.api.app.prisma.event.createMany({ data: events });
-    await stack.api.app.prisma.delivery.createMany({
-      data: events.map((event) => ({
-        id: uuidv7(),
-        eventId: event.id,
-        subscriptionId: sub.id,
-        status: 'failed' as const,
-        attemptsMade: 1,
-      })),
-    });
+    await stack.api.app.prisma.$executeRaw`
+      INSERT INTO deliveries (id, event_id, subscription_id, status, attempts_made, updated_at)
+      SELECT delivery_id(e, ${sub.id}::uuid), e, ${sub.id}::uuid, 'failed', 1, now()
+      FROM unnest(${events.map((event) => event.id)}::uuid[]) AS e`;
     const first = (await recover(sub.id, { since })).json();
     expect(first).toMatchObject({ count: 1_000, continue_after: expect.any(String) });
     const rest = (await recover(sub.id, { since, until: first.until, after: first.continue_after })).json();
@@ -337,6 +332,7 @@ describe('retention and the delivery count', () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await startTestStack('retention');
+    await afterStartupRetention(stack);
   });
   afterAll(() => stack.close());
 
@@ -381,7 +377,7 @@ describe('retention and the delivery count', () => {
         RETURNING id
       )
       INSERT INTO deliveries (id, event_id, subscription_id, status, updated_at)
-      SELECT uuid_generate_v7(), id, ${sub.id}::uuid, 'succeeded', now() FROM e`;
+      SELECT delivery_id(id, ${sub.id}::uuid), id, ${sub.id}::uuid, 'succeeded', now() FROM e`;
     const page = async (n: number) =>
       (
         await stack.api.app.inject({

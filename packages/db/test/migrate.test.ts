@@ -137,21 +137,19 @@ describe('db:migrate runner', () => {
        INSERT INTO delivery_attempts (delivery_id, attempt_number, started_at, duration_ms)
          SELECT id, 1, now(), 5 FROM deliveries;`,
     );
-    const before = await query<{ ids: string }>(
-      url,
-      `SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM events) || '|' ||
-              (SELECT string_agg(id::text || event_id::text, ',' ORDER BY id) FROM deliveries) || '|' ||
-              (SELECT string_agg(id::text || delivery_id::text, ',' ORDER BY id) FROM delivery_attempts) AS ids`,
-    );
+    // Each attempt as (its id, its delivery's event, subscription and status), and each event.
+    const log = `SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM events) || '|' ||
+      (SELECT string_agg(a.id || d.event_id::text || d.subscription_id::text || d.status, ',' ORDER BY a.id)
+       FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id) AS rows`;
+    const before = await query<{ rows: string }>(url, log);
 
     expect((await migrate({ databaseUrl: url, migrationsDir })).applied).toEqual([partitioning]);
-    const after = await query<{ ids: string }>(
-      url,
-      `SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM events) || '|' ||
-              (SELECT string_agg(id::text || event_id::text, ',' ORDER BY id) FROM deliveries) || '|' ||
-              (SELECT string_agg(id::text || delivery_id::text, ',' ORDER BY id) FROM delivery_attempts) AS ids`,
-    );
-    expect(after).toEqual(before);
+    expect(await query<{ rows: string }>(url, log)).toEqual(before);
+    // Deliveries stored before take the id of every delivery: derived from event and subscription.
+    expect(
+      await query(url, 'SELECT id FROM deliveries WHERE id <> delivery_id(event_id, subscription_id)'),
+    ).toEqual([]);
+    expect(await query(url, 'SELECT count(*)::int AS n FROM deliveries')).toEqual([{ n: 4 }]);
     const placed = await query<{ partition: string; n: number }>(
       url,
       `SELECT tableoid::regclass::text AS partition, count(*)::int AS n FROM events GROUP BY 1 ORDER BY 1`,

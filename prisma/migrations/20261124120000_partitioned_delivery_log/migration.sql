@@ -5,8 +5,9 @@
 -- section 5.7; PostgreSQL compares UUIDs bytewise, so a day is one contiguous range of ids):
 -- - events on their id (UUIDv7, taken when the event was accepted);
 -- - deliveries on their id, which delivery_id() derives from the event and the subscription, so a
---   delivery lives in its event's day and the (event, subscription) pair stays unique through the
---   primary key (a unique index of a partitioned table must hold the partition key);
+--   delivery lives in its event's day, the (event, subscription) pair stays unique through the
+--   primary key (a unique index of a partitioned table must hold the partition key), and the
+--   worker finds a delivery by its id from the pair its job carries;
 -- - delivery_attempts on their delivery's id, so an attempt lives in its delivery's day.
 -- The primary keys stay the ids (delivery_attempts: its delivery's id and its own).
 --
@@ -143,14 +144,17 @@ FROM generate_series(
   interval '1 day') AS day;
 
 INSERT INTO events SELECT id, account_id, type, data, occurred_at, created_at FROM events_unpartitioned;
+-- Deliveries stored before take the id every delivery has from now on, so that each lives in its
+-- event's day (their ids were taken when they were created, sometimes the next day) and is found
+-- by it; their attempts follow. (event_id, subscription_id) was unique, so no two collide.
 INSERT INTO deliveries
-SELECT id, event_id, subscription_id, status, attempts_made, last_status_code, last_error, next_attempt_at,
-       created_at, updated_at, round
+SELECT delivery_id(event_id, subscription_id), event_id, subscription_id, status, attempts_made, last_status_code,
+       last_error, next_attempt_at, created_at, updated_at, round
 FROM deliveries_unpartitioned;
 INSERT INTO delivery_attempts
-SELECT id, delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
-       response_body, in_flight_limit
-FROM delivery_attempts_unpartitioned;
+SELECT a.id, delivery_id(d.event_id, d.subscription_id), a.attempt_number, a.started_at, a.duration_ms,
+       a.status_code, a.error_class, a.error_message, a.response_body, a.in_flight_limit
+FROM delivery_attempts_unpartitioned a JOIN deliveries_unpartitioned d ON d.id = a.delivery_id;
 
 DROP TABLE delivery_attempts_unpartitioned, deliveries_unpartitioned, events_unpartitioned;
 

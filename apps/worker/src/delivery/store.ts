@@ -174,7 +174,8 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
                WHERE earlier.subscription_id = d.subscription_id AND earlier.status = 'pending'
                  AND earlier.event_id < d.event_id)) AS is_head
       FROM unnest($1::uuid[], $2::uuid[]) AS k(event_id, subscription_id)
-      JOIN deliveries d ON d.event_id = k.event_id AND d.subscription_id = k.subscription_id
+      -- By id, so that each key reads one day of the delivery log.
+      JOIN deliveries d ON d.id = delivery_id(k.event_id, k.subscription_id)
       JOIN events e ON e.id = d.event_id
       JOIN subscriptions s ON s.id = d.subscription_id`,
       [keys.map((k) => k.eventId), keys.map((k) => k.subscriptionId)],
@@ -312,7 +313,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
     async expire({ eventId, subscriptionId, round }) {
       await pool.query(
         `UPDATE deliveries SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, updated_at = now()
-         WHERE event_id = $1::uuid AND subscription_id = $2::uuid AND round = $3 AND status = 'pending'`,
+         WHERE id = delivery_id($1::uuid, $2::uuid) AND round = $3 AND status = 'pending'`,
         [eventId, subscriptionId, round],
       );
     },
