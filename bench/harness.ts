@@ -3,8 +3,11 @@
  * processes started from the built code, a bare `node:http` receiver answering 200), and the
  * transport baseline (the worker's own HTTP client posting straight to the receiver).
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createPrismaClient, migrate, migrationsDir, type PrismaClient } from '@webhooks/db';
@@ -256,31 +259,68 @@ const baselineSender = (concurrency: number) =>
     userAgent,
   });
 
+/** The transport baseline's figures. */
+export interface TransportBaseline {
+  postsPerSecond: number;
+  /** CPU the client process used per POST, in ms (user + system). */
+  clientCpuMsPerPost: number;
+}
+
 /**
- * The transport baseline: `count` POSTs of a delivery-sized body, `concurrency` at a time, with
- * the worker's own HTTP client (same got instance settings and keep-alive agent), straight to the
- * receiver: no queue, no database. Returns requests per second.
+ * Sends `count` POSTs of a delivery-sized body to `url`, `concurrency` at a time, with the
+ * worker's own HTTP client; POSTs a second, and this process's CPU per POST in ms. Run by
+ * {@link transportBaseline} in a process of its own (transport-client.ts).
  */
-export async function transportBaseline(count: number, concurrency: number): Promise<number> {
-  const receiver = await startBareReceiver();
+export async function sendTransportLoad(
+  url: string,
+  count: number,
+  concurrency: number,
+): Promise<TransportBaseline> {
   const sender = baselineSender(concurrency);
   let next = 0;
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < count) {
         const id = `baseline-${next++}`;
-        await sender.send(`${receiver.url}/hook`, baselineBody, {
-          'content-type': 'application/json',
-          'webhook-id': id,
-        });
+        await sender.send(url, baselineBody, { 'content-type': 'application/json', 'webhook-id': id });
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   sender.close();
-  await receiver.close();
-  return count / seconds;
+  return { postsPerSecond: count / seconds, clientCpuMsPerPost: (cpu.user + cpu.system) / 1000 / count };
+}
+
+/**
+ * The transport baseline: `count` POSTs of a delivery-sized body, `concurrency` at a time, with
+ * the worker's own HTTP client (same got instance settings and keep-alive agent), straight to the
+ * receiver: no queue, no database. The client runs in a process of its own, as a worker does, so
+ * that its CPU per POST is the client's alone (the receiver stays in this process).
+ */
+export async function transportBaseline(count: number, concurrency: number): Promise<TransportBaseline> {
+  const receiver = await startBareReceiver();
+  try {
+    const client = spawn(
+      process.execPath,
+      [
+        fileURLToPath(new URL('./transport-client.js', import.meta.url)),
+        `${receiver.url}/hook`,
+        String(count),
+        String(concurrency),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let output = '';
+    client.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const [code] = (await once(client, 'exit')) as [number | null];
+    if (code !== 0) throw new Error(`the transport client exited with ${code}`);
+    return JSON.parse(output) as TransportBaseline;
+  } finally {
+    await receiver.close();
+  }
 }
 
 /**

@@ -209,7 +209,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
           : '',
       secretBox,
       queuePrefix: config.keyPrefix,
-      maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
+      inFlightBounds: config.inFlightBounds,
       maxPerAccount: quotas.maxSubscriptions,
       verifyCallbacks: config.CALLBACK_VERIFICATION === 'challenge',
       views,

@@ -15,6 +15,8 @@ import {
   requireMetricsToken,
   tracingRequested,
   redisSettingsFromEnv,
+  inFlightBoundsFromEnv,
+  type InFlightBounds,
   secretBoxFromEnv,
   type AccountOverride,
   type CallbackPolicy,
@@ -177,6 +179,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     jwtWarning?: string;
     /** Encryption of signing secrets at rest (SECRETS_ENCRYPTION_KEY). */
     secretBox: SecretBox;
+    /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING: where each subscription's in-flight limit starts and how far it may rise. */
+    inFlightBounds: InFlightBounds;
     /** ACCOUNT_OVERRIDES as account → its settings. */
     accountOverrides: ReadonlyMap<string, AccountOverride>;
     /** The event catalogue of EVENT_CATALOGUE, checked and compiled. */
@@ -213,6 +217,7 @@ function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
     ...config,
     ...redisSettingsFromEnv(config),
     secretBox,
+    inFlightBounds: inFlightBoundsFromEnv(config),
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
     catalogue: catalogueFromEnv(config),
     callbackPolicy: parseCallbackPolicy(config),

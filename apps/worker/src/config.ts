@@ -15,6 +15,8 @@ import {
   requireMetricsToken,
   tracingRequested,
   redisSettingsFromEnv,
+  inFlightBoundsFromEnv,
+  type InFlightBounds,
   secretBoxFromEnv,
   splitList,
   type AccountOverride,
@@ -89,7 +91,8 @@ export const workerEnvSchema = Type.Object({
   RETENTION_DAYS: Type.Integer({
     default: 30,
     minimum: 1,
-    description: 'Days events, deliveries and attempts are kept: checked hourly, each day of the delivery log is dropped whole once it is this old, so rows stay up to one day longer',
+    description:
+      'Days events, deliveries and attempts are kept: checked hourly, each day of the delivery log is dropped whole once it is this old, so rows stay up to one day longer',
   }),
   DELIVERY_QUEUE_TARGET: Type.Integer({
     default: 100,
@@ -139,6 +142,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     dnsServers: string[];
     /** WORKER_QUEUES as a set. */
     roles: ReadonlySet<WorkerRole>;
+    /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING: where each subscription's in-flight limit starts and how far it may rise. */
+    inFlightBounds: InFlightBounds;
     /** ACCOUNT_OVERRIDES as account → its settings. */
     accountOverrides: ReadonlyMap<string, AccountOverride>;
     /** The event catalogue of EVENT_CATALOGUE, checked and compiled. */
@@ -193,6 +198,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     ...config,
     ...redisSettingsFromEnv(config),
     secretBox: secretBoxFromEnv(config),
+    inFlightBounds: inFlightBoundsFromEnv(config),
     dnsServers: parseDnsServers(config.DNS_SERVERS),
     roles: parseRoles(config.WORKER_QUEUES),
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),

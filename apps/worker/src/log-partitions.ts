@@ -8,7 +8,9 @@
  *
  * Creating or dropping a partition takes an ACCESS EXCLUSIVE lock on the parent table for an
  * instant; each statement gives up after {@link ddlLockTimeoutMs} rather than queue the log's
- * writes behind a long transaction, and is tried again at the next run.
+ * writes behind a long transaction, and is tried again at the next run. Each is one raw
+ * statement, never a Prisma batch: a batch makes Prisma load its query compiler, and loading it
+ * from this background task raced the test runner's module loading.
  */
 import type { PrismaClient } from '@webhooks/db';
 
@@ -45,9 +47,6 @@ export interface PartitionCreation {
   failed: { day: string; reason: string }[];
 }
 
-const setLockTimeout = (prisma: PrismaClient) =>
-  prisma.$executeRawUnsafe(`SET LOCAL lock_timeout = ${ddlLockTimeoutMs}`);
-
 /**
  * Creates the partitions of today and the days ahead where missing. Never throws for one day: a
  * day that fails is reported and tried at the next run, its rows meanwhile in the default
@@ -60,10 +59,8 @@ export async function createLogPartitions(
   const result: PartitionCreation = { created: [], failed: [] };
   for (const day of daysToCreate(now)) {
     try {
-      const [, rows] = await prisma.$transaction([
-        setLockTimeout(prisma),
-        prisma.$queryRaw<{ created: boolean }[]>`SELECT create_log_partitions(${day}::date) AS created`,
-      ]);
+      const rows = await prisma.$queryRaw<{ created: boolean }[]>`
+        SELECT create_log_partitions(${day}::date, ${ddlLockTimeoutMs}::int) AS created`;
       if (rows[0]?.created) result.created.push(day);
     } catch (error) {
       result.failed.push({ day, reason: error instanceof Error ? error.message : String(error) });
@@ -88,10 +85,7 @@ export async function logPartitionDays(prisma: PrismaClient): Promise<string[]> 
 export async function dropExpiredLogPartitions(prisma: PrismaClient, cutoff: Date): Promise<string[]> {
   const dropped: string[] = [];
   for (const day of expiredDays(await logPartitionDays(prisma), cutoff)) {
-    await prisma.$transaction([
-      setLockTimeout(prisma),
-      prisma.$executeRaw`SELECT drop_log_partitions(${day}::date)`,
-    ]);
+    await prisma.$executeRaw`SELECT drop_log_partitions(${day}::date, ${ddlLockTimeoutMs}::int)`;
     dropped.push(day);
   }
   return dropped;

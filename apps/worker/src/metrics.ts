@@ -6,6 +6,9 @@
  * - `webhook_deliveries_total{outcome}`: what each delivery job run came to (`succeeded`, `retry`,
  *   `given_up` (an expired delivery included), `cancelled`, `dropped`);
  * - `webhook_attempt_duration_seconds{status_class}`: one observation per attempt sent;
+ * - `webhook_attempt_in_flight_limit`: the subscription's in-flight limit each attempt was sent
+ *   under, the path of the adaptive limit (below SUBSCRIPTION_MAX_IN_FLIGHT while throttled, above
+ *   it while earned);
  * - `webhook_delivery_latency_seconds`: from the event's acceptance to its confirmation;
  * - `webhook_queue_jobs{queue, state}`: sampled from BullMQ every {@link queueSampleIntervalMs};
  * - `webhook_scheduler_waiting{what}`: the account scheduler's backlog, sampled with the queues:
@@ -54,6 +57,7 @@ export interface WorkerMetrics {
   registry: Registry;
   deliveries: Counter<'outcome'>;
   attemptDuration: Histogram<'status_class'>;
+  attemptInFlightLimit: Histogram;
   deliveryLatency: Histogram;
   queueJobs: Gauge<'queue' | 'state'>;
   throttled: Counter;
@@ -114,6 +118,12 @@ export function createWorkerMetrics(): WorkerMetrics {
       help: 'Attempts sent, from connecting to the last byte of the answer, in seconds',
       labelNames: ['status_class'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    attemptInFlightLimit: new Histogram({
+      name: 'webhook_attempt_in_flight_limit',
+      help: "The subscription's in-flight limit each attempt was sent under (adaptive: lowered on timeouts, raised for a fast callback)",
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
       registers,
     }),
     deliveryLatency: new Histogram({

@@ -284,7 +284,7 @@ function startDeliveries(
   const gate = createDeliveryGate({
     redis: deps.producer,
     prefix: config.keyPrefix,
-    maxInFlight: config.SUBSCRIPTION_MAX_IN_FLIGHT,
+    bounds: config.inFlightBounds,
     inFlightLimits: config.SUBSCRIPTION_GATE,
     leaseMs: deps.lockDuration,
     // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.

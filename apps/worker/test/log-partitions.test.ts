@@ -163,6 +163,26 @@ describe('the delivery log partitioned by day', () => {
     expect(rows).toEqual([{ table: 'deliveries_default' }]);
   });
 
+  it('gives up a day whose table is locked past the lock timeout, and creates it at the next run', async () => {
+    const later = new Date(Date.now() + 200 * dayMs);
+    const reader = new pg.Client({ connectionString: stack.api.database.url });
+    await reader.connect();
+    try {
+      // A long transaction that read the log holds a lock the partition's creation must wait for.
+      await reader.query('BEGIN');
+      await reader.query('SELECT count(*) FROM deliveries');
+      const blocked = await createLogPartitions(stack.api.app.prisma, later);
+      expect(blocked.created).toEqual([]);
+      expect(blocked.failed.map((f) => f.reason)).toEqual(
+        Array.from({ length: 8 }, () => expect.stringContaining('lock timeout')),
+      );
+      await reader.query('COMMIT');
+      expect((await createLogPartitions(stack.api.app.prisma, later)).created).toHaveLength(8);
+    } finally {
+      await reader.end();
+    }
+  });
+
   it('drops the days past RETENTION_DAYS whole, keeps the rest, and deletes old rows of the default partition', async () => {
     const sub = await stack.subscribe('acct-log', { callback_url: `${stack.receiver.url}/retention` });
     const now = Date.now();

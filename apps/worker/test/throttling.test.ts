@@ -12,6 +12,8 @@ import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-pr
 const env = {
   WORKER_CONCURRENCY: '10',
   SUBSCRIPTION_MAX_IN_FLIGHT: '4',
+  // Throttling below the base is what this file shows; earning above it is in-flight-ceiling.test.ts.
+  SUBSCRIPTION_IN_FLIGHT_CEILING: '4',
   DELIVERY_TIMEOUT_MS: '300',
   DELIVERY_MAX_ATTEMPTS: '1',
   SUBSCRIPTION_DISABLE_AFTER: '100',

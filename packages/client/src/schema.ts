@@ -399,9 +399,9 @@ export interface components {
       rate_limit: number | null;
       /** @description How the service currently paces deliveries to this callback */
       delivery: {
-        /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+        /** @description Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace */
         in_flight_limit: number;
-        /** @description `throttled` while `in_flight_limit` is below the service maximum */
+        /** @description `throttled` while `in_flight_limit` is below the service's base */
         state: 'healthy' | 'throttled';
       };
       /** Format: date-time */
@@ -753,9 +753,9 @@ export interface operations {
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
             delivery: {
-              /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+              /** @description Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace */
               in_flight_limit: number;
-              /** @description `throttled` while `in_flight_limit` is below the service maximum */
+              /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
             };
             /** Format: date-time */
@@ -910,9 +910,9 @@ export interface operations {
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
             delivery: {
-              /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+              /** @description Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace */
               in_flight_limit: number;
-              /** @description `throttled` while `in_flight_limit` is below the service maximum */
+              /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
             };
             /** Format: date-time */
@@ -1067,9 +1067,9 @@ export interface operations {
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
             delivery: {
-              /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+              /** @description Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace */
               in_flight_limit: number;
-              /** @description `throttled` while `in_flight_limit` is below the service maximum */
+              /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
             };
             /** Format: date-time */
@@ -1224,9 +1224,9 @@ export interface operations {
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
             delivery: {
-              /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+              /** @description Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace */
               in_flight_limit: number;
-              /** @description `throttled` while `in_flight_limit` is below the service maximum */
+              /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
             };
             /** Format: date-time */
@@ -1354,9 +1354,9 @@ export interface operations {
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
             delivery: {
-              /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+              /** @description Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace */
               in_flight_limit: number;
-              /** @description `throttled` while `in_flight_limit` is below the service maximum */
+              /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
             };
             /** Format: date-time */
@@ -1484,9 +1484,9 @@ export interface operations {
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
             delivery: {
-              /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+              /** @description Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace */
               in_flight_limit: number;
-              /** @description `throttled` while `in_flight_limit` is below the service maximum */
+              /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
             };
             /** Format: date-time */
@@ -1660,9 +1660,9 @@ export interface operations {
             rate_limit: number | null;
             /** @description How the service currently paces deliveries to this callback */
             delivery: {
-              /** @description Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes */
+              /** @description Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace */
               in_flight_limit: number;
-              /** @description `throttled` while `in_flight_limit` is below the service maximum */
+              /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
             };
             /** Format: date-time */

@@ -11,6 +11,7 @@ import type { Catalogue } from './catalogue.js';
 import { CatalogueError, exampleCatalogueFile, loadCatalogue } from './catalogue-file.js';
 import { logFormatEnv } from './logger-options.js';
 import { ConfigError } from './config-error.js';
+import type { InFlightBounds } from './throttle.js';
 import { redisEnv } from './redis.js';
 
 export { ConfigError };
@@ -84,9 +85,33 @@ export const commonEnv = {
     minimum: 1,
     maximum: 1000,
     description:
-      'Attempts to one subscription in flight at once across all workers; a subscription that times out gets fewer, down to 1',
+      'Attempts to one subscription in flight at once across all workers, where every subscription starts; one that times out gets fewer, down to 1, and one whose callback answers 200 without slowing down earns more, up to SUBSCRIPTION_IN_FLIGHT_CEILING',
+  }),
+  SUBSCRIPTION_IN_FLIGHT_CEILING: Type.Integer({
+    default: 100,
+    minimum: 1,
+    maximum: 1000,
+    description:
+      'Most attempts to one subscription in flight at once that a fast, healthy callback earns (at least SUBSCRIPTION_MAX_IN_FLIGHT; equal to it, nothing is earned)',
   }),
 };
+
+/**
+ * The in-flight bounds of every subscription from validated variables.
+ *
+ * @throws ConfigError when SUBSCRIPTION_IN_FLIGHT_CEILING is below SUBSCRIPTION_MAX_IN_FLIGHT
+ */
+export function inFlightBoundsFromEnv(config: {
+  SUBSCRIPTION_MAX_IN_FLIGHT: number;
+  SUBSCRIPTION_IN_FLIGHT_CEILING: number;
+}): InFlightBounds {
+  if (config.SUBSCRIPTION_IN_FLIGHT_CEILING < config.SUBSCRIPTION_MAX_IN_FLIGHT) {
+    throw new ConfigError(
+      `Invalid environment variable SUBSCRIPTION_IN_FLIGHT_CEILING=${config.SUBSCRIPTION_IN_FLIGHT_CEILING}: it must be at least SUBSCRIPTION_MAX_IN_FLIGHT (${config.SUBSCRIPTION_MAX_IN_FLIGHT})`,
+    );
+  }
+  return { base: config.SUBSCRIPTION_MAX_IN_FLIGHT, ceiling: config.SUBSCRIPTION_IN_FLIGHT_CEILING };
+}
 
 /**
  * Whether `nodeEnv` relaxes the start-up security checks: only `development` and `test` do, so a

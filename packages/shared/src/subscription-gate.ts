@@ -5,7 +5,7 @@
  */
 import { batcher } from './batching.js';
 import type { RedisConnection } from './redis.js';
-import { inFlightLimit, throttleState, type ThrottleState } from './throttle.js';
+import { inFlightLimit, throttleState, type InFlightBounds, type ThrottleState } from './throttle.js';
 
 /**
  * Redis keys of one subscription's gate, all in one hash slot so that the
@@ -34,14 +34,15 @@ export interface DeliveryThrottle {
 /**
  * Reads the throttling of `subscriptionIds` in one round trip.
  *
- * @param max SUBSCRIPTION_MAX_IN_FLIGHT; a subscription without stored state is at it
+ * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT (a subscription without stored state is at it) and
+ *   SUBSCRIPTION_IN_FLIGHT_CEILING
  * @throws ioredis' errors when Redis cannot be reached
  */
 export async function readDeliveryThrottles(
   redis: RedisConnection,
   prefix: string,
   subscriptionIds: readonly string[],
-  max: number,
+  bounds: InFlightBounds,
 ): Promise<Map<string, DeliveryThrottle>> {
   const pipeline = redis.pipeline();
   for (const id of subscriptionIds) pipeline.hget(subscriptionGateKeys(prefix, id).state, 'allowance');
@@ -50,10 +51,10 @@ export async function readDeliveryThrottles(
   subscriptionIds.forEach((id, i) => {
     const [error, value] = replies[i] ?? [null, null];
     if (error) throw error;
-    const allowance = typeof value === 'string' ? Number(value) : max;
+    const allowance = typeof value === 'string' ? Number(value) : bounds.base;
     throttles.set(id, {
-      in_flight_limit: inFlightLimit(allowance, max),
-      state: throttleState(allowance, max),
+      in_flight_limit: inFlightLimit(allowance, bounds.ceiling),
+      state: throttleState(allowance, bounds.base),
     });
   });
   return throttles;
@@ -64,17 +65,17 @@ export async function readDeliveryThrottles(
  * the event loop are read in one round trip (`batcher`), so a burst of API reads costs Redis one
  * pipeline rather than one per request (bench/README.md, "Throughput work", round 6).
  *
- * @param max SUBSCRIPTION_MAX_IN_FLIGHT
+ * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING
  * @returns a function from subscription ids to their throttling; it rejects with ioredis' errors
  *   when Redis cannot be reached
  */
 export function createDeliveryThrottleReader(
   redis: RedisConnection,
   prefix: string,
-  max: number,
+  bounds: InFlightBounds,
 ): (subscriptionIds: readonly string[]) => Promise<Map<string, DeliveryThrottle>> {
   const readOne = batcher<string, DeliveryThrottle>(async (ids) => {
-    const throttles = await readDeliveryThrottles(redis, prefix, ids, max);
+    const throttles = await readDeliveryThrottles(redis, prefix, ids, bounds);
     return ids.map((id) => throttles.get(id)!);
   });
   return async (ids) => new Map(await Promise.all(ids.map(async (id) => [id, await readOne(id)] as const)));

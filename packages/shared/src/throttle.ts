@@ -1,13 +1,19 @@
 /**
  * How many attempts one subscription may have in flight: additive increase, multiplicative decrease, as TCP's congestion window
- * (RFC 5681 section 3.1). The allowance is a real number between 1 and SUBSCRIPTION_MAX_IN_FLIGHT;
- * its integer part is the in-flight limit.
+ * (RFC 5681 section 3.1). The allowance is a real number between 1 and the ceiling
+ * (SUBSCRIPTION_IN_FLIGHT_CEILING); its integer part is the in-flight limit. A subscription starts
+ * at the base (SUBSCRIPTION_MAX_IN_FLIGHT).
  * - An attempt that timed out or could not connect halves it (never below 1). All attempts sent
- *   under one allowance count as one window: the gate applies a decrease only to the allowance the
+ *   under one allowance count as one window: the gate applies a change only to the allowance the
  *   attempt was admitted under, so ten hanging attempts halve it once, not ten times.
- * - A confirmed attempt adds 1/limit, so a full window of successes adds 1.
- * - Any other answer (a 500, a 429) says nothing about capacity and leaves it alone: the retry
- *   schedule deals with those.
+ * - A confirmed attempt adds 1/limit, so a full window of successes adds 1: back up to the base,
+ *   and past it up to the ceiling while the callback does not slow down (an attempt that held its
+ *   slot over twice the subscription's average slot time, by a margin, is slowing: a gradient on
+ *   latency). A hot
+ *   subscription with a fast callback thus earns more attempts in flight than the base.
+ * - Above the base, a slowing attempt or any answer that is not 200 (a 500, a 429) halves the
+ *   allowance, down to the base at most. At or below the base such answers say nothing about capacity and
+ *   leave it alone: the retry schedule deals with those.
  * None of this touches attempts, backoff or auto-disable.
  */
 
@@ -34,22 +40,53 @@ export function congestionSignal(result: {
   }
 }
 
-/** The in-flight limit of an allowance: its integer part, between 1 and `max`. */
-export function inFlightLimit(allowance: number, max: number): number {
-  return Math.max(1, Math.min(max, Math.floor(allowance)));
+/**
+ * The in-flight limits a subscription moves between: it starts at `base` (SUBSCRIPTION_MAX_IN_FLIGHT)
+ * and earns up to `ceiling` (SUBSCRIPTION_IN_FLIGHT_CEILING, at least `base`).
+ */
+export interface InFlightBounds {
+  base: number;
+  ceiling: number;
+}
+
+/** The in-flight limit of an allowance: its integer part, between 1 and `ceiling`. */
+export function inFlightLimit(allowance: number, ceiling: number): number {
+  return Math.max(1, Math.min(ceiling, Math.floor(allowance)));
 }
 
 /**
- * The allowance after one signal.
- *
- * @param allowance the allowance the attempt was admitted under (for a decrease) or the current
- *   one (for an increase), between 1 and `max`
- * @param max SUBSCRIPTION_MAX_IN_FLIGHT
+ * How much longer than the average an attempt must hold its slot to count as slowing, in ms
+ * besides twice the average: below it, a fast callback's jitter (a garbage collection, a busy
+ * database) would read as congestion.
  */
-export function nextAllowance(allowance: number, signal: CongestionSignal, max: number): number {
+export const slowingMarginMs = 100;
+
+/**
+ * Whether an attempt says its callback is slowing down: it held its slot over twice the
+ * subscription's average slot time (`averageMs`, null while none is known) and over
+ * {@link slowingMarginMs} more than it, both in ms.
+ */
+export function isSlowing(heldMs: number, averageMs: number | null): boolean {
+  return averageMs !== null && heldMs > 2 * averageMs && heldMs - averageMs > slowingMarginMs;
+}
+
+/**
+ * The allowance after one attempt's signal.
+ *
+ * @param allowance the allowance the attempt was admitted under, between 1 and `bounds.ceiling`
+ * @param slowing {@link isSlowing} of the attempt
+ */
+export function nextAllowance(
+  allowance: number,
+  signal: CongestionSignal,
+  bounds: InFlightBounds,
+  slowing = false,
+): number {
   if (signal === 'decrease') return Math.max(1, Math.floor(allowance / 2));
-  if (signal === 'increase') return Math.min(max, allowance + 1 / inFlightLimit(allowance, max));
-  return allowance;
+  const step = allowance + 1 / inFlightLimit(allowance, bounds.ceiling);
+  if (allowance < bounds.base) return signal === 'increase' ? Math.min(bounds.base, step) : allowance;
+  if (signal === 'increase' && !slowing) return Math.min(bounds.ceiling, step);
+  return Math.max(bounds.base, allowance / 2);
 }
 
 /** Weight of the newest sample in a subscription's average slot time (an EWMA). */

@@ -7,6 +7,8 @@ import {
   inFlightLimit,
   minParkMs,
   nextAllowance,
+  isSlowing,
+  slowingMarginMs,
   parkDelayMs,
   throttleState,
 } from '../src/throttle.js';
@@ -28,29 +30,66 @@ describe('congestionSignal', () => {
 });
 
 describe('nextAllowance', () => {
+  const bounds = { base: max, ceiling: 40 };
+
   it('halves on congestion, down to 1', () => {
     const drops = [10];
-    while (drops.at(-1)! > 1) drops.push(nextAllowance(drops.at(-1)!, 'decrease', max));
+    while (drops.at(-1)! > 1) drops.push(nextAllowance(drops.at(-1)!, 'decrease', bounds));
     expect(drops).toEqual([10, 5, 2, 1]);
-    expect(nextAllowance(1, 'decrease', max)).toBe(1);
+    expect(nextAllowance(1, 'decrease', bounds)).toBe(1);
+    expect(nextAllowance(33, 'decrease', bounds)).toBe(16);
   });
 
-  it('climbs back by one per window of successes, up to the maximum', () => {
+  it('climbs back by one per window of successes, to the base whatever the pace', () => {
     let allowance = 1;
     let successes = 0;
     while (allowance < max) {
-      allowance = nextAllowance(allowance, 'increase', max);
+      allowance = nextAllowance(allowance, 'increase', bounds, true);
       successes++;
     }
     expect(allowance).toBe(max);
     // A window at limit L takes L successes: 1 + 2 + ... + 9, give or take rounding.
     expect(successes).toBeGreaterThanOrEqual(45);
     expect(successes).toBeLessThanOrEqual(50);
-    expect(nextAllowance(max, 'increase', max)).toBe(max);
   });
 
-  it('holds otherwise', () => {
-    expect(nextAllowance(3.5, 'hold', max)).toBe(3.5);
+  it('earns past the base up to the ceiling while the callback keeps its pace', () => {
+    let allowance = max;
+    let successes = 0;
+    while (allowance < bounds.ceiling) {
+      allowance = nextAllowance(allowance, 'increase', bounds);
+      successes++;
+    }
+    expect(allowance).toBe(bounds.ceiling);
+    // 10 + 11 + ... + 39 successes.
+    expect(successes).toBeGreaterThanOrEqual(735);
+    expect(successes).toBeLessThanOrEqual(745);
+    expect(nextAllowance(bounds.ceiling, 'increase', bounds)).toBe(bounds.ceiling);
+    expect(nextAllowance(max, 'increase', bounds, true)).toBe(max);
+  });
+
+  it('halves above the base when the callback slows down or answers other than 200, never below the base', () => {
+    expect(nextAllowance(36, 'increase', bounds, true)).toBe(18);
+    expect(nextAllowance(36, 'hold', bounds)).toBe(18);
+    expect(nextAllowance(14, 'hold', bounds)).toBe(max);
+  });
+
+  it('holds at or below the base on an answer other than 200', () => {
+    expect(nextAllowance(3.5, 'hold', bounds)).toBe(3.5);
+    expect(nextAllowance(max, 'hold', bounds)).toBe(max);
+  });
+});
+
+describe('isSlowing', () => {
+  it('is an attempt that held its slot over twice the average, by more than the margin', () => {
+    expect(isSlowing(199, 100)).toBe(false);
+    expect(isSlowing(401, 200)).toBe(true);
+    expect(isSlowing(301, 200)).toBe(false);
+    expect(isSlowing(400, 200)).toBe(false);
+    expect(isSlowing(200 + slowingMarginMs + 1, 100)).toBe(true);
+    // A fast callback's jitter: 4 ms against an average of 1.
+    expect(isSlowing(4, 1)).toBe(false);
+    expect(isSlowing(5_000, null)).toBe(false);
   });
 });
 

@@ -45,14 +45,18 @@ $$;
 
 -- Creates the day's partition of each log table (<table>_pYYYYMMDD) where missing; true when it
 -- created one. Fails with check_violation (23514) when the default partition already holds rows
--- of that day, which then stay there.
-CREATE FUNCTION create_log_partitions(day date) RETURNS boolean
+-- of that day, which then stay there, and with lock_not_available (55P03) when a table's lock is
+-- not granted within lock_timeout_ms (0: the session's lock_timeout).
+CREATE FUNCTION create_log_partitions(day date, lock_timeout_ms integer DEFAULT 0) RETURNS boolean
 LANGUAGE plpgsql
 AS $$
 DECLARE
   log_table text;
   created boolean := false;
 BEGIN
+  IF lock_timeout_ms > 0 THEN
+    PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
+  END IF;
   FOREACH log_table IN ARRAY ARRAY['events', 'deliveries', 'delivery_attempts'] LOOP
     IF to_regclass(log_table || '_p' || to_char(day, 'YYYYMMDD')) IS NULL THEN
       EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
@@ -75,11 +79,14 @@ AS $$
   ORDER BY day
 $$;
 
--- Drops the day's partition of each log table, with every row in it.
-CREATE FUNCTION drop_log_partitions(day date) RETURNS void
+-- Drops the day's partition of each log table, with every row in it; lock_timeout_ms as above.
+CREATE FUNCTION drop_log_partitions(day date, lock_timeout_ms integer DEFAULT 0) RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
+  IF lock_timeout_ms > 0 THEN
+    PERFORM set_config('lock_timeout', lock_timeout_ms || 'ms', true);
+  END IF;
   EXECUTE format('DROP TABLE IF EXISTS %I, %I, %I',
     'delivery_attempts_p' || to_char(day, 'YYYYMMDD'),
     'deliveries_p' || to_char(day, 'YYYYMMDD'),

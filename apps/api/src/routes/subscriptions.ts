@@ -25,6 +25,7 @@ import {
   verificationJob,
   type CallbackPolicy,
   type Catalogue,
+  type InFlightBounds,
   type SecretBox,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
@@ -55,8 +56,8 @@ export interface SubscriptionRoutesOptions {
   secretBox: SecretBox;
   /** QUEUE_PREFIX: where the delivery gates live. */
   queuePrefix: string;
-  /** SUBSCRIPTION_MAX_IN_FLIGHT. */
-  maxInFlight: number;
+  /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING: what `delivery.in_flight_limit` is read against. */
+  inFlightBounds: InFlightBounds;
   /** Subscriptions an account may have (MAX_SUBSCRIPTIONS_PER_ACCOUNT, or its override). */
   maxPerAccount: (accountId: string) => number;
   /** CALLBACK_VERIFICATION=challenge: new and moved callbacks wait `pending` for their challenge. */
@@ -86,7 +87,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
   };
 
-  const readThrottles = createDeliveryThrottleReader(app.redis, options.queuePrefix, options.maxInFlight);
+  const readThrottles = createDeliveryThrottleReader(app.redis, options.queuePrefix, options.inFlightBounds);
   const present = async (rows: SubscriptionRow[]) => {
     const throttles = await readThrottles(rows.map((row) => row.id));
     return rows.map((row) => options.views.subscription(row, throttles.get(row.id)!));

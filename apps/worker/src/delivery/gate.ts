@@ -1,8 +1,10 @@
 /**
  * The per-subscription gate in Redis that every worker process passes before sending an attempt
  *:
- * - at most the subscription's in-flight limit (SUBSCRIPTION_MAX_IN_FLIGHT, lowered by the
- *   adaptive allowance of `throttle.ts` in @webhooks/shared) of its attempts hold a slot at once;
+ * - at most the subscription's in-flight limit of its attempts hold a slot at once: the adaptive
+ *   allowance of `throttle.ts` in @webhooks/shared, which starts at SUBSCRIPTION_MAX_IN_FLIGHT,
+ *   falls when the callback times out and rises to SUBSCRIPTION_IN_FLIGHT_CEILING while it
+ *   answers 200 at its usual pace;
  * - with `rate_limit`, at most that many attempts are admitted in any window of
  *   {@link rateWindowMs};
  * - a job over the limit waits a few ms in place when {@link waitsInSlot} allows, else is parked:
@@ -27,7 +29,9 @@ import {
   parkDelayMs,
   subscriptionGateKeys,
   entersThrottling,
+  isSlowing,
   type CongestionSignal,
+  type InFlightBounds,
   type RedisConnection,
 } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
@@ -47,18 +51,18 @@ const stateTtlMs = 86_400_000;
 const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
- * KEYS: leases, parked, state. ARGV: job id, lease ms, max in flight, ms after which a parked
- * entry is forgotten. Returns {admitted 1|0, allowance, parked jobs ahead of this one (parked in
+ * KEYS: leases, parked, state. ARGV: job id, lease ms, base in flight, ms after which a parked
+ * entry is forgotten, ceiling in flight. Returns {admitted 1|0, allowance, parked jobs ahead of this one (parked in
  * the order they first asked), average slot time ms or '', age of the oldest slot held in ms}.
  */
 const acquireLua = `${nowMs}
-local job, leaseMs, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local job, leaseMs = ARGV[1], tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[4]))
 local state = redis.call('HMGET', KEYS[3], 'allowance', 'average_ms')
 local allowance = state[1] or ARGV[3]
 local average = state[2] or ''
-local limit = math.max(1, math.min(max, math.floor(tonumber(allowance))))
+local limit = math.max(1, math.min(tonumber(ARGV[5]), math.floor(tonumber(allowance))))
 if redis.call('ZCARD', KEYS[1]) >= limit then
   redis.call('ZADD', KEYS[2], 'NX', now, job)
   redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]))
@@ -87,9 +91,10 @@ redis.call('PEXPIRE', KEYS[1], window)
 return 0`;
 
 /**
- * KEYS: leases, state, parked. ARGV: job id, max in flight, allowance expected, new allowance (''
- * for no change), new average slot time ms. The new allowance is set only if the allowance is
- * still the one expected (compare-and-set), so all the attempts of one window change it once.
+ * KEYS: leases, state, parked. ARGV: job id, base in flight, allowance expected, new allowance (''
+ * for no change), new average slot time ms, ceiling in flight. The new allowance is set only if
+ * the allowance is still the one expected (compare-and-set), so all the attempts of one window
+ * change it once; an allowance back at the base is not stored.
  * When a slot is free, returns the id of the parked job first in line (in a list), to be promoted;
  * else an empty list.
  */
@@ -98,7 +103,7 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 local allowance = redis.call('HGET', KEYS[2], 'allowance') or ARGV[2]
 if ARGV[4] ~= '' and allowance == ARGV[3] then
   allowance = ARGV[4]
-  if tonumber(allowance) >= tonumber(ARGV[2]) then
+  if tonumber(allowance) == tonumber(ARGV[2]) then
     redis.call('HDEL', KEYS[2], 'allowance')
   else
     redis.call('HSET', KEYS[2], 'allowance', allowance)
@@ -106,7 +111,7 @@ if ARGV[4] ~= '' and allowance == ARGV[3] then
 end
 redis.call('HSET', KEYS[2], 'average_ms', ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ${stateTtlMs})
-local limit = math.max(1, math.min(tonumber(ARGV[2]), math.floor(tonumber(allowance))))
+local limit = math.max(1, math.min(tonumber(ARGV[6]), math.floor(tonumber(allowance))))
 local woken = {}
 if redis.call('ZCARD', KEYS[1]) < limit then
   local heads = redis.call('ZPOPMIN', KEYS[3])
@@ -131,8 +136,8 @@ export interface DeliveryGateOptions {
   redis: RedisConnection;
   /** QUEUE_PREFIX. */
   prefix: string;
-  /** SUBSCRIPTION_MAX_IN_FLIGHT. */
-  maxInFlight: number;
+  /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING. */
+  bounds: InFlightBounds;
   /**
    * SUBSCRIPTION_GATE. When false, every job is admitted at once without a round trip, nothing is
    * throttled and `release` does nothing; `pace` (a subscription's `rate_limit`) still applies.
@@ -198,7 +203,7 @@ const maxFullHints = 10_000;
 
 /** Creates the gate on `options.redis` (registering its scripts there). */
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
-  const { redis, prefix, maxInFlight, leaseMs, maxParkMs, wake, log, metrics, inFlightLimits } = options;
+  const { redis, prefix, bounds, leaseMs, maxParkMs, wake, log, metrics, inFlightLimits } = options;
   let waitingInSlot = 0;
   redis.defineCommand('webhookGateAcquire', { numberOfKeys: 3, lua: acquireLua });
   redis.defineCommand('webhookGateRate', { numberOfKeys: 1, lua: rateLua });
@@ -233,11 +238,12 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       keys.state,
       jobId,
       leaseMs,
-      maxInFlight,
+      bounds.base,
       maxParkMs * 2,
+      bounds.ceiling,
     );
     const averageMs = average === '' ? null : Number(average);
-    const limit = inFlightLimit(Number(allowance), maxInFlight);
+    const limit = inFlightLimit(Number(allowance), bounds.ceiling);
     if (admitted === 1) return { admitted: true, allowance, inFlightLimit: limit, averageMs };
     // A slot held far longer than the average (a callback that just began to hang) says more.
     const turnMs = averageMs !== null && oldestInFlightMs > 4 * averageMs ? oldestInFlightMs : averageMs;
@@ -250,8 +256,8 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
 
   const open: Admission = {
     admitted: true,
-    allowance: String(maxInFlight),
-    inFlightLimit: maxInFlight,
+    allowance: String(bounds.base),
+    inFlightLimit: bounds.base,
     averageMs: null,
   };
 
@@ -289,19 +295,27 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       const next =
         attempt === null
           ? admission.allowance
-          : String(nextAllowance(Number(admission.allowance), attempt.signal, maxInFlight));
+          : String(
+              nextAllowance(
+                Number(admission.allowance),
+                attempt.signal,
+                bounds,
+                isSlowing(heldMs, admission.averageMs),
+              ),
+            );
       const average = averageDurationMs(admission.averageMs, heldMs);
-      if (entersThrottling(Number(admission.allowance), Number(next), maxInFlight)) metrics.throttled.inc();
+      if (entersThrottling(Number(admission.allowance), Number(next), bounds.base)) metrics.throttled.inc();
       try {
         const woken = await commands.webhookGateRelease(
           keys.leases,
           keys.state,
           keys.parked,
           jobId,
-          maxInFlight,
+          bounds.base,
           admission.allowance,
           next === admission.allowance ? '' : next,
           Math.round(average),
+          bounds.ceiling,
         );
         // Not awaited: the slot is free already, and the promotion is only a shortcut.
         for (const id of woken) void wake(id);

@@ -70,7 +70,7 @@ export interface DeliveryProcessorDeps {
   /** DELIVERY_MAX_AGE, in ms. */
   maxAgeMs: number;
   log: Logger;
-  metrics: Pick<WorkerMetrics, 'deliveries' | 'attemptDuration' | 'deliveryLatency'>;
+  metrics: Pick<WorkerMetrics, 'deliveries' | 'attemptDuration' | 'attemptInFlightLimit' | 'deliveryLatency'>;
   /** Ordered delivery (fifo.ts): the heads' jobs, and the watch on earlier events' fan-outs. */
   fifo: { heads: FifoHeads; earlierFanOut: (accountId: string, eventId: string) => Promise<boolean> };
 }
@@ -227,6 +227,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     });
     await deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
     observe(job, delivery, result, outcome);
+    deps.metrics.attemptInFlightLimit.observe(admission.inFlightLimit);
     if (outcome.kind !== 'retry' && delivery.subscription.ordering === 'fifo')
       await nextInOrder(subscriptionId);
 

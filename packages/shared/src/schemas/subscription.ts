@@ -114,10 +114,10 @@ export const Subscription = Type.Object(
         in_flight_limit: Type.Integer({
           minimum: 1,
           description:
-            'Attempts to this callback in flight at once; lowered when attempts time out or fail to connect, raised again by successes',
+            "Attempts to this callback in flight at once; it starts at the service's base, falls when attempts time out or fail to connect, and rises with successes, past the base (up to the service's ceiling) while the callback answers 200 at its usual pace",
         }),
         state: Type.Union([Type.Literal('healthy'), Type.Literal('throttled')], {
-          description: '`throttled` while `in_flight_limit` is below the service maximum',
+          description: "`throttled` while `in_flight_limit` is below the service's base",
         }),
       },
       { description: 'How the service currently paces deliveries to this callback' },

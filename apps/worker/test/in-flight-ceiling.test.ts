@@ -1,0 +1,73 @@
+/**
+ * A hot subscription earns in-flight attempts past SUBSCRIPTION_MAX_IN_FLIGHT while its callback
+ * answers 200 at its pace, up to SUBSCRIPTION_IN_FLIGHT_CEILING, and gives them back when the
+ * callback answers otherwise; shown on the subscription and in the delivery log.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { waitFor } from '../../../test/support/wait.js';
+
+const base = 2;
+const ceiling = 6;
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await startTestStack('in-flight-ceiling', {
+    WORKER_CONCURRENCY: '20',
+    SUBSCRIPTION_MAX_IN_FLIGHT: String(base),
+    SUBSCRIPTION_IN_FLIGHT_CEILING: String(ceiling),
+    DELIVERY_MAX_ATTEMPTS: '1',
+    SUBSCRIPTION_DISABLE_AFTER: '1000',
+  });
+});
+afterAll(() => stack.close());
+
+const inFlight = async (subscriptionId: string) =>
+  (
+    await stack.api.app.inject({
+      url: `/api/webhooks/${subscriptionId}`,
+      headers: stack.api.auth('acct-hot'),
+    })
+  ).json().delivery as { in_flight_limit: number; state: string };
+
+/** Publishes `count` events to the account and waits until its subscription has `total` attempts. */
+async function burst(subscriptionId: string, count: number, total: number) {
+  await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      stack.publisher.publish({ accountId: 'acct-hot', type: 'call.completed', data: { call_id: `c-${i}` } }),
+    ),
+  );
+  return waitFor(
+    `${total} attempts`,
+    async () => {
+      const attempts = await stack.worker.prisma.deliveryAttempt.findMany({
+        where: { delivery: { subscriptionId } },
+        orderBy: { startedAt: 'asc' },
+      });
+      return attempts.length === total && attempts;
+    },
+    60_000,
+  );
+}
+
+describe('a subscription whose callback answers 200 at once', () => {
+  it('earns attempts in flight past the base, up to the ceiling, and gives them back when it answers 500', async () => {
+    const sub = await stack.subscribe('acct-hot', { callback_url: `${stack.receiver.url}/hot` });
+    expect(await inFlight(sub.id)).toEqual({ in_flight_limit: base, state: 'healthy' });
+
+    const fast = await burst(sub.id, 200, 200);
+    const limits = fast.map((attempt) => attempt.inFlightLimit!);
+    expect(limits[0]).toBe(base);
+    expect(Math.max(...limits)).toBeGreaterThan(base);
+    expect(Math.max(...limits)).toBeLessThanOrEqual(ceiling);
+    const earned = await inFlight(sub.id);
+    expect(earned.in_flight_limit).toBeGreaterThan(base);
+    expect(earned.state).toBe('healthy');
+
+    stack.receiver.script('/hot', [500]);
+    const failing = await burst(sub.id, 20, 220);
+    expect(failing.slice(200).every((attempt) => attempt.statusCode === 500)).toBe(true);
+    // Each window of 500s halves what was earned, never below the base.
+    expect(await inFlight(sub.id)).toEqual({ in_flight_limit: base, state: 'healthy' });
+  });
+});
