@@ -14,6 +14,7 @@
  * /etc/hosts entries) fall back to `dns.lookup`.
  */
 import { promises as dns } from 'node:dns';
+import type { ClientRequest } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import CacheableLookup from 'cacheable-lookup';
 import got, { type Got } from 'got';
@@ -90,7 +91,12 @@ export interface AttemptSenderOptions {
 
 /** Sends attempts over one keep-alive agent pair shared by the whole worker. */
 export interface AttemptSender {
-  /** POSTs `body` to `url` with `headers`; never throws, every failure is in the result. */
+  /**
+   * POSTs `body` to `url` with `headers`; never throws, every failure is in the result. A reset on
+   * a kept-alive connection the pool reused, before any answer, is not the attempt's result: the
+   * request goes again on another connection (at most {@link maxStaleResends} times), and
+   * `startedAt` and `durationMs` cover all of it.
+   */
   send(url: string, body: string, headers: Record<string, string>): Promise<AttemptResult>;
   /** Closes the kept-alive sockets. */
   close(): void;
@@ -122,6 +128,12 @@ export function classifyError(error: unknown): AttemptErrorClass {
   return 'other';
 }
 
+/**
+ * How many times one attempt is sent again after a reset on a reused kept-alive connection
+ * (see `send`): each such failure retires a stale connection, so a few suffice.
+ */
+const maxStaleResends = 3;
+
 /** Creates the worker's HTTP sender. */
 export function createAttemptSender(options: AttemptSenderOptions): AttemptSender {
   const agentOptions = {
@@ -148,10 +160,15 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
     headers: { 'user-agent': options.userAgent },
   });
 
-  const send = (url: string, body: string, headers: Record<string, string>) =>
+  const send = (
+    url: string,
+    body: string,
+    headers: Record<string, string>,
+    first = { startedAt: new Date(), start: performance.now(), resends: 0 },
+  ) =>
     new Promise<AttemptResult>((resolve) => {
-      const startedAt = new Date();
-      const start = performance.now();
+      const { startedAt, start } = first;
+      let reusedSocket = false;
       const chunks: Buffer[] = [];
       let kept = 0;
       let statusCode: number | null = null;
@@ -160,6 +177,20 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
       const finish = (error?: unknown) => {
         if (settled) return;
         settled = true;
+        if (
+          error !== undefined &&
+          reusedSocket &&
+          statusCode === null &&
+          classifyError(error) === 'connection_reset' &&
+          first.resends < maxStaleResends
+        ) {
+          // A kept-alive connection the server closed as the pool reused it: the callback never
+          // answered, most likely never read the request, and the fault is the pool's. Sent again
+          // on another connection, within the same attempt (Node's documented pattern for
+          // `request.reusedSocket`); if the callback did read it, the webhook-id is the same.
+          resolve(send(url, body, headers, { ...first, resends: first.resends + 1 }));
+          return;
+        }
         const errorClass =
           error !== undefined ? classifyError(error) : statusCode === 200 ? null : 'http_status';
         resolve({
@@ -186,6 +217,9 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
         return;
       }
       const stream = client.stream.post(url, { body, headers });
+      stream.on('request', (request: ClientRequest) => {
+        reusedSocket = request.reusedSocket;
+      });
       stream.on(
         'response',
         (response: { statusCode: number; headers: Record<string, string | undefined> }) => {
