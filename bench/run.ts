@@ -22,6 +22,7 @@ import { tracingCost } from './tracing-scenario.js';
 import { catalogueCost } from './catalogue-scenario.js';
 import { accountFairness } from './account-fairness-scenario.js';
 import { retentionCost } from './retention-scenario.js';
+import { overload, overloadSubscriptions } from './overload-scenario.js';
 import type { DeliveryCost } from './cost-probe.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
 import { workerMemory } from './memory.js';
@@ -45,6 +46,7 @@ const size = quick
       memoryEvents: 100,
       fairnessSeconds: 10,
       retentionEvents: 25_000,
+      overloadSeconds: 10,
     }
   : {
       e2e: 20_000,
@@ -57,6 +59,7 @@ const size = quick
       memoryEvents: 1_000,
       fairnessSeconds: 30,
       retentionEvents: 250_000,
+      overloadSeconds: 30,
     };
 
 const bar = new SingleBar(
@@ -206,14 +209,11 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     ];
   },
   async sustained() {
-    // 70% of this run's own end-to-end capacity, measured now when the throughput scenario did not run.
-    const e2e =
-      (results.e2e as { deliveriesPerSecond: number } | undefined) ??
-      (await deliveryThroughput('e2e', { events: size.e2e, accounts: 20, subscriptions: 1 }, progress));
+    const capacity = await endToEndCapacity();
     const subscriptions = 5;
-    const rate = Math.max(1, Math.round((0.7 * e2e.deliveriesPerSecond) / subscriptions));
+    const rate = Math.max(1, Math.round((0.7 * capacity) / subscriptions));
     const run = await sustainedLoad(rate, size.sustainedSeconds, subscriptions, progress);
-    results.sustained = { ...run, rate, capacity: e2e.deliveriesPerSecond };
+    results.sustained = { ...run, rate, capacity };
     return [
       {
         scenario: `sustained: 70% of end-to-end capacity, ${rate} events/s into ${subscriptions} subscriptions`,
@@ -222,6 +222,34 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         ratio: null,
         target: 'p99 ≤ 250 ms, drained within 2 s',
         met: run.p99Ms <= 250 && run.drainedAfterMs <= 2_000,
+      },
+    ];
+  },
+  async overload() {
+    const capacity = await endToEndCapacity();
+    const rate = Math.round((3 * capacity) / overloadSubscriptions);
+    // A backlog bound of about 5 s of deliveries, so that a run of seconds reaches it.
+    const run = await overload(rate, size.overloadSeconds, Math.round(5 * capacity), step);
+    results.overload = { ...run, capacity };
+    const shed = run.statuses['503'] ?? 0;
+    const others = Object.entries(run.statuses).filter(([status]) => status !== '202' && status !== '503');
+    const expected = run.accepted * overloadSubscriptions;
+    return [
+      {
+        scenario: `overload: 3× capacity through POST /api/events, ${rate} events/s into ${overloadSubscriptions} subscriptions for ${size.overloadSeconds} s`,
+        figure:
+          `API p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms; ${run.accepted} accepted (202), ${shed} shed (503)` +
+          `${others.length > 0 ? `, ${others.map(([status, count]) => `${count} × ${status}`).join(', ')}` : ''}` +
+          `${run.errors + run.timeouts > 0 ? `, ${run.errors} errors and ${run.timeouts} timeouts` : ''}; ` +
+          `${run.delivered} of ${expected} deliveries made, ${Number.isFinite(run.drainSeconds) ? `drained ${run.drainSeconds.toFixed(1)} s after the load` : 'not drained in 10 minutes'}`,
+        baseline: `${capacity.toFixed(0)} deliveries/s end to end`,
+        ratio: null,
+        target: 'API p99 ≤ 100 ms, only 202 or 503, every accepted event delivered',
+        met:
+          run.p99Ms <= 100 &&
+          others.length === 0 &&
+          run.errors + run.timeouts === 0 &&
+          run.delivered >= expected,
       },
     ];
   },
@@ -459,6 +487,18 @@ function redisFigure(cost: DeliveryCost): string {
     .map(([name, calls]) => `${name} ${calls}`)
     .join(', ');
   return `${cost.redisCommands.toFixed(1)} (${top})`;
+}
+
+/**
+ * This run's end-to-end deliveries/s: the throughput scenario's, or measured now (the same load)
+ * when it did not run; the sustained and overload rates are fractions and multiples of it.
+ */
+async function endToEndCapacity(): Promise<number> {
+  const e2e =
+    (results.e2e as { deliveriesPerSecond: number } | undefined) ??
+    (await deliveryThroughput('e2e', { events: size.e2e, accounts: 20, subscriptions: 1 }, progress));
+  results.e2e = e2e;
+  return e2e.deliveriesPerSecond;
 }
 
 /** A row whose ratio is only reported: it explains a target, it has none of its own. */

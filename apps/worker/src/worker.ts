@@ -1,9 +1,9 @@
 /**
  * The delivery worker: a BullMQ worker on `events` (fan-out), one on `deliveries` (attempts) with
  * one on `verifications` (callback challenges) beside it, either or both as WORKER_QUEUES says,
- * and one on `maintenance` (the reconciler and retention, as job schedulers), wired with their
- * PostgreSQL pools (`pg` for the fan-out and the attempts, Prisma for the rest), Redis connections,
- * HTTP sender and metrics.
+ * and one on `maintenance` (the reconciler, and retention with the delivery log's days ahead, as
+ * job schedulers), wired with their PostgreSQL pools (`pg` for the fan-out and the attempts,
+ * Prisma for the rest), Redis connections, HTTP sender and metrics.
  * Any number of worker processes may run against the same Redis and database; BullMQ hands each
  * job to one of them, and each scheduled task runs once per interval whatever their number.
  */

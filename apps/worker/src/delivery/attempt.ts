@@ -94,8 +94,8 @@ export interface AttemptSender {
   /**
    * POSTs `body` to `url` with `headers`; never throws, every failure is in the result. A reset on
    * a kept-alive connection the pool reused, before any answer, is not the attempt's result: the
-   * request goes again on another connection (at most {@link maxStaleResends} times), and
-   * `startedAt` and `durationMs` cover all of it.
+   * request goes again on another connection (at most {@link maxStaleResends} times, all within
+   * the attempt's timeout), and `startedAt` and `durationMs` cover all of it.
    */
   send(url: string, body: string, headers: Record<string, string>): Promise<AttemptResult>;
   /** Closes the kept-alive sockets. */
@@ -182,7 +182,8 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
           reusedSocket &&
           statusCode === null &&
           classifyError(error) === 'connection_reset' &&
-          first.resends < maxStaleResends
+          first.resends < maxStaleResends &&
+          performance.now() - start < options.timeoutMs
         ) {
           // A kept-alive connection the server closed as the pool reused it: the callback never
           // answered, most likely never read the request, and the fault is the pool's. Sent again
@@ -216,7 +217,9 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
         finish(new RefusedPortError(`port ${port} is not in CALLBACK_PORTS`));
         return;
       }
-      const stream = client.stream.post(url, { body, headers });
+      // The attempt's whole time, resends included, stays within DELIVERY_TIMEOUT_MS.
+      const remainingMs = Math.max(1, Math.round(options.timeoutMs - (performance.now() - start)));
+      const stream = client.stream.post(url, { body, headers, timeout: { request: remainingMs } });
       stream.on('request', (request: ClientRequest) => {
         reusedSocket = request.reusedSocket;
       });
