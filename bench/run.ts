@@ -238,10 +238,10 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
       {
         scenario: `overload: 3× capacity through POST /api/events, ${rate} events/s into ${overloadSubscriptions} subscriptions for ${size.overloadSeconds} s`,
         figure:
-          `API p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms; ${run.accepted} accepted (202), ${shed} shed (503)` +
+          `API p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms; ${run.statuses['202'] ?? 0} accepted (202), ${shed} shed (503)` +
           `${others.length > 0 ? `, ${others.map(([status, count]) => `${count} × ${status}`).join(', ')}` : ''}` +
           `${run.errors + run.timeouts > 0 ? `, ${run.errors} errors and ${run.timeouts} timeouts` : ''}; ` +
-          `${run.delivered} of ${expected} deliveries made, ${Number.isFinite(run.drainSeconds) ? `drained ${run.drainSeconds.toFixed(1)} s after the load` : 'not drained in 10 minutes'}`,
+          `${run.delivered} of the ${expected} deliveries of the ${run.accepted} events stored, ${Number.isFinite(run.drainSeconds) ? `drained ${run.drainSeconds.toFixed(1)} s after the load` : 'not drained in 10 minutes'}`,
         baseline: `${capacity.toFixed(0)} deliveries/s end to end`,
         ratio: null,
         target: 'API p99 ≤ 100 ms, only 202 or 503, every accepted event delivered',
