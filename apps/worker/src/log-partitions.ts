@@ -43,7 +43,10 @@ export function expiredDays(days: readonly string[], cutoff: Date): string[] {
 /** What {@link createLogPartitions} did, by day. */
 export interface PartitionCreation {
   created: string[];
-  /** Days not created this time, with why (a lock not granted in time, or rows of that day already in the default partition). */
+  /**
+   * Days not created this time, with why: a lock not granted in time, or rows of that day already
+   * in the default partition.
+   */
   failed: { day: string; reason: string }[];
 }
 

@@ -4,10 +4,10 @@
  * whole, which writes almost no WAL and leaves no dead rows to vacuum. Rows in the default
  * partitions (ids outside every day created) are deleted by when they were stored, attempts
  * first, then deliveries, then events, each in statements of at most `batchSize` rows (default
- * 1,000), so no statement holds its locks for long. Runs hourly as a BullMQ job scheduler (worker.ts). It also clears the
- * previous signing secrets whose overlap after a rotation has ended: no delivery signs with them
- * any more, so keeping them would only widen what a leaked row gives away. And it deletes the
- * idempotency keys kept in PostgreSQL once their 24 hours are over.
+ * 1,000), so no statement holds its locks for long. Runs hourly as a BullMQ job scheduler
+ * (worker.ts). It also clears the previous signing secrets whose overlap after a rotation has
+ * ended: no delivery signs with them any more, so keeping them would only widen what a leaked row
+ * gives away. And it deletes the idempotency keys kept in PostgreSQL once their 24 hours are over.
  */
 import type { PrismaClient } from '@webhooks/db';
 import { idempotencyWindowMs } from '@webhooks/shared';

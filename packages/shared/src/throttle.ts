@@ -12,8 +12,8 @@
  *   latency). A hot
  *   subscription with a fast callback thus earns more attempts in flight than the base.
  * - Above the base, a slowing attempt or any answer that is not 200 (a 500, a 429) halves the
- *   allowance, down to the base at most. At or below the base such answers say nothing about capacity and
- *   leave it alone: the retry schedule deals with those.
+ *   allowance, down to the base at most. At or below the base such answers say nothing about
+ *   capacity and leave it alone: the retry schedule deals with those.
  * None of this touches attempts, backoff or auto-disable.
  */
 

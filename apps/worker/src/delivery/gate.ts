@@ -52,8 +52,9 @@ const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + 
 
 /**
  * KEYS: leases, parked, state. ARGV: job id, lease ms, base in flight, ms after which a parked
- * entry is forgotten, ceiling in flight. Returns {admitted 1|0, allowance, parked jobs ahead of this one (parked in
- * the order they first asked), average slot time ms or '', age of the oldest slot held in ms}.
+ * entry is forgotten, ceiling in flight. Returns {admitted 1|0, allowance, parked jobs ahead of
+ * this one (parked in the order they first asked), average slot time ms or '', age of the oldest
+ * slot held in ms}.
  */
 const acquireLua = `${nowMs}
 local job, leaseMs = ARGV[1], tonumber(ARGV[2])
