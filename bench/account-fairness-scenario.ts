@@ -22,7 +22,7 @@ export interface AccountFloodRun {
   floodArrived: number;
 }
 
-const steadySubscriptions = 10;
+export const steadySubscriptions = 10;
 const floodSubscriptions = 300;
 const floodRate = 10;
 const warmupSeconds = 5;
@@ -35,6 +35,7 @@ const drainMs = 180_000;
  */
 export async function accountFloodRun(
   flood: boolean,
+  rate: number,
   seconds: number,
   progress: Progress,
 ): Promise<AccountFloodRun> {
@@ -63,7 +64,6 @@ export async function accountFloodRun(
           floodEvents += 1;
         }
       })();
-      const rate = 50;
       const { sentAt } = await publishAtSteadyRate({
         rate,
         warmupSeconds,
@@ -111,9 +111,13 @@ export interface AccountFairnessResult {
 }
 
 /** Runs B alone, then B beside A's flood. */
-export async function accountFairness(seconds: number, progress: Progress): Promise<AccountFairnessResult> {
-  const alone = await accountFloodRun(false, seconds, progress);
-  const flood = await accountFloodRun(true, seconds, progress);
+export async function accountFairness(
+  rate: number,
+  seconds: number,
+  progress: Progress,
+): Promise<AccountFairnessResult> {
+  const alone = await accountFloodRun(false, rate, seconds, progress);
+  const flood = await accountFloodRun(true, rate, seconds, progress);
   const p99Ratio = flood.p99Ms / alone.p99Ms;
   const complete = flood.arrived === flood.expected && flood.floodArrived >= flood.floodExpected;
   return { flood, alone, p99Ratio, met: p99Ratio <= 2 && complete };

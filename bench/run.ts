@@ -20,7 +20,10 @@ import {
 import { fairness } from './fairness-scenario.js';
 import { tracingCost } from './tracing-scenario.js';
 import { catalogueCost } from './catalogue-scenario.js';
-import { accountFairness } from './account-fairness-scenario.js';
+import {
+  accountFairness,
+  steadySubscriptions as accountSteadySubscriptions,
+} from './account-fairness-scenario.js';
 import { retentionCost } from './retention-scenario.js';
 import { overload, overloadSubscriptions } from './overload-scenario.js';
 import type { DeliveryCost } from './cost-probe.js';
@@ -285,7 +288,9 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     }));
   },
   async accounts() {
-    const run = await accountFairness(size.fairnessSeconds, progress);
+    const capacity = await endToEndCapacity();
+    const rate = Math.max(1, Math.round((0.25 * capacity) / accountSteadySubscriptions));
+    const run = await accountFairness(rate, size.fairnessSeconds, progress);
     results.accounts = run;
     const { flood, alone } = run;
     return [

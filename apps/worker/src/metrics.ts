@@ -30,7 +30,14 @@ export const queueSampleIntervalMs = 5_000;
 export type DeliveryMetricOutcome = 'succeeded' | 'retry' | 'given_up' | 'cancelled' | 'dropped';
 
 /** The BullMQ job states `webhook_queue_jobs` reports. */
-export const sampledJobStates = ['waiting', 'active', 'delayed', 'failed', 'completed'] as const;
+export const sampledJobStates = [
+  'waiting',
+  'prioritized',
+  'active',
+  'delayed',
+  'failed',
+  'completed',
+] as const;
 
 /**
  * The `status_class` of an attempt: `2xx` … `5xx` when the callback answered, otherwise how it
@@ -58,6 +65,7 @@ export interface WorkerMetrics {
   deliveries: Counter<'outcome'>;
   attemptDuration: Histogram<'status_class'>;
   attemptInFlightLimit: Histogram;
+  workerConcurrency: Gauge;
   deliveryLatency: Histogram;
   queueJobs: Gauge<'queue' | 'state'>;
   throttled: Counter;
@@ -124,6 +132,11 @@ export function createWorkerMetrics(): WorkerMetrics {
       name: 'webhook_attempt_in_flight_limit',
       help: "The subscription's in-flight limit each attempt was sent under (adaptive: lowered on timeouts, raised for a fast callback)",
       buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+      registers,
+    }),
+    workerConcurrency: new Gauge({
+      name: 'webhook_worker_concurrency',
+      help: "This process's limit on deliveries in flight: WORKER_CONCURRENCY, lowered toward WORKER_CONCURRENCY_MIN while its event loop is busy",
       registers,
     }),
     deliveryLatency: new Histogram({

@@ -1,7 +1,8 @@
 /**
  * The account scheduler against the real Redis: deficit round robin over accounts, weights, a
- * queue kept short, idempotent scheduling, and entries admitted again after a scheduler died
- * between admitting them and adding their jobs. No worker runs: the tests read BullMQ's queue.
+ * queue kept short, a quiet account's deliveries taken before a backlogged one's, idempotent
+ * scheduling, and entries admitted again after a scheduler died between admitting them and adding
+ * their jobs. No worker runs: the tests read BullMQ's queue.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
@@ -53,14 +54,27 @@ const scheduler = (overrides: Partial<AccountSchedulerOptions> = {}) =>
 const deliveriesOf = (accountId: string, count: number): ScheduledDelivery[] =>
   Array.from({ length: count }, () => ({ accountId, eventId: uuidv7(), subscriptionId: uuidv7() }));
 
-/** The waiting jobs' subscription ids, oldest first. */
-const waiting = async () => (await queue.getWaiting(0, -1)).map((job) => job.data.subscriptionId);
+/**
+ * The queued jobs' subscription ids in the order BullMQ's workers take them: the wait list (quiet
+ * accounts), oldest first, then the prioritized set (backlogged accounts).
+ */
+const waiting = async () =>
+  [...(await queue.getWaiting(0, -1)), ...(await queue.getJobs(['prioritized'], 0, -1, true))].map(
+    (job) => job.data.subscriptionId,
+  );
 
 /**
- * Fills the queue to its target (40) with another account's deliveries, so that what `schedule`s
- * next waits in the scheduler; `queue.drain()` then makes room for one admission.
+ * Fills both lanes of the queue to their target (40) with other accounts' deliveries, so that what
+ * `schedule`s next waits in the scheduler; `queue.drain()` then makes room for one admission.
  */
-const fillQueue = (s: AccountScheduler) => s.schedule(deliveriesOf('acct-filler', 40));
+const fillQueue = async (s: AccountScheduler) => {
+  // 30 behind (a backlogged account's), then its last 10 and 30 of quiet accounts in front.
+  await s.schedule(deliveriesOf('acct-filler', 40));
+  for (const quiet of quietFillers) await s.schedule(deliveriesOf(quiet, 10));
+  expect(await queue.getWaitingCount()).toBe(40);
+  expect(await queue.getPrioritizedCount()).toBe(30);
+};
+const quietFillers = ['acct-filler-1', 'acct-filler-2', 'acct-filler-3'];
 
 describe('the account scheduler', () => {
   it("admits a quiet account's deliveries at the first turn, ahead of a flooding account's backlog", async () => {
@@ -75,21 +89,25 @@ describe('the account scheduler', () => {
     await queue.drain();
     expect(await s.admit()).toEqual({ admitted: 40, backlog: true });
     expect(await s.backlog()).toEqual({ accounts: 1, deliveries: 965 });
-    const admitted = await waiting();
-    expect(admitted).toHaveLength(40);
-    expect(admitted.slice(10, 15)).toEqual(quiet.map((d) => d.subscriptionId));
-    // The flood's own order is kept.
-    expect(admitted.filter((id) => !quiet.some((d) => d.subscriptionId === id))).toEqual(
-      flood.slice(0, 35).map((d) => d.subscriptionId),
-    );
+    // The quiet account's jobs are taken first, then the flood's, in its own order.
+    expect(await waiting()).toEqual([...quiet, ...flood.slice(0, 35)].map((d) => d.subscriptionId));
   });
 
-  it('keeps the queue short: nothing more is admitted until half of it has been taken', async () => {
+  it("keeps a backlog's queue short, and admits a quiet account at once beside it", async () => {
     const s = scheduler();
-    await s.schedule(deliveriesOf('acct-a', 100));
-    expect(await queue.getWaitingCount()).toBe(40);
+    const flood = deliveriesOf('acct-a', 100);
+    await s.schedule(flood);
+    expect(await queue.getPrioritizedCount()).toBe(40);
     expect(await s.admit()).toEqual({ admitted: 0, backlog: true });
-    expect(await queue.getWaitingCount()).toBe(40);
+    // Nothing more for the backlog until half the queue has been taken.
+    for (const d of flood.slice(0, 19)) await queue.remove(`${d.eventId}.${d.subscriptionId}`);
+    expect(await s.admit()).toEqual({ admitted: 0, backlog: true });
+
+    const quiet = deliveriesOf('acct-b', 3);
+    await s.schedule(quiet);
+    expect(await s.holds(quiet)).toEqual([false, false, false]);
+    expect((await waiting()).slice(0, 3)).toEqual(quiet.map((d) => d.subscriptionId));
+    expect(await queue.getPrioritizedCount()).toBe(21);
   });
 
   it('shares each turn by weight (ACCOUNT_OVERRIDES)', async () => {
@@ -113,7 +131,7 @@ describe('the account scheduler', () => {
       deliveriesPerSecond: 5,
       overrides: new Map([
         ['acct-vip', { deliveries_per_second: 50 }],
-        ['acct-filler', { deliveries_per_second: 50 }],
+        ...['acct-filler', ...quietFillers].map((id) => [id, { deliveries_per_second: 50 }] as const),
       ]),
     });
     await s.start();

@@ -49,7 +49,8 @@ export interface BacklogWatch {
 /**
  * Samples the backlog on `redis` under the effective key prefix `prefix`: the `events` queue's
  * waiting, prioritized and delayed jobs, and the account scheduler's held deliveries plus the
- * `deliveries` queue's waiting jobs. A failed read keeps the last sample (the publish itself then
+ * `deliveries` queue's waiting and prioritized jobs (a backlogged account's admitted deliveries
+ * are prioritized behind the others). A failed read keeps the last sample (the publish itself then
  * meets the Redis fault and answers 503).
  */
 export function createBacklogWatch(
@@ -69,12 +70,13 @@ export function createBacklogWatch(
       .zcard(key(queueNames.events, 'delayed'))
       .hlen(schedulerEntriesKey(prefix))
       .llen(key(queueNames.deliveries, 'wait'))
+      .zcard(key(queueNames.deliveries, 'prioritized'))
       .exec();
-    const [wait, prioritized, delayed, held, queued] = (answers ?? []).map(([error, value]) => {
+    const [wait, prioritized, delayed, held, queued, queuedBehind] = (answers ?? []).map(([error, value]) => {
       if (error) throw error;
       return Number(value);
     });
-    latest = { events: wait! + prioritized! + delayed!, deliveries: held! + queued! };
+    latest = { events: wait! + prioritized! + delayed!, deliveries: held! + queued! + queuedBehind! };
   };
   const timer = setInterval(() => {
     sample().catch((error: unknown) => log.debug({ err: error }, 'backlog not sampled'));

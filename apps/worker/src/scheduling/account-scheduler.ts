@@ -4,7 +4,8 @@
  * per account in Redis and admits them into BullMQ by deficit round robin over the accounts that
  * have work waiting, keeping the queue no longer than the workers start soon
  * (DELIVERY_QUEUE_TARGET). An account's flood therefore waits in its own list, and another
- * account's first delivery is admitted at the next turn, behind at most the short queue.
+ * account's first delivery is admitted at once into the queue's front lane, which workers take
+ * before the backlogged accounts' jobs.
  *
  * Redis layout, all under the queue prefix (one hash slot on a Cluster):
  * - `sched:q:<account>`: list of the account's waiting delivery job ids, oldest first;
@@ -134,29 +135,81 @@ export function accountSchedulerKeys(prefix: string) {
 }
 
 /**
- * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list, quota. ARGV: list key
- * prefix, queue target, quantum, lease ms, default deliveries a second, bucket key prefix, then
- * (job id, account, request id) triples to schedule first (none for an admission alone).
+ * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list, quota, BullMQ's prioritized
+ * set. ARGV: list key prefix, queue target, quantum, lease ms, default deliveries a second, bucket
+ * key prefix, then (job id, account, request id) triples to schedule first (none for an admission
+ * alone).
  *
  * Scheduling adds each new job id to `entries` and its account's list (once per job id: an entry
- * already held is skipped). Admission is deficit round robin (Shreedhar and Varghese, 1996): each
- * turn adds quantum × weight to the account's deficit and admits that many, at least one, of its
- * oldest entries, as far as its quota's token bucket allows; an account without a token is passed
- * over without gaining deficit. It admits only when the queue (waiting jobs and unconfirmed
- * admissions) is at most half the target, and fills it to the target. Returns {flat list of job
- * id, entry value pairs admitted, accounts still waiting}.
+ * already held is skipped). An account that had nothing waiting and now has at most one turn's
+ * share is a quiet one: its entries are admitted at once into the front lane (BullMQ's wait list,
+ * which workers take first), while the front lane has room and its quota's tokens allow. This is
+ * the "new flows first" rule of FQ-CoDel (RFC 8290 §4.2), so that a quiet account's delivery does
+ * not wait for a backlogged account's queue to drain.
+ *
+ * Admission is deficit round robin (Shreedhar and Varghese, 1996): each turn adds quantum × weight
+ * to the account's deficit and admits that many, at least one, of its oldest entries, as far as
+ * its quota's token bucket allows; an account without a token is passed over without gaining
+ * deficit. It admits only when the queue (both lanes and unconfirmed admissions) is at most half
+ * the target, and fills it to the target. An account with more than a share waiting goes to the
+ * back lane (prioritized behind the wait list), one with a share or less to the front.
+ * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting}:
+ * lane `b` for the back, `` for the front; a re-admission after an expired lease goes to the back.
  */
 const admitLua = `
-for i = 7, #ARGV, 3 do
-  local job, account = ARGV[i], ARGV[i + 1]
-  if redis.call('HSETNX', KEYS[2], job, account .. '\\t' .. ARGV[i + 2]) == 1 then
-    if redis.call('RPUSH', ARGV[1] .. account, job) == 1 then redis.call('RPUSH', KEYS[1], account) end
-  end
-end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local target, quantum, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local out = {}
+local function bucket(account)
+  local rate = tonumber(redis.call('HGET', KEYS[7], account) or ARGV[5])
+  local value = redis.call('GET', ARGV[6] .. account)
+  local tokens = rate
+  if value then
+    local sep = string.find(value, ':')
+    tokens = math.min(rate, tonumber(string.sub(value, 1, sep - 1)) + (now - tonumber(string.sub(value, sep + 1))) * rate / 1000)
+  end
+  return tokens, rate
+end
+local function take(account, jobs, tokens, rate, lane)
+  local leases = {}
+  for _, job in ipairs(jobs) do
+    out[#out + 1] = job
+    out[#out + 1] = redis.call('HGET', KEYS[2], job) or (account .. '\\t')
+    out[#out + 1] = lane
+    leases[#leases + 1] = now + lease
+    leases[#leases + 1] = job
+  end
+  if #jobs > 0 then redis.call('ZADD', KEYS[3], unpack(leases)) end
+  local left = tokens - #jobs
+  if left < rate then
+    redis.call('SET', ARGV[6] .. account, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
+  end
+end
+local arrived = {}
+for i = 7, #ARGV, 3 do
+  local job, account = ARGV[i], ARGV[i + 1]
+  if redis.call('HSETNX', KEYS[2], job, account .. '\\t' .. ARGV[i + 2]) == 1 then
+    if redis.call('RPUSH', ARGV[1] .. account, job) == 1 then
+      redis.call('RPUSH', KEYS[1], account)
+      arrived[#arrived + 1] = account
+    end
+  end
+end
+local roomFront = target - redis.call('LLEN', KEYS[6])
+for _, account in ipairs(arrived) do
+  local list = ARGV[1] .. account
+  local waiting = redis.call('LLEN', list)
+  local share = quantum * tonumber(redis.call('HGET', KEYS[5], account) or '1')
+  if waiting <= share and waiting <= roomFront then
+    local tokens, rate = bucket(account)
+    if tokens >= waiting then
+      take(account, redis.call('LPOP', list, waiting), tokens, rate, '')
+      redis.call('LREM', KEYS[1], -1, account)
+      roomFront = roomFront - waiting
+    end
+  end
+end
 local stale = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, target)
 for _, job in ipairs(stale) do
   local entry = redis.call('HGET', KEYS[2], job)
@@ -164,11 +217,12 @@ for _, job in ipairs(stale) do
     redis.call('ZADD', KEYS[3], now + lease, job)
     out[#out + 1] = job
     out[#out + 1] = entry
+    out[#out + 1] = 'b'
   else
     redis.call('ZREM', KEYS[3], job)
   end
 end
-local room = target - redis.call('LLEN', KEYS[6]) - redis.call('ZCARD', KEYS[3])
+local room = target - redis.call('LLEN', KEYS[6]) - redis.call('ZCARD', KEYS[8]) - redis.call('ZCARD', KEYS[3])
 if room * 2 < target then return {out, redis.call('LLEN', KEYS[1])} end
 local progressed = true
 while room > 0 and progressed do
@@ -178,37 +232,19 @@ while room > 0 and progressed do
     turns = turns - 1
     local account = redis.call('LPOP', KEYS[1])
     local list = ARGV[1] .. account
-    local rate = tonumber(redis.call('HGET', KEYS[7], account) or ARGV[5])
-    local bucketKey = ARGV[6] .. account
-    local bucket = redis.call('GET', bucketKey)
-    local tokens, at = rate, now
-    if bucket then
-      local sep = string.find(bucket, ':')
-      tokens = math.min(rate, tonumber(string.sub(bucket, 1, sep - 1)) + (now - tonumber(string.sub(bucket, sep + 1))) * rate / 1000)
-    end
+    local tokens, rate = bucket(account)
     local deficit = tonumber(redis.call('HGET', KEYS[4], account) or '0')
     local share = quantum * tonumber(redis.call('HGET', KEYS[5], account) or '1')
+    local lane = 'b'
+    if redis.call('LLEN', list) <= share then lane = '' end
     local jobs = {}
     if tokens >= 1 then
       deficit = deficit + share
       jobs = redis.call('LPOP', list, math.min(room, math.floor(tokens), math.max(1, math.floor(deficit)))) or {}
     end
-    local leases = {}
-    for _, job in ipairs(jobs) do
-      out[#out + 1] = job
-      out[#out + 1] = redis.call('HGET', KEYS[2], job) or (account .. '\\t')
-      leases[#leases + 1] = now + lease
-      leases[#leases + 1] = job
-    end
-    if #jobs > 0 then
-      redis.call('ZADD', KEYS[3], unpack(leases))
-      progressed = true
-    end
+    take(account, jobs, tokens, rate, lane)
+    if #jobs > 0 then progressed = true end
     room = room - #jobs
-    local left = tokens - #jobs
-    if left < rate then
-      redis.call('SET', bucketKey, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
-    end
     if redis.call('LLEN', list) == 0 then
       redis.call('HDEL', KEYS[4], account)
     else
@@ -231,6 +267,13 @@ type SchedulerCommands = {
   webhookConfirm(...args: string[]): Promise<number>;
 };
 
+/**
+ * The BullMQ priority of a backlogged account's deliveries. BullMQ's workers take the wait list
+ * (jobs without a priority) before the prioritized set, so a quiet account's delivery starts ahead
+ * of the flood's admitted jobs; their retries and parked jobs keep the priority, and so the lane.
+ */
+const backloggedPriority = 1;
+
 /** Most entries one schedule call sends to Redis (a bound on one script's run time). */
 const scheduleChunk = 1_000;
 
@@ -238,7 +281,7 @@ const scheduleChunk = 1_000;
 export function createAccountScheduler(options: AccountSchedulerOptions): AccountScheduler {
   const { redis, deliveries, log } = options;
   const keys = accountSchedulerKeys(options.prefix);
-  redis.defineCommand('webhookAdmit', { numberOfKeys: 7, lua: admitLua });
+  redis.defineCommand('webhookAdmit', { numberOfKeys: 8, lua: admitLua });
   redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
   const commands = redis as unknown as SchedulerCommands;
 
@@ -263,6 +306,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       keys.weight,
       deliveries.keys.wait!,
       keys.quota,
+      deliveries.keys.prioritized!,
       keys.accountListPrefix,
       options.queueTarget,
       options.quantum,
@@ -273,17 +317,16 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     );
     const jobIds: string[] = [];
     const jobs = [];
-    for (let i = 0; i < flat.length; i += 2) {
+    for (let i = 0; i < flat.length; i += 3) {
       const jobId = flat[i]!;
       const [eventId, subscriptionId] = jobId.split('.') as [string, string];
       const requestId = flat[i + 1]!.slice(flat[i + 1]!.indexOf('\t') + 1);
       jobIds.push(jobId);
-      jobs.push(
-        deliveryJob(
-          { eventId, subscriptionId, round: 0, ...(requestId === '' ? {} : { requestId }) },
-          options.maxAttempts,
-        ),
+      const job = deliveryJob(
+        { eventId, subscriptionId, round: 0, ...(requestId === '' ? {} : { requestId }) },
+        options.maxAttempts,
       );
+      jobs.push(flat[i + 2] === 'b' ? { ...job, opts: { ...job.opts, priority: backloggedPriority } } : job);
     }
     if (jobs.length > 0) {
       await deliveries.addBulk(jobs);
