@@ -35,15 +35,7 @@ export const workerEnvSchema = Type.Object({
     default: 50,
     minimum: 1,
     maximum: 1000,
-    description:
-      'Deliveries one worker process sends at once, at most; fewer while its event loop is busy nearly all the time (see WORKER_CONCURRENCY_MIN)',
-  }),
-  WORKER_CONCURRENCY_MIN: Type.Integer({
-    default: 10,
-    minimum: 1,
-    maximum: 1000,
-    description:
-      "Deliveries one worker process sends at once while its event loop is busy (CPU-bound), at least; the limit moves between this and WORKER_CONCURRENCY with the loop's utilization, so that a delivery does not wait behind a flood's hundred in flight. Equal to WORKER_CONCURRENCY (or above) keeps the limit fixed",
+    description: 'Deliveries one worker process sends at once',
   }),
   DELIVERY_TIMEOUT_MS: Type.Integer({
     default: 10_000,

@@ -65,7 +65,6 @@ export interface WorkerMetrics {
   deliveries: Counter<'outcome'>;
   attemptDuration: Histogram<'status_class'>;
   attemptInFlightLimit: Histogram;
-  workerConcurrency: Gauge;
   deliveryLatency: Histogram;
   queueJobs: Gauge<'queue' | 'state'>;
   throttled: Counter;
@@ -132,11 +131,6 @@ export function createWorkerMetrics(): WorkerMetrics {
       name: 'webhook_attempt_in_flight_limit',
       help: "The subscription's in-flight limit each attempt was sent under (adaptive: lowered on timeouts, raised for a fast callback)",
       buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
-      registers,
-    }),
-    workerConcurrency: new Gauge({
-      name: 'webhook_worker_concurrency',
-      help: "This process's limit on deliveries in flight: WORKER_CONCURRENCY, lowered toward WORKER_CONCURRENCY_MIN while its event loop is busy",
       registers,
     }),
     deliveryLatency: new Histogram({

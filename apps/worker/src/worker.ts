@@ -46,7 +46,6 @@ import { createVerificationProcessor, type VerificationResult } from './verifica
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
 import { createAccountScheduler } from './scheduling/account-scheduler.js';
-import { adaptConcurrency } from './scheduling/worker-concurrency.js';
 import { deleteExpiredRows, type RetentionReport } from './retention.js';
 import { createLogPartitions } from './log-partitions.js';
 
@@ -58,8 +57,6 @@ const schedulerQuantum = 10;
 
 /** How often retention runs, in ms. */
 const retentionIntervalMs = 3_600_000;
-/** How often the `deliveries` worker's concurrency follows its event loop's load, in ms. */
-const concurrencyIntervalMs = 500;
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -241,7 +238,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     reconcile,
     async close() {
       stopSampling();
-      delivering?.stopAdapting();
       await Promise.all([
         events?.close(),
         deliveries?.close(),
@@ -351,11 +347,5 @@ function startDeliveries(
     ),
   );
   verifications.on('error', (error) => log.error({ err: error }, 'worker error'));
-  const stopAdapting = adaptConcurrency(
-    worker,
-    { min: config.WORKER_CONCURRENCY_MIN, max: config.WORKER_CONCURRENCY },
-    concurrencyIntervalMs,
-    (limit) => metrics.workerConcurrency.set(limit),
-  );
-  return { worker, sender, verifications, stopAdapting };
+  return { worker, sender, verifications };
 }
