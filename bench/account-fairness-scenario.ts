@@ -31,7 +31,7 @@ const drainMs = 180_000;
 
 /**
  * One run: B's steady load for `seconds` after the warm-up, with A's flood over its middle
- * (`flood`) or without it.
+ * (`flood`) or without it. `rate` is B's events/s, each to its 10 subscriptions.
  */
 export async function accountFloodRun(
   flood: boolean,
@@ -110,7 +110,10 @@ export interface AccountFairnessResult {
   met: boolean;
 }
 
-/** Runs B alone, then B beside A's flood. */
+/**
+ * Runs B alone, then B beside A's flood, at B's `rate` events/s (each to its 10 subscriptions) for
+ * `seconds`.
+ */
 export async function accountFairness(
   rate: number,
   seconds: number,

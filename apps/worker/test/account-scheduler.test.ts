@@ -9,7 +9,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
-import { queueNames, type DeliveryJobData } from '@webhooks/shared';
+import { deliveryJobId, queueNames, type DeliveryJobData } from '@webhooks/shared';
 import {
   createAccountScheduler,
   type AccountScheduler,
@@ -100,7 +100,7 @@ describe('the account scheduler', () => {
     expect(await queue.getPrioritizedCount()).toBe(40);
     expect(await s.admit()).toEqual({ admitted: 0, backlog: true });
     // Nothing more for the backlog until half the queue has been taken.
-    for (const d of flood.slice(0, 19)) await queue.remove(`${d.eventId}.${d.subscriptionId}`);
+    for (const d of flood.slice(0, 19)) await queue.remove(deliveryJobId(d.eventId, d.subscriptionId));
     expect(await s.admit()).toEqual({ admitted: 0, backlog: true });
 
     const quiet = deliveriesOf('acct-b', 3);
