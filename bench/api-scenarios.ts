@@ -7,8 +7,11 @@ import { freePort, startService, waitUntilReady } from '../scripts/lib/services.
 import { waitFor } from '../scripts/lib/wait.js';
 import { startBenchStack, subscribe } from './harness.js';
 
-/** Requests per second of one autocannon run; refuses a run with errors, timeouts or non-2xx answers. */
-async function load(
+/**
+ * Requests per second of one autocannon run of `seconds` at 50 connections; refuses a run with
+ * errors, timeouts or non-2xx answers.
+ */
+export async function requestRate(
   url: string,
   seconds: number,
   options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string },
@@ -62,23 +65,27 @@ export async function apiThroughput(seconds: number, progress: (step: string) =>
     const body = JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } });
 
     progress('ingest baseline');
-    const ingestBaseline = await load(`${baselineUrl}/baseline/events`, seconds, {
+    const ingestBaseline = await requestRate(`${baselineUrl}/baseline/events`, seconds, {
       method: 'POST',
       headers,
       body,
     });
     progress('fair ingest baseline');
-    const fairBaseline = await load(`${baselineUrl}/baseline/fair-events`, seconds, {
+    const fairBaseline = await requestRate(`${baselineUrl}/baseline/fair-events`, seconds, {
       method: 'POST',
       headers,
       body,
     });
     progress('ingest');
-    const ingest = await load(`${stack.apiUrl}/api/events`, seconds, { method: 'POST', headers, body });
+    const ingest = await requestRate(`${stack.apiUrl}/api/events`, seconds, {
+      method: 'POST',
+      headers,
+      body,
+    });
     progress('read baseline');
-    const readBaseline = await load(`${baselineUrl}/baseline/webhooks/${id}`, seconds, { headers });
+    const readBaseline = await requestRate(`${baselineUrl}/baseline/webhooks/${id}`, seconds, { headers });
     progress('read');
-    const read = await load(`${stack.apiUrl}/api/webhooks/${id}`, seconds, { headers });
+    const read = await requestRate(`${stack.apiUrl}/api/webhooks/${id}`, seconds, { headers });
     return {
       ingest: { requestsPerSecond: ingest, baseline: ingestBaseline, ratio: ingest / ingestBaseline },
       fairIngest: { requestsPerSecond: ingest, baseline: fairBaseline, ratio: ingest / fairBaseline },
@@ -104,7 +111,7 @@ export async function ingestRate(
   try {
     await waitUntilReady(stack.apiUrl);
     await subscribe(stack, 'bench', 'https://client.example/hook');
-    return await load(`${stack.apiUrl}/api/events`, seconds, {
+    return await requestRate(`${stack.apiUrl}/api/events`, seconds, {
       method: 'POST',
       headers: { authorization: `Bearer ${stack.token('bench')}`, 'content-type': 'application/json' },
       body: JSON.stringify(event),

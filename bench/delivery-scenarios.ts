@@ -6,7 +6,14 @@
 import type { EventPublisher } from '@webhooks/shared';
 import { percentile } from '../scripts/lib/stats.js';
 import { startCostProbe, type DeliveryCost } from './cost-probe.js';
-import { publishAtSteadyRate, subscribe, waitForSucceeded, withBenchStack } from './harness.js';
+import {
+  publishAtSteadyRate,
+  subscribe,
+  waitForSucceeded,
+  withBenchStack,
+  type BareReceiver,
+  type BenchStack,
+} from './harness.js';
 
 /** Progress callback: a scenario's name, units done, units expected. */
 export type Progress = (scenario: string, done: number, total: number) => void;
@@ -33,40 +40,73 @@ async function publishMany(
   );
 }
 
+/** A delivery throughput load: `events` spread over `accounts`, each with `subscriptions` receiving all. */
+export interface DeliveryLoad {
+  events: number;
+  accounts: number;
+  subscriptions: number;
+  /** More fields of every subscription, such as a `filter`. */
+  fields?: Record<string, unknown>;
+}
+
+/** Deliveries confirmed per second, how many and over how long, and what each cost (cost-probe.ts). */
+export interface DeliveryThroughput {
+  deliveriesPerSecond: number;
+  deliveries: number;
+  seconds: number;
+  cost: DeliveryCost;
+}
+
 /**
- * Publishes `events` events, spread evenly over `accounts` accounts, each account with
- * `subscriptions` subscriptions that all receive its events; deliveries confirmed per second, and
- * what each delivery cost (cost-probe.ts).
+ * Subscribes `load`'s accounts on `stack` (account ids `bench-<i>`) to `receiver`, publishes its
+ * events and waits until their deliveries all succeeded; only those deliveries count, so the
+ * stack's log may hold others.
+ */
+export async function measureDeliveries(
+  name: string,
+  stack: BenchStack,
+  publisher: EventPublisher,
+  receiver: BareReceiver,
+  load: DeliveryLoad,
+  progress: Progress,
+): Promise<DeliveryThroughput> {
+  const { events, subscriptions } = load;
+  const accounts = Array.from({ length: load.accounts }, (_, i) => `bench-${i}`);
+  const subscriptionIds: string[] = [];
+  for (const account of accounts) {
+    subscriptionIds.push(
+      ...(await subscribe(stack, account, `${receiver.url}/hook`, subscriptions, load.fields)),
+    );
+  }
+  const expected = events * subscriptions;
+  const probe = await startCostProbe(stack);
+  const started = performance.timeOrigin + performance.now();
+  await publishMany(publisher, accounts, events);
+  const finished = await waitForSucceeded(
+    stack,
+    expected,
+    600_000,
+    (done) => progress(name, done, expected),
+    subscriptionIds,
+  );
+  const seconds = (finished - started) / 1000;
+  const cost = await probe.stop(expected);
+  return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds, cost };
+}
+
+/**
+ * {@link measureDeliveries} on a stack of its own (`env` added to its services' environment) with
+ * one worker.
  */
 export async function deliveryThroughput(
   name: string,
-  load: {
-    events: number;
-    accounts: number;
-    subscriptions: number;
-    /** More fields of every subscription, such as a `filter`. */
-    fields?: Record<string, unknown>;
-  },
+  load: DeliveryLoad,
   progress: Progress,
   env: Record<string, string> = {},
-): Promise<{ deliveriesPerSecond: number; deliveries: number; seconds: number; cost: DeliveryCost }> {
-  const { events, subscriptions } = load;
-  return withBenchStack({ tag: name, env }, async (stack, publisher, receiver) => {
-    const accounts = Array.from({ length: load.accounts }, (_, i) => `bench-${i}`);
-    for (const account of accounts) {
-      await subscribe(stack, account, `${receiver.url}/hook`, subscriptions, load.fields);
-    }
-    const expected = events * subscriptions;
-    const probe = await startCostProbe(stack);
-    const started = performance.timeOrigin + performance.now();
-    await publishMany(publisher, accounts, events);
-    const finished = await waitForSucceeded(stack, expected, 600_000, (done) =>
-      progress(name, done, expected),
-    );
-    const seconds = (finished - started) / 1000;
-    const cost = await probe.stop(expected);
-    return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds, cost };
-  });
+): Promise<DeliveryThroughput> {
+  return withBenchStack({ tag: name, env }, (stack, publisher, receiver) =>
+    measureDeliveries(name, stack, publisher, receiver, load, progress),
+  );
 }
 
 /** Seconds of publishing at the steady rate before latencies count. */

@@ -111,14 +111,19 @@ export async function createBenchDatabase(tag: string, dir = migrationsDir): Pro
   };
 }
 
-/** Starts a stack; `env` is added to both services' environment. */
+/**
+ * Starts a stack; `env` is added to both services' environment. `prepareDatabase` changes the
+ * freshly migrated database before the services start.
+ */
 export async function startBenchStack(
   tag: string,
   env: Record<string, string> = {},
   workerCount = 1,
+  prepareDatabase?: (databaseUrl: string) => Promise<void>,
 ): Promise<BenchStack> {
   const database = await createBenchDatabase(tag);
   const databaseUrl = database.url;
+  await prepareDatabase?.(databaseUrl);
   const prefix = `wh-bench-${tag}-${randomBytes(3).toString('hex')}`;
   const jwtSecret = randomBytes(32).toString('hex');
   const port = await freePort();
@@ -174,8 +179,8 @@ export async function startBenchStack(
 
 /**
  * Runs `run` on a fresh stack (`env` added to the services' environment, `workers` worker
- * processes), a publisher on its queues and a bare receiver answering `answer()`; closes all three
- * afterwards, whatever happens.
+ * processes, `prepareDatabase` as in {@link startBenchStack}), a publisher on its queues and a bare
+ * receiver answering `answer()`; closes all three afterwards, whatever happens.
  */
 export async function withBenchStack<T>(
   options: {
@@ -183,12 +188,18 @@ export async function withBenchStack<T>(
     env?: Record<string, string>;
     workers?: number;
     answer?: (path: string) => BareAnswer;
+    prepareDatabase?: (databaseUrl: string) => Promise<void>;
   },
   run: (stack: BenchStack, publisher: EventPublisher, receiver: BareReceiver) => Promise<T>,
 ): Promise<T> {
   const receiver = await startBareReceiver(options.answer);
   try {
-    const stack = await startBenchStack(options.tag, options.env, options.workers ?? 1);
+    const stack = await startBenchStack(
+      options.tag,
+      options.env,
+      options.workers ?? 1,
+      options.prepareDatabase,
+    );
     const publisher = createEventPublisher({
       redis: stack.redisUrl,
       prefix: stack.prefix,
@@ -372,7 +383,8 @@ export async function queueFloorBaseline(count: number, concurrency: number): Pr
 
 /**
  * Waits until `expected` deliveries of the stack are recorded as succeeded (polling the database
- * every 100 ms) and returns the time of the last poll that saw them all, ms since epoch.
+ * every 100 ms) and returns the time of the last poll that saw them all, ms since epoch. With
+ * `subscriptionIds`, only their deliveries count (a log filled beforehand is left out).
  *
  * @throws Error after `timeoutMs`
  */
@@ -381,10 +393,15 @@ export async function waitForSucceeded(
   expected: number,
   timeoutMs: number,
   onProgress?: (done: number) => void,
+  subscriptionIds?: string[],
 ): Promise<number> {
   const deadline = Date.now() + timeoutMs;
+  const where = {
+    status: 'succeeded' as const,
+    ...(subscriptionIds === undefined ? {} : { subscriptionId: { in: subscriptionIds } }),
+  };
   for (;;) {
-    const done = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
+    const done = await stack.prisma.delivery.count({ where });
     onProgress?.(done);
     if (done >= expected) return performance.timeOrigin + performance.now();
     if (Date.now() > deadline)

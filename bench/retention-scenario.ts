@@ -14,6 +14,7 @@ import pg from 'pg';
 import { createPrismaClient, migrationsDir } from '@webhooks/db';
 import { deleteExpiredRows } from '@webhooks/worker';
 import { createBenchDatabase, type BenchDatabase } from './harness.js';
+import { createPastPartitions, derivedDeliveryId, fillLog, uuidAt } from './log-fill.js';
 
 const partitioningMigration = '20261124120000_partitioned_delivery_log';
 const subscriptionId = '01900000-0000-7000-8000-0000000000b1';
@@ -31,36 +32,6 @@ export interface RetentionResult {
   attempts: number;
   partitions: RetentionCost;
   rows: RetentionCost;
-}
-
-/** A UUID of time `ts` (a SQL timestamptz expression): its 48-bit ms, then random bits, as UUIDv7 orders. */
-const uuidAt = (ts: string) =>
-  `(lpad(to_hex((extract(epoch FROM ${ts}) * 1000)::bigint), 12, '0') || substr(md5(random()::text), 1, 20))::uuid`;
-
-/** Fills the log: `count` events evenly over [fromMs, toMs), each with one delivery and four attempts. */
-async function fill(db: pg.Client, count: number, fromMs: number, toMs: number, deliveryIdSql: string) {
-  await db.query(
-    `INSERT INTO events (id, account_id, type, data, occurred_at, created_at)
-     SELECT ${uuidAt('ts')}, 'bench', 'call.completed',
-            jsonb_build_object('call_id', md5(i::text), 'duration_s', i % 600, 'from', '+15550100', 'to', '+15550199'),
-            ts, ts
-     FROM (SELECT i, to_timestamp(($1::bigint + i * (($2::bigint - $1::bigint) / $3::bigint)) / 1000.0) AS ts
-           FROM generate_series(0, $3::bigint - 1) AS i) AS t`,
-    [fromMs, toMs, count],
-  );
-  await db.query(
-    `INSERT INTO deliveries (id, event_id, subscription_id, status, attempts_made, last_status_code, created_at, updated_at)
-     SELECT ${deliveryIdSql}, e.id, $1, 'succeeded', 4, 200, e.created_at, e.created_at
-     FROM events e WHERE e.created_at >= to_timestamp($2 / 1000.0) AND e.created_at < to_timestamp($3 / 1000.0)`,
-    [subscriptionId, fromMs, toMs],
-  );
-  await db.query(
-    `INSERT INTO delivery_attempts (delivery_id, attempt_number, started_at, duration_ms, status_code, response_body)
-     SELECT d.id, n, d.created_at, 12, CASE WHEN n = 4 THEN 200 ELSE 503 END, 'upstream busy'
-     FROM deliveries d CROSS JOIN generate_series(1, 4) AS n
-     WHERE d.created_at >= to_timestamp($1 / 1000.0) AND d.created_at < to_timestamp($2 / 1000.0)`,
-    [fromMs, toMs],
-  );
 }
 
 /** Runs `remove` from a checkpoint and measures it. */
@@ -127,14 +98,17 @@ async function run(
     );
     const partitioned = dir === migrationsDir;
     if (partitioned) {
-      await db.query(
-        `SELECT create_log_partitions(day::date)
-         FROM generate_series(now() - interval '41 days', now(), interval '1 day') AS day`,
-      );
+      await createPastPartitions(db, 41);
     }
     step(`${tag}: filling`);
-    await fill(db, expiredEvents, now - 40 * dayMs, now - 35 * dayMs, deliveryIdSql);
-    await fill(db, Math.ceil(expiredEvents / 10), now - 3 * dayMs, now - dayMs, deliveryIdSql);
+    const log = { accountId: 'bench', subscriptionId, deliveryIdSql };
+    await fillLog(db, { ...log, count: expiredEvents, fromMs: now - 40 * dayMs, toMs: now - 35 * dayMs });
+    await fillLog(db, {
+      ...log,
+      count: Math.ceil(expiredEvents / 10),
+      fromMs: now - 3 * dayMs,
+      toMs: now - dayMs,
+    });
     await db.query('VACUUM ANALYZE');
     step(`${tag}: retention`);
     const cutoff = new Date(now - retentionDays * dayMs);
@@ -167,7 +141,7 @@ export async function retentionCost(
       'retention_partitions',
       migrationsDir,
       expiredEvents,
-      'delivery_id(e.id, $1)',
+      derivedDeliveryId,
       async (database, _, cutoff) => {
         const prisma = createPrismaClient({ databaseUrl: database.url, poolSize: 1 });
         try {

@@ -25,6 +25,7 @@ import {
   steadySubscriptions as accountSteadySubscriptions,
 } from './account-fairness-scenario.js';
 import { retentionCost } from './retention-scenario.js';
+import { logGrowth, type LogRun } from './log-growth-scenario.js';
 import { overload, overloadSubscriptions } from './overload-scenario.js';
 import type { DeliveryCost } from './cost-probe.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
@@ -49,6 +50,7 @@ const size = quick
       memoryEvents: 100,
       fairnessSeconds: 10,
       retentionEvents: 25_000,
+      historyEvents: 250_000,
       overloadSeconds: 10,
     }
   : {
@@ -62,6 +64,7 @@ const size = quick
       memoryEvents: 1_000,
       fairnessSeconds: 30,
       retentionEvents: 250_000,
+      historyEvents: 2_500_000,
       overloadSeconds: 30,
     };
 
@@ -393,6 +396,63 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         cost(retention.partitions),
         `${cost(retention.rows)} (unpartitioned, batches of 1,000 rows)`,
         retention.partitions.seconds / retention.rows.seconds,
+      ),
+    ];
+  },
+  async log() {
+    const log = await logGrowth(
+      { historyEvents: size.historyEvents, e2eEvents: size.e2e, readSeconds: size.apiSeconds },
+      progress,
+    );
+    results.log = log;
+    const { empty, grown, unpartitioned } = log;
+    const grownBy = `a log of ${grown.attempts.toLocaleString('en-US')} attempts over 30 days`;
+    const emptyLog = `${empty.attempts.toLocaleString('en-US')} attempts of the last hour`;
+    const requests = (rate: number) => `${rate.toFixed(0)} requests/s`;
+    const deliveries = (run: LogRun) => `${run.e2e.deliveriesPerSecond.toFixed(0)} deliveries/s`;
+    const flat = (what: string, pick: (run: LogRun) => number, format: (run: LogRun) => string) =>
+      ratioRow(
+        `${what}: ${grownBy} / ${emptyLog}`,
+        format(grown),
+        format(empty),
+        pick(grown) / pick(empty),
+        0.9,
+      );
+    const layoutCost = (what: string, pick: (run: LogRun) => number, format: (run: LogRun) => string) =>
+      ratioRow(
+        `${what}: delivery log partitioned by day / unpartitioned`,
+        format(empty),
+        format(unpartitioned),
+        pick(empty) / pick(unpartitioned),
+        0.95,
+      );
+    return [
+      flat('end-to-end delivery', (run) => run.e2e.deliveriesPerSecond, deliveries),
+      flat(
+        'ingest',
+        (run) => run.ingest,
+        (run) => requests(run.ingest),
+      ),
+      flat(
+        'delivery list, first page',
+        (run) => run.firstPage,
+        (run) => requests(run.firstPage),
+      ),
+      flat(
+        'delivery list, page read on from halfway',
+        (run) => run.deepPage,
+        (run) => requests(run.deepPage),
+      ),
+      flat(
+        'delivery by id, with its attempts',
+        (run) => run.byId,
+        (run) => requests(run.byId),
+      ),
+      layoutCost('end-to-end delivery', (run) => run.e2e.deliveriesPerSecond, deliveries),
+      layoutCost(
+        'ingest',
+        (run) => run.ingest,
+        (run) => requests(run.ingest),
       ),
     ];
   },

@@ -63,8 +63,9 @@ export function createFanOutProcessor(deps: FanOutDeps) {
    * checked against yet; those come back with their filter instead, to be checked here.
    */
   const createDeliveries = async (rows: FanOutRow[]) => {
-    const { rows: found } = await deps.pool.query<FanOutTarget>(
-      `
+    const { rows: found } = await deps.pool.query<FanOutTarget>({
+      name: 'fan-out-create-deliveries',
+      text: `
       WITH input AS (
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::uuid[], $8::boolean[])
           AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id, filter_checked)
@@ -92,7 +93,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
       UNION ALL
       SELECT event_id::text, subscription_id::text, filter, webhook_id, ordering FROM candidates
       WHERE filter IS NOT NULL AND NOT filter_checked`,
-      [
+      values: [
         rows.map((r) => r.event.id),
         rows.map((r) => r.event.accountId),
         rows.map((r) => r.event.type),
@@ -102,7 +103,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         rows.map((r) => r.onlySubscriptionId),
         rows.map((r) => r.filterChecked),
       ],
-    );
+    });
     return found;
   };
 

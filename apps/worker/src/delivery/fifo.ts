@@ -36,13 +36,14 @@ export function createFifoHeads(
   return {
     async ensure(subscriptionIds) {
       if (subscriptionIds.length === 0) return;
-      const { rows } = await pool.query<{ event_id: string; subscription_id: string; round: number }>(
-        `SELECT DISTINCT ON (d.subscription_id) d.event_id::text, d.subscription_id::text, d.round
+      const { rows } = await pool.query<{ event_id: string; subscription_id: string; round: number }>({
+        name: 'fifo-heads',
+        text: `SELECT DISTINCT ON (d.subscription_id) d.event_id::text, d.subscription_id::text, d.round
          FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id AND s.ordering = 'fifo'
          WHERE d.subscription_id = ANY($1::uuid[]) AND d.status = 'pending'
          ORDER BY d.subscription_id, d.event_id`,
-        [[...new Set(subscriptionIds)]],
-      );
+        values: [[...new Set(subscriptionIds)]],
+      });
       if (rows.length === 0) return;
       const jobs = await deliveries.addBulk(
         rows.map((row) =>

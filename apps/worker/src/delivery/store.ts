@@ -3,6 +3,12 @@
  * hot path: see `createPgPool` in @webhooks/db), over a batch of concurrent jobs (see `batcher` in
  * @webhooks/shared for why); a single statement is atomic in PostgreSQL, data-modifying CTEs
  * included, so every write stays all-or-nothing.
+ *
+ * The hot statements (here, the fan-out's and the FIFO heads') are named, so each connection
+ * prepares them once. An unnamed statement is planned at every call, and planning a join over the
+ * log's day partitions cost about four times its execution (1.4 ms against 0.35 ms for a load of
+ * 20 deliveries over 9 partitions). After five calls PostgreSQL keeps a generic plan, which
+ * prunes the partitions when it runs instead.
  */
 import type { Pool } from '@webhooks/db';
 import {
@@ -163,8 +169,9 @@ const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'fa
 export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): DeliveryStore {
   const { disableAfter, secretBox, batch = {} } = options;
   const load = batcher<{ eventId: string; subscriptionId: string }, LoadedDelivery | null>(async (keys) => {
-    const { rows } = await pool.query<Row>(
-      `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
+    const { rows } = await pool.query<Row>({
+      name: 'delivery-load',
+      text: `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
              e.id::text AS event_id, e.type, e.data, e.occurred_at,
              s.id::text AS subscription_id, s.callback_url, s.webhook_id, s.kind, s.status::text AS subscription_status,
              s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit,
@@ -178,8 +185,8 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
       JOIN deliveries d ON d.id = delivery_id(k.event_id, k.subscription_id)
       JOIN events e ON e.id = d.event_id
       JOIN subscriptions s ON s.id = d.subscription_id`,
-      [keys.map((k) => k.eventId), keys.map((k) => k.subscriptionId)],
-    );
+      values: [keys.map((k) => k.eventId), keys.map((k) => k.subscriptionId)],
+    });
     const found = new Map(rows.map((row) => [`${row.event_id} ${row.subscription_id}`, row]));
     return keys.map((k) => {
       const row = found.get(`${k.eventId} ${k.subscriptionId}`);
@@ -200,8 +207,9 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         effect: failureRunEffect(r.outcome, r.delivery.subscription.consecutiveFailures),
       })),
     );
-    const { rows: notices } = await pool.query<{ event_id: string; subscription_id: string }>(
-      `
+    const { rows: notices } = await pool.query<{ event_id: string; subscription_id: string }>({
+      name: 'delivery-record',
+      text: `
       WITH input AS (
         SELECT * FROM unnest(
           $1::uuid[],
@@ -278,7 +286,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         RETURNING event_id, subscription_id
       )
       SELECT event_id::text, subscription_id::text FROM notice_deliveries`,
-      [
+      values: [
         column((r) => r.delivery.id),
         column((r) => r.delivery.attemptsMade + 1),
         column((r) => r.result.startedAt.toISOString()),
@@ -298,7 +306,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         options.links.subscription(''),
         operationalKind,
       ],
-    );
+    });
     if (notices.length > 0) {
       await options.enqueueNotices(
         notices.map((n) => ({ eventId: n.event_id, subscriptionId: n.subscription_id, round: 0 })),
