@@ -34,26 +34,33 @@ interface Counters {
 
 const ticksPerMs = 100 / 1000;
 
-/** CPU ms a process has used, 0 when it is gone. */
-async function cpuMsOf(pid: number | undefined): Promise<number> {
+/**
+ * CPU ms a process has used, 0 when it is gone; with `reapedChildren`, plus what its children
+ * used that have exited and been waited for (proc(5): cutime and cstime).
+ */
+async function cpuMsOf(pid: number | undefined, reapedChildren = false): Promise<number> {
   if (pid === undefined) return 0;
   try {
     // The command name may hold spaces; the fields after its closing parenthesis do not.
     const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
+    const own = Number(fields[11]) + Number(fields[12]);
+    return (reapedChildren ? own + Number(fields[13]) + Number(fields[14]) : own) / ticksPerMs;
   } catch {
     return 0;
   }
 }
 
-/** CPU ms used by every process named `postgres` still running. */
+/**
+ * CPU ms used by every process named `postgres`: those running, and through the postmaster's
+ * reaped children, the backends that exited meanwhile (a connection closed by a pool).
+ */
 async function postgresCpuMs(): Promise<number> {
   let total = 0;
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const comm = (await readFile(`/proc/${entry}/comm`, 'utf8')).trim();
-      if (comm === 'postgres') total += await cpuMsOf(Number(entry));
+      if (comm === 'postgres') total += await cpuMsOf(Number(entry), true);
     } catch {
       // Exited meanwhile.
     }

@@ -384,7 +384,8 @@ export async function queueFloorBaseline(count: number, concurrency: number): Pr
 /**
  * Waits until `expected` deliveries of the stack are recorded as succeeded (polling the database
  * every 100 ms) and returns the time of the last poll that saw them all, ms since epoch. With
- * `subscriptionIds`, only their deliveries count (a log filled beforehand is left out).
+ * `sinceMs` (ms since epoch), only the deliveries of events accepted since count: a log filled
+ * beforehand is left out, and each poll reads only the day partitions from then on.
  *
  * @throws Error after `timeoutMs`
  */
@@ -393,12 +394,12 @@ export async function waitForSucceeded(
   expected: number,
   timeoutMs: number,
   onProgress?: (done: number) => void,
-  subscriptionIds?: string[],
+  sinceMs?: number,
 ): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   const where = {
     status: 'succeeded' as const,
-    ...(subscriptionIds === undefined ? {} : { subscriptionId: { in: subscriptionIds } }),
+    ...(sinceMs === undefined ? {} : { id: { gte: lowestIdAt(sinceMs) } }),
   };
   for (;;) {
     const done = await stack.prisma.delivery.count({ where });
@@ -408,6 +409,12 @@ export async function waitForSucceeded(
       throw new Error(`only ${done} of ${expected} deliveries succeeded within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** The lowest UUIDv7 of time `ms` (ms since epoch), as delivery ids begin with their event's time. */
+function lowestIdAt(ms: number): string {
+  const hex = Math.floor(ms).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8)}-0000-0000-000000000000`;
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Which days of the delivery log are created ahead and which retention drops (pure rules). */
 import { describe, expect, it } from '@jest/globals';
-import { daysToCreate, expiredDays, utcDay } from '../src/log-partitions.js';
+import { daysToCreate, expiredDays, timeIdRange, utcDay } from '../src/log-partitions.js';
 
 describe('delivery log partition days', () => {
   it('creates today and the days ahead, in UTC, across a month end', () => {
@@ -19,5 +19,24 @@ describe('delivery log partition days', () => {
     expect(expiredDays(days, new Date('2026-10-24T00:00:00.000Z'))).toEqual(['2026-10-22', '2026-10-23']);
     expect(expiredDays(days, new Date('2026-10-23T23:59:59.999Z'))).toEqual(['2026-10-22']);
     expect(expiredDays(days, new Date('2026-10-01T00:00:00.000Z'))).toEqual([]);
+  });
+
+  it("bounds a batch's ids by their times, whatever their case and order", () => {
+    const ids = [
+      '019ab5a0-1c2e-7d3f-8a1b-2c3d4e5f6a7b',
+      '019AB59F-FFFF-7000-8000-000000000000',
+      '019ab5a0-1c30-7aaa-9bbb-cccccccccccc',
+    ];
+    const [low, high] = timeIdRange(ids);
+    expect([low, high]).toEqual([
+      '019ab59f-ffff-0000-0000-000000000000',
+      '019ab5a0-1c30-ffff-ffff-ffffffffffff',
+    ]);
+    // A delivery of the earliest event (its id keeps only the event's time) is inside the range.
+    expect('019ab59f-ffff-8123-8456-0123456789ab' >= low).toBe(true);
+    expect(timeIdRange([ids[0]!])).toEqual([
+      '019ab5a0-1c2e-0000-0000-000000000000',
+      '019ab5a0-1c2e-ffff-ffff-ffffffffffff',
+    ]);
   });
 });

@@ -19,6 +19,7 @@ import {
   type ResourceLinks,
   type SecretBox,
 } from '@webhooks/shared';
+import { timeIdRange } from '../log-partitions.js';
 import type { AttemptResult } from './attempt.js';
 import { failureRunChanges, failureRunEffect } from './auto-disable.js';
 import type { DeliveryOutcome } from './outcome.js';
@@ -130,11 +131,10 @@ type Row = {
   rate_limit: number | null;
   ordering: 'none' | 'fifo';
   account_id: string;
-  is_head: boolean;
 };
 
 /** The row with its secrets opened; a secret no configured key opens fails this delivery alone. */
-function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
+function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelivery {
   return {
     id: row.id,
     status: row.status,
@@ -156,7 +156,7 @@ function toLoaded(row: Row, secretBox: SecretBox): LoadedDelivery {
       ordering: row.ordering,
       accountId: row.account_id,
     },
-    isHead: row.is_head,
+    isHead,
   };
 }
 
@@ -168,31 +168,51 @@ const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'fa
 /** Creates the store. */
 export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): DeliveryStore {
   const { disableAfter, secretBox, batch = {} } = options;
+  /** Whether each FIFO delivery (by id) has no earlier pending delivery of its subscription. */
+  const fifoHeads = async (rows: Row[], high: string): Promise<Map<string, boolean>> => {
+    const fifo = rows.filter((row) => row.ordering === 'fifo');
+    if (fifo.length === 0) return new Map();
+    const { rows: heads } = await pool.query<{ id: string; is_head: boolean }>({
+      name: 'delivery-fifo-heads',
+      text: `SELECT k.id::text, NOT EXISTS (
+               SELECT 1 FROM deliveries earlier
+               WHERE earlier.subscription_id = k.subscription_id AND earlier.status = 'pending'
+                 AND earlier.event_id < k.event_id AND earlier.id <= $4::uuid) AS is_head
+             FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS k(id, event_id, subscription_id)`,
+      values: [fifo.map((r) => r.id), fifo.map((r) => r.event_id), fifo.map((r) => r.subscription_id), high],
+    });
+    return new Map(heads.map((head) => [head.id, head.is_head]));
+  };
+
   const load = batcher<{ eventId: string; subscriptionId: string }, LoadedDelivery | null>(async (keys) => {
+    const [low, high] = timeIdRange(keys.map((k) => k.eventId));
     const { rows } = await pool.query<Row>({
       name: 'delivery-load',
       text: `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
              e.id::text AS event_id, e.type, e.data, e.occurred_at,
              s.id::text AS subscription_id, s.callback_url, s.webhook_id, s.kind, s.status::text AS subscription_status,
              s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit,
-             s.ordering, s.account_id,
-             (s.ordering <> 'fifo' OR NOT EXISTS (
-               SELECT 1 FROM deliveries earlier
-               WHERE earlier.subscription_id = d.subscription_id AND earlier.status = 'pending'
-                 AND earlier.event_id < d.event_id)) AS is_head
+             s.ordering, s.account_id
       FROM unnest($1::uuid[], $2::uuid[]) AS k(event_id, subscription_id)
-      -- By id, so that each key reads one day of the delivery log.
-      JOIN deliveries d ON d.id = delivery_id(k.event_id, k.subscription_id)
-      JOIN events e ON e.id = d.event_id
-      JOIN subscriptions s ON s.id = d.subscription_id`,
-      values: [keys.map((k) => k.eventId), keys.map((k) => k.subscriptionId)],
+      -- Key by key, by primary key, within the batch's days: LIMIT keeps each lookup a lateral index
+      -- probe (of one day of the log), which no estimate of a generic plan can turn into a scan.
+      CROSS JOIN LATERAL (
+        SELECT * FROM deliveries
+        WHERE id = delivery_id(k.event_id, k.subscription_id) AND id BETWEEN $3::uuid AND $4::uuid LIMIT 1
+      ) d
+      CROSS JOIN LATERAL (
+        SELECT * FROM events WHERE id = k.event_id AND id BETWEEN $3::uuid AND $4::uuid LIMIT 1
+      ) e
+      CROSS JOIN LATERAL (SELECT * FROM subscriptions WHERE id = d.subscription_id LIMIT 1) s`,
+      values: [keys.map((k) => k.eventId), keys.map((k) => k.subscriptionId), low, high],
     });
+    const heads = await fifoHeads(rows, high);
     const found = new Map(rows.map((row) => [`${row.event_id} ${row.subscription_id}`, row]));
     return keys.map((k) => {
       const row = found.get(`${k.eventId} ${k.subscriptionId}`);
       if (row === undefined) return null;
       try {
-        return toLoaded(row, secretBox);
+        return toLoaded(row, heads.get(row.id) ?? true, secretBox);
       } catch (error) {
         return error as Error;
       }
@@ -228,7 +248,10 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
       ), live AS (
         -- Deliveries deleted with their subscription during the attempt are left out (and the
         -- survivors locked against such a delete), so one deletion cannot fail the whole batch.
-        SELECT i.* FROM input i JOIN deliveries d ON d.id = i.delivery_id FOR KEY SHARE OF d
+        SELECT i.* FROM input i CROSS JOIN LATERAL (
+          SELECT 1 FROM deliveries d WHERE d.id = i.delivery_id AND d.id BETWEEN $19::uuid AND $20::uuid
+          LIMIT 1 FOR KEY SHARE
+        ) d
       ), attempts AS (
         INSERT INTO delivery_attempts
           (delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
@@ -240,7 +263,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         UPDATE deliveries d
         SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
             last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
-        FROM live i WHERE d.id = i.delivery_id
+        FROM live i WHERE d.id = i.delivery_id AND d.id BETWEEN $19::uuid AND $20::uuid
       ), changes AS (
         SELECT * FROM unnest(
           $12::uuid[],
@@ -305,6 +328,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         disabledEventType,
         options.links.subscription(''),
         operationalKind,
+        ...timeIdRange(records.map((r) => r.delivery.id)),
       ],
     });
     if (notices.length > 0) {
