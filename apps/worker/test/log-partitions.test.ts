@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
-import { createLogPartitions, logPartitionDays, utcDay } from '../src/log-partitions.js';
+import { loadSql } from '../src/delivery/store.js';
+import { createLogPartitions, logPartitionDays, timeIdRange, utcDay } from '../src/log-partitions.js';
 import { deleteExpiredRows } from '../src/retention.js';
 import { afterStartupRetention, startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../test/support/wait.js';
@@ -27,9 +28,15 @@ afterAll(async () => {
   await stack.close();
 });
 
-/** The tables an EXPLAIN (ANALYZE) of `sql` shows read: partitions pruned at plan or start-up time are absent. */
-async function tablesRead(sql: string, params: unknown[] = []): Promise<string[]> {
-  const { rows } = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+/**
+ * The tables an EXPLAIN (ANALYZE) of `sql` on `client` (default the file's) shows read: partitions
+ * pruned at plan or start-up time are absent.
+ */
+async function tablesRead(sql: string, params: unknown[] = [], client = db): Promise<string[]> {
+  const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+    `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+    params,
+  );
   const found = new Set<string>();
   const walk = (node: unknown): void => {
     if (Array.isArray(node)) node.forEach(walk);
@@ -138,6 +145,36 @@ describe('the delivery log partitioned by day', () => {
       headers: stack.api.auth('acct-log'),
     });
     expect(listed.json().results).toHaveLength(1);
+  });
+
+  it("reads one day of each log table when the worker's batch load runs from a cached plan", async () => {
+    const sub = await stack.subscribe('acct-log', { callback_url: `${stack.receiver.url}/load-plan` });
+    const now = Date.now();
+    await createDays(now - 5 * dayMs, now);
+    const stored = await storeDeliveryAt(sub.id, now - 2 * dayMs);
+    await storeDeliveryAt(sub.id, now - 4 * dayMs);
+    await storeDeliveryAt(sub.id, now);
+    // The plan PostgreSQL keeps for a named statement after five calls, built at once.
+    const session = new pg.Client({ connectionString: stack.api.database.url });
+    await session.connect();
+    try {
+      await session.query('SET plan_cache_mode = force_generic_plan');
+      await session.query(`PREPARE load_plan(uuid[], uuid[], uuid, uuid) AS ${loadSql}`);
+      const args = [`{${stored.eventId}}`, `{${sub.id}}`, ...timeIdRange([stored.eventId])]
+        .map((value) => pg.escapeLiteral(value))
+        .join(', ');
+      const found = await session.query<{ id: string }>(`EXECUTE load_plan(${args})`);
+      expect(found.rows.map((row) => row.id)).toEqual([stored.deliveryId]);
+      expect(await tablesRead(`EXECUTE load_plan(${args})`, [], session)).toEqual(
+        [
+          partitionOf('deliveries', now - 2 * dayMs),
+          partitionOf('events', now - 2 * dayMs),
+          'subscriptions',
+        ].sort(),
+      );
+    } finally {
+      await session.end();
+    }
   });
 
   it('creates the days ahead once, and leaves a day whose rows already sit in the default partition to them', async () => {

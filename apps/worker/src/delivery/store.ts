@@ -165,6 +165,28 @@ const disabledEventType = 'subscription.disabled';
 
 const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'failed' } as const;
 
+/**
+ * The batch load: `$1` event ids and `$2` subscription ids (uuid[], one key per index), `$3` and
+ * `$4` the batch's range of ids ({@link timeIdRange}); a row per delivery found. Exported for the
+ * plan tests.
+ */
+export const loadSql = `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
+             e.id::text AS event_id, e.type, e.data, e.occurred_at,
+             s.id::text AS subscription_id, s.callback_url, s.webhook_id, s.kind, s.status::text AS subscription_status,
+             s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit,
+             s.ordering, s.account_id
+      FROM unnest($1::uuid[], $2::uuid[]) AS k(event_id, subscription_id)
+      -- Key by key, by primary key, within the batch's days: LIMIT keeps each lookup a lateral index
+      -- probe (of one day of the log), which no estimate of a generic plan can turn into a scan.
+      CROSS JOIN LATERAL (
+        SELECT * FROM deliveries
+        WHERE id = delivery_id(k.event_id, k.subscription_id) AND id BETWEEN $3::uuid AND $4::uuid LIMIT 1
+      ) d
+      CROSS JOIN LATERAL (
+        SELECT * FROM events WHERE id = k.event_id AND id BETWEEN $3::uuid AND $4::uuid LIMIT 1
+      ) e
+      CROSS JOIN LATERAL (SELECT * FROM subscriptions WHERE id = d.subscription_id LIMIT 1) s`;
+
 /** Creates the store. */
 export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): DeliveryStore {
   const { disableAfter, secretBox, batch = {} } = options;
@@ -188,22 +210,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
     const [low, high] = timeIdRange(keys.map((k) => k.eventId));
     const { rows } = await pool.query<Row>({
       name: 'delivery-load',
-      text: `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
-             e.id::text AS event_id, e.type, e.data, e.occurred_at,
-             s.id::text AS subscription_id, s.callback_url, s.webhook_id, s.kind, s.status::text AS subscription_status,
-             s.secret, s.previous_secret, s.previous_secret_expires_at, s.consecutive_failures, s.rate_limit,
-             s.ordering, s.account_id
-      FROM unnest($1::uuid[], $2::uuid[]) AS k(event_id, subscription_id)
-      -- Key by key, by primary key, within the batch's days: LIMIT keeps each lookup a lateral index
-      -- probe (of one day of the log), which no estimate of a generic plan can turn into a scan.
-      CROSS JOIN LATERAL (
-        SELECT * FROM deliveries
-        WHERE id = delivery_id(k.event_id, k.subscription_id) AND id BETWEEN $3::uuid AND $4::uuid LIMIT 1
-      ) d
-      CROSS JOIN LATERAL (
-        SELECT * FROM events WHERE id = k.event_id AND id BETWEEN $3::uuid AND $4::uuid LIMIT 1
-      ) e
-      CROSS JOIN LATERAL (SELECT * FROM subscriptions WHERE id = d.subscription_id LIMIT 1) s`,
+      text: loadSql,
       values: [keys.map((k) => k.eventId), keys.map((k) => k.subscriptionId), low, high],
     });
     const heads = await fifoHeads(rows, high);
