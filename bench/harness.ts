@@ -385,7 +385,9 @@ export async function queueFloorBaseline(count: number, concurrency: number): Pr
  * Waits until `expected` deliveries of the stack are recorded as succeeded (polling the database
  * every 100 ms) and returns the time of the last poll that saw them all, ms since epoch. With
  * `sinceMs` (ms since epoch), only the deliveries of events accepted since count: a log filled
- * beforehand is left out, and each poll reads only the day partitions from then on.
+ * beforehand is left out, and each poll reads only the day partitions from then on. This relies on
+ * the API minting event ids as UUIDv7 from the same host's clock as the bench's (the stack runs
+ * on this machine), and on a delivery's id beginning with its event's time.
  *
  * @throws Error after `timeoutMs`
  */
