@@ -1,7 +1,7 @@
 /**
- * A Redis Cluster of a test's own: three masters on free ports in a temporary folder, joined with
- * `redis-cli --cluster create`, for the tests that run the service on a cluster. The
- * machine's shared server is never touched.
+ * A Redis Cluster of a test's own: three masters on free ports in a temporary folder, with a
+ * replica each when asked, joined with `redis-cli --cluster create`, for the tests that run the
+ * service on a cluster. The machine's shared server is never touched.
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,8 +15,12 @@ import { waitFor } from './wait.js';
 
 /** A running private cluster. */
 export interface PrivateRedisCluster {
-  /** `host:port` of every master, comma-separated: a REDIS_CLUSTER_NODES value. */
+  /** `host:port` of every node, comma-separated: a REDIS_CLUSTER_NODES value. */
   nodes: string;
+  /** Ports of the nodes that are masters now, each with the slot ranges it serves. */
+  masters(): Promise<Array<{ port: number; slots: Array<[number, number]> }>>;
+  /** Kills the node on `port` with SIGKILL; with replicas, the cluster promotes the master's one. */
+  kill(port: number): Promise<void>;
   /** Stops every node and removes the folder. */
   destroy(): Promise<void>;
 }
@@ -37,12 +41,33 @@ async function clusterReady(ports: number[]): Promise<boolean> {
   return states.every(Boolean);
 }
 
-/** Starts three `--cluster-enabled yes` servers and joins them into one cluster. */
-export async function startPrivateRedisCluster(): Promise<PrivateRedisCluster> {
+/** Whether every master reports each of its replicas online (`INFO replication`). */
+async function replicasInSync(ports: number[]): Promise<boolean> {
+  const roles = await Promise.all(
+    ports.map(async (port) => {
+      const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+      client.on('error', () => {});
+      try {
+        return await client.info('replication');
+      } finally {
+        client.disconnect();
+      }
+    }),
+  );
+  const masters = roles.filter((info) => info.includes('role:master'));
+  return masters.length === 3 && masters.every((info) => /slave0:.*state=online/.test(info));
+}
+
+/**
+ * Starts three masters (and `replicas` replicas of each) as `--cluster-enabled yes` servers and
+ * joins them into one cluster. A node that stops answering for 1 s is failed over (its replica
+ * promoted), instead of after Redis' default 15 s.
+ */
+export async function startPrivateRedisCluster(replicas: 0 | 1 = 0): Promise<PrivateRedisCluster> {
   const dir = mkdtempSync(path.join(tmpdir(), 'wh-redis-cluster-'));
   const ports: number[] = [];
   const children: ChildProcess[] = [];
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < 3 * (1 + replicas); i++) {
     const port = await freePort();
     ports.push(port);
     children.push(
@@ -55,10 +80,13 @@ export async function startPrivateRedisCluster(): Promise<PrivateRedisCluster> {
         `dump-${port}.rdb`,
         '--appendonly',
         'no',
+        '--cluster-node-timeout',
+        '1000',
       ]),
     );
   }
   const exited = children.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
+  const live = new Set(ports);
   const destroy = async () => {
     for (const child of children) child.kill('SIGKILL');
     await Promise.all(exited);
@@ -67,9 +95,43 @@ export async function startPrivateRedisCluster(): Promise<PrivateRedisCluster> {
   try {
     for (const port of ports) await waitFor(`cluster node ${port} to answer`, () => pingRedis(port));
     const addresses = ports.map((port) => `127.0.0.1:${port}`);
-    await promisify(execFile)('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-yes']);
+    await promisify(execFile)('redis-cli', [
+      '--cluster',
+      'create',
+      ...addresses,
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ]);
     await waitFor('the cluster to cover every slot', () => clusterReady(ports));
-    return { nodes: addresses.join(','), destroy };
+    if (replicas > 0) await waitFor('every replica online', () => replicasInSync(ports));
+    return {
+      nodes: addresses.join(','),
+      async masters() {
+        const client = new Redis([...live][0]!, '127.0.0.1', { maxRetriesPerRequest: 0 });
+        client.on('error', () => {});
+        try {
+          const ranges = await client.cluster('SLOTS');
+          const byPort = new Map<number, Array<[number, number]>>();
+          for (const [from, to, master] of ranges) {
+            const port = master![1];
+            const slots = byPort.get(port) ?? [];
+            slots.push([from, to]);
+            byPort.set(port, slots);
+          }
+          return [...byPort].map(([port, slots]) => ({ port, slots }));
+        } finally {
+          client.disconnect();
+        }
+      },
+      async kill(port) {
+        const index = ports.indexOf(port);
+        live.delete(port);
+        children[index]!.kill('SIGKILL');
+        await exited[index];
+      },
+      destroy,
+    };
   } catch (error) {
     await destroy();
     throw error;

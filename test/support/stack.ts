@@ -38,6 +38,7 @@ export async function startTestStack(tag: string, env: Record<string, string> = 
   const publisher = createEventPublisher({
     redis: api.config.redis,
     prefix: api.prefix,
+    shards: api.config.QUEUE_SHARDS,
     catalogue: api.config.catalogue,
   });
   return {

@@ -137,7 +137,9 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   });
   await app.register(queues, {
     redis: config.redis,
+    queuePrefix: config.QUEUE_PREFIX,
     prefix: config.keyPrefix,
+    shards: config.shards,
     waitReplicas: config.REDIS_WAIT_REPLICAS,
     tracing: config.tracing,
     catalogue: config.catalogue,
@@ -153,6 +155,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     await operator.register(queueDashboard, {
       token: config.ADMIN_TOKEN,
       keyPrefix: config.keyPrefix,
+      shardPrefixes: config.shards.prefixes,
       redis: app.redis,
     });
   }
@@ -160,7 +163,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   const { secretBox } = config;
   const quotas = createAccountQuotas({
     redis: countingRedis,
-    prefix: config.keyPrefix,
+    prefixOf: config.shards.accountPrefix,
     maxSubscriptions: config.MAX_SUBSCRIPTIONS_PER_ACCOUNT,
     payloadBytesPerDay: config.ACCOUNT_PAYLOAD_BYTES_PER_DAY,
     overrides: config.accountOverrides,
@@ -196,7 +199,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     });
     await accountScope.register(rateLimit, {
       max: config.RATE_LIMIT_PER_MINUTE,
-      nameSpace: `${config.keyPrefix}:rate-limit:`,
+      keyPrefixOf: config.shards.accountPrefix,
       redis: countingRedis,
     });
     await accountScope.register(storableInput);
@@ -208,7 +211,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
           ? ' (in development, CALLBACK_ALLOW_PRIVATE=true allows local callbacks)'
           : '',
       secretBox,
-      queuePrefix: config.keyPrefix,
+      shards: config.shards,
       inFlightBounds: config.inFlightBounds,
       maxPerAccount: quotas.maxSubscriptions,
       verifyCallbacks: config.CALLBACK_VERIFICATION === 'challenge',
@@ -219,7 +222,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     await accountScope.register(signingSecret, { secretBox });
     const backlog = createBacklogWatch(
       app.redis,
-      config.keyPrefix,
+      config.shards.prefixes,
       { events: config.BACKLOG_MAX_EVENTS, deliveries: config.BACKLOG_MAX_DELIVERIES },
       app.log,
     );

@@ -1,13 +1,13 @@
 /**
  * What the API's plugins add to Fastify's types: `app.prisma`, `app.redis`, `app.publisher`,
- * `app.deliveryQueue`, `app.verificationQueue` (plugins/prisma.ts, plugins/queues.ts) and
+ * `app.deliveryQueues`, `app.verificationQueue` (plugins/prisma.ts, plugins/queues.ts) and
  * `request.accountId` (plugins/auth.ts). Declared here, in one module that index.ts re-exports,
  * so code building on the app (tests, tools) sees them too.
  */
 import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { PrismaClient } from '@webhooks/db';
-import type { DeliveryJobData, EventPublisher, RedisConnection, VerificationJobData } from '@webhooks/shared';
+import type { DeliveryQueues, EventPublisher, RedisConnection, VerificationJobData } from '@webhooks/shared';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -18,7 +18,8 @@ declare module 'fastify' {
     operator: FastifyInstance;
     redis: RedisConnection;
     publisher: EventPublisher;
-    deliveryQueue: Queue<DeliveryJobData>;
+    /** The `deliveries` queue of each queue shard (QUEUE_SHARDS). */
+    deliveryQueues: DeliveryQueues;
     /** Callback challenges (CALLBACK_VERIFICATION=challenge). */
     verificationQueue: Queue<VerificationJobData>;
   }

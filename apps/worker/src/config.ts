@@ -12,6 +12,7 @@ import {
   loadConfig,
   parseAccountOverrides,
   parseCallbackPolicy,
+  parseShardList,
   requireMetricsToken,
   tracingRequested,
   redisSettingsFromEnv,
@@ -22,6 +23,7 @@ import {
   type AccountOverride,
   type CallbackPolicy,
   type Catalogue,
+  type QueueShards,
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
@@ -125,6 +127,18 @@ export const workerEnvSchema = Type.Object({
     description:
       'Queues this process consumes, comma-separated: `events` (fan-out) and/or `deliveries` (attempts); every process also runs the scheduled reconciler and retention, once across all',
   }),
+  WORKER_SHARDS: Type.String({
+    default: '',
+    description:
+      'Queue shards this process consumes (QUEUE_SHARDS), as numbers and ranges such as `0-3,6`; empty for every shard',
+  }),
+  QUEUE_SHARDS_DRAIN: Type.Integer({
+    default: 0,
+    minimum: 0,
+    maximum: 1_024,
+    description:
+      'While QUEUE_SHARDS changes: the previous value, whose shards this process also consumes until they are empty (docs/operations.md, "Changing QUEUE_SHARDS"); 0 when not changing',
+  }),
   WORKER_HEALTH_PORT: Type.Integer({
     default: 0,
     minimum: 0,
@@ -142,6 +156,10 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     dnsServers: string[];
     /** WORKER_QUEUES as a set. */
     roles: ReadonlySet<WorkerRole>;
+    /** WORKER_SHARDS: the shard numbers of `shards` this process consumes. */
+    workerShards: number[];
+    /** QUEUE_SHARDS_DRAIN's layout, whose shards this process drains; null when 0. */
+    drainShards: QueueShards | null;
     /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING: where each subscription's in-flight limit starts and how far it may rise. */
     inFlightBounds: InFlightBounds;
     /** ACCOUNT_OVERRIDES as account → its settings. */
@@ -201,6 +219,11 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     inFlightBounds: inFlightBoundsFromEnv(config),
     dnsServers: parseDnsServers(config.DNS_SERVERS),
     roles: parseRoles(config.WORKER_QUEUES),
+    workerShards: parseShardList(config.WORKER_SHARDS, config.QUEUE_SHARDS),
+    drainShards:
+      config.QUEUE_SHARDS_DRAIN === 0
+        ? null
+        : redisSettingsFromEnv({ ...config, QUEUE_SHARDS: config.QUEUE_SHARDS_DRAIN }).shards,
     accountOverrides: parseAccountOverrides(config.ACCOUNT_OVERRIDES),
     catalogue: catalogueFromEnv(config),
     callbackPolicy: parseCallbackPolicy(config),

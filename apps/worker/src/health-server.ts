@@ -27,7 +27,7 @@ async function readiness(worker: RunningWorker): Promise<[number, object]> {
     answersWithin(worker.prisma.$queryRaw`SELECT 1`, readinessTimeoutMs),
     answersWithin(worker.redis.ping(), readinessTimeoutMs),
   ]);
-  const running = [worker.events, worker.deliveries].every((consumer) => consumer?.isRunning() ?? true);
+  const running = [...worker.events, ...worker.deliveries].every((consumer) => consumer.isRunning());
   const checks = {
     postgresql: postgresql ? 'ok' : 'unreachable',
     redis: redis ? 'ok' : 'unreachable',

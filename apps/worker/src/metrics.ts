@@ -10,18 +10,17 @@
  *   under, the path of the adaptive limit (below SUBSCRIPTION_MAX_IN_FLIGHT while throttled, above
  *   it while earned);
  * - `webhook_delivery_latency_seconds`: from the event's acceptance to its confirmation;
- * - `webhook_queue_jobs{queue, state}`: sampled from BullMQ every {@link queueSampleIntervalMs};
- * - `webhook_scheduler_waiting{what}`: the account scheduler's backlog, sampled with the queues:
+ * - `webhook_queue_jobs{queue, state, shard}`: sampled from BullMQ every {@link queueSampleIntervalMs};
+ * - `webhook_scheduler_waiting{what, shard}`: the account scheduler's backlog, sampled with the queues:
  *   `accounts` with deliveries waiting for their turn, and those `deliveries`;
  * - `webhook_subscriptions_throttled_total`, `webhook_deliveries_parked_total` (the per-subscription gate)
  *   and `webhook_reconciler_redriven_total{kind}` (the reconciler);
  * - Node's process defaults (`collectDefaultMetrics`).
  */
-import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { httpStatusClass } from '@webhooks/shared';
 import type { AttemptResult } from './delivery/attempt.js';
-import type { AccountScheduler } from './scheduling/account-scheduler.js';
+import type { ShardQueues } from './shard-queues.js';
 
 /** How often queue lengths are read from Redis, in ms: never per scrape. */
 export const queueSampleIntervalMs = 5_000;
@@ -66,19 +65,19 @@ export interface WorkerMetrics {
   attemptDuration: Histogram<'status_class'>;
   attemptInFlightLimit: Histogram;
   deliveryLatency: Histogram;
-  queueJobs: Gauge<'queue' | 'state'>;
+  queueJobs: Gauge<'queue' | 'state' | 'shard'>;
   throttled: Counter;
   parked: Counter;
   redriven: Counter<'kind'>;
   /**
-   * Reads the queues' job counts, the scheduler's backlog and the subscriptions by status now and
-   * every {@link queueSampleIntervalMs}, and whether Redis and PostgreSQL answered; returns the stop.
+   * Reads every shard's queues' job counts and scheduler's backlog, and the subscriptions by
+   * status, now and every {@link queueSampleIntervalMs}, and whether Redis and PostgreSQL
+   * answered; returns the stop.
    *
    * @param subscriptionsByStatus counts the subscriptions by status (one PostgreSQL query)
    */
   sampleQueues(
-    queues: Queue[],
-    scheduler: Pick<AccountScheduler, 'backlog'>,
+    shards: ReadonlyArray<Pick<ShardQueues, 'label' | 'events' | 'deliveries' | 'scheduler'>>,
     subscriptionsByStatus: () => Promise<Array<{ status: string; count: number }>>,
   ): () => void;
 }
@@ -90,14 +89,14 @@ export function createWorkerMetrics(): WorkerMetrics {
   const registers = [registry];
   const queueJobs = new Gauge({
     name: 'webhook_queue_jobs',
-    help: `Jobs in each BullMQ queue by state, sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max)`,
-    labelNames: ['queue', 'state'],
+    help: `Jobs in each BullMQ queue by state and queue shard, sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max by shard, then sum)`,
+    labelNames: ['queue', 'state', 'shard'],
     registers,
   });
   const schedulerWaiting = new Gauge({
     name: 'webhook_scheduler_waiting',
-    help: `First deliveries waiting for their account's turn (what="deliveries") and the accounts they belong to (what="accounts"), sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max)`,
-    labelNames: ['what'],
+    help: `First deliveries waiting for their account's turn (what="deliveries") and the accounts they belong to (what="accounts"), by queue shard, sampled every ${queueSampleIntervalMs / 1000} s (the same for every worker: aggregate with max by shard, then sum)`,
+    labelNames: ['what', 'shard'],
     registers,
   });
   const subscriptions = new Gauge({
@@ -156,7 +155,7 @@ export function createWorkerMetrics(): WorkerMetrics {
       labelNames: ['kind'],
       registers,
     }),
-    sampleQueues(queues, scheduler, subscriptionsByStatus) {
+    sampleQueues(shards, subscriptionsByStatus) {
       const sample = async () => {
         const postgres = subscriptionsByStatus().then(
           (rows) => {
@@ -166,17 +165,19 @@ export function createWorkerMetrics(): WorkerMetrics {
           },
           () => dependencyUp.set({ dependency: 'postgresql' }, 0),
         );
-        const redis = Promise.all([
-          ...queues.map(async (queue) => {
-            const counts = await queue.getJobCounts(...sampledJobStates);
-            for (const state of sampledJobStates)
-              queueJobs.set({ queue: queue.name, state }, counts[state] ?? 0);
-          }),
-          scheduler.backlog().then(({ accounts, deliveries }) => {
-            schedulerWaiting.set({ what: 'accounts' }, accounts);
-            schedulerWaiting.set({ what: 'deliveries' }, deliveries);
-          }),
-        ]).then(
+        const redis = Promise.all(
+          shards.flatMap(({ label: shard, events, deliveries, scheduler }) => [
+            ...[events, deliveries].map(async (queue) => {
+              const counts = await queue.getJobCounts(...sampledJobStates);
+              for (const state of sampledJobStates)
+                queueJobs.set({ queue: queue.name, state, shard }, counts[state] ?? 0);
+            }),
+            scheduler.backlog().then((backlog) => {
+              schedulerWaiting.set({ what: 'accounts', shard }, backlog.accounts);
+              schedulerWaiting.set({ what: 'deliveries', shard }, backlog.deliveries);
+            }),
+          ]),
+        ).then(
           () => dependencyUp.set({ dependency: 'redis' }, 1),
           // Redis is away: the last values stay, and /readyz says why.
           () => dependencyUp.set({ dependency: 'redis' }, 0),

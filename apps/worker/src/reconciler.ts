@@ -7,26 +7,31 @@
  *   (`delivery/fifo.ts`): the later ones wait for their turn without a job.
  * - A fan-out job in the failed set is retried with fresh attempts.
  *
+ * It looks in every queue shard (`shard-queues.ts`), those of a layout being drained included, so a
+ * delivery whose job sits in another shard than its subscription's now is not taken for lost.
  * It runs as one BullMQ job scheduler (worker.ts), so once per interval across all workers, and it
  * is idempotent: a second run finds every job it re-drove alive and does nothing.
  */
 import type { Queue } from 'bullmq';
-import type { RedisConnection } from '@webhooks/shared';
+import type { DeliveryJobData, RedisConnection } from '@webhooks/shared';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '@webhooks/db';
 import type { WorkerMetrics } from './metrics.js';
-import type { AccountScheduler } from './scheduling/account-scheduler.js';
-import { deliveryJob, deliveryJobId, type DeliveryJobData, type EventJobData } from '@webhooks/shared';
+import type { ShardedQueues, ShardQueues } from './shard-queues.js';
+import { deliveryJobId } from '@webhooks/shared';
 
 /** What the reconciler needs. */
 export interface ReconcilerDeps {
   prisma: PrismaClient;
-  /** The connection of the queues below, to check many jobs in one pipeline. */
+  /** The connection of the queues below, to check many jobs in one pipeline per shard. */
   redis: RedisConnection;
-  deliveries: Queue<DeliveryJobData>;
-  events: Queue<EventJobData>;
-  /** Holds first rounds waiting for their account's turn: those are not stranded. */
-  scheduler: Pick<AccountScheduler, 'holds'>;
+  /**
+   * Every shard's queues, and its scheduler, which holds first rounds waiting for their account's
+   * turn: those are not stranded.
+   */
+  shards: ReadonlyArray<Pick<ShardQueues, 'deliveries' | 'events' | 'scheduler'>>;
+  /** Adds re-created jobs, each to its subscription's shard. */
+  addDeliveries: ShardedQueues['addDeliveries'];
   /** DELIVERY_MAX_ATTEMPTS, for the jobs it re-creates. */
   maxAttempts: number;
   /** RECONCILE_GRACE_MS: how far past its `next_attempt_at` a pending delivery must be, in ms. */
@@ -63,29 +68,38 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
    */
   const stranded = async (pending: Pending[]) => {
     const firstRounds = pending.filter((row) => row.round === 0);
-    const holds = await deps.scheduler.holds(
-      firstRounds.map((row) => ({ eventId: row.event_id, subscriptionId: row.subscription_id })),
-    );
-    const held = new Set(firstRounds.filter((_, i) => holds[i]).map((row) => row.id));
-    const rows = pending.filter((row) => !held.has(row.id));
-    const pipeline = deps.redis.pipeline();
-    for (const row of rows) {
-      const id = deliveryJobId(row.event_id, row.subscription_id, row.round);
-      pipeline.exists(deps.deliveries.toKey(id));
-      pipeline.zscore(deps.deliveries.toKey('failed'), id);
+    const held = new Set<string>();
+    for (const { scheduler } of deps.shards) {
+      const holds = await scheduler.holds(
+        firstRounds.map((row) => ({ eventId: row.event_id, subscriptionId: row.subscription_id })),
+      );
+      for (const [i, row] of firstRounds.entries()) if (holds[i]) held.add(row.id);
     }
-    const answers = (await pipeline.exec()) ?? [];
-    return rows
-      .map((row, i) => {
+    const rows = pending.filter((row) => !held.has(row.id));
+    const found = rows.map(() => ({ alive: false, failedIn: [] as Array<Queue<DeliveryJobData>> }));
+    // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
+    for (const { deliveries } of deps.shards) {
+      const pipeline = deps.redis.pipeline();
+      for (const row of rows) {
+        const id = deliveryJobId(row.event_id, row.subscription_id, row.round);
+        pipeline.exists(deliveries.toKey(id));
+        pipeline.zscore(deliveries.toKey('failed'), id);
+      }
+      const answers = (await pipeline.exec()) ?? [];
+      for (const [i, state] of found.entries()) {
         const [exists, failed] = answers
           .slice(2 * i, 2 * i + 2)
           .map(([error, value]: [Error | null, unknown]) => {
             if (error) throw error;
             return value;
           });
-        return { row, exists: exists === 1, failed: failed !== null };
-      })
-      .filter(({ exists, failed }) => !exists || failed);
+        if (exists !== 1) continue;
+        if (failed === null) state.alive = true;
+        else state.failedIn.push(deliveries);
+      }
+    }
+    // Alive when some shard holds a job that has not failed; else every failed one is replaced.
+    return rows.map((row, i) => ({ row, ...found[i]! })).filter(({ alive }) => !alive);
   };
 
   const redriveDeliveries = async (): Promise<number> => {
@@ -107,17 +121,18 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
         LIMIT ${pageSize}`;
       if (rows.length === 0) return redriven;
       const lost = await stranded(rows);
-      for (const { row, exists } of lost) {
-        if (exists) await deps.deliveries.remove(deliveryJobId(row.event_id, row.subscription_id, row.round));
+      for (const { row, failedIn } of lost) {
+        for (const deliveries of failedIn)
+          await deliveries.remove(deliveryJobId(row.event_id, row.subscription_id, row.round));
       }
       if (lost.length > 0) {
-        await deps.deliveries.addBulk(
-          lost.map(({ row }) =>
-            deliveryJob(
-              { eventId: row.event_id, subscriptionId: row.subscription_id, round: row.round },
-              deps.maxAttempts,
-            ),
-          ),
+        await deps.addDeliveries(
+          lost.map(({ row }) => ({
+            eventId: row.event_id,
+            subscriptionId: row.subscription_id,
+            round: row.round,
+          })),
+          deps.maxAttempts,
         );
         redriven += lost.length;
       }
@@ -129,13 +144,15 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
 
   const retryFanOuts = async (): Promise<number> => {
     let retried = 0;
-    for (;;) {
-      const failed = await deps.events.getFailed(0, pageSize - 1);
-      if (failed.length === 0) return retried;
-      for (const job of failed) await job.retry('failed', { resetAttemptsMade: true });
-      retried += failed.length;
-      if (failed.length < pageSize) return retried;
+    for (const { events } of deps.shards) {
+      for (;;) {
+        const failed = await events.getFailed(0, pageSize - 1);
+        for (const job of failed) await job.retry('failed', { resetAttemptsMade: true });
+        retried += failed.length;
+        if (failed.length < pageSize) break;
+      }
     }
+    return retried;
   };
 
   return async () => {

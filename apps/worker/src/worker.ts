@@ -1,9 +1,10 @@
 /**
- * The delivery worker: a BullMQ worker on `events` (fan-out), one on `deliveries` (attempts) with
- * one on `verifications` (callback challenges) beside it, either or both as WORKER_QUEUES says,
- * and one on `maintenance` (the reconciler, and retention with the delivery log's days ahead, as
- * job schedulers), wired with their PostgreSQL pools (`pg` for the fan-out and the attempts,
- * Prisma for the rest), Redis connections, HTTP sender and metrics.
+ * The delivery worker: for each queue shard it consumes (WORKER_SHARDS, `shard-queues.ts`), a
+ * BullMQ worker on `events` (fan-out) and one on `deliveries` (attempts), either or both as
+ * WORKER_QUEUES says; one on `verifications` (callback challenges) beside the attempts; and one on
+ * `maintenance` (the reconciler, and retention with the delivery log's days ahead, as job
+ * schedulers), wired with their PostgreSQL pools (`pg` for the fan-out and the attempts, Prisma
+ * for the rest), Redis connections, HTTP sender and metrics.
  * Any number of worker processes may run against the same Redis and database; BullMQ hands each
  * job to one of them, and each scheduled task runs once per interval whatever their number.
  */
@@ -18,7 +19,6 @@ import {
   queueNames,
   queueTelemetry,
   resourceLinks,
-  deliveryJob,
   finishedJobRetention,
   type DeliveryJobData,
   type EventJobData,
@@ -45,7 +45,7 @@ import { warnOfRetiredEventTypes } from './retired-event-types.js';
 import { createVerificationProcessor, type VerificationResult } from './verification/processor.js';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
-import { createAccountScheduler } from './scheduling/account-scheduler.js';
+import { createShardedQueues, type ShardedQueues } from './shard-queues.js';
 import { deleteExpiredRows, type RetentionReport } from './retention.js';
 import { createLogPartitions } from './log-partitions.js';
 
@@ -65,10 +65,10 @@ export const userAgent = `webhook-service/${version} (+https://www.standardwebho
 
 /** A started worker. */
 export interface RunningWorker {
-  /** The fan-out, unless WORKER_QUEUES leaves `events` out. */
-  events: Worker<EventJobData, number> | null;
-  /** The attempts, unless WORKER_QUEUES leaves `deliveries` out. */
-  deliveries: Worker<DeliveryJobData, DeliveryJobResult> | null;
+  /** The fan-out, one per consumed shard; none when WORKER_QUEUES leaves `events` out. */
+  events: Array<Worker<EventJobData, number>>;
+  /** The attempts, one per consumed shard; none when WORKER_QUEUES leaves `deliveries` out. */
+  deliveries: Array<Worker<DeliveryJobData, DeliveryJobResult>>;
   maintenance: Worker<MaintenanceJobData, ReconcileReport | RetentionReport>;
   prisma: PrismaClient;
   /** The producer connection, for readiness checks. */
@@ -116,57 +116,75 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   // the trace of its publish.
   const telemetry = queueTelemetry(config.tracing, 'webhooks-worker');
   const traced = telemetry === undefined ? {} : { telemetry };
-  const queueOptions = { ...traced, connection: producer, prefix: config.keyPrefix };
-  const deliveryQueue = new Queue<DeliveryJobData>(queueNames.deliveries, queueOptions);
-  const eventQueue = new Queue<EventJobData>(queueNames.events, queueOptions);
-  const maintenanceQueue = new Queue<MaintenanceJobData>(queueNames.maintenance, queueOptions);
-  const metrics = createWorkerMetrics();
   const lockDuration = config.DELIVERY_TIMEOUT_MS + 5_000;
+  const sharded = createShardedQueues({
+    shards: config.shards,
+    drain: config.drainShards,
+    workerShards: config.workerShards,
+    queueOptions: { ...traced, connection: producer },
+    scheduler: {
+      enabled: config.ACCOUNT_SCHEDULER,
+      redis: producer,
+      maxAttempts: policy.maxAttempts,
+      queueTarget: config.DELIVERY_QUEUE_TARGET,
+      quantum: schedulerQuantum,
+      leaseMs: lockDuration,
+      busyIntervalMs: 5,
+      idleIntervalMs: 250,
+      deliveriesPerSecond: config.ACCOUNT_DELIVERIES_PER_SECOND,
+      overrides: config.accountOverrides,
+      log,
+    },
+  });
+  const maintenanceQueue = new Queue<MaintenanceJobData>(queueNames.maintenance, {
+    ...traced,
+    connection: producer,
+    prefix: config.keyPrefix,
+  });
+  const metrics = createWorkerMetrics();
   const common = {
     ...traced,
     connection: consumer,
-    prefix: config.keyPrefix,
     concurrency: config.WORKER_CONCURRENCY,
     lockDuration,
     stalledInterval: lockDuration,
     maxStalledCount: 3,
   };
-  const scheduler = createAccountScheduler({
-    enabled: config.ACCOUNT_SCHEDULER,
-    redis: producer,
-    prefix: config.keyPrefix,
-    deliveries: deliveryQueue,
-    maxAttempts: policy.maxAttempts,
-    queueTarget: config.DELIVERY_QUEUE_TARGET,
-    quantum: schedulerQuantum,
-    leaseMs: lockDuration,
-    busyIntervalMs: 5,
-    idleIntervalMs: 250,
-    deliveriesPerSecond: config.ACCOUNT_DELIVERIES_PER_SECOND,
-    overrides: config.accountOverrides,
-    log,
-  });
-  scheduler.start().catch((error: unknown) => log.error({ err: error }, 'account scheduler did not start'));
-  const stopSampling = metrics.sampleQueues([eventQueue, deliveryQueue], scheduler, async () => {
+  for (const shard of sharded.consumed)
+    shard.scheduler
+      .start()
+      .catch((error: unknown) =>
+        log.error({ err: error, shard: shard.label }, 'account scheduler did not start'),
+      );
+  const stopSampling = metrics.sampleQueues(sharded.all, async () => {
     const { rows } = await pool.query<{ status: string; count: number }>(
       'SELECT status::text, count(*)::int AS count FROM subscriptions GROUP BY status',
     );
     return rows;
   });
-  const fifoHeads = createFifoHeads(pool, deliveryQueue, policy.maxAttempts);
+  const fifoHeads = createFifoHeads(pool, sharded, policy.maxAttempts);
+  const fanOut = createFanOutProcessor({
+    pool,
+    catalogue: config.catalogue,
+    scheduler: sharded,
+    fifoHeads,
+    log,
+  });
   const events = config.roles.has('events')
-    ? new Worker<EventJobData, number>(
-        queueNames.events,
-        createFanOutProcessor({ pool, catalogue: config.catalogue, scheduler, fifoHeads, log }),
-        common,
+    ? sharded.consumed.map(
+        (shard) =>
+          new Worker<EventJobData, number>(queueNames.events, fanOut, { ...common, prefix: shard.prefix }),
       )
-    : null;
-  const fifo = { heads: fifoHeads, earlierFanOut: createFanOutWatch(producer, eventQueue) };
+    : [];
+  const fifo = {
+    heads: fifoHeads,
+    earlierFanOut: createFanOutWatch(producer, (accountId) => sharded.ofAccount(accountId).events),
+  };
   const delivering = config.roles.has('deliveries')
     ? startDeliveries(config, {
         pool,
         producer,
-        deliveryQueue,
+        sharded,
         policy,
         lockDuration,
         common,
@@ -175,13 +193,12 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
         fifo,
       })
     : null;
-  const deliveries = delivering?.worker ?? null;
+  const deliveries = delivering?.workers ?? [];
   const reconcile = createReconciler({
     prisma,
     redis: producer,
-    deliveries: deliveryQueue,
-    events: eventQueue,
-    scheduler,
+    shards: sharded.all,
+    addDeliveries: sharded.addDeliveries,
     maxAttempts: policy.maxAttempts,
     graceMs: config.RECONCILE_GRACE_MS,
     log,
@@ -215,18 +232,20 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   ]).catch((error: unknown) =>
     log.error({ err: error }, 'maintenance schedules not set; retried at the next start'),
   );
-  events?.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
-  deliveries?.on('failed', (job, error) =>
-    log.debug(
-      { jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error.message },
-      'delivery attempt failed',
-    ),
-  );
+  for (const worker of events)
+    worker.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
+  for (const worker of deliveries)
+    worker.on('failed', (job, error) =>
+      log.debug(
+        { jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error.message },
+        'delivery attempt failed',
+      ),
+    );
   maintenance.on('failed', (job, error) =>
     log.error({ err: error, task: job?.data.task }, 'maintenance task failed'),
   );
-  for (const worker of [events, deliveries, maintenance])
-    worker?.on('error', (error) => log.error({ err: error }, 'worker error'));
+  for (const worker of [...events, ...deliveries, maintenance])
+    worker.on('error', (error) => log.error({ err: error }, 'worker error'));
 
   return {
     events,
@@ -239,13 +258,13 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     async close() {
       stopSampling();
       await Promise.all([
-        events?.close(),
-        deliveries?.close(),
+        ...events.map((worker) => worker.close()),
+        ...deliveries.map((worker) => worker.close()),
         delivering?.verifications.close(),
         maintenance.close(),
       ]);
-      await scheduler.close();
-      await Promise.all([deliveryQueue.close(), eventQueue.close(), maintenanceQueue.close()]);
+      await sharded.close();
+      await maintenanceQueue.close();
       delivering?.sender.close();
       await Promise.all([prisma.$disconnect(), pool.end()]);
       producer.disconnect();
@@ -255,24 +274,24 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
 }
 
 /**
- * The `deliveries` side of a worker process: its HTTP sender, the per-subscription gate, the
- * delivery store and the BullMQ worker running the attempts.
+ * The `deliveries` side of a worker process: its HTTP sender and delivery store, and for each
+ * consumed shard a per-subscription gate and the BullMQ worker running the attempts.
  */
 function startDeliveries(
   config: WorkerConfig,
   deps: {
     pool: Pool;
     producer: RedisConnection;
-    deliveryQueue: Queue<DeliveryJobData>;
+    sharded: ShardedQueues;
     policy: DeliveryPolicy;
     lockDuration: number;
-    common: WorkerOptions;
+    common: Omit<WorkerOptions, 'prefix'>;
     log: Logger;
     metrics: WorkerMetrics;
     fifo: DeliveryProcessorDeps['fifo'];
   },
 ) {
-  const { deliveryQueue, policy, log, metrics } = deps;
+  const { sharded, policy, log, metrics } = deps;
   const sender = createAttemptSender({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     policy: config.callbackPolicy,
@@ -281,64 +300,71 @@ function startDeliveries(
     dnsServers: config.dnsServers,
     dnsTimeoutMs: config.DNS_TIMEOUT_MS,
   });
-  const gate = createDeliveryGate({
-    redis: deps.producer,
-    prefix: config.keyPrefix,
-    bounds: config.inFlightBounds,
-    inFlightLimits: config.SUBSCRIPTION_GATE,
-    leaseMs: deps.lockDuration,
-    // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
-    maxParkMs: 60_000,
-    inSlotWait: inSlotWaitRule(config.WORKER_CONCURRENCY),
-    async wake(jobId) {
-      try {
-        await (await Job.fromId(deliveryQueue, jobId))?.promote();
-      } catch (error) {
-        // Not delayed (it is being parked, or already back): it asks the gate again on its own.
-        log.debug({ err: error, jobId }, 'wake-up of a parked delivery skipped');
-      }
-    },
-    log,
-    metrics,
-  });
   const store = createDeliveryStore(deps.pool, {
     disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
     secretBox: config.secretBox,
     links: resourceLinks(config.PUBLIC_BASE_URL),
     async enqueueNotices(notices) {
       try {
-        await deliveryQueue.addBulk(notices.map((notice) => deliveryJob(notice, policy.maxAttempts)));
+        await sharded.addDeliveries(notices, policy.maxAttempts);
       } catch (error) {
         log.warn({ err: error }, 'subscription.disabled deliveries not enqueued; the reconciler will');
       }
     },
   });
-  const worker = new Worker<DeliveryJobData, DeliveryJobResult>(
-    queueNames.deliveries,
-    createDeliveryProcessor({
-      store,
-      sender,
-      gate,
-      hostGate: createHostGate({
-        redis: deps.producer,
-        prefix: config.keyPrefix,
-        maxInFlight: config.HOST_MAX_IN_FLIGHT,
-        leaseMs: deps.lockDuration,
-        log,
-      }),
-      policy,
-      maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
+  const hostGate = createHostGate({
+    redis: deps.producer,
+    prefix: config.keyPrefix,
+    maxInFlight: config.HOST_MAX_IN_FLIGHT,
+    leaseMs: deps.lockDuration,
+    log,
+  });
+  const workers = sharded.consumed.map((shard) => {
+    const gate = createDeliveryGate({
+      redis: deps.producer,
+      prefix: shard.prefix,
+      bounds: config.inFlightBounds,
+      inFlightLimits: config.SUBSCRIPTION_GATE,
+      leaseMs: deps.lockDuration,
+      // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
+      maxParkMs: 60_000,
+      inSlotWait: inSlotWaitRule(config.WORKER_CONCURRENCY),
+      async wake(jobId) {
+        try {
+          await (await Job.fromId(shard.deliveries, jobId))?.promote();
+        } catch (error) {
+          // Not delayed (it is being parked, or already back): it asks the gate again on its own.
+          log.debug({ err: error, jobId }, 'wake-up of a parked delivery skipped');
+        }
+      },
       log,
       metrics,
-      fifo: deps.fifo,
-    }),
-    { ...deps.common, settings: { backoffStrategy: deliveryBackoffStrategy(policy) } },
-  );
+    });
+    return new Worker<DeliveryJobData, DeliveryJobResult>(
+      queueNames.deliveries,
+      createDeliveryProcessor({
+        store,
+        sender,
+        gate,
+        hostGate,
+        policy,
+        maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
+        log,
+        metrics,
+        fifo: deps.fifo,
+      }),
+      {
+        ...deps.common,
+        prefix: shard.prefix,
+        settings: { backoffStrategy: deliveryBackoffStrategy(policy) },
+      },
+    );
+  });
   // Challenges are rare and each waits on one callback: a few at a time, beside the deliveries.
   const verifications = new Worker<VerificationJobData, VerificationResult>(
     queueNames.verifications,
     createVerificationProcessor({ pool: deps.pool, sender, secretBox: config.secretBox, log }),
-    { ...deps.common, concurrency: 5 },
+    { ...deps.common, prefix: config.keyPrefix, concurrency: 5 },
   );
   verifications.on('failed', (job, error) =>
     log.info(
@@ -347,5 +373,5 @@ function startDeliveries(
     ),
   );
   verifications.on('error', (error) => log.error({ err: error }, 'worker error'));
-  return { worker, sender, verifications };
+  return { workers, sender, verifications };
 }

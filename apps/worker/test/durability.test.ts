@@ -68,7 +68,7 @@ describe('the reconciler', () => {
 
   it('retries a fan-out in the failed set', async () => {
     const sub = await stack.subscribe('acct-fan', { callback_url: `${stack.receiver.url}/fan` });
-    await stack.worker.events!.pause();
+    await Promise.all(stack.worker.events.map((worker) => worker.pause()));
     const connection = new Redis(testRedisUrl, { maxRetriesPerRequest: null });
     const queue = new Queue<EventJobData>(queueNames.events, { connection, prefix: stack.api.prefix });
     const taker = new Worker(queueNames.events, null, {
@@ -88,7 +88,7 @@ describe('the reconciler', () => {
       const job = await taker.getNextJob('test-token');
       await job!.moveToFailed(new Error('stranded for the test'), 'test-token');
       expect(await queue.getJobState(data.id)).toBe('failed');
-      stack.worker.events!.resume();
+      for (const worker of stack.worker.events) worker.resume();
 
       expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 1 });
       await waitFor('the delivery', () => stack.receiver.at('/fan').length === 1);

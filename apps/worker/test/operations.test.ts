@@ -104,13 +104,17 @@ describe('workers split by role', () => {
     expect(prometheusSample(metrics, 'webhook_attempt_duration_seconds_count{status_class="2xx"}')).toBe(1);
     expect(prometheusSample(metrics, 'webhook_delivery_latency_seconds_count')).toBe(1);
     expect(metrics).toContain('webhook_reconciler_redriven_total');
-    expect(prometheusSample(metrics, 'webhook_scheduler_waiting{what="deliveries"}')).toBe(0);
     expect(metrics).toContain('process_resident_memory_bytes');
+    await waitFor('the account scheduler in the queue sample', async () =>
+      (await scrape(delivery.base)).includes('webhook_scheduler_waiting{what="deliveries",shard="0"} 0'),
+    );
     await waitFor(
       'the completed fan-out in the queue sample',
       async () =>
-        prometheusSample(await scrape(fanOut.base), 'webhook_queue_jobs{queue="events",state="completed"}') >=
-        1,
+        prometheusSample(
+          await scrape(fanOut.base),
+          'webhook_queue_jobs{queue="events",state="completed",shard="0"}',
+        ) >= 1,
     );
     expect(prometheusSample(await scrape(fanOut.base), 'webhook_deliveries_total{outcome="succeeded"}')).toBe(
       0,

@@ -53,6 +53,13 @@ export const commonEnv = {
     description:
       'Redis key prefix of the BullMQ queues; services that work together must share it (`{…}` is added on a Redis Cluster)',
   }),
+  QUEUE_SHARDS: Type.Integer({
+    default: 1,
+    minimum: 1,
+    maximum: 1_024,
+    description:
+      "Sets of event and delivery queues, each under its own hash tag, so that a Redis Cluster spreads them over its masters (about 2 per master); an account's fan-outs go to one shard, a subscription's deliveries to one. 1 keeps every key under QUEUE_PREFIX. Services that work together must share it; to change it, see docs/operations.md",
+  }),
   HOST: Type.String({
     default: '127.0.0.1',
     description: 'Listen address of the API and of the worker health endpoint',

@@ -1,12 +1,12 @@
 /**
  * The event publisher for internal services: validates an event against the catalogue and adds it
- * to the `events` queue, from which the worker fans it out to every matching subscription. It needs
- * Redis only, no database. Publishes made within a millisecond of each other go to Redis as one
- * `addBulk`; each still resolves only once its own event is in the queue.
+ * to the `events` queue of its account's shard (QUEUE_SHARDS, queue-shards.ts), from which the worker
+ * fans it out to every matching subscription. It needs Redis only, no database. Publishes of one
+ * shard made within a millisecond of each other go to Redis as one `addBulk`; each still resolves
+ * only once its own event is in the queue.
  */
 import { createHash } from 'node:crypto';
 import { Queue, type Job, type QueueOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { v7 as uuidv7 } from 'uuid';
 import type { Registry } from 'prom-client';
 import { batcher } from './batching.js';
@@ -14,6 +14,7 @@ import { eventsPublishedCounter, type EventSource } from './events-metric.js';
 import type { Catalogue } from './catalogue.js';
 import { checkEventInput, type EventInput } from './event-input.js';
 import { defaultQueuePrefix, finishedJobRetention, queueNames, type EventJobData } from './queues.js';
+import { createQueueShards } from './queue-shards.js';
 import {
   createProducerConnection,
   effectiveKeyPrefix,
@@ -92,10 +93,13 @@ export interface EventPublisherOptions {
    * hash tag on a Cluster ({@link effectiveKeyPrefix}).
    */
   prefix?: string;
+  /** QUEUE_SHARDS; must match the worker's. Default 1. */
+  shards?: number;
   /**
    * Replicas that must acknowledge an event before `publish` resolves (Redis `WAIT`,
-   * REDIS_WAIT_REPLICAS); default 0. With Sentinel, 1 means a failover cannot lose an event that
-   * was accepted: a write the promoted replica never got is answered with PublishUnavailableError.
+   * REDIS_WAIT_REPLICAS, sent to the master that took the event); default 0. With Sentinel or a
+   * Cluster, 1 means a failover cannot lose an event that was accepted: a write the promoted
+   * replica never got is answered with PublishUnavailableError.
    */
   waitReplicas?: number;
   /** Longest wait for Redis per publish, in ms (default {@link defaultPublishTimeoutMs}). */
@@ -132,40 +136,46 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
   // Connection errors reach callers through publish() as PublishUnavailableError; unheard, ioredis
   // and BullMQ would print every reconnection failure.
   if (ownsConnection) connection.on('error', () => {});
-  const queue = new Queue<EventJobData, unknown, 'event'>(queueNames.events, {
-    connection,
-    prefix: effectiveKeyPrefix(connection, options.prefix ?? defaultQueuePrefix),
-    ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
-    defaultJobOptions: {
-      // The fan-out waits out PostgreSQL and Redis faults without using attempts; these
-      // are for anything else, and the reconciler retries a fan-out that still fails.
-      attempts: 10,
-      backoff: { type: 'exponential', delay: 1000 },
-      removeOnComplete: finishedJobRetention.completed,
-      removeOnFail: finishedJobRetention.failed,
-    },
+  const base = options.prefix ?? defaultQueuePrefix;
+  const shards = createQueueShards(base, effectiveKeyPrefix(connection, base), options.shards ?? 1);
+  const queues = shards.prefixes.map((prefix) => {
+    const queue = new Queue<EventJobData, unknown, 'event'>(queueNames.events, {
+      connection,
+      prefix,
+      ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
+      defaultJobOptions: {
+        // The fan-out waits out PostgreSQL and Redis faults without using attempts; these
+        // are for anything else, and the reconciler retries a fan-out that still fails.
+        attempts: 10,
+        backoff: { type: 'exponential', delay: 1000 },
+        removeOnComplete: finishedJobRetention.completed,
+        removeOnFail: finishedJobRetention.failed,
+      },
+    });
+    queue.on('error', () => {});
+    return queue;
   });
-
-  queue.on('error', () => {});
 
   type Entry = { data: EventJobData; idempotencyKey?: string };
-  const add = batcher<Entry, Job<EventJobData>>(async (entries) => {
-    const jobs = await queue.addBulk(
-      entries.map(({ data, idempotencyKey }) => ({
-        name: 'event' as const,
-        data,
-        opts: {
-          jobId: data.id,
-          deduplication:
-            idempotencyKey === undefined
-              ? undefined
-              : { id: idempotencyId(data.accountId, idempotencyKey), ttl: idempotencyWindowMs },
-        },
-      })),
-    );
-    if (waitReplicas > 0) await awaitReplicas(connection, waitReplicas, timeoutMs);
-    return jobs;
-  });
+  const adders = queues.map((queue) =>
+    batcher<Entry, Job<EventJobData>>(async (entries) => {
+      const jobs = await queue.addBulk(
+        entries.map(({ data, idempotencyKey }) => ({
+          name: 'event' as const,
+          data,
+          opts: {
+            jobId: data.id,
+            deduplication:
+              idempotencyKey === undefined
+                ? undefined
+                : { id: idempotencyId(data.accountId, idempotencyKey), ttl: idempotencyWindowMs },
+          },
+        })),
+      );
+      if (waitReplicas > 0) await awaitReplicas(connection, queue.keys.meta!, waitReplicas, timeoutMs);
+      return jobs;
+    }),
+  );
 
   return {
     async publish(input) {
@@ -179,16 +189,20 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
         ...(input.requestId === undefined ? {} : { requestId: input.requestId }),
         ...(input.subscriptionId === undefined ? {} : { subscriptionId: input.subscriptionId }),
       };
-      const job = await withRedisTimeout(add({ data, idempotencyKey: input.idempotencyKey }), timeoutMs);
+      const shard = shards.ofAccount(data.accountId);
+      const job = await withRedisTimeout(
+        adders[shard]!({ data, idempotencyKey: input.idempotencyKey }),
+        timeoutMs,
+      );
       if (job.id === data.id) {
         published.inc();
         return { id: data.id, timestamp: data.timestamp, duplicate: false };
       }
-      const first = job.id === undefined ? undefined : await queue.getJob(job.id);
+      const first = job.id === undefined ? undefined : await queues[shard]!.getJob(job.id);
       return { id: job.id ?? data.id, timestamp: first?.data.timestamp ?? null, duplicate: true };
     },
     async close() {
-      await queue.close();
+      await Promise.all(queues.map((queue) => queue.close()));
       if (ownsConnection) connection.disconnect();
     },
   };
@@ -223,14 +237,19 @@ export async function withRedisTimeout<T>(pending: Promise<T>, ms: number, what 
 }
 
 /**
- * Waits until `replicas` replicas hold every write this connection made (Redis `WAIT`), at most
- * `timeoutMs`. @throws PublishUnavailableError when fewer acknowledged in time.
+ * Waits until `replicas` replicas hold every write this connection made to the master that holds
+ * `key` (Redis `WAIT`), at most `timeoutMs`. `WAIT` names no key, so on a Cluster it rides in a
+ * pipeline behind a command on `key`, which ioredis sends to that key's master.
+ *
+ * @throws PublishUnavailableError when fewer acknowledged in time
  */
-async function awaitReplicas(connection: RedisConnection, replicas: number, timeoutMs: number) {
-  const acknowledged = await (connection as Redis).wait(replicas, timeoutMs);
-  if (acknowledged < replicas) {
+async function awaitReplicas(connection: RedisConnection, key: string, replicas: number, timeoutMs: number) {
+  const answers = await connection.pipeline().exists(key).wait(replicas, timeoutMs).exec();
+  const [error, acknowledged] = answers?.[1] ?? [new Error('no answer to WAIT'), 0];
+  if (error) throw error;
+  if ((acknowledged as number) < replicas) {
     throw new PublishUnavailableError(
-      `Redis replicated the event to ${acknowledged} of ${replicas} replicas within ${timeoutMs} ms`,
+      `Redis replicated the event to ${String(acknowledged)} of ${replicas} replicas within ${timeoutMs} ms`,
     );
   }
 }

@@ -9,6 +9,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import Type, { type Static } from 'typebox';
 import { ConfigError } from './config-error.js';
 import { splitList } from './env-list.js';
+import { createQueueShards, type QueueShards } from './queue-shards.js';
 
 /** A connection of any topology; both classes carry the same commands, scripts and pipelines. */
 export type RedisConnection = Redis | Cluster;
@@ -81,9 +82,8 @@ function parseRedisNodes(variable: string, value: string): RedisNode[] {
 /**
  * The topology the variables of {@link redisEnv} describe.
  *
- * @throws ConfigError when both REDIS_SENTINELS and REDIS_CLUSTER_NODES are set, a list is not
- *   `host:port` entries, or REDIS_WAIT_REPLICAS is set on a cluster (`WAIT` names no key, so
- *   a cluster client cannot send it to the master that took the event).
+ * @throws ConfigError when both REDIS_SENTINELS and REDIS_CLUSTER_NODES are set, or a list is
+ *   not `host:port` entries
  */
 export function redisTopologyFromEnv(config: RedisEnv): RedisTopology {
   const sentinels = parseRedisNodes('REDIS_SENTINELS', config.REDIS_SENTINELS);
@@ -97,11 +97,6 @@ export function redisTopologyFromEnv(config: RedisEnv): RedisTopology {
     return { mode: 'sentinel', sentinels, name: config.REDIS_SENTINEL_NAME, url: config.REDIS_URL };
   }
   if (nodes.length > 0) {
-    if (config.REDIS_WAIT_REPLICAS > 0) {
-      throw new ConfigError(
-        'Invalid environment variable REDIS_WAIT_REPLICAS: not supported with REDIS_CLUSTER_NODES (leave it 0)',
-      );
-    }
     return { mode: 'cluster', nodes, url: config.REDIS_URL };
   }
   return { mode: 'single', url: config.REDIS_URL };
@@ -208,17 +203,29 @@ export function createPipelinedConnection(
   return connect(topology, options, { enableOfflineQueue: true, enableAutoPipelining: true });
 }
 
-/** The Redis side of a service's configuration: its topology and the key prefix in force. */
+/** The Redis side of a service's configuration: its topology, key prefix and queue shards. */
 export interface RedisSettings {
   redis: RedisTopology;
-  /** QUEUE_PREFIX as {@link effectiveKeyPrefix} makes it: what every Redis key starts with. */
+  /**
+   * QUEUE_PREFIX as {@link effectiveKeyPrefix} makes it: the prefix of the keys that are not
+   * sharded (the maintenance and verification queues, per-IP limits, portal links).
+   */
   keyPrefix: string;
+  /** QUEUE_SHARDS: where an account's and a subscription's keys go. */
+  shards: QueueShards;
 }
 
-/** {@link RedisSettings} from validated variables. @throws ConfigError as {@link redisTopologyFromEnv}. */
-export function redisSettingsFromEnv(config: RedisEnv & { QUEUE_PREFIX: string }): RedisSettings {
+/**
+ * {@link RedisSettings} from validated variables.
+ *
+ * @throws ConfigError as {@link redisTopologyFromEnv} and {@link createQueueShards}
+ */
+export function redisSettingsFromEnv(
+  config: RedisEnv & { QUEUE_PREFIX: string; QUEUE_SHARDS: number },
+): RedisSettings {
   const redis = redisTopologyFromEnv(config);
-  return { redis, keyPrefix: effectiveKeyPrefix(redis, config.QUEUE_PREFIX) };
+  const keyPrefix = effectiveKeyPrefix(redis, config.QUEUE_PREFIX);
+  return { redis, keyPrefix, shards: createQueueShards(config.QUEUE_PREFIX, keyPrefix, config.QUEUE_SHARDS) };
 }
 
 /**

@@ -4,6 +4,7 @@
  * are in `throttle.ts`.
  */
 import { batcher } from './batching.js';
+import type { QueueShards } from './queue-shards.js';
 import type { RedisConnection } from './redis.js';
 import { inFlightLimit, throttleState, type InFlightBounds, type ThrottleState } from './throttle.js';
 
@@ -32,7 +33,8 @@ export interface DeliveryThrottle {
 }
 
 /**
- * Reads the throttling of `subscriptionIds` in one round trip.
+ * Reads the throttling of `subscriptionIds` in one round trip per queue shard (`shards`, where each
+ * subscription's gate lives).
  *
  * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT (a subscription without stored state is at it) and
  *   SUBSCRIPTION_IN_FLIGHT_CEILING
@@ -40,23 +42,33 @@ export interface DeliveryThrottle {
  */
 export async function readDeliveryThrottles(
   redis: RedisConnection,
-  prefix: string,
+  shards: Pick<QueueShards, 'subscriptionPrefix'>,
   subscriptionIds: readonly string[],
   bounds: InFlightBounds,
 ): Promise<Map<string, DeliveryThrottle>> {
-  const pipeline = redis.pipeline();
-  for (const id of subscriptionIds) pipeline.hget(subscriptionGateKeys(prefix, id).state, 'allowance');
-  const replies = (await pipeline.exec()) ?? [];
+  const byPrefix = new Map<string, string[]>();
+  for (const id of subscriptionIds) {
+    const prefix = shards.subscriptionPrefix(id);
+    const ids = byPrefix.get(prefix) ?? [];
+    ids.push(id);
+    byPrefix.set(prefix, ids);
+  }
   const throttles = new Map<string, DeliveryThrottle>();
-  subscriptionIds.forEach((id, i) => {
-    const [error, value] = replies[i] ?? [null, null];
-    if (error) throw error;
-    const allowance = typeof value === 'string' ? Number(value) : bounds.base;
-    throttles.set(id, {
-      in_flight_limit: inFlightLimit(allowance, bounds.ceiling),
-      state: throttleState(allowance, bounds.base),
+  // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
+  for (const [prefix, ids] of byPrefix) {
+    const pipeline = redis.pipeline();
+    for (const id of ids) pipeline.hget(subscriptionGateKeys(prefix, id).state, 'allowance');
+    const replies = (await pipeline.exec()) ?? [];
+    ids.forEach((id, i) => {
+      const [error, value] = replies[i] ?? [null, null];
+      if (error) throw error;
+      const allowance = typeof value === 'string' ? Number(value) : bounds.base;
+      throttles.set(id, {
+        in_flight_limit: inFlightLimit(allowance, bounds.ceiling),
+        state: throttleState(allowance, bounds.base),
+      });
     });
-  });
+  }
   return throttles;
 }
 
@@ -71,11 +83,11 @@ export async function readDeliveryThrottles(
  */
 export function createDeliveryThrottleReader(
   redis: RedisConnection,
-  prefix: string,
+  shards: Pick<QueueShards, 'subscriptionPrefix'>,
   bounds: InFlightBounds,
 ): (subscriptionIds: readonly string[]) => Promise<Map<string, DeliveryThrottle>> {
   const readOne = batcher<string, DeliveryThrottle>(async (ids) => {
-    const throttles = await readDeliveryThrottles(redis, prefix, ids, bounds);
+    const throttles = await readDeliveryThrottles(redis, shards, ids, bounds);
     return ids.map((id) => throttles.get(id)!);
   });
   return async (ids) => new Map(await Promise.all(ids.map(async (id) => [id, await readOne(id)] as const)));

@@ -37,10 +37,15 @@ describe('Redis topology from the environment', () => {
     [{ REDIS_SENTINELS: 'a:1', REDIS_CLUSTER_NODES: 'b:2' }, /set one of them/],
     [{ REDIS_CLUSTER_NODES: 'r1' }, /REDIS_CLUSTER_NODES: "r1" is not host:port/],
     [{ REDIS_SENTINELS: 'a:99999' }, /REDIS_SENTINELS: "a:99999"/],
-    [{ REDIS_CLUSTER_NODES: 'r1:7000', REDIS_WAIT_REPLICAS: 1 }, /REDIS_WAIT_REPLICAS/],
   ])('refuses %j naming the variable', (overrides, message) => {
     expect(() => redisTopologyFromEnv({ ...env, ...overrides })).toThrow(ConfigError);
     expect(() => redisTopologyFromEnv({ ...env, ...overrides })).toThrow(message);
+  });
+
+  it('takes REDIS_WAIT_REPLICAS on a cluster: WAIT goes to the master of the shard that took the event', () => {
+    expect(
+      redisTopologyFromEnv({ ...env, REDIS_CLUSTER_NODES: 'r1:7000', REDIS_WAIT_REPLICAS: 1 }).mode,
+    ).toBe('cluster');
   });
 
   it('wraps the key prefix in a hash tag on a cluster only', () => {

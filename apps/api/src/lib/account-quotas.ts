@@ -4,8 +4,9 @@
  * of event `data` accepted per UTC day (ACCOUNT_PAYLOAD_BYTES_PER_DAY). Requests a minute are the
  * rate limit's (`plugins/rate-limit.ts`); deliveries a second are the worker's account scheduler's.
  *
- * The day's bytes are counted in Redis (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, kept two
- * days), shared by every API instance; a publish the quota refuses is not counted.
+ * The day's bytes are counted in Redis (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, under the
+ * account's queue shard, kept two days), shared by every API instance; a publish the quota refuses
+ * is not counted.
  */
 import type { AccountOverride, RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
@@ -38,15 +39,18 @@ export interface AccountQuotas {
   chargePayload(accountId: string, bytes: number, now?: Date): Promise<void>;
 }
 
-/** Creates the quotas from their defaults and the overrides, counting on `redis` under `prefix`. */
+/**
+ * Creates the quotas from their defaults and the overrides, counting on `redis` under
+ * `prefixOf(accountId)` (the key prefix of the account's queue shard).
+ */
 export function createAccountQuotas(options: {
   redis: RedisConnection;
-  prefix: string;
+  prefixOf: (accountId: string) => string;
   maxSubscriptions: number;
   payloadBytesPerDay: number;
   overrides: ReadonlyMap<string, AccountOverride>;
 }): AccountQuotas {
-  const { redis, prefix, overrides } = options;
+  const { redis, prefixOf, overrides } = options;
   redis.defineCommand('webhookChargePayload', { numberOfKeys: 1, lua: chargeLua });
   const charge = (
     redis as unknown as { webhookChargePayload(...args: Array<string | number>): Promise<number> }
@@ -58,7 +62,7 @@ export function createAccountQuotas(options: {
       const day = now.toISOString().slice(0, 10);
       const count = await charge.call(
         redis,
-        `${prefix}:quota:payload:${accountId}:${day}`,
+        `${prefixOf(accountId)}:quota:payload:${accountId}:${day}`,
         bytes,
         quota,
         2 * 86_400,

@@ -47,22 +47,23 @@ export interface BacklogWatch {
 }
 
 /**
- * Samples the backlog on `redis` under the effective key prefix `prefix`: the `events` queue's
- * waiting, prioritized and delayed jobs, and the account scheduler's held deliveries plus the
- * `deliveries` queue's waiting and prioritized jobs (a backlogged account's admitted deliveries
- * are prioritized behind the others). A failed read keeps the last sample (the publish itself then
- * meets the Redis fault and answers 503).
+ * Samples the backlog on `redis`, summed over the queue shards under `prefixes` (their key
+ * prefixes): the `events` queue's waiting, prioritized and delayed jobs, and the account
+ * scheduler's held deliveries plus the `deliveries` queue's waiting and prioritized jobs (a
+ * backlogged account's admitted deliveries are prioritized behind the others). A failed read keeps
+ * the last sample (the publish itself then meets the Redis fault and answers 503).
  */
 export function createBacklogWatch(
   redis: RedisConnection,
-  prefix: string,
+  prefixes: readonly string[],
   limits: BacklogLimits,
   log: FastifyBaseLogger,
 ): BacklogWatch {
   if (limits.events === 0 && limits.deliveries === 0) return { refusal: () => null, close: () => {} };
-  const key = (queue: string, type: string) => `${prefix}:${queue}:${type}`;
   let latest: Backlog = { events: 0, deliveries: 0 };
-  const sample = async () => {
+  // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
+  const sampleShard = async (prefix: string): Promise<Backlog> => {
+    const key = (queue: string, type: string) => `${prefix}:${queue}:${type}`;
     const answers = await redis
       .pipeline()
       .llen(key(queueNames.events, 'wait'))
@@ -76,7 +77,14 @@ export function createBacklogWatch(
       if (error) throw error;
       return Number(value);
     });
-    latest = { events: wait! + prioritized! + delayed!, deliveries: held! + queued! + queuedBehind! };
+    return { events: wait! + prioritized! + delayed!, deliveries: held! + queued! + queuedBehind! };
+  };
+  const sample = async () => {
+    const shards = await Promise.all(prefixes.map(sampleShard));
+    latest = {
+      events: shards.reduce((sum, shard) => sum + shard.events, 0),
+      deliveries: shards.reduce((sum, shard) => sum + shard.deliveries, 0),
+    };
   };
   const timer = setInterval(() => {
     sample().catch((error: unknown) => log.debug({ err: error }, 'backlog not sampled'));

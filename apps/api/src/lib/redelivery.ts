@@ -6,15 +6,13 @@
  * its row in an earlier round and is dropped by the worker. So no row is ever `pending` without a
  * job, and Redis down means nothing changes (the caller answers 503).
  */
-import type { Queue } from 'bullmq';
 import type { PrismaClient } from '@webhooks/db';
 import {
   defaultPublishTimeoutMs,
-  deliveryJob,
   deliveryJobId,
   nextRound,
   withRedisTimeout,
-  type DeliveryJobData,
+  type DeliveryQueues,
 } from '@webhooks/shared';
 
 /** A delivery that may start a new round: its key and the attempts it made so far. */
@@ -28,7 +26,8 @@ export interface RedeliveryCandidate {
 /** What a new round needs. */
 export interface RedeliveryDeps {
   prisma: PrismaClient;
-  queue: Queue<DeliveryJobData>;
+  /** Each subscription's `deliveries` queue, on its shard. */
+  queues: DeliveryQueues;
   /** Attempts of the round (DELIVERY_MAX_ATTEMPTS). */
   maxAttempts: number;
 }
@@ -48,7 +47,7 @@ export async function startRounds(
   if (candidates.length === 0) return [];
   const rounds = candidates.map((c) => ({ ...c, round: nextRound(c.attemptsMade) }));
   await withRedisTimeout(
-    deps.queue.addBulk(rounds.map((r) => deliveryJob(r, deps.maxAttempts))),
+    deps.queues.add(rounds, deps.maxAttempts),
     defaultPublishTimeoutMs,
     'the redelivery',
   );
@@ -64,7 +63,7 @@ export async function startRounds(
     // for both), or the worker drops it, finding the row in another round.
     return rows.map((row) => row.id);
   } catch (error) {
-    await removeJobs(deps.queue, rounds);
+    await removeJobs(deps.queues, rounds);
     throw error;
   }
 }
@@ -74,10 +73,12 @@ export async function startRounds(
  * by the worker when it finds its row in another round.
  */
 async function removeJobs(
-  queue: Queue<DeliveryJobData>,
+  queues: DeliveryQueues,
   rounds: Array<{ eventId: string; subscriptionId: string; round: number }>,
 ): Promise<void> {
   await Promise.allSettled(
-    rounds.map((r) => queue.remove(deliveryJobId(r.eventId, r.subscriptionId, r.round))),
+    rounds.map((r) =>
+      queues.of(r.subscriptionId).remove(deliveryJobId(r.eventId, r.subscriptionId, r.round)),
+    ),
   );
 }

@@ -22,10 +22,13 @@ export const queueDashboardPath = '/admin/queues';
 export const queueDashboardContentSecurityPolicy =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline' https://fonts.googleapis.com; font-src 'self' https://fonts.gstatic.com; img-src 'self' data:; connect-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 
-/** Options of the dashboard: its token, and the Redis connection and key prefix of the queues. */
+/** Options of the dashboard: its token, and the Redis connection and key prefixes of the queues. */
 export interface QueueDashboardOptions {
   token: string;
+  /** Of the unsharded queues (`maintenance`, `verifications`). */
   keyPrefix: string;
+  /** Of each queue shard's `events` and `deliveries` (QUEUE_SHARDS). */
+  shardPrefixes: readonly string[];
   redis: RedisConnection;
 }
 
@@ -43,18 +46,30 @@ const queueDashboard: FastifyPluginAsync<QueueDashboardOptions> = async (app, op
   app.addHook('onSend', async (_request, reply) => {
     reply.header('content-security-policy', queueDashboardContentSecurityPolicy);
   });
-  const queues = Object.values(queueNames).map(
-    (name) => new Queue(name, { connection: options.redis, prefix: options.keyPrefix }),
-  );
-  for (const queue of queues)
+  const open = (name: string, prefix: string) => new Queue(name, { connection: options.redis, prefix });
+  const sharded = options.shardPrefixes.length > 1;
+  // With several shards, each shard's queues show as `shard N/events` and `shard N/deliveries`.
+  const adapters = [
+    ...options.shardPrefixes.flatMap((prefix, shard) =>
+      [queueNames.events, queueNames.deliveries].map((name) => ({
+        queue: open(name, prefix),
+        options: sharded ? { prefix: `shard ${shard}/`, delimiter: '/' } : {},
+      })),
+    ),
+    ...[queueNames.maintenance, queueNames.verifications].map((name) => ({
+      queue: open(name, options.keyPrefix),
+      options: {},
+    })),
+  ];
+  for (const { queue } of adapters)
     queue.on('error', (error) => app.log.warn({ err: error }, 'dashboard queue error'));
   app.addHook('onClose', async () => {
-    await Promise.all(queues.map((queue) => queue.close()));
+    await Promise.all(adapters.map(({ queue }) => queue.close()));
   });
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(queueDashboardPath);
   createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    queues: adapters.map(({ queue, options: display }) => new BullMQAdapter(queue, display)),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'Webhook queues' } },
   });

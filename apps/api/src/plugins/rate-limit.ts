@@ -24,8 +24,8 @@ const readMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
 export interface RateLimitOptions {
   /** RATE_LIMIT_PER_MINUTE. */
   max: number;
-  /** Prefix of the counters' Redis keys. */
-  nameSpace: string;
+  /** Prefix of an account's counter's Redis key: its queue shard's, so that accounts spread. */
+  keyPrefixOf: (accountId: string) => string;
   /** The auto-pipelined connection the counts go through; the app owns and closes it. */
   redis: RedisConnection;
 }
@@ -37,11 +37,12 @@ export default fp<RateLimitOptions>(
       timeWindow: 60_000,
       hook: 'preValidation',
       redis: options.redis,
-      nameSpace: options.nameSpace,
+      nameSpace: '',
       // A Redis outage must not take reads down with it: they pass uncounted meanwhile (writes are
       // refused below).
       skipOnError: true,
-      keyGenerator: (request) => `account:${request.accountId}`,
+      keyGenerator: (request) =>
+        `${options.keyPrefixOf(request.accountId)}:rate-limit:account:${request.accountId}`,
       errorResponseBuilder: (_request, context) =>
         new HttpProblem(
           429,

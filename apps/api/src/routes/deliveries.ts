@@ -47,7 +47,7 @@ const recoverBatch = 1_000;
 const recoverCallsPerMinute = 10;
 
 const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views }> = async (app, options) => {
-  const redelivery = { prisma: app.prisma, queue: app.deliveryQueue, maxAttempts: options.maxAttempts };
+  const redelivery = { prisma: app.prisma, queues: app.deliveryQueues, maxAttempts: options.maxAttempts };
   const findDelivery = async (subscriptionId: string, deliveryId: string) => {
     // findUnique: batched by Prisma across concurrent requests, as in findOwnSubscription.
     const row = isUuid(deliveryId)

@@ -14,7 +14,6 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   createDeliveryThrottleReader,
-  deliveryJob,
   generateSigningSecret,
   Page,
   Subscription,
@@ -26,6 +25,7 @@ import {
   type CallbackPolicy,
   type Catalogue,
   type InFlightBounds,
+  type QueueShards,
   type SecretBox,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
@@ -54,8 +54,8 @@ export interface SubscriptionRoutesOptions {
   callbackHint: string;
   /** Seals the signing secret of a new subscription for storage. */
   secretBox: SecretBox;
-  /** QUEUE_PREFIX: where the delivery gates live. */
-  queuePrefix: string;
+  /** QUEUE_SHARDS: where the delivery gates live. */
+  shards: QueueShards;
   /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING: what `delivery.in_flight_limit` is read against. */
   inFlightBounds: InFlightBounds;
   /** Subscriptions an account may have (MAX_SUBSCRIPTIONS_PER_ACCOUNT, or its override). */
@@ -87,7 +87,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
   };
 
-  const readThrottles = createDeliveryThrottleReader(app.redis, options.queuePrefix, options.inFlightBounds);
+  const readThrottles = createDeliveryThrottleReader(app.redis, options.shards, options.inFlightBounds);
   const present = async (rows: SubscriptionRow[]) => {
     const throttles = await readThrottles(rows.map((row) => row.id));
     return rows.map((row) => options.views.subscription(row, throttles.get(row.id)!));
@@ -119,12 +119,9 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     });
     try {
       for (let i = 0; i < waiting.length; i += 1000) {
-        await app.deliveryQueue.addBulk(
-          waiting
-            .slice(i, i + 1000)
-            .map((d) =>
-              deliveryJob({ eventId: d.eventId, subscriptionId, round: d.round }, options.maxAttempts),
-            ),
+        await app.deliveryQueues.add(
+          waiting.slice(i, i + 1000).map((d) => ({ eventId: d.eventId, subscriptionId, round: d.round })),
+          options.maxAttempts,
         );
       }
     } catch (error) {

@@ -16,7 +16,8 @@
  */
 import type { Queue } from 'bullmq';
 import type { Pool } from '@webhooks/db';
-import { deliveryJob, type DeliveryJobData, type RedisConnection } from '@webhooks/shared';
+import type { RedisConnection } from '@webhooks/shared';
+import type { ShardedQueues } from '../shard-queues.js';
 
 /** Ensures that the heads of FIFO subscriptions have their jobs. */
 export interface FifoHeads {
@@ -27,10 +28,10 @@ export interface FifoHeads {
   ensure(subscriptionIds: readonly string[]): Promise<void>;
 }
 
-/** Creates the head keeper on the `deliveries` queue. */
+/** Creates the head keeper; each head's job goes to its subscription's shard. */
 export function createFifoHeads(
   pool: Pool,
-  deliveries: Queue<DeliveryJobData>,
+  deliveries: Pick<ShardedQueues, 'addDeliveries'>,
   maxAttempts: number,
 ): FifoHeads {
   return {
@@ -45,13 +46,9 @@ export function createFifoHeads(
         values: [[...new Set(subscriptionIds)]],
       });
       if (rows.length === 0) return;
-      const jobs = await deliveries.addBulk(
-        rows.map((row) =>
-          deliveryJob(
-            { eventId: row.event_id, subscriptionId: row.subscription_id, round: row.round },
-            maxAttempts,
-          ),
-        ),
+      const jobs = await deliveries.addDeliveries(
+        rows.map((row) => ({ eventId: row.event_id, subscriptionId: row.subscription_id, round: row.round })),
+        maxAttempts,
       );
       // An id BullMQ holds already keeps its job: one parked while it was not the head goes now.
       await Promise.all(
@@ -67,13 +64,14 @@ export function createFifoHeads(
 const watchedWaiting = 100;
 
 /**
- * Whether an earlier event of an account is still waiting for or in its fan-out: an `events` job
- * older than the event (job ids are event ids, UUIDv7, so they sort by acceptance) of the same
- * account, active, among the oldest waiting (the wait list is taken oldest first, and a stalled
+ * Whether an earlier event of an account is still waiting for or in its fan-out: a job of the
+ * account's `events` queue (`eventsOf`: its shard's) older than the event (job ids are event ids,
+ * UUIDv7, so they sort by acceptance) of the same account, active, among the oldest waiting (the wait list is taken oldest first, and a stalled
  * job goes back to its oldest end) or among the first delayed (a fan-out deferred by an outage).
  */
-export function createFanOutWatch(redis: RedisConnection, events: Queue) {
+export function createFanOutWatch(redis: RedisConnection, eventsOf: (accountId: string) => Queue) {
   return async (accountId: string, eventId: string): Promise<boolean> => {
+    const events = eventsOf(accountId);
     const ids = await redis
       .pipeline()
       .lrange(events.toKey('active'), 0, -1)

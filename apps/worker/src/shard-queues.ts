@@ -1,0 +1,142 @@
+/**
+ * The worker's side of sharded queues (QUEUE_SHARDS, `queue-shards.ts` in @webhooks/shared): for
+ * every shard, its `events` and `deliveries` queues and the account scheduler that admits into
+ * them, and the routing of an account or a subscription to its shard. A worker produces into every
+ * shard (a fan-out's deliveries go to their subscriptions' shards) and consumes the shards of
+ * WORKER_SHARDS, plus those of the layout it drains (QUEUE_SHARDS_DRAIN).
+ */
+import { Queue, type QueueOptions } from 'bullmq';
+import {
+  createDeliveryQueues,
+  queueNames,
+  type AccountOverride,
+  type DeliveryJobData,
+  type DeliveryQueues,
+  type EventJobData,
+  type QueueShards,
+} from '@webhooks/shared';
+import {
+  createAccountScheduler,
+  type AccountScheduler,
+  type AccountSchedulerOptions,
+  type ScheduledDelivery,
+} from './scheduling/account-scheduler.js';
+
+/** One shard's queues and scheduler. */
+export interface ShardQueues {
+  /** Its key prefix (`{webhooks:3}`; the service's key prefix with one shard). */
+  prefix: string;
+  /** Its label in metrics: the shard number, with `drain-` before a drained layout's. */
+  label: string;
+  events: Queue<EventJobData>;
+  deliveries: Queue<DeliveryJobData>;
+  scheduler: AccountScheduler;
+}
+
+/** Every shard a worker knows, and where an account's or a subscription's work goes. */
+export interface ShardedQueues {
+  /** The shards of QUEUE_SHARDS, by number. */
+  current: readonly ShardQueues[];
+  /** Every shard: the current ones, then those of the drained layout not among them. */
+  all: readonly ShardQueues[];
+  /** The shards this worker consumes: WORKER_SHARDS of the current ones, and every drained one. */
+  consumed: readonly ShardQueues[];
+  /** The shard of an account's events. */
+  ofAccount(accountId: string): ShardQueues;
+  /** The shard of a subscription's deliveries. */
+  ofSubscription(subscriptionId: string): ShardQueues;
+  /** Schedules first deliveries, each on its subscription's shard. @throws as AccountScheduler.schedule */
+  schedule(deliveries: readonly ScheduledDelivery[]): Promise<void>;
+  /**
+   * Adds delivery jobs to their subscriptions' shards, bypassing the account scheduler: FIFO
+   * heads, re-driven and notice deliveries (`DeliveryQueues.add`).
+   */
+  addDeliveries: DeliveryQueues['add'];
+  /** Closes every scheduler, then every queue. */
+  close(): Promise<void>;
+}
+
+/** What {@link createShardedQueues} needs. */
+export interface ShardedQueuesOptions {
+  shards: QueueShards;
+  /** QUEUE_SHARDS_DRAIN's layout, or null. */
+  drain: QueueShards | null;
+  /** WORKER_SHARDS: numbers of the current shards consumed. */
+  workerShards: readonly number[];
+  /** Options of every queue but its prefix (the producer connection, telemetry). */
+  queueOptions: Omit<QueueOptions, 'prefix'>;
+  /**
+   * The account scheduler's options but those set per shard. ACCOUNT_DELIVERIES_PER_SECOND and
+   * the overrides' quotas are split evenly over the shards, rounded up: an account's subscriptions
+   * spread over them, and each shard's scheduler admits its share.
+   */
+  scheduler: Omit<AccountSchedulerOptions, 'prefix' | 'deliveries'>;
+}
+
+/** Creates the queues and schedulers of every shard (the schedulers are not started). */
+export function createShardedQueues(options: ShardedQueuesOptions): ShardedQueues {
+  const { shards, drain } = options;
+  const count = shards.count;
+  const share = (rate: number) => Math.max(1, Math.ceil(rate / count));
+  const overrides = new Map<string, AccountOverride>(
+    [...options.scheduler.overrides].map(([account, override]) => [
+      account,
+      override.deliveries_per_second === undefined
+        ? override
+        : { ...override, deliveries_per_second: share(override.deliveries_per_second) },
+    ]),
+  );
+  const deliveryQueues = createDeliveryQueues(shards, options.queueOptions);
+  const open = (prefix: string, label: string, deliveries: Queue<DeliveryJobData>): ShardQueues => {
+    return {
+      prefix,
+      label,
+      events: new Queue<EventJobData>(queueNames.events, { ...options.queueOptions, prefix }),
+      deliveries,
+      scheduler: createAccountScheduler({
+        ...options.scheduler,
+        deliveriesPerSecond: share(options.scheduler.deliveriesPerSecond),
+        overrides,
+        prefix,
+        deliveries,
+      }),
+    };
+  };
+  const current = shards.prefixes.map((prefix, shard) =>
+    open(prefix, String(shard), deliveryQueues.all[shard]!),
+  );
+  const drained = (drain?.prefixes ?? [])
+    .map((prefix, shard) => ({ prefix, shard }))
+    .filter(({ prefix }) => !shards.prefixes.includes(prefix))
+    .map(({ prefix, shard }) =>
+      open(
+        prefix,
+        `drain-${shard}`,
+        new Queue<DeliveryJobData>(queueNames.deliveries, { ...options.queueOptions, prefix }),
+      ),
+    );
+  const all = [...current, ...drained];
+  const consumed = [...options.workerShards.map((shard) => current[shard]!), ...drained];
+  return {
+    current,
+    all,
+    consumed,
+    ofAccount: (accountId) => current[shards.ofAccount(accountId)]!,
+    ofSubscription: (subscriptionId) => current[shards.ofSubscription(subscriptionId)]!,
+    async schedule(deliveries) {
+      const byShard = new Map<ShardQueues, ScheduledDelivery[]>();
+      for (const delivery of deliveries) {
+        const shard = current[shards.ofSubscription(delivery.subscriptionId)]!;
+        const list = byShard.get(shard) ?? [];
+        list.push(delivery);
+        byShard.set(shard, list);
+      }
+      await Promise.all([...byShard].map(([shard, list]) => shard.scheduler.schedule(list)));
+    },
+    addDeliveries: deliveryQueues.add,
+    async close() {
+      await Promise.all(all.map((shard) => shard.scheduler.close()));
+      await Promise.all(all.flatMap((shard) => [shard.events.close(), shard.deliveries.close()]));
+    },
+  };
+}

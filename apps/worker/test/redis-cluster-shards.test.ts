@@ -1,0 +1,163 @@
+/**
+ * Sharded queues (QUEUE_SHARDS=6) on a private Redis Cluster of three masters, each with a
+ * replica: a burst's Redis commands and keys spread over every master, and a master killed with
+ * SIGKILL in the middle of a burst loses no event the API accepted (REDIS_WAIT_REPLICAS=1, `WAIT`
+ * on the master of the event's shard), while no publish waits past the API's Redis timeout.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { defaultPublishTimeoutMs } from '@webhooks/shared';
+import {
+  startPrivateRedisCluster,
+  type PrivateRedisCluster,
+} from '../../../test/support/private-redis-cluster.js';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { sleep, waitFor } from '../../../test/support/wait.js';
+
+let cluster: PrivateRedisCluster;
+let stack: TestStack;
+
+beforeAll(async () => {
+  cluster = await startPrivateRedisCluster(1);
+  stack = await startTestStack('shards', {
+    REDIS_CLUSTER_NODES: cluster.nodes,
+    QUEUE_SHARDS: '6',
+    REDIS_WAIT_REPLICAS: '1',
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    DELIVERY_BACKOFF_MS: '100',
+    RECONCILE_INTERVAL_MS: '500',
+    RECONCILE_GRACE_MS: '1000',
+  });
+}, 90_000);
+afterAll(async () => {
+  await stack?.close();
+  await cluster?.destroy();
+});
+
+/** Runs `command` on the node at `port` with a connection of its own. */
+async function onNode<T>(port: number, command: (node: Redis) => Promise<T>): Promise<T> {
+  const node = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  node.on('error', () => {});
+  try {
+    return await command(node);
+  } finally {
+    node.disconnect();
+  }
+}
+
+/** Commands a node ran since its last `CONFIG RESETSTAT`, counted by `INFO commandstats`. */
+async function commandsRun(port: number): Promise<number> {
+  const stats = await onNode(port, (node) => node.info('commandstats'));
+  return [...stats.matchAll(/calls=(\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0);
+}
+
+const share = (values: number[]) => {
+  const total = values.reduce((sum, value) => sum + value, 0);
+  return values.map((value) => value / total);
+};
+
+describe('sharded queues on a three-master Redis Cluster', () => {
+  it('spreads the commands and keys of a burst of 10,080 deliveries over every master', async () => {
+    // One account per shard: an account's events all go to its shard, so a handful of accounts
+    // picked at random may share one (a real deployment's thousands of accounts spread).
+    const { shards } = stack.api.config;
+    const accounts = Array.from({ length: shards.count }, (_, shard) => {
+      for (let i = 0; ; i++) if (shards.ofAccount(`acct-${i}`) === shard) return `acct-${i}`;
+    });
+    for (const account of accounts)
+      for (let i = 0; i < 4; i++)
+        await stack.subscribe(account, { callback_url: `${stack.receiver.url}/spread/${account}/${i}` });
+    const masters = await cluster.masters();
+    expect(masters).toHaveLength(3);
+    await Promise.all(masters.map(({ port }) => onNode(port, (node) => node.config('RESETSTAT'))));
+
+    const published = new Set<string>();
+    for (const account of accounts) {
+      const events = await Promise.all(
+        Array.from({ length: 420 }, (_, i) =>
+          stack.publisher.publish({ accountId: account, type: 'call.started', data: { call_id: `c-${i}` } }),
+        ),
+      );
+      for (const { id } of events) published.add(id);
+    }
+    const spread = () => stack.receiver.requests.filter((request) => request.path.startsWith('/spread/'));
+    await waitFor('10,080 deliveries', () => spread().length >= 10_080, 180_000);
+
+    const received = spread();
+    expect(
+      new Set(received.map((request) => `${request.path} ${String(request.headers['webhook-id'])}`)).size,
+    ).toBe(10_080);
+    expect(new Set(received.map((request) => String(request.headers['webhook-id'])))).toEqual(published);
+    const commands = share(await Promise.all(masters.map(({ port }) => commandsRun(port))));
+    const keys = share(await Promise.all(masters.map(({ port }) => onNode(port, (node) => node.dbsize()))));
+    for (const fraction of [...commands, ...keys]) {
+      expect(fraction).toBeGreaterThanOrEqual(0.2);
+      expect(fraction).toBeLessThanOrEqual(0.47);
+    }
+  }, 240_000);
+
+  it('delivers every event accepted during a burst in which a master is killed, and answers every publish in time', async () => {
+    const accounts = ['acct-f1', 'acct-f2', 'acct-f3', 'acct-f4'];
+    for (const account of accounts)
+      await stack.subscribe(account, { callback_url: `${stack.receiver.url}/failover/${account}` });
+    const accepted: string[] = [];
+    const refused: Array<{ status: number; retryAfter: unknown }> = [];
+    let slowest = 0;
+    let publishing = true;
+    const burst = (async () => {
+      while (publishing) {
+        await Promise.all(
+          accounts.map(async (account) => {
+            const started = performance.now();
+            const response = await stack.api.app.inject({
+              method: 'POST',
+              url: '/api/events',
+              headers: stack.api.auth(account),
+              payload: { type: 'call.started', data: {} },
+            });
+            slowest = Math.max(slowest, performance.now() - started);
+            if (response.statusCode === 202) accepted.push(response.json().id);
+            else refused.push({ status: response.statusCode, retryAfter: response.headers['retry-after'] });
+          }),
+        );
+        await sleep(5);
+      }
+    })();
+    await waitFor('events accepted before the kill', () => accepted.length >= 200);
+    const [victim] = await cluster.masters();
+    await cluster.kill(victim!.port);
+    const acceptedAtKill = accepted.length;
+    await waitFor(
+      'a replica promoted',
+      async () => !(await cluster.masters()).some(({ port }) => port === victim!.port),
+      30_000,
+    );
+    await waitFor(
+      'events accepted after the failover',
+      () => accepted.length >= acceptedAtKill + 200,
+      30_000,
+    );
+    publishing = false;
+    await burst;
+
+    expect(await cluster.masters()).toHaveLength(3);
+    for (const { status, retryAfter } of refused) {
+      expect(status).toBe(503);
+      expect(retryAfter).toBeDefined();
+    }
+    expect(slowest).toBeLessThanOrEqual(defaultPublishTimeoutMs + 1_000);
+    const delivered = await waitFor(
+      'every accepted event delivered',
+      () => {
+        const ids = new Set(
+          stack.receiver.requests
+            .filter((request) => request.path.startsWith('/failover/'))
+            .map((request) => String(request.headers['webhook-id'])),
+        );
+        return accepted.every((id) => ids.has(id)) && ids;
+      },
+      60_000,
+    );
+    expect(delivered.size).toBeGreaterThanOrEqual(accepted.length);
+  }, 180_000);
+});

@@ -1,0 +1,57 @@
+/**
+ * The `deliveries` queue of every queue shard (QUEUE_SHARDS, `queue-shards.ts`), and the routing of
+ * a delivery job to its subscription's shard: what the API (manual retries, FIFO releases) and the
+ * worker (FIFO heads, re-driven and notice deliveries) add outside the account scheduler.
+ */
+import { Queue, type Job, type QueueOptions } from 'bullmq';
+import type { QueueShards } from './queue-shards.js';
+import { deliveryJob, queueNames, type DeliveryJobData } from './queues.js';
+
+/** One round of a delivery, as {@link deliveryJob} takes it. */
+export type DeliveryRound = Parameters<typeof deliveryJob>[0];
+
+/** The delivery queues of every shard. */
+export interface DeliveryQueues {
+  /** By shard number. */
+  all: ReadonlyArray<Queue<DeliveryJobData>>;
+  /** The queue of a subscription's shard. */
+  of(subscriptionId: string): Queue<DeliveryJobData>;
+  /**
+   * Adds the jobs of `rounds` (`deliveryJob`, DELIVERY_MAX_ATTEMPTS = `maxAttempts`), each to its
+   * subscription's shard, one `addBulk` per shard. A job id BullMQ holds already keeps its job.
+   *
+   * @returns the jobs, in no particular order
+   * @throws BullMQ's errors when Redis cannot be reached (some shards may have taken theirs)
+   */
+  add(rounds: readonly DeliveryRound[], maxAttempts: number): Promise<Array<Job<DeliveryJobData>>>;
+  close(): Promise<void>;
+}
+
+/** Opens the `deliveries` queue of each of `shards` with `options` (connection, telemetry). */
+export function createDeliveryQueues(
+  shards: QueueShards,
+  options: Omit<QueueOptions, 'prefix'>,
+): DeliveryQueues {
+  const all = shards.prefixes.map(
+    (prefix) => new Queue<DeliveryJobData>(queueNames.deliveries, { ...options, prefix }),
+  );
+  const of = (subscriptionId: string) => all[shards.ofSubscription(subscriptionId)]!;
+  return {
+    all,
+    of,
+    async add(rounds, maxAttempts) {
+      const byQueue = new Map<Queue<DeliveryJobData>, Array<ReturnType<typeof deliveryJob>>>();
+      for (const round of rounds) {
+        const queue = of(round.subscriptionId);
+        const jobs = byQueue.get(queue) ?? [];
+        jobs.push(deliveryJob(round, maxAttempts));
+        byQueue.set(queue, jobs);
+      }
+      const added = await Promise.all([...byQueue].map(([queue, jobs]) => queue.addBulk(jobs)));
+      return added.flat();
+    },
+    async close() {
+      await Promise.all(all.map((queue) => queue.close()));
+    },
+  };
+}

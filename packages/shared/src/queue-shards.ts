@@ -1,0 +1,125 @@
+/**
+ * Sharded queues (QUEUE_SHARDS): the event and delivery queues split into N sets of BullMQ queues,
+ * each under its own hash tag, so that a Redis Cluster spreads them over its masters. Redis Cluster
+ * runs a script only when its keys share a slot (BullMQ, "Redis Cluster"), so each shard keeps
+ * together what its scripts touch: its `events` and `deliveries` queues, the account scheduler
+ * that admits into them, and the delivery gates of its subscriptions.
+ *
+ * - An event's fan-out, and its account's rate-limit counts, idempotency keys and payload quota,
+ *   go to the account's shard ({@link QueueShards.ofAccount}).
+ * - A delivery, its retries and its subscription's gate go to the subscription's shard
+ *   ({@link QueueShards.ofSubscription}).
+ *
+ * With one shard (the default) every key stays under the service's key prefix, as before sharding.
+ */
+import { createHash } from 'node:crypto';
+import clusterKeySlot from 'cluster-key-slot';
+import { ConfigError } from './config-error.js';
+
+/** Hash slots of a Redis Cluster (Redis Cluster specification, "Key distribution model"). */
+export const hashSlots = 16_384;
+
+/** The Redis Cluster hash slot of `key`, 0–16383: CRC16 of its hash tag, or of the whole key. */
+export function keySlot(key: string): number {
+  return clusterKeySlot(key);
+}
+
+/** The shards of a deployment and where an account's or a subscription's keys go. */
+export interface QueueShards {
+  /** QUEUE_SHARDS: how many there are, at least 1. */
+  count: number;
+  /** Key prefix of each shard, by shard number (`{webhooks:3}`); with one shard, the service's. */
+  prefixes: readonly string[];
+  /** The shard of an account: its fan-outs, rate-limit counts, idempotency keys and quotas. */
+  ofAccount(accountId: string): number;
+  /** The shard of a subscription: its deliveries, their retries, and its delivery gate. */
+  ofSubscription(subscriptionId: string): number;
+  /** The key prefix of an account's shard. */
+  accountPrefix(accountId: string): string;
+  /** The key prefix of a subscription's shard. */
+  subscriptionPrefix(subscriptionId: string): string;
+}
+
+/**
+ * A stable shard number in [0, count) for `id`: the first 32 bits of its SHA-1. The same in every
+ * process and release, so a subscription keeps its shard while QUEUE_SHARDS stays the same.
+ */
+export function stableShard(id: string, count: number): number {
+  if (count === 1) return 0;
+  return createHash('sha1').update(id).digest().readUInt32BE(0) % count;
+}
+
+/**
+ * The hash tag of shard `shard` of `count` under `base` (QUEUE_PREFIX, without braces): `base:shard`,
+ * or `base:shard.j` for the smallest `j` whose CRC16 slot lies in the shard's even share of the
+ * 16,384 slots. A cluster's masters hold contiguous ranges of slots, evenly split by default, so N
+ * shards fall evenly over its masters; tags picked by CRC16 alone can land four of six on one.
+ */
+export function shardTag(base: string, shard: number, count: number): string {
+  const from = Math.floor((shard * hashSlots) / count);
+  const to = Math.floor(((shard + 1) * hashSlots) / count);
+  const inShare = (tag: string) => {
+    const slot = keySlot(tag);
+    return slot >= from && slot < to;
+  };
+  if (inShare(`${base}:${shard}`)) return `${base}:${shard}`;
+  for (let j = 0; ; j++) if (inShare(`${base}:${shard}.${j}`)) return `${base}:${shard}.${j}`;
+}
+
+/**
+ * The shards of QUEUE_SHARDS = `count` under QUEUE_PREFIX = `base`, where `keyPrefix` is the
+ * service's effective key prefix (`effectiveKeyPrefix`: `{webhooks}` on a cluster).
+ *
+ * @throws ConfigError when `count` > 1 and `base` holds a hash tag of its own (`{` or `}`): each
+ *   shard needs its own tag
+ */
+export function createQueueShards(base: string, keyPrefix: string, count: number): QueueShards {
+  if (count > 1 && /[{}]/.test(base)) {
+    throw new ConfigError(
+      `Invalid environment variables QUEUE_PREFIX and QUEUE_SHARDS: with QUEUE_SHARDS > 1, QUEUE_PREFIX must not hold braces (${JSON.stringify(base)}); each shard gets its own hash tag`,
+    );
+  }
+  const prefixes =
+    count === 1
+      ? [keyPrefix]
+      : Array.from({ length: count }, (_, shard) => `{${shardTag(base, shard, count)}}`);
+  const ofAccount = (accountId: string) => stableShard(`account:${accountId}`, count);
+  const ofSubscription = (subscriptionId: string) => stableShard(subscriptionId, count);
+  return {
+    count,
+    prefixes,
+    ofAccount,
+    ofSubscription,
+    accountPrefix: (accountId) => prefixes[ofAccount(accountId)]!,
+    subscriptionPrefix: (subscriptionId) => prefixes[ofSubscription(subscriptionId)]!,
+  };
+}
+
+/**
+ * WORKER_SHARDS: a comma-separated list of shard numbers and ranges (`0-3,6`) of the `count`
+ * shards; empty for all of them.
+ *
+ * @returns the shard numbers, ascending, without repeats
+ * @throws ConfigError naming WORKER_SHARDS when an entry is not a number or a range `a-b` with
+ *   a ≤ b < `count`
+ */
+export function parseShardList(value: string, count: number): number[] {
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  if (entries.length === 0) return Array.from({ length: count }, (_, shard) => shard);
+  const shards = new Set<number>();
+  for (const entry of entries) {
+    const match = /^(\d{1,4})(?:-(\d{1,4}))?$/.exec(entry);
+    const from = Number(match?.[1]);
+    const to = match?.[2] === undefined ? from : Number(match[2]);
+    if (!match || to < from || to >= count) {
+      throw new ConfigError(
+        `Invalid environment variable WORKER_SHARDS: ${JSON.stringify(entry)} is not a shard number or a range such as 0-3 below QUEUE_SHARDS (${count})`,
+      );
+    }
+    for (let shard = from; shard <= to; shard++) shards.add(shard);
+  }
+  return [...shards].sort((a, b) => a - b);
+}
