@@ -21,8 +21,6 @@ export interface PrivateRedisCluster {
   masters(): Promise<Array<{ port: number; slots: Array<[number, number]> }>>;
   /** Kills the node on `port` with SIGKILL; with replicas, the cluster promotes the master's one. */
   kill(port: number): Promise<void>;
-  /** Starts the killed node on `port` again, from its own nodes file: it rejoins as a replica. */
-  restart(port: number): Promise<void>;
   /** Stops every node and removes the folder. */
   destroy(): Promise<void>;
 }
@@ -60,22 +58,6 @@ async function replicasInSync(ports: number[]): Promise<boolean> {
   return masters.length === 3 && masters.every((info) => /slave0:.*state=online/.test(info));
 }
 
-/** A cluster node on `port`, its configuration and data in `dir`, so that it can be restarted. */
-function spawnNode(port: number, dir: string): ChildProcess {
-  return spawnRedisServer(port, dir, [
-    '--cluster-enabled',
-    'yes',
-    '--cluster-config-file',
-    `nodes-${port}.conf`,
-    '--dbfilename',
-    `dump-${port}.rdb`,
-    '--appendonly',
-    'no',
-    '--cluster-node-timeout',
-    '1000',
-  ]);
-}
-
 /**
  * Starts three masters (and `replicas` replicas of each) as `--cluster-enabled yes` servers and
  * joins them into one cluster. A node that stops answering for 1 s is failed over (its replica
@@ -88,10 +70,22 @@ export async function startPrivateRedisCluster(replicas: 0 | 1 = 0): Promise<Pri
   for (let i = 0; i < 3 * (1 + replicas); i++) {
     const port = await freePort();
     ports.push(port);
-    children.push(spawnNode(port, dir));
+    children.push(
+      spawnRedisServer(port, dir, [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--dbfilename',
+        `dump-${port}.rdb`,
+        '--appendonly',
+        'no',
+        '--cluster-node-timeout',
+        '1000',
+      ]),
+    );
   }
-  const exitOf = (child: ChildProcess) => new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const exited = children.map(exitOf);
+  const exited = children.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
   const live = new Set(ports);
   const destroy = async () => {
     for (const child of children) child.kill('SIGKILL');
@@ -135,13 +129,6 @@ export async function startPrivateRedisCluster(replicas: 0 | 1 = 0): Promise<Pri
         live.delete(port);
         children[index]!.kill('SIGKILL');
         await exited[index];
-      },
-      async restart(port) {
-        const index = ports.indexOf(port);
-        children[index] = spawnNode(port, dir);
-        exited[index] = exitOf(children[index]!);
-        await waitFor(`cluster node ${port} to answer again`, () => pingRedis(port));
-        live.add(port);
       },
       destroy,
     };

@@ -159,8 +159,5 @@ describe('sharded queues on a three-master Redis Cluster', () => {
       60_000,
     );
     expect(delivered.size).toBeGreaterThanOrEqual(accepted.length);
-    // Clients keep reconnecting to a failed node's address until it answers; without the node back,
-    // closing the stack's Redis clients has been seen to wait past the hook's timeout on Node 26.
-    await cluster.restart(victim!.port);
   }, 180_000);
 });
