@@ -25,35 +25,26 @@ export interface PrivateRedisCluster {
   destroy(): Promise<void>;
 }
 
+/** Runs `command` on the node at `port` with a connection of its own, closed after. */
+export async function onNode<T>(port: number, command: (node: Redis) => Promise<T>): Promise<T> {
+  const node = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+  node.on('error', () => {});
+  try {
+    return await command(node);
+  } finally {
+    node.disconnect();
+  }
+}
+
 /** Whether every node reports `cluster_state:ok`, so each slot has a master answering. */
 async function clusterReady(ports: number[]): Promise<boolean> {
-  const states = await Promise.all(
-    ports.map(async (port) => {
-      const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-      client.on('error', () => {});
-      try {
-        return (await client.cluster('INFO')).includes('cluster_state:ok');
-      } finally {
-        client.disconnect();
-      }
-    }),
-  );
-  return states.every(Boolean);
+  const states = await Promise.all(ports.map((port) => onNode(port, (node) => node.cluster('INFO'))));
+  return states.every((state) => state.includes('cluster_state:ok'));
 }
 
 /** Whether every master reports each of its replicas online (`INFO replication`). */
 async function replicasInSync(ports: number[]): Promise<boolean> {
-  const roles = await Promise.all(
-    ports.map(async (port) => {
-      const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-      client.on('error', () => {});
-      try {
-        return await client.info('replication');
-      } finally {
-        client.disconnect();
-      }
-    }),
-  );
+  const roles = await Promise.all(ports.map((port) => onNode(port, (node) => node.info('replication'))));
   const masters = roles.filter((info) => info.includes('role:master'));
   return masters.length === 3 && masters.every((info) => /slave0:.*state=online/.test(info));
 }
@@ -108,21 +99,15 @@ export async function startPrivateRedisCluster(replicas: 0 | 1 = 0): Promise<Pri
     return {
       nodes: addresses.join(','),
       async masters() {
-        const client = new Redis([...live][0]!, '127.0.0.1', { maxRetriesPerRequest: 0 });
-        client.on('error', () => {});
-        try {
-          const ranges = await client.cluster('SLOTS');
-          const byPort = new Map<number, Array<[number, number]>>();
-          for (const [from, to, master] of ranges) {
-            const port = master![1];
-            const slots = byPort.get(port) ?? [];
-            slots.push([from, to]);
-            byPort.set(port, slots);
-          }
-          return [...byPort].map(([port, slots]) => ({ port, slots }));
-        } finally {
-          client.disconnect();
+        const ranges = await onNode([...live][0]!, (node) => node.cluster('SLOTS'));
+        const byPort = new Map<number, Array<[number, number]>>();
+        for (const [from, to, master] of ranges) {
+          const port = master![1];
+          const slots = byPort.get(port) ?? [];
+          slots.push([from, to]);
+          byPort.set(port, slots);
         }
+        return [...byPort].map(([port, slots]) => ({ port, slots }));
       },
       async kill(port) {
         const index = ports.indexOf(port);

@@ -124,14 +124,11 @@ export function createShardedQueues(options: ShardedQueuesOptions): ShardedQueue
     ofAccount: (accountId) => current[shards.ofAccount(accountId)]!,
     ofSubscription: (subscriptionId) => current[shards.ofSubscription(subscriptionId)]!,
     async schedule(deliveries) {
-      const byShard = new Map<ShardQueues, ScheduledDelivery[]>();
-      for (const delivery of deliveries) {
-        const shard = current[shards.ofSubscription(delivery.subscriptionId)]!;
-        const list = byShard.get(shard) ?? [];
-        list.push(delivery);
-        byShard.set(shard, list);
-      }
-      await Promise.all([...byShard].map(([shard, list]) => shard.scheduler.schedule(list)));
+      await Promise.all(
+        [...shards.bySubscription(deliveries)].map(([shard, group]) =>
+          current[shard]!.scheduler.schedule(group),
+        ),
+      );
     },
     addDeliveries: deliveryQueues.add,
     async close() {

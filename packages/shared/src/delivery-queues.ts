@@ -40,14 +40,11 @@ export function createDeliveryQueues(
     all,
     of,
     async add(rounds, maxAttempts) {
-      const byQueue = new Map<Queue<DeliveryJobData>, Array<ReturnType<typeof deliveryJob>>>();
-      for (const round of rounds) {
-        const queue = of(round.subscriptionId);
-        const jobs = byQueue.get(queue) ?? [];
-        jobs.push(deliveryJob(round, maxAttempts));
-        byQueue.set(queue, jobs);
-      }
-      const added = await Promise.all([...byQueue].map(([queue, jobs]) => queue.addBulk(jobs)));
+      const added = await Promise.all(
+        [...shards.bySubscription(rounds)].map(([shard, group]) =>
+          all[shard]!.addBulk(group.map((round) => deliveryJob(round, maxAttempts))),
+        ),
+      );
       return added.flat();
     },
     async close() {

@@ -38,6 +38,11 @@ export interface QueueShards {
   accountPrefix(accountId: string): string;
   /** The key prefix of a subscription's shard. */
   subscriptionPrefix(subscriptionId: string): string;
+  /**
+   * `items` grouped by their subscription's shard, in their order within each group: shard
+   * number → items, only the shards that got some.
+   */
+  bySubscription<T extends { subscriptionId: string }>(items: readonly T[]): Map<number, T[]>;
 }
 
 /**
@@ -85,6 +90,16 @@ export function createQueueShards(base: string, keyPrefix: string, count: number
       : Array.from({ length: count }, (_, shard) => `{${shardTag(base, shard, count)}}`);
   const ofAccount = (accountId: string) => stableShard(`account:${accountId}`, count);
   const ofSubscription = (subscriptionId: string) => stableShard(subscriptionId, count);
+  function bySubscription<T extends { subscriptionId: string }>(items: readonly T[]): Map<number, T[]> {
+    const groups = new Map<number, T[]>();
+    for (const item of items) {
+      const shard = ofSubscription(item.subscriptionId);
+      const group = groups.get(shard) ?? [];
+      group.push(item);
+      groups.set(shard, group);
+    }
+    return groups;
+  }
   return {
     count,
     prefixes,
@@ -92,6 +107,7 @@ export function createQueueShards(base: string, keyPrefix: string, count: number
     ofSubscription,
     accountPrefix: (accountId) => prefixes[ofAccount(accountId)]!,
     subscriptionPrefix: (subscriptionId) => prefixes[ofSubscription(subscriptionId)]!,
+    bySubscription,
   };
 }
 

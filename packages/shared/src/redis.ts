@@ -6,6 +6,7 @@
  * an event was not accepted.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { ClosableCluster } from './closable-cluster.js';
 import Type, { type Static } from 'typebox';
 import { ConfigError } from './config-error.js';
 import { splitList } from './env-list.js';
@@ -146,7 +147,7 @@ function connect(topology: RedisTopology | string, options: RedisOptions, cluste
         failoverDetector: true,
       });
     case 'cluster':
-      return new Cluster(where.nodes, {
+      return new ClosableCluster(where.nodes, {
         ...cluster,
         redisOptions: { ...credentials(where.url), ...options },
       });

@@ -41,6 +41,20 @@ describe('queue shards', () => {
     );
   });
 
+  it('groups work by the shard of its subscription, keeping each group in order', () => {
+    const shards = createQueueShards('webhooks', '{webhooks}', 6);
+    const items = Array.from({ length: 60 }, (_, i) => ({
+      subscriptionId: `0193a0b2-0000-7000-8000-${String(i % 12).padStart(12, '0')}`,
+      n: i,
+    }));
+    const groups = shards.bySubscription(items);
+    expect([...groups.values()].flat()).toHaveLength(items.length);
+    for (const [shard, group] of groups) {
+      for (const item of group) expect(shards.ofSubscription(item.subscriptionId)).toBe(shard);
+      expect(group.map((item) => item.n)).toEqual([...group.map((item) => item.n)].sort((a, b) => a - b));
+    }
+  });
+
   it('refuses a prefix with its own hash tag when there are several shards', () => {
     expect(() => createQueueShards('{mine}', '{mine}', 4)).toThrow(ConfigError);
     expect(() => createQueueShards('{mine}', '{mine}', 4)).toThrow(/QUEUE_PREFIX/);
