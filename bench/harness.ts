@@ -16,6 +16,7 @@ import {
   createEventPublisher,
   exampleCatalogueFile,
   loadCatalogue,
+  redisTopologyFromEnv,
   createProducerConnection,
   createWorkerConnection,
   type EventPublisher,
@@ -200,8 +201,17 @@ export async function withBenchStack<T>(
       options.workers ?? 1,
       options.prepareDatabase,
     );
+    const env = options.env ?? {};
+    // The services' Redis and shards, from the same variables: a cluster when the scenario gives one.
     const publisher = createEventPublisher({
-      redis: stack.redisUrl,
+      redis: redisTopologyFromEnv({
+        REDIS_URL: stack.redisUrl,
+        REDIS_SENTINELS: '',
+        REDIS_SENTINEL_NAME: '',
+        REDIS_CLUSTER_NODES: env.REDIS_CLUSTER_NODES ?? '',
+        REDIS_WAIT_REPLICAS: 0,
+      }),
+      shards: Number(env.QUEUE_SHARDS ?? 1),
       prefix: stack.prefix,
       catalogue: loadCatalogue(exampleCatalogueFile),
     });

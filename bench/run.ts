@@ -27,6 +27,7 @@ import {
 import { retentionCost } from './retention-scenario.js';
 import { logGrowth, type LogRun } from './log-growth-scenario.js';
 import { overload, overloadSubscriptions } from './overload-scenario.js';
+import { shardedQueues, type ClusterRun } from './sharding-scenario.js';
 import type { DeliveryCost } from './cost-probe.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
 import { workerMemory } from './memory.js';
@@ -451,6 +452,27 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
       ...measures
         .filter((measure) => measure.writes)
         .map(compare('delivery log partitioned by day / unpartitioned', empty, unpartitioned, 0.95)),
+    ];
+  },
+  async sharding() {
+    const { sharded, unsharded } = await shardedQueues(size.e2e, progress);
+    results.sharding = { sharded, unsharded };
+    const percent = (run: ClusterRun) =>
+      run.commandShares.map((share) => `${(share * 100).toFixed(0)}%`).join(' / ');
+    const figure = (run: ClusterRun) =>
+      `${run.deliveriesPerSecond.toFixed(0)} deliveries/s (${run.deliveries}); masters' shares of commands ${percent(run)}`;
+    const spread = sharded.commandShares.every((share) => share >= 0.2 && share <= 0.47);
+    return [
+      {
+        ...reportedRow(
+          'sharded queues on 3 Redis Cluster masters: QUEUE_SHARDS=6 / 1, end-to-end, 20 accounts',
+          figure(sharded),
+          figure(unsharded),
+          sharded.deliveriesPerSecond / unsharded.deliveriesPerSecond,
+        ),
+        target: 'every master 20-47% of commands',
+        met: spread,
+      },
     ];
   },
   async memory() {

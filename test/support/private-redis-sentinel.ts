@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../../scripts/lib/services.js';
-import { pingRedis, spawnRedisServer } from './private-redis.js';
+import { pingRedis, spawnRedisServer } from '../../scripts/lib/private-redis.js';
 import { waitFor } from './wait.js';
 
 /** A running master, replica and sentinel. */

@@ -21,7 +21,7 @@ import { buildApp, createTokenMinter, loadApiConfig } from '@webhooks/api';
 import type { FastifyInstance } from 'fastify';
 import { testEnv, testJwtSecret } from '../../../test/support/api.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../../../test/support/private-postgres.js';
-import { startPrivateRedis, type PrivateRedis } from '../../../test/support/private-redis.js';
+import { startPrivateRedis, type PrivateRedis } from '../../../scripts/lib/private-redis.js';
 import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
 import { sleep, waitFor } from '../../../test/support/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';

@@ -6,11 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { defaultPublishTimeoutMs } from '@webhooks/shared';
+import { shares } from '../../../scripts/lib/stats.js';
 import {
+  commandsRun,
   onNode,
   startPrivateRedisCluster,
   type PrivateRedisCluster,
-} from '../../../test/support/private-redis-cluster.js';
+} from '../../../scripts/lib/private-redis-cluster.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { sleep, waitFor } from '../../../test/support/wait.js';
 
@@ -33,17 +35,6 @@ afterAll(async () => {
   await stack?.close();
   await cluster?.destroy();
 });
-
-/** Commands a node ran since its last `CONFIG RESETSTAT`, counted by `INFO commandstats`. */
-async function commandsRun(port: number): Promise<number> {
-  const stats = await onNode(port, (node) => node.info('commandstats'));
-  return [...stats.matchAll(/calls=(\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0);
-}
-
-const share = (values: number[]) => {
-  const total = values.reduce((sum, value) => sum + value, 0);
-  return values.map((value) => value / total);
-};
 
 describe('sharded queues on a three-master Redis Cluster', () => {
   it('spreads the commands and keys of a burst of 10,080 deliveries over every master', async () => {
@@ -77,8 +68,8 @@ describe('sharded queues on a three-master Redis Cluster', () => {
       new Set(received.map((request) => `${request.path} ${String(request.headers['webhook-id'])}`)).size,
     ).toBe(10_080);
     expect(new Set(received.map((request) => String(request.headers['webhook-id'])))).toEqual(published);
-    const commands = share(await Promise.all(masters.map(({ port }) => commandsRun(port))));
-    const keys = share(await Promise.all(masters.map(({ port }) => onNode(port, (node) => node.dbsize()))));
+    const commands = shares(await Promise.all(masters.map(({ port }) => commandsRun(port))));
+    const keys = shares(await Promise.all(masters.map(({ port }) => onNode(port, (node) => node.dbsize()))));
     for (const fraction of [...commands, ...keys]) {
       expect(fraction).toBeGreaterThanOrEqual(0.2);
       expect(fraction).toBeLessThanOrEqual(0.47);

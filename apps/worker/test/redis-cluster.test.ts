@@ -8,7 +8,7 @@ import { Cluster } from 'ioredis';
 import {
   startPrivateRedisCluster,
   type PrivateRedisCluster,
-} from '../../../test/support/private-redis-cluster.js';
+} from '../../../scripts/lib/private-redis-cluster.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../test/support/wait.js';
 

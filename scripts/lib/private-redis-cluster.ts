@@ -1,7 +1,7 @@
 /**
- * A Redis Cluster of a test's own: three masters on free ports in a temporary folder, with a
- * replica each when asked, joined with `redis-cli --cluster create`, for the tests that run the
- * service on a cluster. The machine's shared server is never touched.
+ * A Redis Cluster of a test's or a benchmark's own: three masters on free ports in a temporary
+ * folder, with a replica each when asked, joined with `redis-cli --cluster create`, for what runs
+ * the service on a cluster. The machine's shared server is never touched.
  */
 import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort } from '../../scripts/lib/services.js';
+import { freePort } from './services.js';
 import { pingRedis, spawnRedisServer } from './private-redis.js';
 import { waitFor } from './wait.js';
 
@@ -34,6 +34,15 @@ export async function onNode<T>(port: number, command: (node: Redis) => Promise<
   } finally {
     node.disconnect();
   }
+}
+
+/**
+ * Commands the node at `port` ran since its last `CONFIG RESETSTAT`, as `INFO commandstats` counts
+ * them: the commands Lua scripts ran inside Redis included, besides the script calls.
+ */
+export async function commandsRun(port: number): Promise<number> {
+  const stats = await onNode(port, (node) => node.info('commandstats'));
+  return [...stats.matchAll(/calls=(\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0);
 }
 
 /** Whether every node reports `cluster_state:ok`, so each slot has a master answering. */

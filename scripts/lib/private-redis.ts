@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '../../scripts/lib/services.js';
+import { freePort } from './services.js';
 import { waitFor } from './wait.js';
 
 /** A private Redis server and its controls. */
