@@ -7,15 +7,18 @@ import { freePort, startService, waitUntilReady } from '../scripts/lib/services.
 import { waitFor } from '../scripts/lib/wait.js';
 import { startBenchStack, subscribe } from './harness.js';
 
+/** A request of a load: its method (GET when absent), headers and body. */
+export interface RequestOptions {
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+}
+
 /**
  * Requests per second of one autocannon run of `seconds` at 50 connections; refuses a run with
  * errors, timeouts or non-2xx answers.
  */
-export async function requestRate(
-  url: string,
-  seconds: number,
-  options: { method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string },
-): Promise<number> {
+export async function requestRate(url: string, seconds: number, options: RequestOptions): Promise<number> {
   const result = await autocannon({
     url,
     connections: 50,

@@ -58,27 +58,38 @@ export interface DeliveryThroughput {
 }
 
 /**
- * Subscribes `load`'s accounts on `stack` (account ids `bench-<i>`) to `receiver`, publishes its
- * events and waits until their deliveries all succeeded; only deliveries of events accepted since
- * it began count, so the stack's log may hold older ones.
+ * Subscribes `load`'s accounts on `stack` (account ids `bench-<i>`, `load.subscriptions` each) to
+ * `receiver`; returns the account ids.
  */
-export async function measureDeliveries(
+export async function subscribeLoad(
+  stack: BenchStack,
+  receiver: BareReceiver,
+  load: DeliveryLoad,
+): Promise<string[]> {
+  const accounts = Array.from({ length: load.accounts }, (_, i) => `bench-${i}`);
+  for (const account of accounts) {
+    await subscribe(stack, account, `${receiver.url}/hook`, load.subscriptions, load.fields);
+  }
+  return accounts;
+}
+
+/**
+ * Publishes `load.events` over `accounts` (subscribed by {@link subscribeLoad}) and waits until
+ * their deliveries all succeeded; only deliveries of events accepted since it began count, so it
+ * can run again on the same stack.
+ */
+export async function deliverLoad(
   name: string,
   stack: BenchStack,
   publisher: EventPublisher,
-  receiver: BareReceiver,
+  accounts: readonly string[],
   load: DeliveryLoad,
   progress: Progress,
 ): Promise<DeliveryThroughput> {
-  const { events, subscriptions } = load;
-  const accounts = Array.from({ length: load.accounts }, (_, i) => `bench-${i}`);
-  for (const account of accounts) {
-    await subscribe(stack, account, `${receiver.url}/hook`, subscriptions, load.fields);
-  }
-  const expected = events * subscriptions;
+  const expected = load.events * load.subscriptions;
   const probe = await startCostProbe(stack);
   const started = performance.timeOrigin + performance.now();
-  await publishMany(publisher, accounts, events);
+  await publishMany(publisher, accounts, load.events);
   const finished = await waitForSucceeded(
     stack,
     expected,
@@ -89,6 +100,19 @@ export async function measureDeliveries(
   const seconds = (finished - started) / 1000;
   const cost = await probe.stop(expected);
   return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds, cost };
+}
+
+/** {@link subscribeLoad}, then {@link deliverLoad}. */
+export async function measureDeliveries(
+  name: string,
+  stack: BenchStack,
+  publisher: EventPublisher,
+  receiver: BareReceiver,
+  load: DeliveryLoad,
+  progress: Progress,
+): Promise<DeliveryThroughput> {
+  const accounts = await subscribeLoad(stack, receiver, load);
+  return deliverLoad(name, stack, publisher, accounts, load, progress);
 }
 
 /**

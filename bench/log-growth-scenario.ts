@@ -7,18 +7,20 @@
  *   delivery halfway through its history, in requests/s;
  * - that delivery by id, with its four attempts, in requests/s;
  * - ingest (`POST /api/events`) in requests/s, with no worker running;
- * - end-to-end deliveries/s (delivery-scenarios.ts's `measureDeliveries`, 20 accounts with one
- *   subscription each), with one worker.
- * The subscription read receives the whole history: the worst case for its list, since every
- * delivery of the log is in its index range.
+ * - end-to-end deliveries/s (delivery-scenarios.ts's `deliverLoad`, 20 accounts with one
+ *   subscription each), with one worker per stack.
+ * The three stacks run side by side and each measurement takes turns over them in rounds (the
+ * unpartitioned stack only for ingest and end to end, the writes partitioning may slow); a stack's
+ * figure is the median of its rounds. The subscription read receives the whole history: the worst
+ * case for its list, since every delivery of the log is in its index range.
  */
 import { Queue } from 'bullmq';
 import pg from 'pg';
-import { createProducerConnection, queueNames } from '@webhooks/shared';
+import { createProducerConnection, queueNames, type EventPublisher } from '@webhooks/shared';
 import { waitFor } from '../scripts/lib/wait.js';
-import { requestRate } from './api-scenarios.js';
-import { measureDeliveries, type DeliveryThroughput, type Progress } from './delivery-scenarios.js';
-import { subscribe, withBenchStack } from './harness.js';
+import { requestRate, type RequestOptions } from './api-scenarios.js';
+import { deliverLoad, subscribeLoad, type DeliveryThroughput, type Progress } from './delivery-scenarios.js';
+import { subscribe, withBenchStack, type BareReceiver, type BenchStack } from './harness.js';
 import { createPastPartitions, derivedDeliveryId, fillLog } from './log-fill.js';
 import { toUnpartitionedLog } from './unpartitioned-log.js';
 
@@ -59,14 +61,34 @@ export interface LogGrowthSize {
   readSeconds: number;
 }
 
-async function logRun(
+/** A stack whose log is filled, ready to measure. */
+interface LogStack {
+  tag: string;
+  layout: LogLayout;
+  /** Attempts in the log when filled (four per event). */
+  attempts: number;
+  stack: BenchStack;
+  publisher: EventPublisher;
+  receiver: BareReceiver;
+  /** The API's `authorization` header of the history's account. */
+  headers: Record<string, string>;
+  /** The read subscription's delivery list. */
+  list: string;
+  /** The read subscription's delivery halfway through its history. */
+  middle: string;
+}
+
+/**
+ * Runs `run` on a stack with no worker whose log holds `historyEvents` events over the 30 days
+ * before the last hour and {@link recentEvents} in the last hour, all delivered to one subscription.
+ */
+async function withLogStack<T>(
   tag: string,
   layout: LogLayout,
   historyEvents: number,
-  size: LogGrowthSize,
   progress: Progress,
-): Promise<LogRun> {
-  const step = (name: string) => progress(`${tag}: ${name}`, 0, 1);
+  run: (log: LogStack) => Promise<T>,
+): Promise<T> {
   return withBenchStack(
     {
       tag,
@@ -75,12 +97,12 @@ async function logRun(
       prepareDatabase: layout === 'unpartitioned' ? toUnpartitionedLog : undefined,
     },
     async (stack, publisher, receiver) => {
+      progress(`${tag}: filling`, 0, 1);
       const [subscriptionId] = await subscribe(stack, 'history', `${receiver.url}/hook`);
       const db = new pg.Client({ connectionString: stack.databaseUrl });
       await db.connect();
       let middle: string;
       try {
-        step('filling');
         if (layout === 'partitioned') await createPastPartitions(db, historyDays + 1);
         const now = Date.now();
         const log = {
@@ -108,50 +130,130 @@ async function logRun(
       } finally {
         await db.end();
       }
-
-      const headers = { authorization: `Bearer ${stack.token('history')}` };
-      const list = `${stack.apiUrl}/api/webhooks/${subscriptionId}/deliveries`;
-      step('first page');
-      const firstPage = await requestRate(list, size.readSeconds, { headers });
-      step('deep page');
-      const deepPage = await requestRate(`${list}?before=${middle}`, size.readSeconds, { headers });
-      step('by id');
-      const byId = await requestRate(`${list}/${middle}`, size.readSeconds, { headers });
-      step('ingest');
-      const ingest = await requestRate(`${stack.apiUrl}/api/events`, size.readSeconds, {
-        method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json' },
-        body: JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } }),
-      });
-
-      // The ingested events are not this run's deliveries: dropped before a worker starts.
-      const connection = createProducerConnection(stack.redisUrl);
-      const events = new Queue(queueNames.events, { connection, prefix: stack.prefix });
-      try {
-        await events.obliterate({ force: true });
-        stack.addWorker();
-        await waitFor('the worker', async () => (await events.getWorkersCount()) > 0, 30_000);
-      } finally {
-        await events.close();
-        connection.disconnect();
-      }
-      const e2e = await measureDeliveries(
-        `${tag}: end to end`,
+      return run({
+        tag,
+        layout,
+        attempts: (historyEvents + recentEvents) * 4,
         stack,
         publisher,
         receiver,
-        { events: size.e2eEvents, accounts: 20, subscriptions: 1 },
-        progress,
-      );
-      return { layout, attempts: (historyEvents + recentEvents) * 4, firstPage, deepPage, byId, ingest, e2e };
+        headers: { authorization: `Bearer ${stack.token('history')}` },
+        list: `${stack.apiUrl}/api/webhooks/${subscriptionId}/deliveries`,
+        middle,
+      });
     },
   );
 }
 
-/** The three runs: empty, grown by `size.historyEvents` (× 4 attempts), and empty unpartitioned. */
+/** Rounds of each measurement; a stack's figure is the median of its rounds. */
+const rounds = 3;
+
+/**
+ * `measure` on every stack, {@link rounds} times, the stacks' order rotated each round so that
+ * none is always measured first or last; each stack's median, in `logs`' order.
+ */
+async function inRounds<T>(
+  logs: readonly LogStack[],
+  measure: (log: LogStack, round: number) => Promise<T>,
+  value: (figure: T) => number,
+): Promise<T[]> {
+  const figures = logs.map((): T[] => []);
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < logs.length; i++) {
+      const index = (i + round) % logs.length;
+      figures[index]!.push(await measure(logs[index]!, round));
+    }
+  }
+  return figures.map((list) => [...list].sort((a, b) => value(a) - value(b))[Math.floor(rounds / 2)]!);
+}
+
+/** Starts one worker on `log`'s stack, after dropping the events its ingest load queued. */
+async function startWorker(log: LogStack): Promise<void> {
+  const connection = createProducerConnection(log.stack.redisUrl);
+  const events = new Queue(queueNames.events, { connection, prefix: log.stack.prefix });
+  try {
+    await events.obliterate({ force: true });
+    log.stack.addWorker();
+    await waitFor('the worker', async () => (await events.getWorkersCount()) > 0, 30_000);
+  } finally {
+    await events.close();
+    connection.disconnect();
+  }
+}
+
+/**
+ * The three stacks, empty, grown by `size.historyEvents` (× 4 attempts) and empty unpartitioned,
+ * alive together and measured in turn, {@link rounds} rounds of each measurement: the machine's
+ * drift over the scenario (a fill of several GiB written back, other load) then weighs on every
+ * stack alike instead of on the one measured last.
+ */
 export async function logGrowth(size: LogGrowthSize, progress: Progress): Promise<LogGrowthResult> {
-  const empty = await logRun('log_empty', 'partitioned', 0, size, progress);
-  const unpartitioned = await logRun('log_plain', 'unpartitioned', 0, size, progress);
-  const grown = await logRun('log_grown', 'partitioned', size.historyEvents, size, progress);
-  return { empty, grown, unpartitioned };
+  const seconds = Math.max(1, Math.round(size.readSeconds / rounds));
+  const e2eLoad = { events: Math.round(size.e2eEvents / rounds), accounts: 20, subscriptions: 1 };
+  const rate =
+    (url: (log: LogStack) => string, options: (log: LogStack) => RequestOptions) => (log: LogStack) =>
+      requestRate(url(log), seconds, options(log));
+  return withLogStack('log_empty', 'partitioned', 0, progress, (empty) =>
+    withLogStack('log_plain', 'unpartitioned', 0, progress, (plain) =>
+      withLogStack('log_grown', 'partitioned', size.historyEvents, progress, async (grown) => {
+        const read = [empty, grown];
+        const get = (log: LogStack) => ({ headers: log.headers });
+        progress('log: reads', 0, 1);
+        const firstPage = await inRounds(
+          read,
+          rate((log) => log.list, get),
+          Number,
+        );
+        const deepPage = await inRounds(
+          read,
+          rate((log) => `${log.list}?before=${log.middle}`, get),
+          Number,
+        );
+        const byId = await inRounds(
+          read,
+          rate((log) => `${log.list}/${log.middle}`, get),
+          Number,
+        );
+        const all = [empty, grown, plain];
+        progress('log: ingest', 0, 1);
+        const ingest = await inRounds(
+          all,
+          rate(
+            (log) => `${log.stack.apiUrl}/api/events`,
+            (log) => ({
+              method: 'POST',
+              headers: { ...log.headers, 'content-type': 'application/json' },
+              body: JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } }),
+            }),
+          ),
+          Number,
+        );
+        for (const log of all) await startWorker(log);
+        const accounts = await Promise.all(all.map((log) => subscribeLoad(log.stack, log.receiver, e2eLoad)));
+        const e2e = await inRounds(
+          all,
+          (log, round) =>
+            deliverLoad(
+              `${log.tag}: end to end, round ${round + 1}`,
+              log.stack,
+              log.publisher,
+              accounts[all.indexOf(log)]!,
+              e2eLoad,
+              progress,
+            ),
+          (run) => run.deliveriesPerSecond,
+        );
+        const figures = (log: LogStack, i: number): LogRun => ({
+          layout: log.layout,
+          attempts: log.attempts,
+          firstPage: firstPage[i] ?? Number.NaN,
+          deepPage: deepPage[i] ?? Number.NaN,
+          byId: byId[i] ?? Number.NaN,
+          ingest: ingest[i]!,
+          e2e: e2e[i]!,
+        });
+        return { empty: figures(empty, 0), grown: figures(grown, 1), unpartitioned: figures(plain, 2) };
+      }),
+    ),
+  );
 }

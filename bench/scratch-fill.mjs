@@ -1,0 +1,16 @@
+import pg from 'pg';
+import { createBenchDatabase } from '../dist/bench/harness.js';
+import { createPastPartitions, fillLog, derivedDeliveryId } from '../dist/bench/log-fill.js';
+const grown = process.argv[2] === 'grown';
+const database = await createBenchDatabase(grown ? 'scratchgrown' : 'scratchempty');
+const db = new pg.Client({ connectionString: database.url });
+await db.connect();
+await db.query(`INSERT INTO subscriptions (id, account_id, callback_url, secret, updated_at) VALUES ('0193a0b2-0000-7000-8000-000000000001','history','http://127.0.0.1/hook','x',now())`).catch(e=>{console.log(e.message)});
+await createPastPartitions(db, 31);
+const now = Date.now(), day = 86400000, hour = 3600000;
+const log = { accountId: 'history', subscriptionId: '0193a0b2-0000-7000-8000-000000000001', deliveryIdSql: derivedDeliveryId };
+if (grown) await fillLog(db, { ...log, count: 250000, fromMs: now - 30 * day, toMs: now - hour });
+await fillLog(db, { ...log, count: 20000, fromMs: now - hour, toMs: now - 60000 });
+await db.query('VACUUM ANALYZE'); await db.query('CHECKPOINT');
+console.log(database.url);
+await db.end();
