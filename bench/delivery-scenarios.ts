@@ -14,6 +14,7 @@ import {
   type BareReceiver,
   type BenchStack,
 } from './harness.js';
+import { waitFor } from '../scripts/lib/wait.js';
 
 /** Progress callback: a scenario's name, units done, units expected. */
 export type Progress = (scenario: string, done: number, total: number) => void;
@@ -247,14 +248,15 @@ export async function retryLoad(
       const started = performance.timeOrigin + performance.now();
       await publishMany(publisher, ['bench'], events);
       // 0.5^8: about one delivery in 256 fails every attempt, so wait for the outcome of each, not for successes.
-      const deadline = Date.now() + 300_000;
-      let settled = 0;
-      while (Date.now() < deadline) {
-        settled = await stack.prisma.delivery.count({ where: { status: { in: ['succeeded', 'failed'] } } });
-        progress('retry', settled, events);
-        if (settled >= events) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const settled = async () => {
+        const done = await stack.prisma.delivery.count({
+          where: { status: { in: ['succeeded', 'failed'] } },
+        });
+        progress('retry', done, events);
+        return done >= events;
+      };
+      // Not settled in time: the row reports what was.
+      await waitFor('every delivery settled', settled, 300_000, 100).catch(() => undefined);
       const seconds = (performance.timeOrigin + performance.now() - started) / 1000;
       const succeeded = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
       const max = await stack.prisma.delivery.aggregate({ _max: { attemptsMade: true } });

@@ -25,6 +25,7 @@ import { createTokenMinter } from '@webhooks/api';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
 import { listenOnLoopback } from '../scripts/lib/loopback-server.js';
+import { waitFor } from '../scripts/lib/wait.js';
 
 /** A receiver that answers every POST; `answer` picks the status (default 200). */
 export interface BareReceiver {
@@ -408,19 +409,17 @@ export async function waitForSucceeded(
   onProgress?: (done: number) => void,
   sinceMs?: number,
 ): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
   const where = {
     status: 'succeeded' as const,
     ...(sinceMs === undefined ? {} : { id: { gte: lowestIdAt(sinceMs) } }),
   };
-  for (;;) {
+  const succeeded = async () => {
     const done = await stack.prisma.delivery.count({ where });
     onProgress?.(done);
-    if (done >= expected) return performance.timeOrigin + performance.now();
-    if (Date.now() > deadline)
-      throw new Error(`only ${done} of ${expected} deliveries succeeded within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+    return done >= expected;
+  };
+  await waitFor(`${expected} deliveries to succeed`, succeeded, timeoutMs, 100);
+  return performance.timeOrigin + performance.now();
 }
 
 /** The lowest UUIDv7 of time `ms` (ms since epoch), as delivery ids begin with their event's time. */

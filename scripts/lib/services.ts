@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { repositoryRoot } from './repository-root.js';
+import { waitFor } from './wait.js';
 
 const root = repositoryRoot();
 
@@ -78,14 +79,7 @@ export function startService(
  * @throws Error after `timeoutMs` (default 30 s)
  */
 export async function waitUntilReady(apiUrl: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if ((await fetch(`${apiUrl}/readyz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`the API at ${apiUrl} was not ready within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  // A refused connection is an API not listening yet.
+  const ready = async () => (await fetch(`${apiUrl}/readyz`).catch(() => null))?.ok;
+  await waitFor(`the API at ${apiUrl} to be ready`, ready, timeoutMs, 100);
 }
