@@ -1,11 +1,9 @@
 /**
  * Sharded queues (QUEUE_SHARDS=6) on a private Redis Cluster of three masters, each with a
- * replica: a burst's Redis commands and keys spread over every master, and a master killed with
- * SIGKILL in the middle of a burst loses no event the API accepted (REDIS_WAIT_REPLICAS=1, `WAIT`
- * on the master of the event's shard), while no publish waits past the API's Redis timeout.
+ * replica (REDIS_WAIT_REPLICAS=1, `WAIT` on the master of the event's shard): a burst's Redis
+ * commands and keys spread over every master.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { defaultPublishTimeoutMs } from '@webhooks/shared';
 import { shares } from '../../../scripts/lib/stats.js';
 import {
   commandsRun,
@@ -14,7 +12,7 @@ import {
   type PrivateRedisCluster,
 } from '../../../scripts/lib/private-redis-cluster.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../test/support/wait.js';
 
 let cluster: PrivateRedisCluster;
 let stack: TestStack;
@@ -76,68 +74,4 @@ describe('sharded queues on a three-master Redis Cluster', () => {
     }
   }, 240_000);
 
-  it('delivers every event accepted during a burst in which a master is killed, and answers every publish in time', async () => {
-    const accounts = ['acct-f1', 'acct-f2', 'acct-f3', 'acct-f4'];
-    for (const account of accounts)
-      await stack.subscribe(account, { callback_url: `${stack.receiver.url}/failover/${account}` });
-    const accepted: string[] = [];
-    const refused: Array<{ status: number; retryAfter: unknown }> = [];
-    let slowest = 0;
-    let publishing = true;
-    const burst = (async () => {
-      while (publishing) {
-        await Promise.all(
-          accounts.map(async (account) => {
-            const started = performance.now();
-            const response = await stack.api.app.inject({
-              method: 'POST',
-              url: '/api/events',
-              headers: stack.api.auth(account),
-              payload: { type: 'call.started', data: {} },
-            });
-            slowest = Math.max(slowest, performance.now() - started);
-            if (response.statusCode === 202) accepted.push(response.json().id);
-            else refused.push({ status: response.statusCode, retryAfter: response.headers['retry-after'] });
-          }),
-        );
-        await sleep(5);
-      }
-    })();
-    await waitFor('events accepted before the kill', () => accepted.length >= 200);
-    const [victim] = await cluster.masters();
-    await cluster.kill(victim!.port);
-    const acceptedAtKill = accepted.length;
-    await waitFor(
-      'a replica promoted',
-      async () => !(await cluster.masters()).some(({ port }) => port === victim!.port),
-      30_000,
-    );
-    await waitFor(
-      'events accepted after the failover',
-      () => accepted.length >= acceptedAtKill + 200,
-      30_000,
-    );
-    publishing = false;
-    await burst;
-
-    expect(await cluster.masters()).toHaveLength(3);
-    for (const { status, retryAfter } of refused) {
-      expect(status).toBe(503);
-      expect(retryAfter).toBeDefined();
-    }
-    expect(slowest).toBeLessThanOrEqual(defaultPublishTimeoutMs + 1_000);
-    const delivered = await waitFor(
-      'every accepted event delivered',
-      () => {
-        const ids = new Set(
-          stack.receiver.requests
-            .filter((request) => request.path.startsWith('/failover/'))
-            .map((request) => String(request.headers['webhook-id'])),
-        );
-        return accepted.every((id) => ids.has(id)) && ids;
-      },
-      60_000,
-    );
-    expect(delivered.size).toBeGreaterThanOrEqual(accepted.length);
-  }, 180_000);
 });
