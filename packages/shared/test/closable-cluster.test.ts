@@ -1,8 +1,7 @@
 /**
  * Closing a cluster connection that has lost every node: ioredis leaves such a client waiting to
  * reconnect, and without `ClosableCluster` its `disconnect()` never ends it, so BullMQ's
- * `Worker.close()` waited for ever after a failover. The stack closing after a master's failover
- * (apps/worker/test/redis-cluster-shards.test.ts) shows it end to end.
+ * `Worker.close()` waited for ever after a failover.
  */
 import { once } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
