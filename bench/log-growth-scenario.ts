@@ -45,6 +45,8 @@ export interface LogRun {
   byId: number;
   ingest: number;
   e2e: DeliveryThroughput;
+  /** Each measurement's value in every round, in the order measured (its median is above). */
+  rounds: Record<'firstPage' | 'deepPage' | 'byId' | 'ingest' | 'e2e', number[]>;
 }
 
 /** The three runs. */
@@ -148,15 +150,21 @@ async function withLogStack<T>(
 /** Rounds of each measurement; a stack's figure is the median of its rounds. */
 const rounds = 3;
 
+/** A stack's figure from its rounds: the median round, and every round's value. */
+interface Rounds<T> {
+  median: T;
+  values: number[];
+}
+
 /**
  * `measure` on every stack, {@link rounds} times, the stacks' order rotated each round so that
- * none is always measured first or last; each stack's median, in `logs`' order.
+ * none is always measured first or last; each stack's rounds, in `logs`' order.
  */
 async function inRounds<T>(
   logs: readonly LogStack[],
   measure: (log: LogStack, round: number) => Promise<T>,
   value: (figure: T) => number,
-): Promise<T[]> {
+): Promise<Array<Rounds<T>>> {
   const figures = logs.map((): T[] => []);
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < logs.length; i++) {
@@ -164,7 +172,10 @@ async function inRounds<T>(
       figures[index]!.push(await measure(logs[index]!, round));
     }
   }
-  return figures.map((list) => [...list].sort((a, b) => value(a) - value(b))[Math.floor(rounds / 2)]!);
+  return figures.map((list) => ({
+    median: [...list].sort((a, b) => value(a) - value(b))[Math.floor(rounds / 2)]!,
+    values: list.map(value),
+  }));
 }
 
 /** Starts one worker on `log`'s stack, after dropping the events its ingest load queued. */
@@ -246,11 +257,18 @@ export async function logGrowth(size: LogGrowthSize, progress: Progress): Promis
         const figures = (log: LogStack, i: number): LogRun => ({
           layout: log.layout,
           attempts: log.attempts,
-          firstPage: firstPage[i] ?? Number.NaN,
-          deepPage: deepPage[i] ?? Number.NaN,
-          byId: byId[i] ?? Number.NaN,
-          ingest: ingest[i]!,
-          e2e: e2e[i]!,
+          firstPage: firstPage[i]?.median ?? Number.NaN,
+          deepPage: deepPage[i]?.median ?? Number.NaN,
+          byId: byId[i]?.median ?? Number.NaN,
+          ingest: ingest[i]!.median,
+          e2e: e2e[i]!.median,
+          rounds: {
+            firstPage: firstPage[i]?.values ?? [],
+            deepPage: deepPage[i]?.values ?? [],
+            byId: byId[i]?.values ?? [],
+            ingest: ingest[i]!.values,
+            e2e: e2e[i]!.values,
+          },
         });
         return { empty: figures(empty, 0), grown: figures(grown, 1), unpartitioned: figures(plain, 2) };
       }),

@@ -411,40 +411,30 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     const emptyLog = `${empty.attempts.toLocaleString('en-US')} attempts of the last hour`;
     // The unpartitioned stack measures only end-to-end delivery and ingest, the writes partitioning may slow.
     const measures = [
-      {
-        what: 'end-to-end delivery',
-        value: (run: LogRun) => run.e2e.deliveriesPerSecond,
-        unit: 'deliveries/s',
-        writes: true,
-      },
-      { what: 'ingest', value: (run: LogRun) => run.ingest, unit: 'requests/s', writes: true },
-      {
-        what: 'delivery list, first page',
-        value: (run: LogRun) => run.firstPage,
-        unit: 'requests/s',
-        writes: false,
-      },
+      { what: 'end-to-end delivery', key: 'e2e', unit: 'deliveries/s', writes: true },
+      { what: 'ingest', key: 'ingest', unit: 'requests/s', writes: true },
+      { what: 'delivery list, first page', key: 'firstPage', unit: 'requests/s', writes: false },
       {
         what: 'delivery list, page read on from halfway',
-        value: (run: LogRun) => run.deepPage,
+        key: 'deepPage',
         unit: 'requests/s',
         writes: false,
       },
-      {
-        what: 'delivery by id, with its attempts',
-        value: (run: LogRun) => run.byId,
-        unit: 'requests/s',
-        writes: false,
-      },
-    ];
+      { what: 'delivery by id, with its attempts', key: 'byId', unit: 'requests/s', writes: false },
+    ] as const;
+    const value = (run: LogRun, key: (typeof measures)[number]['key']) =>
+      key === 'e2e' ? run.e2e.deliveriesPerSecond : run[key];
+    // The median of the rounds, then each round's value in the order measured.
+    const figure = (run: LogRun, { key, unit }: (typeof measures)[number]) =>
+      `${value(run, key).toFixed(0)} ${unit} (rounds ${run.rounds[key].map((v) => v.toFixed(0)).join(' / ')})`;
     const compare =
       (label: string, measured: LogRun, baseline: LogRun, target: number) =>
-      ({ what, value, unit }: (typeof measures)[number]) =>
+      (measure: (typeof measures)[number]) =>
         ratioRow(
-          `${what}: ${label}`,
-          `${value(measured).toFixed(0)} ${unit}`,
-          `${value(baseline).toFixed(0)} ${unit}`,
-          value(measured) / value(baseline),
+          `${measure.what}: ${label}`,
+          figure(measured, measure),
+          figure(baseline, measure),
+          value(measured, measure.key) / value(baseline, measure.key),
           target,
         );
     return [
