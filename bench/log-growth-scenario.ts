@@ -18,7 +18,7 @@ import { Queue } from 'bullmq';
 import pg from 'pg';
 import { createProducerConnection, queueNames, type EventPublisher } from '@webhooks/shared';
 import { waitFor } from '../scripts/lib/wait.js';
-import { requestRate, type RequestOptions } from './api-scenarios.js';
+import { requestRate } from './api-scenarios.js';
 import { deliverLoad, subscribeLoad, type DeliveryThroughput, type Progress } from './delivery-scenarios.js';
 import { subscribe, withBenchStack, type BareReceiver, type BenchStack } from './harness.js';
 import { createPastPartitions, derivedDeliveryId, fillLog } from './log-fill.js';
@@ -178,18 +178,28 @@ async function inRounds<T>(
   }));
 }
 
-/** Starts one worker on `log`'s stack, after dropping the events its ingest load queued. */
-async function startWorker(log: LogStack): Promise<void> {
+/**
+ * Drops the events `log`'s ingest load queued: they are not the run's deliveries, and left queued
+ * they would reach BACKLOG_MAX_EVENTS over the rounds and be refused.
+ */
+async function dropQueuedEvents(log: LogStack, then?: (events: Queue) => Promise<void>): Promise<void> {
   const connection = createProducerConnection(log.stack.redisUrl);
   const events = new Queue(queueNames.events, { connection, prefix: log.stack.prefix });
   try {
     await events.obliterate({ force: true });
-    log.stack.addWorker();
-    await waitFor('the worker', async () => (await events.getWorkersCount()) > 0, 30_000);
+    await then?.(events);
   } finally {
     await events.close();
     connection.disconnect();
   }
+}
+
+/** Starts one worker on `log`'s stack, with no event queued. */
+async function startWorker(log: LogStack): Promise<void> {
+  await dropQueuedEvents(log, async (events) => {
+    log.stack.addWorker();
+    await waitFor('the worker', async () => (await events.getWorkersCount()) > 0, 30_000);
+  });
 }
 
 /**
@@ -199,44 +209,44 @@ async function startWorker(log: LogStack): Promise<void> {
  * stack alike instead of on the one measured last.
  */
 export async function logGrowth(size: LogGrowthSize, progress: Progress): Promise<LogGrowthResult> {
-  const seconds = Math.max(1, Math.round(size.readSeconds / rounds));
-  const e2eLoad = { events: Math.round(size.e2eEvents / rounds), accounts: 20, subscriptions: 1 };
-  const rate =
-    (url: (log: LogStack) => string, options: (log: LogStack) => RequestOptions) => (log: LogStack) =>
-      requestRate(url(log), seconds, options(log));
+  const seconds = size.readSeconds;
+  const e2eLoad = { events: size.e2eEvents, accounts: 20, subscriptions: 1 };
+  /** Requests/s of the history account's GETs of `url`. */
+  const reads = (url: (log: LogStack) => string) => (log: LogStack) =>
+    requestRate(url(log), seconds, { headers: log.headers });
   return withLogStack('log_empty', 'partitioned', 0, progress, (empty) =>
     withLogStack('log_plain', 'unpartitioned', 0, progress, (plain) =>
       withLogStack('log_grown', 'partitioned', size.historyEvents, progress, async (grown) => {
         const read = [empty, grown];
-        const get = (log: LogStack) => ({ headers: log.headers });
         progress('log: reads', 0, 1);
         const firstPage = await inRounds(
           read,
-          rate((log) => log.list, get),
+          reads((log) => log.list),
           Number,
         );
         const deepPage = await inRounds(
           read,
-          rate((log) => `${log.list}?before=${log.middle}`, get),
+          reads((log) => `${log.list}?before=${log.middle}`),
           Number,
         );
         const byId = await inRounds(
           read,
-          rate((log) => `${log.list}/${log.middle}`, get),
+          reads((log) => `${log.list}/${log.middle}`),
           Number,
         );
         const all = [empty, grown, plain];
         progress('log: ingest', 0, 1);
         const ingest = await inRounds(
           all,
-          rate(
-            (log) => `${log.stack.apiUrl}/api/events`,
-            (log) => ({
+          async (log) => {
+            const ingested = await requestRate(`${log.stack.apiUrl}/api/events`, seconds, {
               method: 'POST',
               headers: { ...log.headers, 'content-type': 'application/json' },
               body: JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } }),
-            }),
-          ),
+            });
+            await dropQueuedEvents(log);
+            return ingested;
+          },
           Number,
         );
         for (const log of all) await startWorker(log);
