@@ -73,5 +73,4 @@ describe('sharded queues on a three-master Redis Cluster', () => {
       expect(fraction).toBeLessThanOrEqual(0.47);
     }
   }, 240_000);
-
 });
