@@ -15,7 +15,8 @@ import {
 } from '../../../scripts/lib/private-redis-cluster.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { deliveredEventIds, startPublishBurst } from '../../../test/support/publish-burst.js';
+import { waitFor } from '../../../test/support/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 
 let cluster: PrivateRedisCluster;
@@ -64,29 +65,8 @@ describe('a Redis Cluster master killed mid-burst', () => {
       });
       expect(subscribed.statusCode).toBe(201);
     }
-    const accepted: string[] = [];
-    const refused: Array<{ status: number; retryAfter: unknown }> = [];
-    let slowest = 0;
-    let publishing = true;
-    const burst = (async () => {
-      while (publishing) {
-        await Promise.all(
-          accounts.map(async (account) => {
-            const started = performance.now();
-            const response = await api.app.inject({
-              method: 'POST',
-              url: '/api/events',
-              headers: api.auth(account),
-              payload: { type: 'call.started', data: {} },
-            });
-            slowest = Math.max(slowest, performance.now() - started);
-            if (response.statusCode === 202) accepted.push(response.json().id);
-            else refused.push({ status: response.statusCode, retryAfter: response.headers['retry-after'] });
-          }),
-        );
-        await sleep(5);
-      }
-    })();
+    const burst = startPublishBurst(api, accounts);
+    const { accepted, refused } = burst;
     await waitFor('events accepted before the kill', () => accepted.length >= 200);
     const [victim] = await cluster.masters();
     await cluster.kill(victim!.port);
@@ -101,24 +81,22 @@ describe('a Redis Cluster master killed mid-burst', () => {
       () => accepted.length >= acceptedAtKill + 200,
       30_000,
     );
-    publishing = false;
-    await burst;
+    await burst.stop();
 
     expect(await cluster.masters()).toHaveLength(3);
     for (const { status, retryAfter } of refused) {
       expect(status).toBe(503);
       expect(retryAfter).toBeDefined();
     }
-    expect(slowest).toBeLessThanOrEqual(defaultPublishTimeoutMs + 1_000);
-    const delivered = () =>
-      new Set(
-        receiver.requests
-          .filter((request) => request.path.startsWith('/failover/'))
-          .map((request) => String(request.headers['webhook-id'])),
-      );
+    expect(burst.slowestMs()).toBeLessThanOrEqual(defaultPublishTimeoutMs + 1_000);
     await waitFor(
       'every accepted event delivered',
-      () => accepted.every((id) => delivered().has(id)),
+      () => {
+        const ids = deliveredEventIds(
+          receiver.requests.filter((request) => request.path.startsWith('/failover/')),
+        );
+        return accepted.every((id) => ids.has(id));
+      },
       60_000,
     );
   }, 180_000);

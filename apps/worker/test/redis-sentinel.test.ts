@@ -9,7 +9,8 @@ import {
   type PrivateRedisSentinel,
 } from '../../../test/support/private-redis-sentinel.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { deliveredEventIds, startPublishBurst } from '../../../test/support/publish-burst.js';
+import { waitFor } from '../../../test/support/wait.js';
 
 let redis: PrivateRedisSentinel;
 let stack: TestStack;
@@ -34,28 +35,8 @@ afterAll(async () => {
 describe('on Redis behind Sentinel', () => {
   it('delivers every accepted event of a burst during which the master fails over', async () => {
     await stack.subscribe('acct-burst', { callback_url: `${stack.receiver.url}/burst` });
-    const accepted: string[] = [];
-    const refused: number[] = [];
-    let publishing = true;
-    const burst = (async () => {
-      while (publishing) {
-        const responses = await Promise.all(
-          Array.from({ length: 10 }, () =>
-            stack.api.app.inject({
-              method: 'POST',
-              url: '/api/events',
-              headers: stack.api.auth('acct-burst'),
-              payload: { type: 'call.started', data: {} },
-            }),
-          ),
-        );
-        for (const response of responses) {
-          if (response.statusCode === 202) accepted.push(response.json().id);
-          else refused.push(response.statusCode);
-        }
-        await sleep(10);
-      }
-    })();
+    const burst = startPublishBurst(stack.api, Array(10).fill('acct-burst'), 10);
+    const { accepted, refused } = burst;
     await waitFor('events accepted before the failover', () => accepted.length >= 50);
     const before = await redis.masterPort();
     await redis.failover();
@@ -65,17 +46,14 @@ describe('on Redis behind Sentinel', () => {
       () => accepted.length >= acceptedAtFailover + 50,
       30_000,
     );
-    publishing = false;
-    await burst;
+    await burst.stop();
 
     expect(await redis.masterPort()).not.toBe(before);
-    expect(refused.every((status) => status === 503)).toBe(true);
+    expect(refused.every(({ status }) => status === 503)).toBe(true);
     const delivered = await waitFor(
       'every accepted event delivered',
       () => {
-        const ids = new Set(
-          stack.receiver.at('/burst').map((request) => String(request.headers['webhook-id'])),
-        );
+        const ids = deliveredEventIds(stack.receiver.at('/burst'));
         return accepted.every((id) => ids.has(id)) && ids;
       },
       45_000,
