@@ -213,7 +213,17 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       log.info(report, 'retention: rows deleted');
       return report;
     },
-    { connection: consumer, prefix: config.keyPrefix, concurrency: 1 },
+    // The delivery workers' lock: a maintenance job that a Redis restart left in the active list
+    // (its fetch was sent again on reconnection) is taken back as soon as theirs, and the job
+    // scheduler's next run, which BullMQ adds only when that job starts, is not held up for
+    // BullMQ's default of 30 s plus 30 s.
+    {
+      connection: consumer,
+      prefix: config.keyPrefix,
+      concurrency: 1,
+      lockDuration,
+      stalledInterval: lockDuration,
+    },
   );
   // Upserted by every worker that starts: the same scheduler ids, so still one of each.
   const schedule = (task: MaintenanceJobData['task'], every: number) =>

@@ -103,26 +103,49 @@ export function averageDurationMs(average: number | null, durationMs: number): n
 /** Shortest wait of a parked delivery, in ms. */
 export const minParkMs = 10;
 
+/** What the gate knows of a subscription when it parks one of its deliveries. */
+export interface ParkingView {
+  /** Deliveries of the subscription parked ahead of this one. */
+  parked: number;
+  /** The subscription's in-flight limit (at least 1). */
+  limit: number;
+  /** The subscription's average slot time, in ms; null when nothing is known yet. */
+  averageMs: number | null;
+  /** How long the oldest slot in flight has been held, in ms. */
+  oldestHeldMs: number;
+  /** How long a slot's lease lasts, in ms: it frees itself then, released or not. */
+  leaseMs: number;
+}
+
 /**
- * How long a delivery over its subscription's in-flight limit waits before asking again, in ms:
- * about the time the deliveries parked before it take to go through at the current limit
- * (`(parked + 1) / limit` slot times), between {@link minParkMs} and `maxMs`, spread by ±10% so
- * that they do not all return at once. Waiting costs no attempt.
+ * How long one turn of the in-flight slots takes, in ms: the average slot time, or, when the oldest
+ * slot in flight has been held more than 4 times that (a callback that just began to hang), how
+ * long it has been held; null when nothing is known yet.
+ */
+export function turnMs(view: Pick<ParkingView, 'averageMs' | 'oldestHeldMs'>): number | null {
+  const { averageMs, oldestHeldMs } = view;
+  return averageMs !== null && oldestHeldMs > 4 * averageMs ? oldestHeldMs : averageMs;
+}
+
+/**
+ * How long a delivery over its subscription's in-flight limit waits before it asks again, in ms:
+ * about the time the deliveries parked before it take to go through (`(parked + 1) / limit` turns
+ * of {@link turnMs}), between {@link minParkMs} and `maxMs`, spread by ±10% so that they do not all
+ * return at once. Waiting costs no attempt.
  *
- * @param parked deliveries of the subscription waiting ahead of this one
- * @param averageMs how long an attempt holds its slot (the average, or longer when one in flight
- *   already did); null when nothing is known yet
+ * It never waits past the end of the oldest slot's lease plus its turns at the average pace: a
+ * slot frees itself when its lease ends, and nobody wakes the parked deliveries then. Slots whose
+ * holder died, or whose release Redis lost in an outage, would otherwise pass for a callback that
+ * began to hang, and park the deliveries queued behind them for up to `maxMs` after Redis is back.
+ *
  * @param random a number in [0, 1) (Math.random)
  */
-export function parkDelayMs(
-  parked: number,
-  limit: number,
-  averageMs: number | null,
-  maxMs: number,
-  random: number,
-): number {
-  const turn = ((parked + 1) / limit) * (averageMs ?? 50);
-  return Math.round(Math.min(maxMs, Math.max(minParkMs, turn)) * (0.9 + 0.2 * random));
+export function parkDelayMs(view: ParkingView, maxMs: number, random: number): number {
+  const turns = (view.parked + 1) / view.limit;
+  const estimate = turns * (turnMs(view) ?? 50);
+  const leaseEnds = Math.max(0, view.leaseMs - view.oldestHeldMs) + turns * (view.averageMs ?? 50);
+  const wait = Math.min(estimate, leaseEnds);
+  return Math.round(Math.min(maxMs, Math.max(minParkMs, wait)) * (0.9 + 0.2 * random));
 }
 
 /** `throttled` while the limit is below `max`. */

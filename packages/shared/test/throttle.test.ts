@@ -10,6 +10,7 @@ import {
   isSlowing,
   slowingMarginMs,
   parkDelayMs,
+  turnMs,
   throttleState,
 } from '../src/throttle.js';
 
@@ -103,16 +104,41 @@ describe('inFlightLimit and throttleState', () => {
 });
 
 describe('parkDelayMs', () => {
+  /** A subscription whose slots were all taken a moment ago (leases of 35 s). */
+  const view = (parked: number, limit: number, averageMs: number | null, oldestHeldMs = 0) => ({
+    parked,
+    limit,
+    averageMs,
+    oldestHeldMs,
+    leaseMs: 35_000,
+  });
+
   it('waits about the turn of the deliveries ahead: place in line / limit × slot time', () => {
-    expect(parkDelayMs(19, 10, 100, 60_000, 0.5)).toBe(200);
-    expect(parkDelayMs(0, 1, 10_000, 60_000, 0.5)).toBe(10_000);
+    expect(parkDelayMs(view(19, 10, 100), 60_000, 0.5)).toBe(200);
+    expect(parkDelayMs(view(0, 1, 10_000), 60_000, 0.5)).toBe(10_000);
   });
 
   it('stays between the floor and the ceiling, spread by ±10%', () => {
-    expect(parkDelayMs(0, 10, 1, 60_000, 0.5)).toBe(minParkMs);
-    expect(parkDelayMs(5_000, 1, 10_000, 60_000, 0.5)).toBe(60_000);
-    expect(parkDelayMs(19, 10, 100, 60_000, 0)).toBe(180);
-    expect(parkDelayMs(19, 10, 100, 60_000, 0.999)).toBe(220);
+    expect(parkDelayMs(view(0, 10, 1), 60_000, 0.5)).toBe(minParkMs);
+    expect(parkDelayMs(view(5_000, 1, 10_000), 60_000, 0.5)).toBe(60_000);
+    expect(parkDelayMs(view(19, 10, 100), 60_000, 0)).toBe(180);
+    expect(parkDelayMs(view(19, 10, 100), 60_000, 0.999)).toBe(220);
+  });
+
+  it('takes a slot held over 4 times the average as the turn: a callback that began to hang', () => {
+    expect(turnMs(view(0, 10, 100, 401))).toBe(401);
+    expect(turnMs(view(0, 10, 100, 400))).toBe(100);
+    expect(turnMs(view(0, 10, null, 5_000))).toBeNull();
+    expect(parkDelayMs(view(19, 10, 100, 2_000), 60_000, 0.5)).toBe(4_000);
+  });
+
+  it('never waits past the end of the oldest lease plus its turns at the average pace', () => {
+    // Slots left by a worker that died, or whose release an outage lost, 3 s into their 5 s
+    // leases: the 300 deliveries parked behind them are not held for the ceiling of a minute.
+    const orphaned = { parked: 299, limit: 10, averageMs: 5, oldestHeldMs: 3_000, leaseMs: 5_000 };
+    expect(parkDelayMs(orphaned, 60_000, 0.5)).toBe(2_000 + 30 * 5);
+    // Past its end, a lease is gone: the turns at the average pace are what is left.
+    expect(parkDelayMs({ ...orphaned, oldestHeldMs: 9_000 }, 60_000, 0.5)).toBe(30 * 5);
   });
 });
 

@@ -10,8 +10,9 @@
  * - a job over the limit waits a few ms in place when {@link waitsInSlot} allows, else is parked:
  *   the processor moves it to BullMQ's delayed set, without using an attempt and without holding
  *   a worker slot, for about the time the deliveries parked before it need to go through
- *   (`parkDelayMs`). The slot is taken before the delivery is read from PostgreSQL, so parking
- *   costs two Redis round trips and no query. A slot freed wakes the parked job first in line, but
+ *   (`parkDelayMs`), and never much past the end of the oldest slot's lease (a slot whose holder
+ *   died frees itself then, and wakes nobody). The slot is taken before the delivery is read from
+ *   PostgreSQL, so parking costs two Redis round trips and no query. A slot freed wakes the parked job first in line, but
  *   is not reserved for it: whichever of the subscription's jobs asks next takes it, so a slot
  *   never idles while a woken job travels through a long queue.
  *
@@ -27,11 +28,13 @@ import {
   minParkMs,
   nextAllowance,
   parkDelayMs,
+  turnMs,
   subscriptionGateKeys,
   entersThrottling,
   isSlowing,
   type CongestionSignal,
   type InFlightBounds,
+  type ParkingView,
   type RedisConnection,
 } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
@@ -215,14 +218,11 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
    * their jobs fetched meanwhile park without a round trip. Only ever refuses (the gate in Redis
    * alone admits), and only for a few ms, so a stale hint costs a short wait, never a slot.
    */
-  const fullHints = new Map<
-    string,
-    { until: number; parked: number; limit: number; turnMs: number | null }
-  >();
+  const fullHints = new Map<string, ParkingView & { until: number }>();
 
-  const park = (hint: { parked: number; limit: number; turnMs: number | null }): Admission => ({
+  const park = (view: ParkingView): Admission => ({
     admitted: false,
-    waitMs: parkDelayMs(hint.parked, hint.limit, hint.turnMs, maxParkMs, Math.random()),
+    waitMs: parkDelayMs(view, maxParkMs, Math.random()),
   });
 
   /** One question to the gate; `useHint`: a subscription just found full is refused without one. */
@@ -233,7 +233,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       return park(hint);
     }
     const keys = subscriptionGateKeys(prefix, subscriptionId);
-    const [admitted, allowance, ahead, average, oldestInFlightMs] = await commands.webhookGateAcquire(
+    const [admitted, allowance, ahead, average, oldestHeldMs] = await commands.webhookGateAcquire(
       keys.leases,
       keys.parked,
       keys.state,
@@ -246,11 +246,10 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     const averageMs = average === '' ? null : Number(average);
     const limit = inFlightLimit(Number(allowance), bounds.ceiling);
     if (admitted === 1) return { admitted: true, allowance, inFlightLimit: limit, averageMs };
-    // A slot held far longer than the average (a callback that just began to hang) says more.
-    const turnMs = averageMs !== null && oldestInFlightMs > 4 * averageMs ? oldestInFlightMs : averageMs;
     if (fullHints.size >= maxFullHints) fullHints.clear();
-    const untilSlotFrees = Math.min(50, Math.max(minParkMs, (turnMs ?? minParkMs) / limit));
-    const fresh = { until: Date.now() + untilSlotFrees, parked: ahead, limit, turnMs };
+    const view: ParkingView = { parked: ahead, limit, averageMs, oldestHeldMs, leaseMs };
+    const untilSlotFrees = Math.min(50, Math.max(minParkMs, (turnMs(view) ?? minParkMs) / limit));
+    const fresh = { ...view, until: Date.now() + untilSlotFrees };
     fullHints.set(subscriptionId, fresh);
     return park(fresh);
   };

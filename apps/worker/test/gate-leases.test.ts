@@ -1,0 +1,66 @@
+/**
+ * The per-subscription gate against the real Redis, after an outage or a crash: slots whose holder
+ * died, or whose release Redis never got, free themselves when their leases end, and nobody wakes
+ * the deliveries parked behind them then. Those deliveries must come back when the leases end, not
+ * after the park ceiling of a minute. No worker runs: the test asks the gate what it answers.
+ */
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { createDeliveryGate, type Admission } from '../src/delivery/gate.js';
+import { createWorkerMetrics } from '../src/metrics.js';
+import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
+
+const redis = new Redis(testRedisUrl);
+const prefix = newQueuePrefix('gate-leases');
+afterAll(async () => {
+  redis.disconnect();
+  await dropPrefix(prefix);
+});
+
+const leaseMs = 2_000;
+const gate = createDeliveryGate({
+  redis,
+  prefix,
+  bounds: { base: 10, ceiling: 10 },
+  inFlightLimits: true,
+  leaseMs,
+  maxParkMs: 60_000,
+  // Every delivery over the limit is parked at once, so each answer is the gate's park delay.
+  inSlotWait: { maxMs: 0, maxWaiting: 0 },
+  async wake() {},
+  log: pino({ level: 'silent' }),
+  metrics: createWorkerMetrics(),
+});
+
+const admitted = (admission: Admission) => {
+  if (!admission.admitted) throw new Error('expected a slot');
+  return admission;
+};
+
+describe('slots left behind by a worker that died', () => {
+  it('hold the deliveries parked behind them no longer than their leases and a turn at the usual pace', async () => {
+    const subscriptionId = 'sub-orphaned';
+    // The callback answers in 5 ms: that is its average slot time.
+    for (let i = 0; i < 5; i++) {
+      const admission = admitted(await gate.acquire(subscriptionId, `warm-${i}`));
+      await gate.release(subscriptionId, `warm-${i}`, admission, { signal: 'hold' }, 5);
+    }
+    // Ten attempts take every slot, and their worker dies: nothing releases them.
+    for (let i = 0; i < 10; i++) admitted(await gate.acquire(subscriptionId, `orphan-${i}`));
+    // Long enough that the oldest slot looks like a callback that began to hang (4 × 5 ms).
+    await sleep(200);
+    const waits: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const admission = await gate.acquire(subscriptionId, `parked-${i}`);
+      expect(admission.admitted).toBe(false);
+      if (!admission.admitted) waits.push(admission.waitMs);
+    }
+    // The last one has 30 turns of 10 slots ahead: the leases' end plus 30 × 5 ms, ±10%.
+    const bound = 1.1 * (leaseMs + 30 * 5);
+    expect(Math.max(...waits)).toBeLessThanOrEqual(bound);
+    // The first ones are parked for about their turn, well before the leases end.
+    expect(waits[0]).toBeLessThan(waits[waits.length - 1]!);
+  });
+});
