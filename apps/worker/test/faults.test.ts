@@ -91,6 +91,12 @@ afterAll(async () => {
 });
 
 /**
+ * Sequence numbers run on across the cases, so that a late duplicate of an earlier case's event
+ * cannot pass for another event of the same number.
+ */
+let nextSeq = 0;
+
+/**
  * Publishes an event every 20 ms for `ms` while `fault` runs, and returns the ids of the events
  * accepted (the publish resolved). Publishes refused during an outage are not accepted; one that
  * timed out may still have reached Redis, so its deliveries are allowed but not required.
@@ -99,7 +105,8 @@ async function publishDuring(ms: number, fault: () => Promise<void>): Promise<{ 
   const accepted: string[] = [];
   let publishing = true;
   const load = (async () => {
-    for (let seq = 0; publishing; seq++) {
+    while (publishing) {
+      const seq = nextSeq++;
       await Promise.all([
         publisher
           .publish({ accountId: 'acct-faults', type: 'call.started', data: { seq } })
