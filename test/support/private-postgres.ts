@@ -2,9 +2,12 @@
  * A PostgreSQL server of a test's own, on free ports in temporary folders, for tests that
  * stop, kill or restart a server: the machine's shared servers are never touched. PostgreSQL runs
  * as the `postgres` user when the tests run as root (initdb refuses root), as ../shared/README.md
- * describes.
+ * describes. Stopping and starting never block the test's process: it hosts the API and the
+ * receiver, and a receiver that cannot answer while `pg_ctl` waits would fail the worker's attempts
+ * with timeouts that have nothing to do with PostgreSQL.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,31 +22,35 @@ export interface PrivatePostgres {
   url: string;
   /** URL of another database on this server. */
   urlOf(database: string): string;
-  stop(): void;
-  start(): void;
+  /** A fast shutdown (`pg_ctl -m fast stop -w`); resolves once it is down. */
+  stop(): Promise<void>;
+  /** Starts it again; resolves once it accepts connections. */
+  start(): Promise<void>;
   /** Stops it for good and removes its folder. */
-  destroy(): void;
+  destroy(): Promise<void>;
 }
 
-function runAsPostgres(command: string, args: string[]): void {
+const run = promisify(execFile);
+
+async function runAsPostgres(command: string, args: string[]): Promise<void> {
   if (asRoot) {
     const quoted = [command, ...args].map((part) => `'${part.replace(/'/g, `'\\''`)}'`).join(' ');
-    execFileSync('su', ['postgres', '-s', '/bin/bash', '-c', quoted], { stdio: 'pipe' });
+    await run('su', ['postgres', '-s', '/bin/bash', '-c', quoted]);
   } else {
-    execFileSync(command, args, { stdio: 'pipe' });
+    await run(command, args);
   }
 }
 
 /** initdb into a temporary folder and start the server on a free port (about a second). */
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const dir = mkdtempSync(path.join(tmpdir(), 'wh-pg-'));
-  if (asRoot) execFileSync('chown', ['postgres', dir]);
+  if (asRoot) await run('chown', ['postgres', dir]);
   const port = await freePort();
-  runAsPostgres(`${pgBin}/initdb`, ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
+  await runAsPostgres(`${pgBin}/initdb`, ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
   const pgCtl = (...args: string[]) => runAsPostgres(`${pgBin}/pg_ctl`, ['-D', dir, ...args]);
   const start = () =>
     pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, '-l', `${dir}/log`, 'start', '-w');
-  start();
+  await start();
   const urlOf = (database: string) => `postgresql://postgres@127.0.0.1:${port}/${database}`;
   return {
     port,
@@ -51,12 +58,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     urlOf,
     start,
     stop: () => pgCtl('-m', 'fast', 'stop', '-w'),
-    destroy() {
-      try {
-        pgCtl('-m', 'immediate', 'stop', '-w');
-      } catch {
+    async destroy() {
+      await pgCtl('-m', 'immediate', 'stop', '-w').catch(() => {
         // Already stopped.
-      }
+      });
       rmSync(dir, { recursive: true, force: true });
     },
   };

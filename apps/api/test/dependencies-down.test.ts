@@ -36,7 +36,7 @@ describe('PostgreSQL unreachable', () => {
   }, 60_000);
   afterAll(async () => {
     await app.close();
-    server.destroy();
+    await server.destroy();
     await dropPrefix(prefix);
   });
 
@@ -48,7 +48,7 @@ describe('PostgreSQL unreachable', () => {
     expect(created.statusCode).toBe(201);
     const { id } = created.json();
 
-    server.stop();
+    await server.stop();
     const requests: Array<[method: 'GET' | 'POST', url: string, payload?: object]> = [
       ['GET', '/api/webhooks'],
       ['GET', `/api/webhooks/${id}`],
@@ -67,7 +67,7 @@ describe('PostgreSQL unreachable', () => {
     expect(ready.statusCode).toBe(503);
     expect(ready.json().checks).toEqual({ postgresql: 'unreachable', redis: 'ok' });
 
-    server.start();
+    await server.start();
     expect((await call('GET', `/api/webhooks/${id}`)).statusCode).toBe(200);
     expect((await app.inject({ url: '/readyz' })).json()).toEqual({
       status: 'ready',

@@ -22,7 +22,7 @@ import type { FastifyInstance } from 'fastify';
 import { testEnv, testJwtSecret } from '../../../test/support/api.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../../../test/support/private-postgres.js';
 import { startPrivateRedis, type PrivateRedis } from '../../../scripts/lib/private-redis.js';
-import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
+import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { sleep, waitFor } from '../../../test/support/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 
@@ -87,7 +87,7 @@ afterAll(async () => {
   await receiver?.close();
   await api?.close();
   await redis?.destroy();
-  postgres?.destroy();
+  await postgres?.destroy();
 });
 
 /**
