@@ -77,7 +77,7 @@ export async function accountFloodRun(
         rate * (warmupSeconds + seconds) * steadySubscriptions + floodEvents * floodSubscriptions;
       await waitFor(
         'every delivery of both accounts',
-        () => receiver.requests >= everyRequest,
+        () => receiver.received >= everyRequest,
         drainMs,
       ).catch(() => undefined);
       const latencies: number[] = [];
@@ -96,7 +96,7 @@ export async function accountFloodRun(
         expected: sentAt.size * steadySubscriptions,
         arrived: latencies.length,
         floodExpected: floodEvents * floodSubscriptions,
-        floodArrived: receiver.requests - steadyRequests,
+        floodArrived: receiver.received - steadyRequests,
       };
     },
   );

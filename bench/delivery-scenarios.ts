@@ -11,9 +11,9 @@ import {
   subscribe,
   waitForSucceeded,
   withBenchStack,
-  type BareReceiver,
   type BenchStack,
 } from './harness.js';
+import type { Receiver } from '../scripts/lib/receiver.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
 /** Progress callback: a scenario's name, units done, units expected. */
@@ -64,7 +64,7 @@ export interface DeliveryThroughput {
  */
 export async function subscribeLoad(
   stack: BenchStack,
-  receiver: BareReceiver,
+  receiver: Receiver,
   load: DeliveryLoad,
 ): Promise<string[]> {
   const accounts = Array.from({ length: load.accounts }, (_, i) => `bench-${i}`);
@@ -108,7 +108,7 @@ export async function measureDeliveries(
   name: string,
   stack: BenchStack,
   publisher: EventPublisher,
-  receiver: BareReceiver,
+  receiver: Receiver,
   load: DeliveryLoad,
   progress: Progress,
 ): Promise<DeliveryThroughput> {

@@ -1,12 +1,12 @@
 /**
  * What every benchmark scenario shares: a stack of its own (database, queue prefix, API and worker
- * processes started from the built code, a bare `node:http` receiver answering 200), and the
- * transport baseline (the worker's own HTTP client posting straight to the receiver).
+ * processes started from the built code, the project's receiver answering 200 and counting without
+ * keeping), and the transport baseline (the worker's own HTTP client posting straight to the
+ * receiver).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -24,51 +24,18 @@ import {
 import { createTokenMinter } from '@webhooks/api';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
-import { listenOnLoopback } from '../scripts/lib/loopback-server.js';
+import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
-/** A receiver that answers every POST; `answer` picks the status (default 200). */
-export interface BareReceiver {
-  url: string;
-  /** Requests answered 200, with arrival time (ms since epoch, sub-ms) per `webhook-id`. */
-  confirmed: Map<string, number>;
-  /** The same per path and then per `webhook-id`. */
-  confirmedAt: Map<string, Map<string, number>>;
-  requests: number;
-  close(): Promise<void>;
-}
-
-/** What the receiver does with a request: answer this status, or hold it unanswered until closed. */
+/** What the benchmark receiver answers a path: a status, or hold the request unanswered until closed. */
 export type BareAnswer = number | 'hang';
 
-/** Starts a bare receiver; `answer(path)` decides each answer (default always 200). */
-export async function startBareReceiver(
-  answer: (path: string) => BareAnswer = () => 200,
-): Promise<BareReceiver> {
-  const state = {
-    confirmed: new Map<string, number>(),
-    confirmedAt: new Map<string, Map<string, number>>(),
-    requests: 0,
-  };
-  const server: Server = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => {
-      state.requests += 1;
-      const path = request.url ?? '/';
-      const status = answer(path);
-      if (status === 'hang') return;
-      if (status === 200) {
-        const id = request.headers['webhook-id'];
-        const at = performance.timeOrigin + performance.now();
-        if (typeof id === 'string' && !state.confirmed.has(id)) state.confirmed.set(id, at);
-        const ofPath = state.confirmedAt.get(path) ?? new Map<string, number>();
-        state.confirmedAt.set(path, ofPath);
-        if (typeof id === 'string' && !ofPath.has(id)) ofPath.set(id, at);
-      }
-      response.writeHead(status).end();
-    });
-  });
-  return Object.assign(state, await listenOnLoopback(server));
+/**
+ * Starts the project's receiver (`scripts/lib/receiver.ts`) as the benchmarks use it: requests
+ * are counted, not kept, and `answer(path)` decides each answer (default always 200).
+ */
+export function startBareReceiver(answer: (path: string) => BareAnswer = () => 200): Promise<Receiver> {
+  return startReceiver({ answer: (request) => answer(request.path), keepRequests: false });
 }
 
 /** A benchmark stack: its own database and prefix, API and worker processes. */
@@ -192,7 +159,7 @@ export async function withBenchStack<T>(
     answer?: (path: string) => BareAnswer;
     prepareDatabase?: (databaseUrl: string) => Promise<void>;
   },
-  run: (stack: BenchStack, publisher: EventPublisher, receiver: BareReceiver) => Promise<T>,
+  run: (stack: BenchStack, publisher: EventPublisher, receiver: Receiver) => Promise<T>,
 ): Promise<T> {
   const receiver = await startBareReceiver(options.answer);
   try {

@@ -20,7 +20,8 @@ import { createProducerConnection, queueNames, type EventPublisher } from '@webh
 import { waitFor } from '../scripts/lib/wait.js';
 import { requestRate } from './api-scenarios.js';
 import { deliverLoad, subscribeLoad, type DeliveryThroughput, type Progress } from './delivery-scenarios.js';
-import { subscribe, withBenchStack, type BareReceiver, type BenchStack } from './harness.js';
+import type { Receiver } from '../scripts/lib/receiver.js';
+import { subscribe, withBenchStack, type BenchStack } from './harness.js';
 import { createPastPartitions, derivedDeliveryId, fillLog } from './log-fill.js';
 import { toUnpartitionedLog } from './unpartitioned-log.js';
 
@@ -71,7 +72,7 @@ interface LogStack {
   attempts: number;
   stack: BenchStack;
   publisher: EventPublisher;
-  receiver: BareReceiver;
+  receiver: Receiver;
   /** The API's `authorization` header of the history's account. */
   headers: Record<string, string>;
   /** The read subscription's delivery list. */

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { createEventPublisher, exampleCatalogueFile, loadCatalogue } from '@webhooks/shared';
 import { createTokenMinter, developmentJwtSecret } from '@webhooks/api';
 import { createWebhookClient, type WebhookClient } from '@webhooks/client';
-import { startReceiver } from '../lib/receiver.js';
+import { startClientReceiver } from './client-receiver.js';
 import { prometheusSample } from '../lib/prometheus-sample.js';
 import { sleep, waitFor } from '../lib/wait.js';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../lib/services.js';
@@ -108,7 +108,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
   const published = new Map<string, number>();
   const latencies: number[] = [];
   let delivered = 0;
-  const receiver = await startReceiver({
+  const receiver = await startClientReceiver({
     secrets,
     failFirst: new Map([['/calls', failFirst]]),
     onReceipt: (receipt) => {

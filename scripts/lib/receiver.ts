@@ -1,99 +1,136 @@
 /**
- * A client application receiving webhooks: an HTTP server on 127.0.0.1 that verifies every
- * delivery's Standard Webhooks signature with the `standardwebhooks` package (the same code a real
- * client writes; the README shows it) and answers 200. For the demo and the benchmarks it also
- * counts what arrives, can fail a route's first answers, and notes duplicates per `webhook-id`.
+ * The one HTTP receiver on 127.0.0.1 standing in for client applications, for the tests, the
+ * benchmarks and the demo. Each path has its own script of answers (a status code per request, or
+ * `hang` to never answer); a path without a script gets the receiver's default answer (200 unless
+ * given). It counts every request, notes the first 200 per `webhook-id` (overall and per path, with
+ * its arrival time), and keeps every request with its headers and body unless told not to (a
+ * benchmark's hundred thousand deliveries).
  */
-import { createServer, type Server } from 'node:http';
-import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { listenOnLoopback } from './loopback-server.js';
 
-/** One verified delivery as received. */
-export interface Receipt {
-  route: string;
-  webhookId: string;
-  /** `performance.timeOrigin + performance.now()` at arrival, in ms. */
+/** One request as received. */
+export interface ReceivedRequest {
+  path: string;
+  method: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** Arrival time, `Date.now()` in ms: the clock tests take their own timestamps with. */
   at: number;
-  payload: { timestamp: string; type?: string; webhook_id?: string; data: Record<string, unknown> };
 }
+
+/** A status after a delay (`afterMs`, default none) with an optional body and headers. */
+export type FullAnswer = {
+  status: number;
+  afterMs?: number;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+};
+
+/**
+ * An answer: a status, a {@link FullAnswer} (body default `answer <status>`), `hang` (hold the
+ * request until the receiver closes), or a function of the request giving one of those.
+ */
+export type Answer =
+  number | FullAnswer | 'hang' | ((request: ReceivedRequest) => number | FullAnswer | 'hang');
 
 /** Options of {@link startReceiver}. */
 export interface ReceiverOptions {
-  /** Signing secret per route path (`/calls`), from the subscription's create response; may be filled later. */
-  secrets: Map<string, string>;
-  /** Route → how many of its first requests answer 500 (to show retries). */
-  failFirst?: Map<string, number>;
-  /** Called for each verified delivery answered 200. */
-  onReceipt?: (receipt: Receipt) => void;
+  /** The answer of a path without a script (default 200). */
+  answer?: Answer;
+  /** Keep every request in `requests` (default true); the counters are kept either way. */
+  keepRequests?: boolean;
 }
 
-/** A running receiver with its counters. */
-export interface ClientReceiver {
+/** A running receiver. */
+export interface Receiver {
+  /** `http://127.0.0.1:<port>` */
   url: string;
-  /** Verified deliveries answered 200, first receipt per route and webhook-id. */
-  receipts: Map<string, Receipt>;
-  /** Deliveries received again after a 200 for the same route and webhook-id. */
-  duplicates: number;
-  /** Requests whose signature did not verify (answered 401). */
-  signatureFailures: number;
-  /** Requests deliberately answered 500. */
-  failedOnPurpose: number;
-  /** webhook-ids that were answered 500 at least once, per route. */
-  retried: Set<string>;
+  /** Every request, in order of arrival (empty with `keepRequests: false`). */
+  requests: ReceivedRequest[];
+  /** Requests received, kept or not. */
+  received: number;
+  /**
+   * The first arrival answered 200 of each `webhook-id`: id → arrival time in ms since the epoch,
+   * sub-ms (`performance.timeOrigin + performance.now()`, the clock the benchmarks time with).
+   */
+  confirmed: Map<string, number>;
+  /** The same per path: path → id → arrival time. */
+  confirmedAt: Map<string, Map<string, number>>;
+  /** Kept requests to `path`. */
+  at(path: string): ReceivedRequest[];
+  /**
+   * Answers for `path`, one per kept request to it, in order; the last one repeats. Emptying
+   * `requests` starts the script again.
+   */
+  script(path: string, answers: Answer[]): void;
+  /** Drops open connections, answers the hanging requests' sockets with a reset, and stops. */
   close(): Promise<void>;
 }
 
 /** Starts a receiver on an ephemeral port of 127.0.0.1. */
-export async function startReceiver(options: ReceiverOptions): Promise<ClientReceiver> {
-  const verifiers = new Map<string, Webhook>();
-  const verifierOf = (route: string) => {
-    const secret = options.secrets.get(route);
-    if (secret !== undefined && !verifiers.has(route)) verifiers.set(route, new Webhook(secret));
-    return verifiers.get(route);
-  };
-  const failLeft = new Map(options.failFirst ?? []);
+export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
+  const keep = options.keepRequests ?? true;
+  const scripts = new Map<string, Answer[]>();
+  const hanging = new Set<ServerResponse>();
   const state = {
-    receipts: new Map<string, Receipt>(),
-    duplicates: 0,
-    signatureFailures: 0,
-    failedOnPurpose: 0,
-    retried: new Set<string>(),
+    requests: [] as ReceivedRequest[],
+    received: 0,
+    confirmed: new Map<string, number>(),
+    confirmedAt: new Map<string, Map<string, number>>(),
   };
-  const server: Server = createServer((request, response) => {
+
+  const confirm = (path: string, webhookId: unknown, at: number) => {
+    if (typeof webhookId !== 'string') return;
+    if (!state.confirmed.has(webhookId)) state.confirmed.set(webhookId, at);
+    const ofPath = state.confirmedAt.get(path) ?? new Map<string, number>();
+    state.confirmedAt.set(path, ofPath);
+    if (!ofPath.has(webhookId)) ofPath.set(webhookId, at);
+  };
+
+  const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const at = performance.timeOrigin + performance.now();
-      const route = request.url ?? '/';
-      const body = Buffer.concat(chunks).toString('utf8');
-      const verifier = verifierOf(route);
-      let payload: Receipt['payload'];
-      try {
-        if (!verifier) throw new WebhookVerificationError('unknown route');
-        payload = verifier.verify(body, request.headers as Record<string, string>) as Receipt['payload'];
-      } catch {
-        state.signatureFailures += 1;
-        response.writeHead(401).end();
+      const path = request.url ?? '/';
+      const seen = scripts.has(path) ? state.requests.filter((r) => r.path === path).length : 0;
+      const arrivedAt = performance.timeOrigin + performance.now();
+      const received: ReceivedRequest = {
+        path,
+        method: request.method ?? '',
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString(),
+        at: Date.now(),
+      };
+      state.received += 1;
+      if (keep) state.requests.push(received);
+      const script = scripts.get(path);
+      const scripted =
+        script === undefined ? (options.answer ?? 200) : (script[Math.min(seen, script.length - 1)] ?? 200);
+      const answer = typeof scripted === 'function' ? scripted(received) : scripted;
+      if (answer === 'hang') {
+        hanging.add(response);
         return;
       }
-      const webhookId = String(request.headers['webhook-id']);
-      const key = `${route} ${webhookId}`;
-      const left = failLeft.get(route) ?? 0;
-      if (left > 0) {
-        failLeft.set(route, left - 1);
-        state.failedOnPurpose += 1;
-        state.retried.add(key);
-        response.writeHead(500).end('failing on purpose');
-        return;
-      }
-      if (state.receipts.has(key)) state.duplicates += 1;
-      else {
-        const receipt = { route, webhookId, at, payload };
-        state.receipts.set(key, receipt);
-        options.onReceipt?.(receipt);
-      }
-      response.writeHead(200).end();
+      const full = typeof answer === 'number' ? { status: answer } : answer;
+      const reply = () => {
+        if (full.status === 200) confirm(path, request.headers['webhook-id'], arrivedAt);
+        response
+          .writeHead(full.status, { 'content-type': 'text/plain', ...full.headers })
+          .end(full.body ?? `answer ${full.status}`);
+      };
+      if (full.afterMs === undefined) reply();
+      else setTimeout(reply, full.afterMs);
     });
   });
-  return Object.assign(state, await listenOnLoopback(server));
+  const listening = await listenOnLoopback(server);
+  return Object.assign(state, {
+    url: listening.url,
+    at: (path: string) => state.requests.filter((r) => r.path === path),
+    script: (path: string, answers: Answer[]) => scripts.set(path, answers),
+    async close() {
+      for (const response of hanging) response.destroy();
+      await listening.close();
+    },
+  });
 }

@@ -2,7 +2,7 @@
  * A burst of publishes through the API while a test fails Redis over: `POST /api/events` in rounds,
  * one request per account and round at once, until stopped, with every answer recorded.
  */
-import type { ReceivedRequest } from './receiver.js';
+import type { ReceivedRequest } from '../../scripts/lib/receiver.js';
 import type { TestApi } from './api.js';
 import { sleep } from './wait.js';
 

@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { createEventPublisher, queueNames, type EventPublisher } from '@webhooks/shared';
 import { loadWorkerConfig, startWorker, type RunningWorker, type WorkerConfig } from '@webhooks/worker';
 import { startTestApi, testEnv, type TestApi } from './api.js';
-import { startReceiver, type Receiver } from './receiver.js';
+import { startReceiver, type Receiver } from '../../scripts/lib/receiver.js';
 import { testRedisUrl } from './redis.js';
 import { waitFor } from './wait.js';
 

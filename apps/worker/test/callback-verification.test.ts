@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { answersChallenge } from '../src/verification/challenge.js';
-import type { ReceivedRequest } from '../../../test/support/receiver.js';
+import type { ReceivedRequest } from '../../../scripts/lib/receiver.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../test/support/wait.js';
 

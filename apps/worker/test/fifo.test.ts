@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { startReceiver, type ReceivedRequest, type Receiver } from '../../../test/support/receiver.js';
+import { startReceiver, type ReceivedRequest, type Receiver } from '../../../scripts/lib/receiver.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 

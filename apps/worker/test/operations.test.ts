@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { prometheusSample } from '../../../scripts/lib/prometheus-sample.js';
 import { startTestApi, testEncryptionKey, testEnv, type TestApi } from '../../../test/support/api.js';
 import { startPrivateRedis } from '../../../scripts/lib/private-redis.js';
-import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
+import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { freePort } from '../../../scripts/lib/services.js';

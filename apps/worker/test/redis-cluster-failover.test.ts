@@ -14,7 +14,7 @@ import {
   type PrivateRedisCluster,
 } from '../../../scripts/lib/private-redis-cluster.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
-import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
+import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { deliveredEventIds, startPublishBurst } from '../../../test/support/publish-burst.js';
 import { waitFor } from '../../../test/support/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';

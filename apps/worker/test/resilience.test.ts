@@ -5,7 +5,7 @@ import { createEventPublisher, generateSigningSecret, type EventPublisher } from
 import { loadWorkerConfig, startWorker } from '../src/index.js';
 import { attemptErrorMessages } from '../src/delivery/attempt.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
-import { startReceiver, type Receiver } from '../../../test/support/receiver.js';
+import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 import { waitFor } from '../../../test/support/wait.js';
