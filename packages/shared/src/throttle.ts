@@ -103,6 +103,9 @@ export function averageDurationMs(average: number | null, durationMs: number): n
 /** Shortest wait of a parked delivery, in ms. */
 export const minParkMs = 10;
 
+/** The slot time assumed while a subscription has none on record yet, in ms. */
+const unknownSlotMs = 50;
+
 /** What the gate knows of a subscription when it parks one of its deliveries. */
 export interface ParkingView {
   /** Deliveries of the subscription parked ahead of this one. */
@@ -138,12 +141,14 @@ export function turnMs(view: Pick<ParkingView, 'averageMs' | 'oldestHeldMs'>): n
  * holder died, or whose release Redis lost in an outage, would otherwise pass for a callback that
  * began to hang, and park the deliveries queued behind them for up to `maxMs` after Redis is back.
  *
+ * @param view what the gate answered when it refused the slot
+ * @param maxMs the longest wait, in ms (the gate's `maxParkMs`)
  * @param random a number in [0, 1) (Math.random)
  */
 export function parkDelayMs(view: ParkingView, maxMs: number, random: number): number {
   const turns = (view.parked + 1) / view.limit;
-  const estimate = turns * (turnMs(view) ?? 50);
-  const leaseEnds = Math.max(0, view.leaseMs - view.oldestHeldMs) + turns * (view.averageMs ?? 50);
+  const estimate = turns * (turnMs(view) ?? unknownSlotMs);
+  const leaseEnds = Math.max(0, view.leaseMs - view.oldestHeldMs) + turns * (view.averageMs ?? unknownSlotMs);
   const wait = Math.min(estimate, leaseEnds);
   return Math.round(Math.min(maxMs, Math.max(minParkMs, wait)) * (0.9 + 0.2 * random));
 }

@@ -12,9 +12,9 @@
  *   a worker slot, for about the time the deliveries parked before it need to go through
  *   (`parkDelayMs`), and never much past the end of the oldest slot's lease (a slot whose holder
  *   died frees itself then, and wakes nobody). The slot is taken before the delivery is read from
- *   PostgreSQL, so parking costs two Redis round trips and no query. A slot freed wakes the parked job first in line, but
- *   is not reserved for it: whichever of the subscription's jobs asks next takes it, so a slot
- *   never idles while a woken job travels through a long queue.
+ *   PostgreSQL, so parking costs two Redis round trips and no query. A slot freed wakes the parked
+ *   job first in line, but is not reserved for it: whichever of the subscription's jobs asks next
+ *   takes it, so a slot never idles while a woken job travels through a long queue.
  *
  * Slots are leases that expire ({@link DeliveryGateOptions.leaseMs}), so a worker killed mid-attempt
  * cannot keep one. Each operation is one Lua script, atomic across workers, timed by Redis' clock
