@@ -14,7 +14,9 @@ const env = {
   SUBSCRIPTION_MAX_IN_FLIGHT: '4',
   // Throttling below the base is what this file shows; earning above it is in-flight-ceiling.test.ts.
   SUBSCRIPTION_IN_FLIGHT_CEILING: '4',
-  DELIVERY_TIMEOUT_MS: '300',
+  // Long enough that a loaded CI machine does not time out the receiver's immediate answers (the
+  // rate_limit case would lose its one attempt), short enough for the hanging case to stay quick.
+  DELIVERY_TIMEOUT_MS: '1000',
   DELIVERY_MAX_ATTEMPTS: '1',
   SUBSCRIPTION_DISABLE_AFTER: '100',
 };
