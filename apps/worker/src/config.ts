@@ -115,6 +115,18 @@ export const workerEnvSchema = Type.Object({
     description:
       "Fair scheduling of first deliveries across accounts (DELIVERY_QUEUE_TARGET, ACCOUNT_DELIVERIES_PER_SECOND, ACCOUNT_OVERRIDES); `false` puts them on the shared queue in arrival order: only for a single-tenant deployment, or to measure the scheduler's cost",
   }),
+  DELIVERY_INLINE_FIRST_ATTEMPT: Type.Boolean({
+    default: true,
+    description:
+      'The fan-out sends a first attempt itself when the account scheduler, the gate and the host cap admit it at once, instead of queueing a delivery job; only a failed, throttled or waiting delivery becomes a job (the worker must run both roles). `false` queues every first attempt: only to measure what the inline attempt saves',
+  }),
+  DELIVERY_INLINE_DEADLINE_MS: Type.Integer({
+    default: 250,
+    minimum: 1,
+    maximum: 60_000,
+    description:
+      'How long a fan-out waits for its inline attempts, in ms; a slower one is finished and recorded in the background, so a slow callback never holds the fan-out',
+  }),
   ACCOUNT_DELIVERIES_PER_SECOND: Type.Integer({
     default: 1_000,
     minimum: 1,

@@ -4,7 +4,8 @@
  * each chose; a test event only its one subscription) and whose content filter, if any, matches
  * the payload, creates one delivery per subscription and hands them to the account scheduler
  * (`scheduling/account-scheduler.ts`), which admits them into the `deliveries` queue in fair order
- * across accounts. Concurrent events are fanned out together, one SQL statement (sent with `pg`
+ * across accounts; those it admits at once are attempted here, inline (`delivery/inline.ts`), and
+ * get a job only when that attempt did not end the delivery. Concurrent events are fanned out together, one SQL statement (sent with `pg`
  * directly, as the delivery path's) and one scheduler call per batch (see `batcher` in
  * @webhooks/shared). Content filters are evaluated here with sift (event-filter.ts in
  * @webhooks/shared), so a second statement creates the deliveries of the filtered subscriptions that
@@ -30,6 +31,7 @@ import {
 } from '@webhooks/shared';
 import { deferJob } from './deferral.js';
 import type { FifoHeads } from './delivery/fifo.js';
+import type { InlineAttempts } from './delivery/inline.js';
 import { createFilterCache, type FanOutTarget } from './filter-cache.js';
 import type { AccountScheduler } from './scheduling/account-scheduler.js';
 
@@ -49,6 +51,8 @@ export interface FanOutDeps {
   /** Ordered delivery: a FIFO subscription's deliveries wait for their turn here, not in the scheduler. */
   fifoHeads: FifoHeads;
   scheduler: Pick<AccountScheduler, 'schedule'>;
+  /** Inline first attempts (DELIVERY_INLINE_FIRST_ATTEMPT), absent when every first attempt is queued. */
+  inline?: InlineAttempts;
   log: Logger;
   batch?: BatchOptions;
 }
@@ -139,6 +143,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
             const { accountId, requestId } = byId.get(event_id)!;
             return { accountId, eventId: event_id, subscriptionId: subscription_id, requestId };
           }),
+        deps.inline,
       );
       await deps.fifoHeads.ensure(
         targets.filter((target) => target.ordering === 'fifo').map((target) => target.subscription_id),

@@ -4,5 +4,6 @@ export { startWorker, userAgent, type RunningWorker } from './worker.js';
 export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
 export { createAttemptSender, type AttemptResult, type AttemptSender } from './delivery/attempt.js';
 export { parseRetryAfter, retryDelayMs, type DeliveryPolicy } from './delivery/backoff.js';
+export { followUpJob, type InlineCandidate } from './delivery/inline.js';
 export { inSlotWaitRule, waitsInSlot, type InSlotWaitRule } from './delivery/in-slot-wait.js';
 export { deleteExpiredRows, type RetentionReport } from './retention.js';

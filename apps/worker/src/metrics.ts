@@ -115,7 +115,7 @@ export function createWorkerMetrics(): WorkerMetrics {
     registry,
     deliveries: new Counter({
       name: 'webhook_deliveries_total',
-      help: 'Delivery job runs by what they came to',
+      help: 'Delivery steps by what they came to: inline first attempts and delivery job runs',
       labelNames: ['outcome'],
       registers,
     }),

@@ -5,6 +5,7 @@
  * shard (a fan-out's deliveries go to their subscriptions' shards) and consumes the shards of
  * WORKER_SHARDS, plus those of the layout it drains (QUEUE_SHARDS_DRAIN).
  */
+import type { InlineAttempts } from './delivery/inline.js';
 import { Queue, type QueueOptions } from 'bullmq';
 import {
   createDeliveryQueues,
@@ -45,8 +46,11 @@ export interface ShardedQueues {
   ofAccount(accountId: string): ShardQueues;
   /** The shard of a subscription's deliveries. */
   ofSubscription(subscriptionId: string): ShardQueues;
-  /** Schedules first deliveries, each on its subscription's shard. @throws as AccountScheduler.schedule */
-  schedule(deliveries: readonly ScheduledDelivery[]): Promise<void>;
+  /**
+   * Schedules first deliveries, each on its subscription's shard, attempting with `inline` those
+   * admitted at once. @throws as AccountScheduler.schedule
+   */
+  schedule(deliveries: readonly ScheduledDelivery[], inline?: InlineAttempts): Promise<void>;
   /**
    * Adds delivery jobs to their subscriptions' shards, bypassing the account scheduler: FIFO
    * heads, re-driven and notice deliveries (`DeliveryQueues.add`).
@@ -123,10 +127,10 @@ export function createShardedQueues(options: ShardedQueuesOptions): ShardedQueue
     consumed,
     ofAccount: (accountId) => current[shards.ofAccount(accountId)]!,
     ofSubscription: (subscriptionId) => current[shards.ofSubscription(subscriptionId)]!,
-    async schedule(deliveries) {
+    async schedule(deliveries, inline) {
       await Promise.all(
         [...shards.bySubscription(deliveries)].map(([shard, group]) =>
-          current[shard]!.scheduler.schedule(group),
+          current[shard]!.scheduler.schedule(group, inline),
         ),
       );
     },

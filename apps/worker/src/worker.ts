@@ -32,9 +32,10 @@ import type { DeliveryPolicy } from './delivery/backoff.js';
 import { createDeliveryGate } from './delivery/gate.js';
 import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
+import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
+import { createInlineAttempts } from './delivery/inline.js';
 import {
   createDeliveryProcessor,
-  type DeliveryProcessorDeps,
   deliveryBackoffStrategy,
   type DeliveryJobResult,
 } from './delivery/processor.js';
@@ -163,19 +164,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     return rows;
   });
   const fifoHeads = createFifoHeads(pool, sharded, policy.maxAttempts);
-  const fanOut = createFanOutProcessor({
-    pool,
-    catalogue: config.catalogue,
-    scheduler: sharded,
-    fifoHeads,
-    log,
-  });
-  const events = config.roles.has('events')
-    ? sharded.consumed.map(
-        (shard) =>
-          new Worker<EventJobData, number>(queueNames.events, fanOut, { ...common, prefix: shard.prefix }),
-      )
-    : [];
   const fifo = {
     heads: fifoHeads,
     earlierFanOut: createFanOutWatch(producer, (accountId) => sharded.ofAccount(accountId).events),
@@ -194,6 +182,31 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       })
     : null;
   const deliveries = delivering?.workers ?? [];
+  const inline =
+    delivering !== null && config.roles.has('events') && config.DELIVERY_INLINE_FIRST_ATTEMPT
+      ? createInlineAttempts({
+          deliverFor: (subscriptionId) =>
+            delivering.deliverFor(sharded.ofSubscription(subscriptionId).prefix),
+          maxAttempts: policy.maxAttempts,
+          deadlineMs: config.DELIVERY_INLINE_DEADLINE_MS,
+          maxInFlight: config.WORKER_CONCURRENCY,
+          log,
+        })
+      : undefined;
+  const fanOut = createFanOutProcessor({
+    pool,
+    catalogue: config.catalogue,
+    scheduler: sharded,
+    fifoHeads,
+    ...(inline === undefined ? {} : { inline }),
+    log,
+  });
+  const events = config.roles.has('events')
+    ? sharded.consumed.map(
+        (shard) =>
+          new Worker<EventJobData, number>(queueNames.events, fanOut, { ...common, prefix: shard.prefix }),
+      )
+    : [];
   const reconcile = createReconciler({
     prisma,
     redis: producer,
@@ -298,7 +311,7 @@ function startDeliveries(
     common: Omit<WorkerOptions, 'prefix'>;
     log: Logger;
     metrics: WorkerMetrics;
-    fifo: DeliveryProcessorDeps['fifo'];
+    fifo: DeliverDeps['fifo'];
   },
 ) {
   const { sharded, policy, log, metrics } = deps;
@@ -329,6 +342,8 @@ function startDeliveries(
     leaseMs: deps.lockDuration,
     log,
   });
+  /** The attempt path of each consumed shard, by its queue prefix. */
+  const delivers = new Map<string, ReturnType<typeof createDeliver>>();
   const workers = sharded.consumed.map((shard) => {
     const gate = createDeliveryGate({
       redis: deps.producer,
@@ -350,19 +365,21 @@ function startDeliveries(
       log,
       metrics,
     });
+    const deliver = createDeliver({
+      store,
+      sender,
+      gate,
+      hostGate,
+      policy,
+      maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
+      log,
+      metrics,
+      fifo: deps.fifo,
+    });
+    delivers.set(shard.prefix, deliver);
     return new Worker<DeliveryJobData, DeliveryJobResult>(
       queueNames.deliveries,
-      createDeliveryProcessor({
-        store,
-        sender,
-        gate,
-        hostGate,
-        policy,
-        maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
-        log,
-        metrics,
-        fifo: deps.fifo,
-      }),
+      createDeliveryProcessor({ deliver, policy, log }),
       {
         ...deps.common,
         prefix: shard.prefix,
@@ -383,5 +400,11 @@ function startDeliveries(
     ),
   );
   verifications.on('error', (error) => log.error({ err: error }, 'worker error'));
-  return { workers, sender, verifications };
+  return {
+    workers,
+    sender,
+    verifications,
+    /** The attempt path of a shard (its queue prefix), or null when this process does not consume it. */
+    deliverFor: (prefix: string) => delivers.get(prefix) ?? null,
+  };
 }

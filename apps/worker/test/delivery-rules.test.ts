@@ -1,10 +1,11 @@
 /**
  * Unit tests of the delivery path's pure rules: outcome of an attempt, backoff with Retry-After,
- * waiting for a subscription's slot in place or parked.
+ * waiting for a subscription's slot in place or parked, the job that follows an inline attempt.
  */
 import { describe, expect, it } from '@jest/globals';
 import {
   decideOutcome,
+  followUpJob,
   inSlotWaitRule,
   parseRetryAfter,
   retryDelayMs,
@@ -111,5 +112,46 @@ describe('waitsInSlot', () => {
     expect(waitsInSlot(10, 0, 24, rule)).toBe(true);
     expect(waitsInSlot(10, 0, 25, rule)).toBe(false);
     expect(inSlotWaitRule(1).maxWaiting).toBe(1);
+  });
+});
+
+describe('followUpJob', () => {
+  const candidate = { jobId: 'e.s', eventId: 'e', subscriptionId: 's', requestId: 'r-1' };
+  const at = now.getTime();
+
+  it('queues nothing after a confirmed, given-up or ended round', () => {
+    expect(
+      followUpJob(candidate, { kind: 'attempted', outcome: { kind: 'succeeded' }, failure: '' }, 5, at),
+    ).toBeNull();
+    expect(
+      followUpJob(
+        candidate,
+        { kind: 'attempted', outcome: { kind: 'given_up', reason: 'attempts_exhausted' }, failure: '' },
+        5,
+        at,
+      ),
+    ).toBeNull();
+    expect(followUpJob(candidate, { kind: 'ended', result: 'cancelled' }, 5, at)).toBeNull();
+  });
+
+  it('retries a failed attempt after its backoff, with one BullMQ attempt less and the inline one counted', () => {
+    const job = followUpJob(
+      candidate,
+      {
+        kind: 'attempted',
+        outcome: { kind: 'retry', nextAttemptAt: new Date(at + 1_500) },
+        failure: 'http_status',
+      },
+      5,
+      at,
+    );
+    expect(job?.opts).toMatchObject({ jobId: 'e.s', attempts: 4, delay: 1_500 });
+    expect(job?.data).toEqual({ eventId: 'e', subscriptionId: 's', requestId: 'r-1', inlineAttempts: 1 });
+  });
+
+  it('parks a delivery that must wait its turn, with every attempt still ahead of it', () => {
+    const job = followUpJob(candidate, { kind: 'wait', waitMs: 40 }, 5, at);
+    expect(job?.opts).toMatchObject({ jobId: 'e.s', attempts: 5, delay: 40 });
+    expect(job?.data.inlineAttempts).toBeUndefined();
   });
 });

@@ -34,6 +34,11 @@ export interface DeliveryJobData {
   round?: number;
   /** The event's {@link EventJobData.requestId}, when it had one: logged with every attempt. */
   requestId?: string;
+  /**
+   * Attempts of this round made before the job existed (the fan-out's inline first attempt): its
+   * BullMQ `attempts` are that many fewer, so that the round's total stays DELIVERY_MAX_ATTEMPTS.
+   */
+  inlineAttempts?: number;
 }
 
 /**

@@ -26,11 +26,17 @@
  * next admission takes it again. Adding a job id BullMQ still holds is a no-op, and a job whose
  * delivery is no longer pending ends as `not_pending`, so a re-admission never sends twice.
  * Retries, parked jobs and manual retry rounds stay BullMQ's and do not pass through here.
+ *
+ * Inline first attempts (`delivery/inline.ts`): a delivery of the caller's own list that is
+ * admitted at once into the front lane is attempted by the caller instead of getting a job; its
+ * entry is confirmed when the attempt ends (with the follow-up job, if any, added first), so a
+ * caller that dies mid-attempt leaves it leased, and it is admitted again as a job.
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
+import type { DeliveryJobSpec, FollowUp, InlineAttempts, InlineCandidate } from '../delivery/inline.js';
 import {
   deliveryJob,
   deliveryJobId,
@@ -89,10 +95,13 @@ export interface AccountScheduler {
    * and admits what the queue has room for in the same script call; the background admission
    * takes over while accounts still have work waiting.
    *
+   * With `inline`, those of `deliveries` admitted at once into the front lane are attempted inline
+   * (up to its deadline) instead of getting a job.
+   *
    * @throws ioredis' or BullMQ's errors when Redis cannot be reached (nothing is lost: the caller
    *   retries, and an entry already held is not scheduled twice)
    */
-  schedule(deliveries: readonly ScheduledDelivery[]): Promise<void>;
+  schedule(deliveries: readonly ScheduledDelivery[], inline?: InlineAttempts): Promise<void>;
   /**
    * Admits once: takes up to the queue's room in fair order and adds their BullMQ jobs.
    *
@@ -115,7 +124,7 @@ export interface AccountScheduler {
    * is logged: the accounts then keep the weights Redis had).
    */
   start(): Promise<void>;
-  /** Stops the background admissions and waits for one in progress. */
+  /** Stops the background admissions and waits for one in progress, and for inline attempts still running. */
   close(): Promise<void>;
 }
 
@@ -293,8 +302,41 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   /** Aborts what start() waits for (the connection, the next try of the overrides) at close. */
   let stopping = new AbortController();
 
+  /** Inline attempts that outlived their fan-out's deadline, until their follow-up is done. */
+  const late = new Set<Promise<void>>();
+
+  /**
+   * As each of `pending` (inline attempts past their deadline) ends: adds its follow-up job, then
+   * with `confirm` releases its entry. One that fails here stays leased (or, without the
+   * scheduler, pending in PostgreSQL) and is found again; it is logged, never thrown.
+   */
+  const followLate = (pending: ReadonlyArray<Promise<FollowUp>>, confirm: boolean) => {
+    for (const attempt of pending) {
+      const done: Promise<void> = attempt
+        .then(async ({ jobId, job }) => {
+          if (job !== null) await deliveries.add(job.name, job.data, job.opts);
+          if (confirm) await commands.webhookConfirm(keys.admitting, keys.entries, jobId);
+        })
+        .catch((error: unknown) =>
+          log.warn({ err: error }, 'follow-up of a late inline attempt not stored; it is found again later'),
+        )
+        .finally(() => late.delete(done));
+      late.add(done);
+    }
+  };
+
+  /** The job of an admitted entry, in its lane. */
+  const admittedJob = (jobId: string, requestId: string, lane: string): DeliveryJobSpec => {
+    const [eventId, subscriptionId] = jobId.split('.') as [string, string];
+    const job = deliveryJob(
+      { eventId, subscriptionId, round: 0, ...(requestId === '' ? {} : { requestId }) },
+      options.maxAttempts,
+    );
+    return lane === 'b' ? { ...job, opts: { ...job.opts, priority: backloggedPriority } } : job;
+  };
+
   /** One script call: schedules `list` (may be empty), then admits; adds the admitted jobs. */
-  const scheduleAndAdmit = async (list: readonly ScheduledDelivery[]) => {
+  const scheduleAndAdmit = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
     const entries: string[] = [];
     for (const d of list)
       entries.push(deliveryJobId(d.eventId, d.subscriptionId), d.accountId, d.requestId ?? '');
@@ -315,24 +357,30 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       keys.bucketPrefix,
       ...entries,
     );
+    const fresh = new Set(inline === undefined ? [] : entries.filter((_, i) => i % 3 === 0));
     const jobIds: string[] = [];
-    const jobs = [];
+    const jobs: DeliveryJobSpec[] = [];
+    const candidates: InlineCandidate[] = [];
     for (let i = 0; i < flat.length; i += 3) {
       const jobId = flat[i]!;
-      const [eventId, subscriptionId] = jobId.split('.') as [string, string];
       const requestId = flat[i + 1]!.slice(flat[i + 1]!.indexOf('\t') + 1);
+      const lane = flat[i + 2]!;
+      const job = admittedJob(jobId, requestId, lane);
+      if (lane === '' && fresh.has(jobId)) candidates.push({ jobId, ...job.data });
+      else {
+        jobIds.push(jobId);
+        jobs.push(job);
+      }
+    }
+    const ran = candidates.length === 0 ? { settled: [], late: [] } : await inline!.attempt(candidates);
+    for (const { jobId, job } of ran.settled) {
       jobIds.push(jobId);
-      const job = deliveryJob(
-        { eventId, subscriptionId, round: 0, ...(requestId === '' ? {} : { requestId }) },
-        options.maxAttempts,
-      );
-      jobs.push(flat[i + 2] === 'b' ? { ...job, opts: { ...job.opts, priority: backloggedPriority } } : job);
+      if (job !== null) jobs.push(job);
     }
-    if (jobs.length > 0) {
-      await deliveries.addBulk(jobs);
-      await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
-    }
-    return { admitted: jobs.length, backlog: waitingAccounts > 0 };
+    if (jobs.length > 0) await deliveries.addBulk(jobs);
+    if (jobIds.length > 0) await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
+    followLate(ran.late, true);
+    return { admitted: flat.length / 3, backlog: waitingAccounts > 0 };
   };
   const admit = () => scheduleAndAdmit([]);
 
@@ -369,25 +417,32 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     });
   };
 
-  const addDirectly = async (list: readonly ScheduledDelivery[]) => {
-    for (let i = 0; i < list.length; i += scheduleChunk)
-      await deliveries.addBulk(
-        list
-          .slice(i, i + scheduleChunk)
-          .map(({ eventId, subscriptionId, requestId }) =>
-            deliveryJob({ eventId, subscriptionId, round: 0, requestId }, options.maxAttempts),
-          ),
-      );
+  const addDirectly = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
+    for (let i = 0; i < list.length; i += scheduleChunk) {
+      const candidates = list.slice(i, i + scheduleChunk).map(({ eventId, subscriptionId, requestId }) => ({
+        jobId: deliveryJobId(eventId, subscriptionId),
+        eventId,
+        subscriptionId,
+        ...(requestId === undefined ? {} : { requestId }),
+      }));
+      const ran = inline === undefined ? null : await inline.attempt(candidates);
+      const jobs =
+        ran === null
+          ? candidates.map((c) => deliveryJob({ ...c, round: 0 }, options.maxAttempts))
+          : ran.settled.flatMap(({ job }) => (job === null ? [] : [job]));
+      if (jobs.length > 0) await deliveries.addBulk(jobs);
+      if (ran !== null) followLate(ran.late, false);
+    }
   };
 
   return {
-    async schedule(list) {
-      if (!options.enabled) return addDirectly(list);
+    async schedule(list, inline) {
+      if (!options.enabled) return addDirectly(list, inline);
       // Admitted in the same call, not behind the background admission: a quiet account's
       // delivery reaches the queue one script call after its fan-out.
       let backlog = false;
       for (let i = 0; i < list.length; i += scheduleChunk)
-        backlog = (await scheduleAndAdmit(list.slice(i, i + scheduleChunk))).backlog || backlog;
+        backlog = (await scheduleAndAdmit(list.slice(i, i + scheduleChunk), inline)).backlog || backlog;
       if (backlog) kick();
     },
     admit,
@@ -441,7 +496,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       closed = true;
       stopping.abort();
       clearTimeout(timer);
-      await running;
+      await Promise.all([running, ...late]);
     },
   };
 }

@@ -1,0 +1,279 @@
+/**
+ * One step of one round of a delivery: the attempt path that the `deliveries` queue's processor
+ * (`processor.ts`) and the fan-out's inline first attempt (`inline.ts`) both call, so that an
+ * attempt is admitted, sent, decided and recorded the same way whoever runs it. Each caller maps
+ * the {@link DeliveryStep} to what it owns: the processor to BullMQ (park, retry, give up), the
+ * fan-out to the delivery job that must follow, if any.
+ *
+ * A step gives up a round older than DELIVERY_MAX_AGE as `expired`, takes an in-flight slot of
+ * the subscription's gate (over the limit, it waits without using an attempt), re-reads the
+ * delivery with its event and subscription (deleted subscription: dropped; disabled: cancelled),
+ * passes the subscription's `rate_limit` and its callback host's cap (`host-gate.ts`), sends the
+ * attempt, gives the slots back and records the attempt with its outcome (`outcome.ts`). A FIFO
+ * subscription's delivery waits until it is its subscription's head, and its end gives the next
+ * one its job (`fifo.ts`).
+ *
+ * Only a sent request is an attempt. The round's attempts are counted from the delivery row, not
+ * from the job, so a job the reconciler re-created, or one that follows an inline attempt,
+ * continues the round where it was.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { SpanKind } from '@opentelemetry/api';
+import { attemptsBeforeRound, congestionSignal, inSpan } from '@webhooks/shared';
+import { attemptStatusClass, type WorkerMetrics } from '../metrics.js';
+import type { AttemptResult, AttemptSender } from './attempt.js';
+import type { DeliveryPolicy } from './backoff.js';
+import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
+import type { FifoHeads } from './fifo.js';
+import type { DeliveryGate } from './gate.js';
+import type { HostGate } from './host-gate.js';
+import { decideOutcome, type DeliveryOutcome } from './outcome.js';
+import { buildAttemptRequest } from './request.js';
+import type { DeliveryStore, LoadedDelivery } from './store.js';
+
+/** How a round's step ended without an attempt that confirmed or failed. */
+export type EndedWithoutAttempt = 'dropped' | 'cancelled' | 'not_pending' | 'expired';
+
+/** What one step came to. */
+export type DeliveryStep =
+  /** Nothing more to do for this round, and nothing was sent. */
+  | { kind: 'ended'; result: EndedWithoutAttempt }
+  /** Not its turn (gate, rate limit, host cap, FIFO, unverified callback): ask again in `waitMs`. */
+  | { kind: 'wait'; waitMs: number }
+  /** An attempt was sent and recorded; `failure` is the operator's text of a failed one. */
+  | { kind: 'attempted'; outcome: DeliveryOutcome; failure: string };
+
+/** The round a step runs, as a delivery job names it. */
+export interface RoundRef {
+  /** The BullMQ job id of the round (`deliveryJobId`): it names the gate's slot. */
+  jobId: string;
+  eventId: string;
+  subscriptionId: string;
+  /** 0 for the first round. */
+  round: number;
+  requestId?: string;
+  /** When the round's job was created (the fan-out's time for an inline attempt), in ms since the epoch. */
+  enqueuedAt: number;
+  /** The round's attempts in all, the inline first attempt included. */
+  maxAttempts: number;
+}
+
+/** What a step needs. */
+export interface DeliverDeps {
+  store: DeliveryStore;
+  sender: AttemptSender;
+  gate: DeliveryGate;
+  hostGate: HostGate;
+  /** Backoff (the attempts are the round's own, {@link RoundRef.maxAttempts}). */
+  policy: Pick<DeliveryPolicy, 'backoffMs'>;
+  /** DELIVERY_MAX_AGE, in ms. */
+  maxAgeMs: number;
+  log: Logger;
+  metrics: Pick<WorkerMetrics, 'deliveries' | 'attemptDuration' | 'attemptInFlightLimit' | 'deliveryLatency'>;
+  /** Ordered delivery (fifo.ts): the heads' jobs, and the watch on earlier events' fan-outs. */
+  fifo: { heads: FifoHeads; earlierFanOut: (accountId: string, eventId: string) => Promise<boolean> };
+}
+
+/**
+ * How long a job of a new round waits for the API to mark its row (the API enqueues first), in
+ * ms; past it, the API gave the round up and the job is dropped.
+ */
+const roundStartGraceMs = 60_000;
+
+/**
+ * How long a delivery to a subscription still `pending` (its callback not yet verified) waits
+ * before it looks again, in ms. Waiting uses no attempt; DELIVERY_MAX_AGE still applies.
+ */
+const unverifiedCallbackWaitMs = 10_000;
+
+/**
+ * How long a FIFO subscription's delivery that is not its head waits before it looks again, in
+ * ms; the head's end wakes it sooner (`FifoHeads.ensure`). Waiting uses no attempt.
+ */
+const fifoTurnWaitMs = 1_000;
+
+/** How long a FIFO head waits for an earlier event's fan-out to store its deliveries, in ms. */
+const fifoFanOutWaitMs = 50;
+
+/** What happened while the step held its slot. */
+type WithinSlot =
+  | { kind: 'done'; result: Exclude<EndedWithoutAttempt, 'expired'>; fifo: boolean }
+  | { kind: 'wait'; waitMs: number }
+  | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
+
+/**
+ * Creates the step.
+ *
+ * @returns a function running one step of `ref`'s round
+ * @throws (the function) pg's and ioredis' errors, and a stored secret no key opens: a fault
+ *   around the attempt, not the callback's; the caller defers, and no attempt is used
+ */
+export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<DeliveryStep> {
+  const withinSlot = async (ref: RoundRef): Promise<WithinSlot> => {
+    const delivery = await deps.store.load(ref);
+    if (delivery === null) return { kind: 'done', result: 'dropped', fifo: false };
+    const fifo = delivery.subscription.ordering === 'fifo';
+    if (delivery.round > ref.round) return { kind: 'done', result: 'not_pending', fifo };
+    if (delivery.round < ref.round) {
+      // The API enqueues a round before it marks the row; give it time, then take it as rolled back.
+      return Date.now() - ref.enqueuedAt < roundStartGraceMs
+        ? { kind: 'wait', waitMs: 1_000 }
+        : { kind: 'done', result: 'not_pending', fifo };
+    }
+    if (delivery.status !== 'pending') return { kind: 'done', result: 'not_pending', fifo };
+    const { event, subscription } = delivery;
+    if (subscription.status === 'disabled') {
+      await deps.store.cancel(delivery.id);
+      return { kind: 'done', result: 'cancelled', fifo };
+    }
+    // A callback moved to a URL not yet verified: its deliveries wait for the challenge's answer.
+    if (subscription.status === 'pending') return { kind: 'wait', waitMs: unverifiedCallbackWaitMs };
+    if (fifo) {
+      if (!delivery.isHead) return { kind: 'wait', waitMs: fifoTurnWaitMs };
+      if (await deps.fifo.earlierFanOut(subscription.accountId, event.id)) {
+        return { kind: 'wait', waitMs: fifoFanOutWaitMs };
+      }
+      // The head again, after the watch: an earlier event fanned out between the load above and
+      // the watch was seen by neither.
+      const again = await deps.store.load(ref);
+      if (again?.isHead !== true) return { kind: 'wait', waitMs: fifoTurnWaitMs };
+    }
+    // The host's slot first: an attempt the cap holds back must not count in the rate window.
+    const { hostname } = new URL(subscription.callbackUrl);
+    const hostWaitMs = await deps.hostGate.acquire(hostname, ref.jobId);
+    if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
+    try {
+      if (subscription.rateLimit !== null) {
+        const waitMs = await deps.gate.pace(subscription.id, ref.jobId, subscription.rateLimit);
+        if (waitMs > 0) return { kind: 'wait', waitMs };
+      }
+      const { body, headers } = buildAttemptRequest(event, subscription, new Date());
+      // A span per attempt, retries included, in the trace the job carries (the event's).
+      const result = await inSpan(
+        'webhooks-worker',
+        'webhook attempt',
+        {
+          'webhook.delivery_id': delivery.id,
+          'webhook.event_id': event.id,
+          'webhook.subscription_id': subscription.id,
+          'webhook.attempt': delivery.attemptsMade + 1,
+          'server.address': hostname,
+        },
+        async (annotate) => {
+          const sent = await deps.sender.send(subscription.callbackUrl, body, headers);
+          annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
+          return sent;
+        },
+        SpanKind.CLIENT,
+      );
+      return { kind: 'sent', delivery, result };
+    } finally {
+      await deps.hostGate.release(hostname, ref.jobId);
+    }
+  };
+
+  /**
+   * A FIFO subscription's delivery has ended: its next one gets its job. A fault here is logged,
+   * not thrown (the delivery is recorded already); the reconciler gives the head its job then.
+   */
+  const nextInOrder = async (subscriptionId: string) => {
+    try {
+      await deps.fifo.heads.ensure([subscriptionId]);
+    } catch (error) {
+      deps.log.warn({ err: error, subscriptionId }, 'next ordered delivery not queued; the reconciler will');
+    }
+  };
+
+  /** The recorded attempt's metrics and log line: `info` when confirmed, `warn` when given up. */
+  const observe = (
+    ref: RoundRef,
+    delivery: LoadedDelivery,
+    result: AttemptResult,
+    outcome: DeliveryOutcome,
+  ) => {
+    deps.metrics.attemptDuration.observe(
+      { status_class: attemptStatusClass(result) },
+      result.durationMs / 1000,
+    );
+    deps.metrics.deliveries.inc({ outcome: outcome.kind });
+    const line = {
+      deliveryId: delivery.id,
+      eventId: delivery.event.id,
+      subscriptionId: delivery.subscription.id,
+      requestId: ref.requestId,
+      attempt: delivery.attemptsMade + 1,
+      status: result.statusCode,
+      durationMs: result.durationMs,
+    };
+    if (outcome.kind === 'succeeded') {
+      deps.metrics.deliveryLatency.observe((Date.now() - eventAcceptedAt(delivery.event.id)) / 1000);
+      deps.log.info(line, 'delivery succeeded');
+    } else if (outcome.kind === 'given_up') {
+      deps.log.warn(
+        { ...line, error: result.errorClass, detail: result.errorDetail, reason: outcome.reason },
+        'delivery given up',
+      );
+    } else {
+      deps.log.debug(
+        {
+          ...line,
+          error: result.errorClass,
+          detail: result.errorDetail,
+          nextAttemptAt: outcome.nextAttemptAt,
+        },
+        'delivery attempt failed',
+      );
+    }
+  };
+
+  const step = async (ref: RoundRef): Promise<DeliveryStep> => {
+    const { eventId, subscriptionId, round } = ref;
+    if (isExpired(roundStartedAt(eventId, round, ref.enqueuedAt), Date.now(), deps.maxAgeMs)) {
+      await deps.store.expire({ eventId, subscriptionId, round });
+      deps.log.warn(
+        { eventId, subscriptionId, requestId: ref.requestId, reason: 'expired' },
+        'delivery given up',
+      );
+      // Rare enough to look, whatever the subscription's ordering: only a FIFO one has a next head.
+      await nextInOrder(subscriptionId);
+      return { kind: 'ended', result: 'expired' };
+    }
+    const admission = await deps.gate.acquire(subscriptionId, ref.jobId);
+    if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
+    const admittedAt = performance.now();
+    let within: WithinSlot | undefined;
+    try {
+      within = await withinSlot(ref);
+    } finally {
+      const attempt = within?.kind === 'sent' ? { signal: congestionSignal(within.result) } : null;
+      await deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt);
+    }
+    if (within.kind === 'done') {
+      if (within.fifo) await nextInOrder(subscriptionId);
+      return { kind: 'ended', result: within.result };
+    }
+    if (within.kind === 'wait') return within;
+
+    const { delivery, result } = within;
+    const outcome = decideOutcome(result, delivery.attemptsMade - attemptsBeforeRound(round), {
+      maxAttempts: ref.maxAttempts,
+      backoffMs: deps.policy.backoffMs,
+    });
+    await deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
+    observe(ref, delivery, result, outcome);
+    deps.metrics.attemptInFlightLimit.observe(admission.inFlightLimit);
+    if (outcome.kind !== 'retry' && delivery.subscription.ordering === 'fifo')
+      await nextInOrder(subscriptionId);
+    // BullMQ's failed reason is the operator's (queue dashboard), so it keeps the library's detail.
+    const failure = `${result.errorClass}: ${result.errorDetail ?? result.errorMessage ?? ''}`;
+    return { kind: 'attempted', outcome, failure };
+  };
+
+  return async (ref) => {
+    const done = await step(ref);
+    if (done.kind === 'ended' && done.result !== 'not_pending')
+      deps.metrics.deliveries.inc({ outcome: done.result === 'expired' ? 'given_up' : done.result });
+    return done;
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * The fan-out's inline first attempt (DELIVERY_INLINE_FIRST_ATTEMPT), as Svix's worker sends its
+ * first attempts: a first delivery the account scheduler admits at once is attempted by the fan-out
+ * itself through the one attempt path (`deliver.ts`: the gate, the host cap, the record), and only
+ * what did not end there becomes a delivery job: a failed attempt's retry (BullMQ's attempts less
+ * the inline one, waiting the outcome's backoff), or a delivery that must wait its turn (the
+ * gate's park, a rate limit, the host cap). A confirmed delivery costs no queue job at all.
+ *
+ * The fan-out waits for its inline attempts at most DELIVERY_INLINE_DEADLINE_MS: a slower attempt
+ * is finished and recorded in the background, never aborted and sent again, and its follow-up job
+ * is added when it ends. At most `maxInFlight` inline attempts run at once in a process; past that,
+ * deliveries get their job as before. An attempt that dies with its worker is found again by the
+ * account scheduler's lease on its admission, or by the reconciler.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { deliveryJob } from '@webhooks/shared';
+import type { DeliveryStep, RoundRef } from './deliver.js';
+
+/** A delivery job as `Queue.addBulk` takes it. */
+export type DeliveryJobSpec = ReturnType<typeof deliveryJob>;
+
+/** A first delivery to attempt inline: its job id and what its job would carry. */
+export interface InlineCandidate {
+  jobId: string;
+  eventId: string;
+  subscriptionId: string;
+  requestId?: string;
+}
+
+/** What follows an inline attempt: the job that must exist now, or null when the round ended. */
+export interface FollowUp {
+  jobId: string;
+  job: DeliveryJobSpec | null;
+}
+
+/** The answers of {@link InlineAttempts.attempt}. */
+export interface InlineRun {
+  /** Settled within the deadline (or not attempted at all: their job as before). */
+  settled: FollowUp[];
+  /** Still running at the deadline; each resolves, never rejects, when its attempt ends. */
+  late: Array<Promise<FollowUp>>;
+}
+
+/** Attempts first deliveries inline. */
+export interface InlineAttempts {
+  /** Attempts `candidates`, waiting for them at most the deadline. Never throws. */
+  attempt(candidates: readonly InlineCandidate[]): Promise<InlineRun>;
+}
+
+/** Options of {@link createInlineAttempts}. */
+export interface InlineAttemptsOptions {
+  /**
+   * The attempt path for a subscription's deliveries, or null when this process does not deliver
+   * for its queue shard (WORKER_SHARDS): those get their job.
+   */
+  deliverFor(subscriptionId: string): ((ref: RoundRef) => Promise<DeliveryStep>) | null;
+  /** DELIVERY_MAX_ATTEMPTS: a round's attempts, the inline one included. */
+  maxAttempts: number;
+  /** DELIVERY_INLINE_DEADLINE_MS. */
+  deadlineMs: number;
+  /** Inline attempts in flight in this process at most (WORKER_CONCURRENCY). */
+  maxInFlight: number;
+  log: Logger;
+}
+
+/**
+ * The job that follows a step of a first round attempted inline, or null when nothing follows.
+ * A retry's job carries the inline attempt (`inlineAttempts`) and one BullMQ attempt less, so that
+ * BullMQ's attempt limit still ends the round at `maxAttempts`.
+ */
+export function followUpJob(
+  candidate: InlineCandidate,
+  step: DeliveryStep,
+  maxAttempts: number,
+  now: number,
+): DeliveryJobSpec | null {
+  if (step.kind === 'ended') return null;
+  const job = deliveryJob({ ...candidate, round: 0 }, maxAttempts);
+  if (step.kind === 'wait') return { ...job, opts: { ...job.opts, delay: step.waitMs } };
+  const { outcome } = step;
+  if (outcome.kind !== 'retry') return null;
+  return {
+    ...job,
+    data: { ...job.data, inlineAttempts: 1 },
+    opts: {
+      ...job.opts,
+      attempts: maxAttempts - 1,
+      delay: Math.max(0, outcome.nextAttemptAt.getTime() - now),
+    },
+  };
+}
+
+/** Creates the inline attempts of a worker process that runs both the fan-out and deliveries. */
+export function createInlineAttempts(options: InlineAttemptsOptions): InlineAttempts {
+  const { maxAttempts, log } = options;
+  let inFlight = 0;
+
+  const queued = (candidate: InlineCandidate): FollowUp => ({
+    jobId: candidate.jobId,
+    job: deliveryJob({ ...candidate, round: 0 }, maxAttempts),
+  });
+
+  const run = async (
+    candidate: InlineCandidate,
+    deliver: (ref: RoundRef) => Promise<DeliveryStep>,
+  ): Promise<FollowUp> => {
+    inFlight += 1;
+    try {
+      const step = await deliver({ ...candidate, round: 0, enqueuedAt: Date.now(), maxAttempts });
+      return { jobId: candidate.jobId, job: followUpJob(candidate, step, maxAttempts, Date.now()) };
+    } catch (error) {
+      // A fault around the attempt, not the callback's: its job tries again, no attempt used.
+      log.debug({ err: error, jobId: candidate.jobId }, 'inline attempt not made; the delivery job will');
+      return queued(candidate);
+    } finally {
+      inFlight -= 1;
+    }
+  };
+
+  return {
+    async attempt(candidates) {
+      const settled: FollowUp[] = [];
+      const running: Array<{ done: boolean; promise: Promise<FollowUp> }> = [];
+      for (const candidate of candidates) {
+        const deliver = options.deliverFor(candidate.subscriptionId);
+        if (deliver === null || inFlight >= options.maxInFlight) {
+          settled.push(queued(candidate));
+          continue;
+        }
+        const entry = { done: false, promise: run(candidate, deliver) };
+        void entry.promise.then(() => {
+          entry.done = true;
+        });
+        running.push(entry);
+      }
+      if (running.length === 0) return { settled, late: [] };
+      const deadline = new AbortController();
+      await Promise.race([
+        Promise.all(running.map((entry) => entry.promise)),
+        sleep(options.deadlineMs, undefined, { signal: deadline.signal }).catch(() => undefined),
+      ]);
+      deadline.abort();
+      const late: Array<Promise<FollowUp>> = [];
+      for (const entry of running) {
+        if (entry.done) settled.push(await entry.promise);
+        else late.push(entry.promise);
+      }
+      return { settled, late };
+    },
+  };
+}

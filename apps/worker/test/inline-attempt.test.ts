@@ -1,0 +1,107 @@
+/**
+ * The fan-out's inline first attempt, through the real services: a confirmed first delivery costs
+ * no delivery job, a failed one continues as a job whose attempts count the inline one, and a
+ * callback slower than DELIVERY_INLINE_DEADLINE_MS does not hold the fan-out job yet is attempted
+ * once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Job } from 'bullmq';
+import { deliveryJobId } from '@webhooks/shared';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { sleep, waitFor } from '../../../test/support/wait.js';
+
+const maxAttempts = 3;
+const backoffMs = 100;
+const deadlineMs = 200;
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await startTestStack('inline-attempt', {
+    DELIVERY_MAX_ATTEMPTS: String(maxAttempts),
+    DELIVERY_BACKOFF_MS: String(backoffMs),
+    DELIVERY_TIMEOUT_MS: '5000',
+    DELIVERY_INLINE_DEADLINE_MS: String(deadlineMs),
+  });
+});
+afterAll(() => stack.close());
+
+/** The job ids the `deliveries` queue was ever given (BullMQ's `added` events). */
+async function addedDeliveryJobs(): Promise<string[]> {
+  const worker = stack.worker.deliveries[0]!;
+  const entries = await stack.worker.redis.xrange(worker.keys.events!, '-', '+');
+  return entries.flatMap(([, fields]) => {
+    const field = (name: string) => fields[fields.indexOf(name) + 1];
+    return field('event') === 'added' ? [field('jobId')!] : [];
+  });
+}
+
+const deliveryOf = (subscriptionId: string, eventId: string) =>
+  stack.worker.prisma.delivery.findFirst({ where: { eventId, subscriptionId } });
+
+describe('the inline first attempt', () => {
+  it('confirms a delivery without ever queueing a delivery job', async () => {
+    const sub = await stack.subscribe('acct-inline-ok', { callback_url: `${stack.receiver.url}/inline-ok` });
+    const published = await stack.publisher.publish({
+      accountId: 'acct-inline-ok',
+      type: 'call.completed',
+      data: { call_id: 'c-1' },
+    });
+    await waitFor(
+      'success recorded',
+      async () => (await deliveryOf(sub.id, published.id))?.status === 'succeeded',
+    );
+    expect(stack.receiver.at('/inline-ok')).toHaveLength(1);
+    expect(await addedDeliveryJobs()).not.toContain(deliveryJobId(published.id, sub.id));
+  });
+
+  it('hands a failed attempt to a job that ends the round after DELIVERY_MAX_ATTEMPTS in all', async () => {
+    stack.receiver.script('/inline-fail', [500]);
+    const sub = await stack.subscribe('acct-inline-fail', {
+      callback_url: `${stack.receiver.url}/inline-fail`,
+    });
+    const published = await stack.publisher.publish({
+      accountId: 'acct-inline-fail',
+      type: 'call.completed',
+      data: { call_id: 'c-2' },
+    });
+    const jobId = deliveryJobId(published.id, sub.id);
+    const delivery = await waitFor('given up', async () => {
+      const row = await deliveryOf(sub.id, published.id);
+      return row?.status === 'failed' && row;
+    });
+    expect(delivery.attemptsMade).toBe(maxAttempts);
+    expect(await addedDeliveryJobs()).toContain(jobId);
+    // BullMQ's own count: the job made every attempt but the inline one.
+    const job = await Job.fromId(stack.worker.deliveries[0]!, jobId);
+    expect(job?.attemptsMade).toBe(maxAttempts - 1);
+    await sleep(backoffMs * 8);
+    expect(stack.receiver.at('/inline-fail')).toHaveLength(maxAttempts);
+  });
+
+  it('does not hold the fan-out for a callback slower than the deadline, and sends it once', async () => {
+    stack.receiver.script('/inline-slow', [{ status: 200, afterMs: deadlineMs * 10 }]);
+    const sub = await stack.subscribe('acct-inline-slow', {
+      callback_url: `${stack.receiver.url}/inline-slow`,
+    });
+    const published = await stack.publisher.publish({
+      accountId: 'acct-inline-slow',
+      type: 'call.completed',
+      data: { call_id: 'c-3' },
+    });
+    const fanOut = stack.worker.events[0]!;
+    await waitFor(
+      'the fan-out job completed',
+      async () => (await (await Job.fromId(fanOut, published.id))?.getState()) === 'completed',
+    );
+    // The fan-out ended while its inline attempt was still waiting for the callback's answer.
+    expect(stack.receiver.at('/inline-slow')).toHaveLength(1);
+    expect((await deliveryOf(sub.id, published.id))?.status).toBe('pending');
+    const delivery = await waitFor('success recorded', async () => {
+      const row = await deliveryOf(sub.id, published.id);
+      return row?.status === 'succeeded' && row;
+    });
+    expect(delivery.attemptsMade).toBe(1);
+    expect(stack.receiver.at('/inline-slow')).toHaveLength(1);
+    expect(await addedDeliveryJobs()).not.toContain(deliveryJobId(published.id, sub.id));
+  });
+});
