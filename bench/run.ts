@@ -107,6 +107,9 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     const unscheduled = await deliveryThroughput('e2e-unscheduled', e2eLoad, progress, {
       ACCOUNT_SCHEDULER: 'false',
     });
+    const queued = await deliveryThroughput('e2e-queued', e2eLoad, progress, {
+      DELIVERY_INLINE_FIRST_ATTEMPT: 'false',
+    });
     const fanOut = await deliveryThroughput(
       'fan-out',
       { events: size.fanOutEvents, accounts: 1, subscriptions: 100 },
@@ -118,7 +121,16 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
       { events: size.e2e, accounts: 1, subscriptions: 1 },
       progress,
     );
-    Object.assign(results, { transport: transportRun, floor, e2e, ungated, unscheduled, fanOut, hot });
+    Object.assign(results, {
+      transport: transportRun,
+      floor,
+      e2e,
+      ungated,
+      unscheduled,
+      queued,
+      fanOut,
+      hot,
+    });
     const clientCpu = transportRun.clientCpuMsPerPost;
     return [
       ratioRow(
@@ -155,6 +167,13 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         e2e.deliveriesPerSecond / unscheduled.deliveriesPerSecond,
         0.9,
       ),
+      reportedRow(
+        'inline first attempt: end-to-end, inline / every first attempt queued',
+        `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s, first attempts sent by the fan-out`,
+        `${queued.deliveriesPerSecond.toFixed(0)} deliveries/s with DELIVERY_INLINE_FIRST_ATTEMPT=false`,
+        e2e.deliveriesPerSecond / queued.deliveriesPerSecond,
+      ),
+      cpuCostRow('end-to-end, every first attempt queued', queued.cost, clientCpu, null),
       ratioRow(
         'fan-out 1 → 100',
         `${fanOut.deliveriesPerSecond.toFixed(0)} deliveries/s (${fanOut.deliveries})`,
