@@ -68,6 +68,7 @@ export interface WorkerMetrics {
   queueJobs: Gauge<'queue' | 'state' | 'shard'>;
   throttled: Counter;
   parked: Counter;
+  inlineAttempts: Counter<'result'>;
   redriven: Counter<'kind'>;
   /**
    * Reads every shard's queues' job counts and scheduler's backlog, and the subscriptions by
@@ -147,6 +148,12 @@ export function createWorkerMetrics(): WorkerMetrics {
     parked: new Counter({
       name: 'webhook_deliveries_parked_total',
       help: 'Delivery jobs put back to wait because their subscription had no free in-flight slot',
+      registers,
+    }),
+    inlineAttempts: new Counter({
+      name: 'webhook_inline_attempts_total',
+      help: 'First deliveries the fan-out took to attempt inline, by result: sent (attempted, or ended without a request), waiting (handed to a delayed job: gate, rate limit, host cap), skipped (given a job at once: no inline capacity, another shard, a dependency fault)',
+      labelNames: ['result'],
       registers,
     }),
     redriven: new Counter({

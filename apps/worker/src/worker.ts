@@ -191,6 +191,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
           deadlineMs: config.DELIVERY_INLINE_DEADLINE_MS,
           maxInFlight: config.WORKER_CONCURRENCY,
           log,
+          metrics,
         })
       : undefined;
   const fanOut = createFanOutProcessor({

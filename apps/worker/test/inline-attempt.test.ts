@@ -35,11 +35,18 @@ async function addedDeliveryJobs(): Promise<string[]> {
   });
 }
 
+/** `webhook_inline_attempts_total{result}` of the stack's worker. */
+async function inlineAttempts(result: 'sent' | 'waiting' | 'skipped'): Promise<number> {
+  const metric = await stack.worker.metrics.getSingleMetric('webhook_inline_attempts_total')!.get();
+  return metric.values.find((v) => v.labels.result === result)?.value ?? 0;
+}
+
 const deliveryOf = (subscriptionId: string, eventId: string) =>
   stack.worker.prisma.delivery.findFirst({ where: { eventId, subscriptionId } });
 
 describe('the inline first attempt', () => {
   it('confirms a delivery without ever queueing a delivery job', async () => {
+    const sentBefore = await inlineAttempts('sent');
     const sub = await stack.subscribe('acct-inline-ok', { callback_url: `${stack.receiver.url}/inline-ok` });
     const published = await stack.publisher.publish({
       accountId: 'acct-inline-ok',
@@ -52,6 +59,7 @@ describe('the inline first attempt', () => {
     );
     expect(stack.receiver.at('/inline-ok')).toHaveLength(1);
     expect(await addedDeliveryJobs()).not.toContain(deliveryJobId(published.id, sub.id));
+    expect(await inlineAttempts('sent')).toBe(sentBefore + 1);
   });
 
   it('hands a failed attempt to a job that ends the round after DELIVERY_MAX_ATTEMPTS in all', async () => {

@@ -15,6 +15,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { deliveryJob } from '@webhooks/shared';
+import type { WorkerMetrics } from '../metrics.js';
 import type { DeliveryStep, RoundRef } from './deliver.js';
 
 /** A delivery job as `Queue.addBulk` takes it. */
@@ -62,6 +63,7 @@ export interface InlineAttemptsOptions {
   /** Inline attempts in flight in this process at most (WORKER_CONCURRENCY). */
   maxInFlight: number;
   log: Logger;
+  metrics: Pick<WorkerMetrics, 'inlineAttempts'>;
 }
 
 /**
@@ -108,10 +110,12 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
     inFlight += 1;
     try {
       const step = await deliver({ ...candidate, round: 0, enqueuedAt: Date.now(), maxAttempts });
+      options.metrics.inlineAttempts.inc({ result: step.kind === 'wait' ? 'waiting' : 'sent' });
       return { jobId: candidate.jobId, job: followUpJob(candidate, step, maxAttempts, Date.now()) };
     } catch (error) {
       // A fault around the attempt, not the callback's: its job tries again, no attempt used.
       log.debug({ err: error, jobId: candidate.jobId }, 'inline attempt not made; the delivery job will');
+      options.metrics.inlineAttempts.inc({ result: 'skipped' });
       return queued(candidate);
     } finally {
       inFlight -= 1;
@@ -125,6 +129,7 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
       for (const candidate of candidates) {
         const deliver = options.deliverFor(candidate.subscriptionId);
         if (deliver === null || inFlight >= options.maxInFlight) {
+          options.metrics.inlineAttempts.inc({ result: 'skipped' });
           settled.push(queued(candidate));
           continue;
         }
