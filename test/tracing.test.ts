@@ -1,11 +1,11 @@
 /**
  * One trace from publish to callback: with the OTEL_* variables asking for traces, an event
  * published through the API gives one trace whose spans come from both services (the API's
- * request and publish, the worker's fan-out, delivery job and attempt), collected here by the
- * SDK's in-memory exporter.
+ * request and publish, the worker's fan-out and the attempt it sends inline, and the delivery job
+ * that retries a failed one), collected here by the SDK's in-memory exporter.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from './support/wait.js';
@@ -15,48 +15,83 @@ const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcess
 let stack: TestStack;
 beforeAll(async () => {
   provider.register();
-  stack = await startTestStack('tracing', { OTEL_TRACES_EXPORTER: 'otlp' });
+  stack = await startTestStack('tracing', { OTEL_TRACES_EXPORTER: 'otlp', DELIVERY_BACKOFF_MS: '100' });
 });
 afterAll(async () => {
   await stack.close();
   await provider.shutdown();
 });
 
-describe('tracing', () => {
-  it('follows one event from POST /api/events through the fan-out and the delivery to its attempt', async () => {
-    const subscription = await stack.subscribe('acct-trace', {
-      callback_url: `${stack.receiver.url}/traced`,
-    });
-    const published = await stack.api.app.inject({
-      method: 'POST',
-      url: '/api/events',
-      headers: stack.api.auth('acct-trace'),
-      payload: { type: 'call.started', data: { call_id: 'traced' } },
-    });
-    expect(published.statusCode).toBe(202);
-    await waitFor('the attempt span', () =>
-      exporter.getFinishedSpans().some((span) => span.name === 'webhook attempt'),
-    );
-    const attempt = exporter.getFinishedSpans().find((span) => span.name === 'webhook attempt')!;
-    expect(attempt.attributes).toMatchObject({
-      'webhook.event_id': published.json().id,
-      'webhook.subscription_id': subscription.id,
-      'http.response.status_code': 200,
-    });
+/** Publishes through the API to a new subscription of `account` at `path`; the event's id and the subscription's. */
+async function publishTo(account: string, path: string) {
+  const subscription = await stack.subscribe(account, { callback_url: `${stack.receiver.url}${path}` });
+  const published = await stack.api.app.inject({
+    method: 'POST',
+    url: '/api/events',
+    headers: stack.api.auth(account),
+    payload: { type: 'call.started', data: { call_id: account } },
+  });
+  expect(published.statusCode).toBe(202);
+  return { eventId: published.json().id as string, subscriptionId: subscription.id };
+}
+
+/** The finished attempt spans of `eventId`, once there are `count`. */
+const attemptsOf = (eventId: string, count: number) =>
+  waitFor(`${count} attempt span(s)`, () => {
+    const spans = exporter
+      .getFinishedSpans()
+      .filter((span) => span.name === 'webhook attempt' && span.attributes['webhook.event_id'] === eventId);
+    return spans.length === count && spans;
+  });
+
+/**
+ * The spans of `span`'s trace, as `<scope>: <name>`, once it holds every one of `names` (a span
+ * ends after those it waited for: the fan-out's after its inline attempt).
+ */
+const traceWith = (span: ReadableSpan, names: string[]) =>
+  waitFor(`the trace's spans ${names.join(', ')}`, () => {
     const trace = exporter
       .getFinishedSpans()
-      .filter((span) => span.spanContext().traceId === attempt.spanContext().traceId);
-    const scopes = new Set(trace.map((span) => span.instrumentationScope.name));
-    expect([...scopes]).toEqual(expect.arrayContaining(['@fastify/otel', 'webhooks-api', 'webhooks-worker']));
-    const names = trace.map((span) => `${span.instrumentationScope.name}: ${span.name}`);
-    expect(names).toEqual(
-      expect.arrayContaining([
-        '@fastify/otel: request',
-        'webhooks-api: addBulk events',
-        'webhooks-worker: process events',
-        'webhooks-worker: addBulk deliveries',
-        'webhooks-worker: webhook attempt',
-      ]),
+      .filter((other) => other.spanContext().traceId === span.spanContext().traceId)
+      .map((other) => `${other.instrumentationScope.name}: ${other.name}`);
+    return names.every((name) => trace.includes(name)) && trace;
+  });
+
+describe('tracing', () => {
+  it('follows one event from POST /api/events through the fan-out to the attempt it sends', async () => {
+    const { eventId, subscriptionId } = await publishTo('acct-trace', '/traced');
+    const [attempt] = await attemptsOf(eventId, 1);
+    expect(attempt!.attributes).toMatchObject({
+      'webhook.subscription_id': subscriptionId,
+      'http.response.status_code': 200,
+    });
+    const scopes = new Set(
+      exporter
+        .getFinishedSpans()
+        .filter((span) => span.spanContext().traceId === attempt!.spanContext().traceId)
+        .map((span) => span.instrumentationScope.name),
     );
+    expect([...scopes]).toEqual(expect.arrayContaining(['@fastify/otel', 'webhooks-api', 'webhooks-worker']));
+    const names = [
+      '@fastify/otel: request',
+      'webhooks-api: addBulk events',
+      'webhooks-worker: process events',
+      'webhooks-worker: webhook attempt',
+    ];
+    expect(await traceWith(attempt!, names)).toEqual(expect.arrayContaining(names));
+  });
+
+  it("keeps a failed attempt's retry, sent by a delivery job, in the same trace", async () => {
+    stack.receiver.script('/traced-retry', [500, 200]);
+    const { eventId } = await publishTo('acct-trace-retry', '/traced-retry');
+    const [first, second] = await attemptsOf(eventId, 2);
+    expect(second!.spanContext().traceId).toBe(first!.spanContext().traceId);
+    const names = [
+      'webhooks-api: addBulk events',
+      'webhooks-worker: process events',
+      'webhooks-worker: addBulk deliveries',
+      'webhooks-worker: process deliveries',
+    ];
+    expect(await traceWith(second!, names)).toEqual(expect.arrayContaining(names));
   });
 });
