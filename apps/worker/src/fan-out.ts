@@ -5,9 +5,9 @@
  * the payload, creates one delivery per subscription and hands them to the account scheduler
  * (`scheduling/account-scheduler.ts`), which admits them into the `deliveries` queue in fair order
  * across accounts; those it admits at once are attempted here, inline (`delivery/inline.ts`), and
- * get a job only when that attempt did not end the delivery. Concurrent events are fanned out together, one SQL statement (sent with `pg`
- * directly, as the delivery path's) and one scheduler call per batch (see `batcher` in
- * @webhooks/shared). Content filters are evaluated here with sift (event-filter.ts in
+ * get a job only when that attempt did not end the delivery. Concurrent events are fanned out
+ * together, one SQL statement (sent with `pg` directly, as the delivery path's) and one scheduler
+ * call per batch (see `batcher` in @webhooks/shared). Content filters are evaluated here with sift (event-filter.ts in
  * @webhooks/shared), so a second statement creates the deliveries of the filtered subscriptions that
  * matched; a batch without filtered subscriptions costs one statement. The deliveries of a FIFO
  * subscription skip the account scheduler: its head gets its job (`delivery/fifo.ts`), the others

@@ -5,7 +5,6 @@
  * shard (a fan-out's deliveries go to their subscriptions' shards) and consumes the shards of
  * WORKER_SHARDS, plus those of the layout it drains (QUEUE_SHARDS_DRAIN).
  */
-import type { InlineAttempts } from './delivery/inline.js';
 import { Queue, type QueueOptions } from 'bullmq';
 import {
   createDeliveryQueues,
@@ -16,6 +15,7 @@ import {
   type EventJobData,
   type QueueShards,
 } from '@webhooks/shared';
+import type { InlineAttempts } from './delivery/inline.js';
 import {
   createAccountScheduler,
   type AccountScheduler,

@@ -1,6 +1,7 @@
 /**
  * The delivery worker: for each queue shard it consumes (WORKER_SHARDS, `shard-queues.ts`), a
- * BullMQ worker on `events` (fan-out) and one on `deliveries` (attempts), either or both as
+ * BullMQ worker on `events` (fan-out, which sends first attempts inline when it runs beside the
+ * attempts) and one on `deliveries` (attempts), either or both as
  * WORKER_QUEUES says; one on `verifications` (callback challenges) beside the attempts; and one on
  * `maintenance` (the reconciler, and retention with the delivery log's days ahead, as job
  * schedulers), wired with their PostgreSQL pools (`pg` for the fan-out and the attempts, Prisma
