@@ -16,7 +16,7 @@ import {
   createEventPublisher,
   exampleCatalogueFile,
   loadCatalogue,
-  redisTopologyFromEnv,
+  redisSettingsOfEnv,
   createProducerConnection,
   createWorkerConnection,
   type EventPublisher,
@@ -169,17 +169,12 @@ export async function withBenchStack<T>(
       options.workers ?? 1,
       options.prepareDatabase,
     );
-    const env = options.env ?? {};
-    // The services' Redis and shards, from the same variables: a cluster when the scenario gives one.
+    // The services' Redis and shards, read from the same variables as theirs: a cluster when the
+    // scenario gives one.
+    const { redis, shards } = redisSettingsOfEnv({ ...options.env, REDIS_URL: stack.redisUrl });
     const publisher = createEventPublisher({
-      redis: redisTopologyFromEnv({
-        REDIS_URL: stack.redisUrl,
-        REDIS_SENTINELS: '',
-        REDIS_SENTINEL_NAME: '',
-        REDIS_CLUSTER_NODES: env.REDIS_CLUSTER_NODES ?? '',
-        REDIS_WAIT_REPLICAS: 0,
-      }),
-      shards: Number(env.QUEUE_SHARDS ?? 1),
+      redis,
+      shards: shards.count,
       prefix: stack.prefix,
       catalogue: loadCatalogue(exampleCatalogueFile),
     });

@@ -12,7 +12,7 @@ import { CatalogueError, exampleCatalogueFile, loadCatalogue } from './catalogue
 import { logFormatEnv } from './logger-options.js';
 import { ConfigError } from './config-error.js';
 import type { InFlightBounds } from './throttle.js';
-import { redisEnv } from './redis.js';
+import { redisEnv, redisSettingsFromEnv, type RedisSettings } from './redis.js';
 
 export { ConfigError };
 
@@ -154,6 +154,17 @@ export function loadConfig<P extends TProperties>(
     );
   }
   return value as Static<TObject<P>>;
+}
+
+/**
+ * {@link RedisSettings} read from `env` as a service reads them, with the defaults of the variables
+ * left out: for tools that publish to, or inspect, a running service's Redis.
+ *
+ * @throws ConfigError as {@link loadConfig} and {@link redisSettingsFromEnv}
+ */
+export function redisSettingsOfEnv(env: Record<string, string | undefined>): RedisSettings {
+  const { QUEUE_PREFIX, QUEUE_SHARDS } = commonEnv;
+  return redisSettingsFromEnv(loadConfig(Type.Object({ ...redisEnv, QUEUE_PREFIX, QUEUE_SHARDS }), env));
 }
 
 /** Variables whose value is a secret, by name (JWT_SECRET, SECRETS_ENCRYPTION_KEY, METRICS_TOKEN…). */

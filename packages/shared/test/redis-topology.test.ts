@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { Cluster, Redis } from 'ioredis';
-import { ConfigError, effectiveKeyPrefix, isRedisTopology, redisTopologyFromEnv } from '../src/index.js';
+import {
+  ConfigError,
+  effectiveKeyPrefix,
+  isRedisTopology,
+  redisSettingsOfEnv,
+  redisTopologyFromEnv,
+} from '../src/index.js';
 
 const env = {
   REDIS_URL: 'redis://:pw@127.0.0.1:6379',
@@ -63,5 +69,24 @@ describe('Redis topology from the environment', () => {
     expect(isRedisTopology(redisTopologyFromEnv(env))).toBe(true);
     expect(effectiveKeyPrefix(cluster, 'webhooks')).toBe('{webhooks}');
     expect(effectiveKeyPrefix(single, 'webhooks')).toBe('webhooks');
+  });
+
+  it("reads a service's Redis settings from raw variables, with the defaults of those left out", () => {
+    const cluster = redisSettingsOfEnv({
+      REDIS_CLUSTER_NODES: 'r1:7000,r2:7001',
+      QUEUE_SHARDS: '6',
+      OTHER: 'x',
+    });
+    expect(cluster.redis).toMatchObject({
+      mode: 'cluster',
+      nodes: [
+        { host: 'r1', port: 7000 },
+        { host: 'r2', port: 7001 },
+      ],
+    });
+    expect(cluster.keyPrefix).toBe('{webhooks}');
+    expect(cluster.shards.count).toBe(6);
+    expect(redisSettingsOfEnv({})).toMatchObject({ redis: { mode: 'single' }, keyPrefix: 'webhooks' });
+    expect(() => redisSettingsOfEnv({ QUEUE_SHARDS: 'many' })).toThrow(ConfigError);
   });
 });
