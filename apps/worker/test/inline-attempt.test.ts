@@ -13,13 +13,15 @@ import { sleep, waitFor } from '../../../test/support/wait.js';
 const maxAttempts = 3;
 const backoffMs = 100;
 const deadlineMs = 200;
+/** The slow callback's answer: far past the deadline, so that the fan-out's end is seen before it. */
+const slowAnswerMs = deadlineMs * 25;
 let stack: TestStack;
 
 beforeAll(async () => {
   stack = await startTestStack('inline-attempt', {
     DELIVERY_MAX_ATTEMPTS: String(maxAttempts),
     DELIVERY_BACKOFF_MS: String(backoffMs),
-    DELIVERY_TIMEOUT_MS: '5000',
+    DELIVERY_TIMEOUT_MS: String(slowAnswerMs * 2),
     DELIVERY_INLINE_DEADLINE_MS: String(deadlineMs),
   });
 });
@@ -44,39 +46,38 @@ async function inlineAttempts(result: 'sent' | 'waiting' | 'skipped'): Promise<n
 const deliveryOf = (subscriptionId: string, eventId: string) =>
   stack.worker.prisma.delivery.findFirst({ where: { eventId, subscriptionId } });
 
+/** The delivery of `eventId` to `subscriptionId`, once it is `status`. */
+const deliveryOnce = (subscriptionId: string, eventId: string, status: 'succeeded' | 'failed') =>
+  waitFor(`delivery ${status}`, async () => {
+    const row = await deliveryOf(subscriptionId, eventId);
+    return row?.status === status && row;
+  });
+
+/** Subscribes `account` at the receiver's `path` and publishes one event to it. */
+async function publishTo(account: string, path: string) {
+  const sub = await stack.subscribe(account, { callback_url: `${stack.receiver.url}${path}` });
+  const published = await stack.publisher.publish({
+    accountId: account,
+    type: 'call.completed',
+    data: { path },
+  });
+  return { subscriptionId: sub.id, eventId: published.id, jobId: deliveryJobId(published.id, sub.id) };
+}
+
 describe('the inline first attempt', () => {
   it('confirms a delivery without ever queueing a delivery job', async () => {
     const sentBefore = await inlineAttempts('sent');
-    const sub = await stack.subscribe('acct-inline-ok', { callback_url: `${stack.receiver.url}/inline-ok` });
-    const published = await stack.publisher.publish({
-      accountId: 'acct-inline-ok',
-      type: 'call.completed',
-      data: { call_id: 'c-1' },
-    });
-    await waitFor(
-      'success recorded',
-      async () => (await deliveryOf(sub.id, published.id))?.status === 'succeeded',
-    );
+    const { subscriptionId, eventId, jobId } = await publishTo('acct-inline-ok', '/inline-ok');
+    await deliveryOnce(subscriptionId, eventId, 'succeeded');
     expect(stack.receiver.at('/inline-ok')).toHaveLength(1);
-    expect(await addedDeliveryJobs()).not.toContain(deliveryJobId(published.id, sub.id));
+    expect(await addedDeliveryJobs()).not.toContain(jobId);
     expect(await inlineAttempts('sent')).toBe(sentBefore + 1);
   });
 
   it('hands a failed attempt to a job that ends the round after DELIVERY_MAX_ATTEMPTS in all', async () => {
     stack.receiver.script('/inline-fail', [500]);
-    const sub = await stack.subscribe('acct-inline-fail', {
-      callback_url: `${stack.receiver.url}/inline-fail`,
-    });
-    const published = await stack.publisher.publish({
-      accountId: 'acct-inline-fail',
-      type: 'call.completed',
-      data: { call_id: 'c-2' },
-    });
-    const jobId = deliveryJobId(published.id, sub.id);
-    const delivery = await waitFor('given up', async () => {
-      const row = await deliveryOf(sub.id, published.id);
-      return row?.status === 'failed' && row;
-    });
+    const { subscriptionId, eventId, jobId } = await publishTo('acct-inline-fail', '/inline-fail');
+    const delivery = await deliveryOnce(subscriptionId, eventId, 'failed');
     expect(delivery.attemptsMade).toBe(maxAttempts);
     expect(await addedDeliveryJobs()).toContain(jobId);
     // BullMQ's own count: the job made every attempt but the inline one.
@@ -87,29 +88,19 @@ describe('the inline first attempt', () => {
   });
 
   it('does not hold the fan-out for a callback slower than the deadline, and sends it once', async () => {
-    stack.receiver.script('/inline-slow', [{ status: 200, afterMs: deadlineMs * 10 }]);
-    const sub = await stack.subscribe('acct-inline-slow', {
-      callback_url: `${stack.receiver.url}/inline-slow`,
-    });
-    const published = await stack.publisher.publish({
-      accountId: 'acct-inline-slow',
-      type: 'call.completed',
-      data: { call_id: 'c-3' },
-    });
+    stack.receiver.script('/inline-slow', [{ status: 200, afterMs: slowAnswerMs }]);
+    const { subscriptionId, eventId, jobId } = await publishTo('acct-inline-slow', '/inline-slow');
     const fanOut = stack.worker.events[0]!;
     await waitFor(
       'the fan-out job completed',
-      async () => (await (await Job.fromId(fanOut, published.id))?.getState()) === 'completed',
+      async () => (await (await Job.fromId(fanOut, eventId))?.getState()) === 'completed',
     );
     // The fan-out ended while its inline attempt was still waiting for the callback's answer.
     expect(stack.receiver.at('/inline-slow')).toHaveLength(1);
-    expect((await deliveryOf(sub.id, published.id))?.status).toBe('pending');
-    const delivery = await waitFor('success recorded', async () => {
-      const row = await deliveryOf(sub.id, published.id);
-      return row?.status === 'succeeded' && row;
-    });
+    expect((await deliveryOf(subscriptionId, eventId))?.status).toBe('pending');
+    const delivery = await deliveryOnce(subscriptionId, eventId, 'succeeded');
     expect(delivery.attemptsMade).toBe(1);
     expect(stack.receiver.at('/inline-slow')).toHaveLength(1);
-    expect(await addedDeliveryJobs()).not.toContain(deliveryJobId(published.id, sub.id));
+    expect(await addedDeliveryJobs()).not.toContain(jobId);
   });
 });

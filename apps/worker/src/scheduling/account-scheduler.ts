@@ -338,8 +338,13 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   /** One script call: schedules `list` (may be empty), then admits; adds the admitted jobs. */
   const scheduleAndAdmit = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
     const entries: string[] = [];
-    for (const d of list)
-      entries.push(deliveryJobId(d.eventId, d.subscriptionId), d.accountId, d.requestId ?? '');
+    /** This call's own deliveries, which alone may be attempted inline. */
+    const fresh = new Set<string>();
+    for (const d of list) {
+      const jobId = deliveryJobId(d.eventId, d.subscriptionId);
+      entries.push(jobId, d.accountId, d.requestId ?? '');
+      if (inline !== undefined) fresh.add(jobId);
+    }
     const [flat, waitingAccounts] = await commands.webhookAdmit(
       keys.ring,
       keys.entries,
@@ -357,7 +362,6 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       keys.bucketPrefix,
       ...entries,
     );
-    const fresh = new Set(inline === undefined ? [] : entries.filter((_, i) => i % 3 === 0));
     const jobIds: string[] = [];
     const jobs: DeliveryJobSpec[] = [];
     const candidates: InlineCandidate[] = [];
