@@ -92,10 +92,13 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
         SELECT delivery_id(event_id, subscription_id), event_id, subscription_id, now(), now() FROM targets
         ON CONFLICT (id) DO NOTHING
+        RETURNING event_id, subscription_id
       )
-      SELECT event_id::text, subscription_id::text, NULL::jsonb AS filter, NULL::text AS webhook_id, ordering FROM targets
+      SELECT t.event_id::text, t.subscription_id::text, NULL::jsonb AS filter, NULL::text AS webhook_id, t.ordering,
+        EXISTS (SELECT 1 FROM created c WHERE c.event_id = t.event_id AND c.subscription_id = t.subscription_id) AS created
+      FROM targets t
       UNION ALL
-      SELECT event_id::text, subscription_id::text, filter, webhook_id, ordering FROM candidates
+      SELECT event_id::text, subscription_id::text, filter, webhook_id, ordering, false AS created FROM candidates
       WHERE filter IS NOT NULL AND NOT filter_checked`,
       values: [
         rows.map((r) => r.event.id),
@@ -139,9 +142,9 @@ export function createFanOutProcessor(deps: FanOutDeps) {
       await deps.scheduler.schedule(
         targets
           .filter((target) => target.ordering !== 'fifo')
-          .map(({ event_id, subscription_id }) => {
+          .map(({ event_id, subscription_id, created }) => {
             const { accountId, requestId } = byId.get(event_id)!;
-            return { accountId, eventId: event_id, subscriptionId: subscription_id, requestId };
+            return { accountId, eventId: event_id, subscriptionId: subscription_id, requestId, created };
           }),
         deps.inline,
       );

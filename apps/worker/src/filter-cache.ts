@@ -22,6 +22,12 @@ export interface FanOutTarget {
   filter: EventFilter | null;
   webhook_id: string | null;
   ordering: 'none' | 'fifo';
+  /**
+   * Whether this statement created the delivery's row. Only such a delivery may be attempted
+   * inline: one that existed already (a fan-out run again after its worker died) may have its
+   * job, and an attempt in flight, and gets a job under its deterministic id instead.
+   */
+  created: boolean;
 }
 
 /** The cache; `matches` tells whether an event's payload for that subscription passes its filter. */

@@ -5,8 +5,8 @@
  * once.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Job } from 'bullmq';
-import { deliveryJobId } from '@webhooks/shared';
+import { Job, Queue } from 'bullmq';
+import { deliveryJobId, queueNames } from '@webhooks/shared';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { sleep, waitFor } from '../../../test/support/wait.js';
 
@@ -102,5 +102,29 @@ describe('the inline first attempt', () => {
     expect(delivery.attemptsMade).toBe(1);
     expect(stack.receiver.at('/inline-slow')).toHaveLength(1);
     expect(await addedDeliveryJobs()).not.toContain(jobId);
+  });
+
+  it('does not attempt inline again when the fan-out runs again while the delivery has its job', async () => {
+    // The first attempt is refused for a minute: its retry job waits, and the delivery stays pending.
+    stack.receiver.script('/inline-again', [{ status: 429, headers: { 'retry-after': '60' } }, 200]);
+    const { subscriptionId, eventId, jobId } = await publishTo('acct-inline-again', '/inline-again');
+    await waitFor('the retry job', async () => (await addedDeliveryJobs()).includes(jobId));
+    // The fan-out runs again, as after its worker died before acknowledging it.
+    const events = new Queue(queueNames.events, { connection: stack.worker.redis, prefix: stack.api.prefix });
+    try {
+      const fanOut = (await Job.fromId(events, eventId))!;
+      await waitFor('the fan-out job completed', async () => (await fanOut.getState()) === 'completed');
+      await fanOut.remove();
+      await events.add(fanOut.name, fanOut.data, fanOut.opts);
+      await waitFor(
+        'the fan-out run again',
+        async () => (await (await Job.fromId(events, eventId))?.getState()) === 'completed',
+      );
+    } finally {
+      await events.close();
+    }
+    await sleep(deadlineMs * 2);
+    expect(stack.receiver.at('/inline-again')).toHaveLength(1);
+    expect((await deliveryOf(subscriptionId, eventId))?.attemptsMade).toBe(1);
   });
 });

@@ -53,6 +53,11 @@ export interface ScheduledDelivery {
   subscriptionId: string;
   /** The publishing request's `X-Request-Id`, for the attempt's log lines. */
   requestId?: string;
+  /**
+   * The fan-out created its row just now. Only such a delivery may be attempted inline: one
+   * scheduled again (a fan-out run again) may have its job already, under the same id.
+   */
+  created?: boolean;
 }
 
 /** Options of {@link createAccountScheduler}. */
@@ -338,12 +343,12 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   /** One script call: schedules `list` (may be empty), then admits; adds the admitted jobs. */
   const scheduleAndAdmit = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
     const entries: string[] = [];
-    /** This call's own deliveries, which alone may be attempted inline. */
+    /** This call's own deliveries whose rows are new, which alone may be attempted inline. */
     const fresh = new Set<string>();
     for (const d of list) {
       const jobId = deliveryJobId(d.eventId, d.subscriptionId);
       entries.push(jobId, d.accountId, d.requestId ?? '');
-      if (inline !== undefined) fresh.add(jobId);
+      if (inline !== undefined && d.created === true) fresh.add(jobId);
     }
     const [flat, waitingAccounts] = await commands.webhookAdmit(
       keys.ring,
@@ -423,19 +428,24 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
 
   const addDirectly = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
     for (let i = 0; i < list.length; i += scheduleChunk) {
-      const candidates = list.slice(i, i + scheduleChunk).map(({ eventId, subscriptionId, requestId }) => ({
-        jobId: deliveryJobId(eventId, subscriptionId),
-        eventId,
-        subscriptionId,
-        ...(requestId === undefined ? {} : { requestId }),
-      }));
-      const ran = inline === undefined ? null : await inline.attempt(candidates);
-      const jobs =
-        ran === null
-          ? candidates.map((c) => deliveryJob({ ...c, round: 0 }, options.maxAttempts))
-          : ran.settled.flatMap(({ job }) => (job === null ? [] : [job]));
+      const chunk = list.slice(i, i + scheduleChunk);
+      const candidates = chunk
+        .filter((d) => inline !== undefined && d.created === true)
+        .map(({ eventId, subscriptionId, requestId }) => ({
+          jobId: deliveryJobId(eventId, subscriptionId),
+          eventId,
+          subscriptionId,
+          ...(requestId === undefined ? {} : { requestId }),
+        }));
+      const ran = candidates.length === 0 ? { settled: [], late: [] } : await inline!.attempt(candidates);
+      const jobs = chunk
+        .filter((d) => inline === undefined || d.created !== true)
+        .map(({ eventId, subscriptionId, requestId }) =>
+          deliveryJob({ eventId, subscriptionId, round: 0, requestId }, options.maxAttempts),
+        );
+      for (const { job } of ran.settled) if (job !== null) jobs.push(job);
       if (jobs.length > 0) await deliveries.addBulk(jobs);
-      if (ran !== null) followLate(ran.late, false);
+      followLate(ran.late, false);
     }
   };
 
