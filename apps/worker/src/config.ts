@@ -118,7 +118,7 @@ export const workerEnvSchema = Type.Object({
   DELIVERY_INLINE_FIRST_ATTEMPT: Type.Boolean({
     default: true,
     description:
-      'The fan-out sends a first attempt itself when the account scheduler, the gate and the host cap admit it at once, instead of queueing a delivery job; only a failed, throttled or waiting delivery becomes a job. Needs a worker running both roles; at most WORKER_CONCURRENCY inline attempts at once, beside the delivery jobs. `false` queues every first attempt: only to measure what the inline attempt saves',
+      "A first attempt is sent without a delivery job: by the fan-out when the account scheduler admits it at once (for the fan-out's `events` role), and by the account scheduler's background admission for what it admits later; only a failed, throttled or waiting delivery becomes a job. Needs a worker running the `deliveries` role; at most WORKER_CONCURRENCY inline attempts at once, beside the delivery jobs. `false` queues every first attempt: only to measure what the inline attempt saves",
   }),
   DELIVERY_INLINE_DEADLINE_MS: Type.Integer({
     default: 250,

@@ -152,7 +152,7 @@ export function createWorkerMetrics(): WorkerMetrics {
     }),
     inlineAttempts: new Counter({
       name: 'webhook_inline_attempts_total',
-      help: 'First deliveries the fan-out took to attempt inline, by result: sent (attempted, or ended without a request), waiting (handed to a delayed job: gate, rate limit, host cap), skipped (given a job at once: no inline capacity, another shard, a dependency fault)',
+      help: 'First deliveries taken to attempt without a delivery job (by the fan-out or the account scheduler), by result: sent (attempted, or ended without a request), waiting (handed to a delayed job: gate, rate limit, host cap), skipped (given a job at once: no inline capacity, another shard, a dependency fault)',
       labelNames: ['result'],
       registers,
     }),

@@ -152,12 +152,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     stalledInterval: lockDuration,
     maxStalledCount: 3,
   };
-  for (const shard of sharded.consumed)
-    shard.scheduler
-      .start()
-      .catch((error: unknown) =>
-        log.error({ err: error, shard: shard.label }, 'account scheduler did not start'),
-      );
   const stopSampling = metrics.sampleQueues(sharded.all, async () => {
     const { rows } = await pool.query<{ status: string; count: number }>(
       'SELECT status::text, count(*)::int AS count FROM subscriptions GROUP BY status',
@@ -183,8 +177,9 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       })
     : null;
   const deliveries = delivering?.workers ?? [];
+  // One budget of inline attempts for the fan-out's and the scheduler's background admission's.
   const inline =
-    delivering !== null && config.roles.has('events') && config.DELIVERY_INLINE_FIRST_ATTEMPT
+    delivering !== null && config.DELIVERY_INLINE_FIRST_ATTEMPT
       ? createInlineAttempts({
           deliverFor: (subscriptionId) =>
             delivering.deliverFor(sharded.ofSubscription(subscriptionId).prefix),
@@ -195,6 +190,12 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
           metrics,
         })
       : undefined;
+  for (const shard of sharded.consumed)
+    shard.scheduler
+      .start(inline)
+      .catch((error: unknown) =>
+        log.error({ err: error, shard: shard.label }, 'account scheduler did not start'),
+      );
   const fanOut = createFanOutProcessor({
     pool,
     catalogue: config.catalogue,
@@ -320,7 +321,8 @@ function startDeliveries(
   const sender = createAttemptSender({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     policy: config.callbackPolicy,
-    maxSockets: config.WORKER_CONCURRENCY,
+    // Inline first attempts (as many as WORKER_CONCURRENCY) run beside the jobs' attempts.
+    maxSockets: 2 * config.WORKER_CONCURRENCY,
     userAgent,
     dnsServers: config.dnsServers,
     dnsTimeoutMs: config.DNS_TIMEOUT_MS,

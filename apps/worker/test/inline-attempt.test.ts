@@ -1,8 +1,8 @@
 /**
- * The fan-out's inline first attempt, through the real services: a confirmed first delivery costs
- * no delivery job, a failed one continues as a job whose attempts count the inline one, and a
- * callback slower than DELIVERY_INLINE_DEADLINE_MS does not hold the fan-out job yet is attempted
- * once.
+ * The inline first attempt, through the real services: a confirmed first delivery costs no
+ * delivery job, whether the fan-out or the account scheduler's later admission sends it; a failed
+ * one continues as a job whose attempts count the inline one; and a callback slower than
+ * DELIVERY_INLINE_DEADLINE_MS does not hold the fan-out job yet is attempted once.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Job, Queue } from 'bullmq';
@@ -102,6 +102,28 @@ describe('the inline first attempt', () => {
     expect(delivery.attemptsMade).toBe(1);
     expect(stack.receiver.at('/inline-slow')).toHaveLength(1);
     expect(await addedDeliveryJobs()).not.toContain(jobId);
+  });
+
+  it("sends a fan-out's first attempts past the front lane's share without delivery jobs", async () => {
+    // More subscriptions than one round-robin turn admits (10): the account scheduler takes the
+    // rest in turns, and its admission attempts them as it admits them.
+    const account = 'acct-inline-wide';
+    const subscriptions = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        stack.subscribe(account, { callback_url: `${stack.receiver.url}/inline-wide/${i}` }),
+      ),
+    );
+    const sentBefore = await inlineAttempts('sent');
+    const { id: eventId } = await stack.publisher.publish({
+      accountId: account,
+      type: 'call.completed',
+      data: { wide: true },
+    });
+    for (const sub of subscriptions) await deliveryOnce(sub.id, eventId, 'succeeded');
+    subscriptions.forEach((_, i) => expect(stack.receiver.at(`/inline-wide/${i}`)).toHaveLength(1));
+    const added = new Set(await addedDeliveryJobs());
+    expect(subscriptions.filter((sub) => added.has(deliveryJobId(eventId, sub.id)))).toEqual([]);
+    expect(await inlineAttempts('sent')).toBe(sentBefore + subscriptions.length);
   });
 
   it('does not attempt inline again when the fan-out runs again while the delivery has its job', async () => {

@@ -6,6 +6,9 @@
  * the inline one, waiting the outcome's backoff), or a delivery that must wait its turn (the
  * gate's park, a rate limit, the host cap). A confirmed delivery costs no queue job at all.
  *
+ * The account scheduler's background admission attempts what it admits the same way, without
+ * waiting (`start`): its attempts' follow-ups are added as each ends.
+ *
  * The fan-out waits for its inline attempts at most DELIVERY_INLINE_DEADLINE_MS: a slower attempt
  * is finished and recorded in the background, never aborted and sent again, and its follow-up job
  * is added when it ends. At most `maxInFlight` inline attempts run at once in a process; past that,
@@ -47,6 +50,11 @@ export interface InlineRun {
 export interface InlineAttempts {
   /** Attempts `candidates`, waiting for them at most the deadline. Never throws. */
   attempt(candidates: readonly InlineCandidate[]): Promise<InlineRun>;
+  /**
+   * Starts attempting `candidates` without waiting: those it cannot attempt here are `settled`
+   * with their job, every other is `late`. Never throws.
+   */
+  start(candidates: readonly InlineCandidate[]): InlineRun;
 }
 
 /** Options of {@link createInlineAttempts}. */
@@ -122,23 +130,33 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
     }
   };
 
-  return {
-    async attempt(candidates) {
-      const settled: FollowUp[] = [];
-      const running: Array<{ done: boolean; promise: Promise<FollowUp> }> = [];
-      for (const candidate of candidates) {
-        const deliver = options.deliverFor(candidate.subscriptionId);
-        if (deliver === null || inFlight >= options.maxInFlight) {
-          options.metrics.inlineAttempts.inc({ result: 'skipped' });
-          settled.push(queued(candidate));
-          continue;
-        }
-        const entry = { done: false, promise: run(candidate, deliver) };
-        void entry.promise.then(() => {
-          entry.done = true;
-        });
-        running.push(entry);
+  /** Starts each candidate's attempt, or settles it with its job when it cannot run here. */
+  const begin = (candidates: readonly InlineCandidate[]) => {
+    const settled: FollowUp[] = [];
+    const running: Array<{ done: boolean; promise: Promise<FollowUp> }> = [];
+    for (const candidate of candidates) {
+      const deliver = options.deliverFor(candidate.subscriptionId);
+      if (deliver === null || inFlight >= options.maxInFlight) {
+        options.metrics.inlineAttempts.inc({ result: 'skipped' });
+        settled.push(queued(candidate));
+        continue;
       }
+      const entry = { done: false, promise: run(candidate, deliver) };
+      void entry.promise.then(() => {
+        entry.done = true;
+      });
+      running.push(entry);
+    }
+    return { settled, running };
+  };
+
+  return {
+    start(candidates) {
+      const { settled, running } = begin(candidates);
+      return { settled, late: running.map((entry) => entry.promise) };
+    },
+    async attempt(candidates) {
+      const { settled, running } = begin(candidates);
       if (running.length === 0) return { settled, late: [] };
       const deadline = new AbortController();
       await Promise.race([

@@ -10,8 +10,9 @@
  * Redis layout, all under the queue prefix (one hash slot on a Cluster):
  * - `sched:q:<account>`: list of the account's waiting delivery job ids, oldest first;
  * - `sched:ring`: list of the accounts with a non-empty list, in round-robin order;
- * - `sched:entries`: hash of every delivery held here, job id → `<account>\t<request id>`; it makes
- *   scheduling idempotent and tells the reconciler that a delivery is not lost;
+ * - `sched:entries`: hash of every delivery held here, job id → `<account>\t<request id>`, behind
+ *   {@link inlineMark} when the delivery may be attempted inline; it makes scheduling idempotent
+ *   and tells the reconciler that a delivery is not lost;
  * - `sched:admitting`: sorted set of the job ids admitted and not yet confirmed in BullMQ, scored by
  *   when their lease ends (ms);
  * - `sched:deficit`: hash account → deficit carried to its next turn (deliveries);
@@ -28,9 +29,17 @@
  * Retries, parked jobs and manual retry rounds stay BullMQ's and do not pass through here.
  *
  * Inline first attempts (`delivery/inline.ts`): a delivery of the caller's own list that is
- * admitted at once into the front lane is attempted by the caller instead of getting a job; its
- * entry is confirmed when the attempt ends (with the follow-up job, if any, added first), so a
- * caller that dies mid-attempt leaves it leased, and it is admitted again as a job.
+ * admitted at once into the front lane is attempted by the caller, which waits for it up to the
+ * inline deadline, instead of getting a job. Every other delivery admitted while the process runs
+ * the attempts (`start(inline)`) is attempted there too, in the background, in the order the
+ * round robin admitted it: a first attempt that confirms costs no BullMQ job, whichever account's
+ * turn admitted it. Either way the entry is confirmed when the attempt ends (with the follow-up
+ * job, if any, added first), so a process that dies mid-attempt leaves it leased, and it is
+ * admitted again as a job. Unconfirmed entries count against DELIVERY_QUEUE_TARGET like queued
+ * jobs, so the attempts in flight and the jobs waiting together stay within it. Only a delivery
+ * whose row its fan-out created is ever attempted inline: one scheduled again by a fan-out run
+ * again, or admitted again after its lease, may have its job already, and gets a job under the
+ * same id (a no-op when it exists).
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -125,10 +134,12 @@ export interface AccountScheduler {
   holds(deliveries: ReadonlyArray<{ eventId: string; subscriptionId: string }>): Promise<boolean[]>;
   /**
    * Writes the account weights to Redis and starts admitting in the background: at once, then at
-   * the intervals of the options. Resolves once the weights are written (or the write failed, which
-   * is logged: the accounts then keep the weights Redis had).
+   * the intervals of the options. With `inline` (a process that runs the attempts of this shard),
+   * what an admission takes is attempted here rather than queued, as far as `inline` has room.
+   * Resolves once the weights are written (or the write failed, which is logged: the accounts then
+   * keep the weights Redis had).
    */
-  start(): Promise<void>;
+  start(inline?: InlineAttempts): Promise<void>;
   /** Stops the background admissions and waits for one in progress, and for inline attempts still running. */
   close(): Promise<void>;
 }
@@ -151,7 +162,7 @@ export function accountSchedulerKeys(prefix: string) {
 /**
  * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list, quota, BullMQ's prioritized
  * set. ARGV: list key prefix, queue target, quantum, lease ms, default deliveries a second, bucket
- * key prefix, then (job id, account, request id) triples to schedule first (none for an admission
+ * key prefix, then (job id, account, entry value) triples to schedule first (none for an admission
  * alone).
  *
  * Scheduling adds each new job id to `entries` and its account's list (once per job id: an entry
@@ -168,7 +179,8 @@ export function accountSchedulerKeys(prefix: string) {
  * the target, and fills it to the target. An account with more than a share waiting goes to the
  * back lane (prioritized behind the wait list), one with a share or less to the front.
  * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting}:
- * lane `b` for the back, `` for the front; a re-admission after an expired lease goes to the back.
+ * lane `b` for the back, `` for the front, `s` for a re-admission after an expired lease (a job in
+ * the back lane, never an inline attempt).
  */
 const admitLua = `
 local t = redis.call('TIME')
@@ -203,7 +215,7 @@ end
 local arrived = {}
 for i = 7, #ARGV, 3 do
   local job, account = ARGV[i], ARGV[i + 1]
-  if redis.call('HSETNX', KEYS[2], job, account .. '\\t' .. ARGV[i + 2]) == 1 then
+  if redis.call('HSETNX', KEYS[2], job, ARGV[i + 2]) == 1 then
     if redis.call('RPUSH', ARGV[1] .. account, job) == 1 then
       redis.call('RPUSH', KEYS[1], account)
       arrived[#arrived + 1] = account
@@ -231,7 +243,7 @@ for _, job in ipairs(stale) do
     redis.call('ZADD', KEYS[3], now + lease, job)
     out[#out + 1] = job
     out[#out + 1] = entry
-    out[#out + 1] = 'b'
+    out[#out + 1] = 's'
   else
     redis.call('ZREM', KEYS[3], job)
   end
@@ -288,6 +300,19 @@ type SchedulerCommands = {
  */
 const backloggedPriority = 1;
 
+/**
+ * The first character of an entry that may be attempted inline (its row is new). Account ids hold
+ * no control characters (`account-id.ts`), so no unmarked entry begins with it, and an entry left
+ * by a version before the mark gets a job.
+ */
+export const inlineMark = '\u0001';
+
+/** The entry value of a scheduled delivery (`sched:entries`). */
+function entryValue(delivery: ScheduledDelivery): string {
+  const value = `${delivery.accountId}\t${delivery.requestId ?? ''}`;
+  return delivery.created === true ? inlineMark + value : value;
+}
+
 /** Most entries one schedule call sends to Redis (a bound on one script's run time). */
 const scheduleChunk = 1_000;
 
@@ -330,24 +355,32 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     }
   };
 
-  /** The job of an admitted entry, in its lane. */
+  /** The job of an admitted entry, in its lane (the back one for `b` and `s`). */
   const admittedJob = (jobId: string, requestId: string, lane: string): DeliveryJobSpec => {
     const [eventId, subscriptionId] = jobId.split('.') as [string, string];
     const job = deliveryJob(
       { eventId, subscriptionId, round: 0, ...(requestId === '' ? {} : { requestId }) },
       options.maxAttempts,
     );
-    return lane === 'b' ? { ...job, opts: { ...job.opts, priority: backloggedPriority } } : job;
+    return lane === '' ? job : { ...job, opts: { ...job.opts, priority: backloggedPriority } };
   };
 
-  /** One script call: schedules `list` (may be empty), then admits; adds the admitted jobs. */
+  /** The attempts of the background admission, once `start` has them. */
+  let background: InlineAttempts | undefined;
+
+  /**
+   * One script call: schedules `list` (may be empty), then admits. The caller's own new deliveries
+   * admitted into the front lane are attempted with `inline`, waited for up to its deadline; the
+   * other new deliveries admitted with the background attempts, not waited for; the rest, and those
+   * neither attempts, get their jobs.
+   */
   const scheduleAndAdmit = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
     const entries: string[] = [];
-    /** This call's own deliveries whose rows are new, which alone may be attempted inline. */
+    /** This call's own deliveries whose rows are new, which the caller may attempt. */
     const fresh = new Set<string>();
     for (const d of list) {
       const jobId = deliveryJobId(d.eventId, d.subscriptionId);
-      entries.push(jobId, d.accountId, d.requestId ?? '');
+      entries.push(jobId, d.accountId, entryValue(d));
       if (inline !== undefined && d.created === true) fresh.add(jobId);
     }
     const [flat, waitingAccounts] = await commands.webhookAdmit(
@@ -370,25 +403,32 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     const jobIds: string[] = [];
     const jobs: DeliveryJobSpec[] = [];
     const candidates: InlineCandidate[] = [];
+    const others: InlineCandidate[] = [];
     for (let i = 0; i < flat.length; i += 3) {
       const jobId = flat[i]!;
-      const requestId = flat[i + 1]!.slice(flat[i + 1]!.indexOf('\t') + 1);
+      const value = flat[i + 1]!;
+      const requestId = value.slice(value.indexOf('\t') + 1);
       const lane = flat[i + 2]!;
       const job = admittedJob(jobId, requestId, lane);
       if (lane === '' && fresh.has(jobId)) candidates.push({ jobId, ...job.data });
+      else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark))
+        others.push({ jobId, ...job.data });
       else {
         jobIds.push(jobId);
         jobs.push(job);
       }
     }
-    const ran = candidates.length === 0 ? { settled: [], late: [] } : await inline!.attempt(candidates);
-    for (const { jobId, job } of ran.settled) {
+    const none = { settled: [], late: [] };
+    // Started first, so that they run while the caller's own attempts are waited for.
+    const aside = others.length === 0 ? none : background!.start(others);
+    const ran = candidates.length === 0 ? none : await inline!.attempt(candidates);
+    for (const { jobId, job } of [...aside.settled, ...ran.settled]) {
       jobIds.push(jobId);
       if (job !== null) jobs.push(job);
     }
     if (jobs.length > 0) await deliveries.addBulk(jobs);
     if (jobIds.length > 0) await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
-    followLate(ran.late, true);
+    followLate([...aside.late, ...ran.late], true);
     return { admitted: flat.length / 3, backlog: waitingAccounts > 0 };
   };
   const admit = () => scheduleAndAdmit([]);
@@ -474,8 +514,9 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
         return value === 1;
       });
     },
-    async start() {
+    async start(inline) {
       if (!options.enabled) return;
+      background = inline;
       closed = false;
       stopping = new AbortController();
       const { signal } = stopping;
