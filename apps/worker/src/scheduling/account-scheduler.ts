@@ -47,6 +47,7 @@ import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { DeliveryJobSpec, FollowUp, InlineAttempts, InlineCandidate } from '../delivery/inline.js';
 import {
+  batcher,
   deliveryJob,
   deliveryJobId,
   schedulerEntriesKey,
@@ -336,6 +337,28 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   const late = new Set<Promise<void>>();
 
   /**
+   * Adds the jobs of `ended` (admitted deliveries, and attempts' follow-ups), then with `confirm`
+   * releases their entries: one `addBulk` and one script call.
+   */
+  const settle = async (ended: readonly FollowUp[], confirm: boolean) => {
+    const jobs = ended.flatMap(({ job }) => (job === null ? [] : [job]));
+    if (jobs.length > 0) await deliveries.addBulk(jobs);
+    if (confirm && ended.length > 0)
+      await commands.webhookConfirm(keys.admitting, keys.entries, ...ended.map(({ jobId }) => jobId));
+  };
+  /** {@link settle} for attempts that end one by one: those ending together are settled together. */
+  const settleLate = {
+    confirmed: batcher<FollowUp, void>(async (ended) => {
+      await settle(ended, true);
+      return ended.map(() => undefined);
+    }),
+    unconfirmed: batcher<FollowUp, void>(async (ended) => {
+      await settle(ended, false);
+      return ended.map(() => undefined);
+    }),
+  };
+
+  /**
    * As each of `pending` (inline attempts past their deadline) ends: adds its follow-up job, then
    * with `confirm` releases its entry. One that fails here stays leased (or, without the
    * scheduler, pending in PostgreSQL) and is found again; it is logged, never thrown.
@@ -343,10 +366,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   const followLate = (pending: ReadonlyArray<Promise<FollowUp>>, confirm: boolean) => {
     for (const attempt of pending) {
       const done: Promise<void> = attempt
-        .then(async ({ jobId, job }) => {
-          if (job !== null) await deliveries.add(job.name, job.data, job.opts);
-          if (confirm) await commands.webhookConfirm(keys.admitting, keys.entries, jobId);
-        })
+        .then((ended) => (confirm ? settleLate.confirmed : settleLate.unconfirmed)(ended))
         .catch((error: unknown) =>
           log.warn({ err: error }, 'follow-up of a late inline attempt not stored; it is found again later'),
         )
@@ -400,8 +420,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       keys.bucketPrefix,
       ...entries,
     );
-    const jobIds: string[] = [];
-    const jobs: DeliveryJobSpec[] = [];
+    const ended: FollowUp[] = [];
     const candidates: InlineCandidate[] = [];
     const others: InlineCandidate[] = [];
     for (let i = 0; i < flat.length; i += 3) {
@@ -413,21 +432,13 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       if (lane === '' && fresh.has(jobId)) candidates.push({ jobId, ...job.data });
       else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark))
         others.push({ jobId, ...job.data });
-      else {
-        jobIds.push(jobId);
-        jobs.push(job);
-      }
+      else ended.push({ jobId, job });
     }
     const none = { settled: [], late: [] };
     // Started first, so that they run while the caller's own attempts are waited for.
     const aside = others.length === 0 ? none : background!.start(others);
     const ran = candidates.length === 0 ? none : await inline!.attempt(candidates);
-    for (const { jobId, job } of [...aside.settled, ...ran.settled]) {
-      jobIds.push(jobId);
-      if (job !== null) jobs.push(job);
-    }
-    if (jobs.length > 0) await deliveries.addBulk(jobs);
-    if (jobIds.length > 0) await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
+    await settle([...ended, ...aside.settled, ...ran.settled], true);
     followLate([...aside.late, ...ran.late], true);
     return { admitted: flat.length / 3, backlog: waitingAccounts > 0 };
   };
@@ -478,13 +489,13 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
           ...(requestId === undefined ? {} : { requestId }),
         }));
       const ran = candidates.length === 0 ? { settled: [], late: [] } : await inline!.attempt(candidates);
-      const jobs = chunk
+      const queued = chunk
         .filter((d) => inline === undefined || d.created !== true)
-        .map(({ eventId, subscriptionId, requestId }) =>
-          deliveryJob({ eventId, subscriptionId, round: 0, requestId }, options.maxAttempts),
-        );
-      for (const { job } of ran.settled) if (job !== null) jobs.push(job);
-      if (jobs.length > 0) await deliveries.addBulk(jobs);
+        .map(({ eventId, subscriptionId, requestId }) => ({
+          jobId: deliveryJobId(eventId, subscriptionId),
+          job: deliveryJob({ eventId, subscriptionId, round: 0, requestId }, options.maxAttempts),
+        }));
+      await settle([...queued, ...ran.settled], false);
       followLate(ran.late, false);
     }
   };
