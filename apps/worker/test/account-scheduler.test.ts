@@ -10,6 +10,8 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { deliveryJobId, queueNames, type DeliveryJobData } from '@webhooks/shared';
+import { createInlineAttempts } from '../src/delivery/inline.js';
+import { createWorkerMetrics } from '../src/metrics.js';
 import {
   createAccountScheduler,
   type AccountScheduler,
@@ -108,6 +110,30 @@ describe('the account scheduler', () => {
     expect(await s.holds(quiet)).toEqual([false, false, false]);
     expect((await waiting()).slice(0, 3)).toEqual(quiet.map((d) => d.subscriptionId));
     expect(await queue.getPrioritizedCount()).toBe(21);
+  });
+
+  it("gives what its inline attempts cannot take a job in its account's lane", async () => {
+    // Attempts that never run here (the deliveries' shard is another process's): every admitted
+    // delivery falls back to its job.
+    const elsewhere = createInlineAttempts({
+      deliverFor: () => null,
+      maxAttempts: 3,
+      deadlineMs: 100,
+      maxInFlight: 10,
+      log: pino({ level: 'silent' }),
+      metrics: createWorkerMetrics(),
+    });
+    const s = scheduler();
+    await s.start(elsewhere);
+    await s.close();
+    const created = (list: ScheduledDelivery[]) => list.map((d) => ({ ...d, created: true }));
+    const flood = created(deliveriesOf('acct-a', 100));
+    await s.schedule(flood);
+    expect(await queue.getPrioritizedCount()).toBe(40);
+    const quiet = created(deliveriesOf('acct-b', 3));
+    await s.schedule(quiet);
+    expect((await waiting()).slice(0, 4)).toEqual([...quiet, flood[0]!].map((d) => d.subscriptionId));
+    expect(await s.backlog()).toEqual({ accounts: 1, deliveries: 60 });
   });
 
   it('shares each turn by weight (ACCOUNT_OVERRIDES)', async () => {

@@ -154,4 +154,18 @@ describe('followUpJob', () => {
     expect(job?.opts).toMatchObject({ jobId: 'e.s', attempts: 5, delay: 40 });
     expect(job?.data.inlineAttempts).toBeUndefined();
   });
+
+  it("keeps a backlogged account's delivery in the back lane, whether it waits or retries", () => {
+    const backlogged = { ...candidate, priority: 1 };
+    const parked = followUpJob(backlogged, { kind: 'wait', waitMs: 40 }, 5, at);
+    const retry = followUpJob(
+      backlogged,
+      { kind: 'attempted', outcome: { kind: 'retry', nextAttemptAt: new Date(at + 10) }, failure: '' },
+      5,
+      at,
+    );
+    expect([parked?.opts.priority, retry?.opts.priority]).toEqual([1, 1]);
+    expect(followUpJob(candidate, { kind: 'wait', waitMs: 40 }, 5, at)?.opts.priority).toBeUndefined();
+    expect(parked?.data).toEqual({ eventId: 'e', subscriptionId: 's', requestId: 'r-1' });
+  });
 });

@@ -30,6 +30,20 @@ export interface InlineCandidate {
   eventId: string;
   subscriptionId: string;
   requestId?: string;
+  /**
+   * Its job's BullMQ priority, for a delivery of a backlogged account (the account scheduler's back
+   * lane): the job it gets instead of an attempt, and the job following its attempt, stay in that
+   * lane, so that they never take the front lane from a quiet account's deliveries.
+   */
+  priority?: number;
+}
+
+/** The job `candidate` gets when it is not attempted inline: its first round's, in its lane. */
+export function candidateJob(candidate: InlineCandidate, maxAttempts: number): DeliveryJobSpec {
+  const job = deliveryJob({ ...candidate, round: 0 }, maxAttempts);
+  return candidate.priority === undefined
+    ? job
+    : { ...job, opts: { ...job.opts, priority: candidate.priority } };
 }
 
 /** What follows an inline attempt: the job that must exist now, or null when the round ended. */
@@ -86,7 +100,7 @@ export function followUpJob(
   now: number,
 ): DeliveryJobSpec | null {
   if (step.kind === 'ended') return null;
-  const job = deliveryJob({ ...candidate, round: 0 }, maxAttempts);
+  const job = candidateJob(candidate, maxAttempts);
   if (step.kind === 'wait') return { ...job, opts: { ...job.opts, delay: step.waitMs } };
   const { outcome } = step;
   if (outcome.kind !== 'retry') return null;
@@ -108,7 +122,7 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
 
   const queued = (candidate: InlineCandidate): FollowUp => ({
     jobId: candidate.jobId,
-    job: deliveryJob({ ...candidate, round: 0 }, maxAttempts),
+    job: candidateJob(candidate, maxAttempts),
   });
 
   const run = async (

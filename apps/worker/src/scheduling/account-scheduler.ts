@@ -431,7 +431,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       const job = admittedJob(jobId, requestId, lane);
       if (lane === '' && fresh.has(jobId)) candidates.push({ jobId, ...job.data });
       else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark))
-        others.push({ jobId, ...job.data });
+        others.push({ jobId, ...job.data, ...(lane === '' ? {} : { priority: backloggedPriority }) });
       else ended.push({ jobId, job });
     }
     const none = { settled: [], late: [] };
