@@ -186,7 +186,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
           maxAttempts: policy.maxAttempts,
           deadlineMs: config.DELIVERY_INLINE_DEADLINE_MS,
           maxInFlight: config.WORKER_CONCURRENCY,
-          activeJobs: delivering.activeJobs,
           log,
           metrics,
         })
@@ -349,18 +348,6 @@ function startDeliveries(
   });
   /** The attempt path of each consumed shard, by its queue prefix. */
   const delivers = new Map<string, ReturnType<typeof createDeliver>>();
-  let activeJobs = 0;
-  /** The attempt path as the delivery jobs run it, counted in `activeJobs`. */
-  const countedAsJob =
-    (deliver: ReturnType<typeof createDeliver>): ReturnType<typeof createDeliver> =>
-    async (ref) => {
-      activeJobs += 1;
-      try {
-        return await deliver(ref);
-      } finally {
-        activeJobs -= 1;
-      }
-    };
   const workers = sharded.consumed.map((shard) => {
     const gate = createDeliveryGate({
       redis: deps.producer,
@@ -396,7 +383,7 @@ function startDeliveries(
     delivers.set(shard.prefix, deliver);
     return new Worker<DeliveryJobData, DeliveryJobResult>(
       queueNames.deliveries,
-      createDeliveryProcessor({ deliver: countedAsJob(deliver), policy, log }),
+      createDeliveryProcessor({ deliver, policy, log }),
       {
         ...deps.common,
         prefix: shard.prefix,
@@ -423,7 +410,5 @@ function startDeliveries(
     verifications,
     /** The attempt path of a shard (its queue prefix), or null when this process does not consume it. */
     deliverFor: (prefix: string) => delivers.get(prefix) ?? null,
-    /** Delivery jobs running their attempt step now. */
-    activeJobs: () => activeJobs,
   };
 }

@@ -120,7 +120,6 @@ describe('the account scheduler', () => {
       maxAttempts: 3,
       deadlineMs: 100,
       maxInFlight: 10,
-      activeJobs: () => 0,
       log: pino({ level: 'silent' }),
       metrics: createWorkerMetrics(),
     });

@@ -7,8 +7,7 @@
  * gate's park, a rate limit, the host cap). A confirmed delivery costs no queue job at all.
  *
  * The account scheduler's background admission attempts what it admits the same way, without
- * waiting (`start`), in the room the process's delivery jobs leave under `maxInFlight`: its
- * attempts' follow-ups are added as each ends.
+ * waiting (`start`): its attempts' follow-ups are added as each ends.
  *
  * The fan-out waits for its inline attempts at most DELIVERY_INLINE_DEADLINE_MS: a slower attempt
  * is finished and recorded in the background, never aborted and sent again, and its follow-up job
@@ -66,8 +65,8 @@ export interface InlineAttempts {
   /** Attempts `candidates`, waiting for them at most the deadline. Never throws. */
   attempt(candidates: readonly InlineCandidate[]): Promise<InlineRun>;
   /**
-   * Starts attempting `candidates` without waiting, in the room the process's delivery jobs leave:
-   * those it cannot attempt here are `settled` with their job, every other is `late`. Never throws.
+   * Starts attempting `candidates` without waiting: those it cannot attempt here are `settled`
+   * with their job, every other is `late`. Never throws.
    */
   start(candidates: readonly InlineCandidate[]): InlineRun;
 }
@@ -85,12 +84,6 @@ export interface InlineAttemptsOptions {
   deadlineMs: number;
   /** Inline attempts in flight in this process at most (WORKER_CONCURRENCY). */
   maxInFlight: number;
-  /**
-   * Delivery jobs this process is running now. The background attempts (`start`) take only the
-   * room they leave under `maxInFlight`, so that a backlog attempted inline never adds to a full
-   * worker's load, which would slow every attempt in it, a quiet account's among them.
-   */
-  activeJobs(): number;
   log: Logger;
   metrics: Pick<WorkerMetrics, 'inlineAttempts'>;
 }
@@ -151,18 +144,13 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
     }
   };
 
-  /**
-   * Starts each candidate's attempt, or settles it with its job when it cannot run here: another
-   * process's shard, or no room beside the inline attempts in flight (and with `shareWithJobs`, the
-   * delivery jobs running).
-   */
-  const begin = (candidates: readonly InlineCandidate[], shareWithJobs: boolean) => {
+  /** Starts each candidate's attempt, or settles it with its job when it cannot run here. */
+  const begin = (candidates: readonly InlineCandidate[]) => {
     const settled: FollowUp[] = [];
     const running: Array<{ done: boolean; promise: Promise<FollowUp> }> = [];
     for (const candidate of candidates) {
       const deliver = options.deliverFor(candidate.subscriptionId);
-      const busy = inFlight + (shareWithJobs ? options.activeJobs() : 0);
-      if (deliver === null || busy >= options.maxInFlight) {
+      if (deliver === null || inFlight >= options.maxInFlight) {
         options.metrics.inlineAttempts.inc({ result: 'skipped' });
         settled.push(queued(candidate));
         continue;
@@ -178,11 +166,11 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
 
   return {
     start(candidates) {
-      const { settled, running } = begin(candidates, true);
+      const { settled, running } = begin(candidates);
       return { settled, late: running.map((entry) => entry.promise) };
     },
     async attempt(candidates) {
-      const { settled, running } = begin(candidates, false);
+      const { settled, running } = begin(candidates);
       if (running.length === 0) return { settled, late: [] };
       const deadline = new AbortController();
       await Promise.race([
