@@ -437,9 +437,12 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     const none = { settled: [], late: [] };
     // Started first, so that they run while the caller's own attempts are waited for.
     const aside = others.length === 0 ? none : background!.start(others);
+    // Followed before anything here can throw: an attempt under way is settled when it ends, and
+    // close() waits for it, whatever becomes of this call.
+    followLate(aside.late, true);
     const ran = candidates.length === 0 ? none : await inline!.attempt(candidates);
+    followLate(ran.late, true);
     await settle([...ended, ...aside.settled, ...ran.settled], true);
-    followLate([...aside.late, ...ran.late], true);
     return { admitted: flat.length / 3, backlog: waitingAccounts > 0 };
   };
   const admit = () => scheduleAndAdmit([]);
@@ -495,8 +498,8 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
           jobId: deliveryJobId(eventId, subscriptionId),
           job: deliveryJob({ eventId, subscriptionId, round: 0, requestId }, options.maxAttempts),
         }));
-      await settle([...queued, ...ran.settled], false);
       followLate(ran.late, false);
+      await settle([...queued, ...ran.settled], false);
     }
   };
 
