@@ -57,6 +57,8 @@ export interface RoundRef {
   enqueuedAt: number;
   /** The round's attempts in all, the inline first attempt included. */
   maxAttempts: number;
+  /** An inline first attempt: the delivery asks the gate for the first time, never parked before. */
+  firstAsk?: boolean;
 }
 
 /** What a step needs. */
@@ -239,7 +241,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       await nextInOrder(subscriptionId);
       return { kind: 'ended', result: 'expired' };
     }
-    const admission = await deps.gate.acquire(subscriptionId, ref.jobId);
+    const admission = await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
     if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     let within: WithinSlot | undefined;

@@ -24,14 +24,18 @@ export function hostWaitMs(random: number): number {
 
 /**
  * KEYS: leases. ARGV: job id, lease ms, cap. Returns 1 and takes a slot when the host is under its
- * cap (or the job holds one already), else 0.
+ * cap (or the job holds one already), else 0. Expired leases (their holder died) are cleared only
+ * at the cap, where they change the answer: under it, an acquire costs four commands.
  */
 const acquireLua = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
-  return 0
+local cap = tonumber(ARGV[3])
+if redis.call('ZCARD', KEYS[1]) >= cap then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= cap then
+    return 0
+  end
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))

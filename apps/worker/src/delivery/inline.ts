@@ -69,6 +69,10 @@ export interface InlineAttempts {
    * with their job, every other is `late`. Never throws.
    */
   start(candidates: readonly InlineCandidate[]): InlineRun;
+  /** Attempts this process could start now: its `maxInFlight` less those in flight. */
+  room(): number;
+  /** The most attempts in flight at once in this process (`maxInFlight`). */
+  readonly capacity: number;
 }
 
 /** Options of {@link createInlineAttempts}. */
@@ -131,7 +135,7 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
   ): Promise<FollowUp> => {
     inFlight += 1;
     try {
-      const step = await deliver({ ...candidate, round: 0, enqueuedAt: Date.now(), maxAttempts });
+      const step = await deliver({ ...candidate, round: 0, enqueuedAt: Date.now(), maxAttempts, firstAsk: true });
       options.metrics.inlineAttempts.inc({ result: step.kind === 'wait' ? 'waiting' : 'sent' });
       return { jobId: candidate.jobId, job: followUpJob(candidate, step, maxAttempts, Date.now()) };
     } catch (error) {
@@ -165,6 +169,8 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
   };
 
   return {
+    capacity: options.maxInFlight,
+    room: () => Math.max(0, options.maxInFlight - inFlight),
     start(candidates) {
       const { settled, running } = begin(candidates);
       return { settled, late: running.map((entry) => entry.promise) };

@@ -45,7 +45,7 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { DeliveryJobSpec, FollowUp, InlineAttempts, InlineCandidate } from '../delivery/inline.js';
+import { candidateJob, type FollowUp, type InlineAttempts, type InlineCandidate } from '../delivery/inline.js';
 import {
   batcher,
   deliveryJob,
@@ -163,8 +163,8 @@ export function accountSchedulerKeys(prefix: string) {
 /**
  * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list, quota, BullMQ's prioritized
  * set. ARGV: list key prefix, queue target, quantum, lease ms, default deliveries a second, bucket
- * key prefix, then (job id, account, entry value) triples to schedule first (none for an admission
- * alone).
+ * key prefix, most deliveries the round robin may admit (the caller's inline room), then (job id,
+ * account, entry value) triples to schedule first (none for an admission alone).
  *
  * Scheduling adds each new job id to `entries` and its account's list (once per job id: an entry
  * already held is skipped). An account that had nothing waiting and now has at most one turn's
@@ -177,7 +177,7 @@ export function accountSchedulerKeys(prefix: string) {
  * to the account's deficit and admits that many, at least one, of its oldest entries, as far as
  * its quota's token bucket allows; an account without a token is passed over without gaining
  * deficit. It admits only when the queue (both lanes and unconfirmed admissions) is at most half
- * the target, and fills it to the target. An account with more than a share waiting goes to the
+ * the target, and fills it to the target or up to the caller's limit, whichever is less. An account with more than a share waiting goes to the
  * back lane (prioritized behind the wait list), one with a share or less to the front.
  * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting}:
  * lane `b` for the back, `` for the front, `s` for a re-admission after an expired lease (a job in
@@ -198,26 +198,52 @@ local function bucket(account)
   end
   return tokens, rate
 end
+-- In chunks: Lua's unpack takes a few thousand values at most, and the target may be larger.
+local chunkSize = 1000
 local function take(account, jobs, tokens, rate, lane)
-  local leases = {}
-  for _, job in ipairs(jobs) do
-    out[#out + 1] = job
-    out[#out + 1] = redis.call('HGET', KEYS[2], job) or (account .. '\\t')
-    out[#out + 1] = lane
-    leases[#leases + 1] = now + lease
-    leases[#leases + 1] = job
+  for first = 1, #jobs, chunkSize do
+    local chunk, leases = {}, {}
+    for i = first, math.min(#jobs, first + chunkSize - 1) do
+      chunk[#chunk + 1] = jobs[i]
+      leases[#leases + 1] = now + lease
+      leases[#leases + 1] = jobs[i]
+    end
+    local values = redis.call('HMGET', KEYS[2], unpack(chunk))
+    for i, job in ipairs(chunk) do
+      out[#out + 1] = job
+      out[#out + 1] = values[i] or (account .. '\\t')
+      out[#out + 1] = lane
+    end
+    redis.call('ZADD', KEYS[3], unpack(leases))
   end
-  if #jobs > 0 then redis.call('ZADD', KEYS[3], unpack(leases)) end
   local left = tokens - #jobs
   if left < rate then
     redis.call('SET', ARGV[6] .. account, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
   end
 end
 local arrived = {}
-for i = 7, #ARGV, 3 do
-  local job, account = ARGV[i], ARGV[i + 1]
-  if redis.call('HSETNX', KEYS[2], job, ARGV[i + 2]) == 1 then
-    if redis.call('RPUSH', ARGV[1] .. account, job) == 1 then
+if #ARGV >= 8 then
+  local asked = {}
+  for i = 8, #ARGV, 3 do asked[#asked + 1] = ARGV[i] end
+  local held = redis.call('HMGET', KEYS[2], unpack(asked))
+  local fields, seen, byAccount, accounts = {}, {}, {}, {}
+  for k, job in ipairs(asked) do
+    if not held[k] and not seen[job] then
+      seen[job] = true
+      local account = ARGV[6 + 3 * k]
+      fields[#fields + 1] = job
+      fields[#fields + 1] = ARGV[7 + 3 * k]
+      if not byAccount[account] then
+        byAccount[account] = {}
+        accounts[#accounts + 1] = account
+      end
+      table.insert(byAccount[account], job)
+    end
+  end
+  if #fields > 0 then redis.call('HSET', KEYS[2], unpack(fields)) end
+  for _, account in ipairs(accounts) do
+    local jobs = byAccount[account]
+    if redis.call('RPUSH', ARGV[1] .. account, unpack(jobs)) == #jobs then
       redis.call('RPUSH', KEYS[1], account)
       arrived[#arrived + 1] = account
     end
@@ -251,6 +277,7 @@ for _, job in ipairs(stale) do
 end
 local room = target - redis.call('LLEN', KEYS[6]) - redis.call('ZCARD', KEYS[8]) - redis.call('ZCARD', KEYS[3])
 if room * 2 < target then return {out, redis.call('LLEN', KEYS[1])} end
+room = math.min(room, tonumber(ARGV[7]))
 local progressed = true
 while room > 0 and progressed do
   progressed = false
@@ -327,6 +354,8 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
 
   let running: Promise<void> | null = null;
   let again = false;
+  /** The last admission left accounts with work waiting. */
+  let backlogged = false;
   let failing = false;
   let closed = true;
   let timer: NodeJS.Timeout | undefined;
@@ -347,16 +376,12 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       await commands.webhookConfirm(keys.admitting, keys.entries, ...ended.map(({ jobId }) => jobId));
   };
   /** {@link settle} for attempts that end one by one: those ending together are settled together. */
-  const settleLate = {
-    confirmed: batcher<FollowUp, void>(async (ended) => {
-      await settle(ended, true);
+  const settleBatch = (confirm: boolean) =>
+    batcher<FollowUp, void>(async (ended) => {
+      await settle(ended, confirm);
       return ended.map(() => undefined);
-    }),
-    unconfirmed: batcher<FollowUp, void>(async (ended) => {
-      await settle(ended, false);
-      return ended.map(() => undefined);
-    }),
-  };
+    });
+  const settleLate = { confirmed: settleBatch(true), unconfirmed: settleBatch(false) };
 
   /**
    * As each of `pending` (inline attempts past their deadline) ends: adds its follow-up job, then
@@ -366,7 +391,10 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   const followLate = (pending: ReadonlyArray<Promise<FollowUp>>, confirm: boolean) => {
     for (const attempt of pending) {
       const done: Promise<void> = attempt
-        .then((ended) => (confirm ? settleLate.confirmed : settleLate.unconfirmed)(ended))
+        .then(async (ended) => {
+          await (confirm ? settleLate.confirmed : settleLate.unconfirmed)(ended);
+          if (backlogged && roomToAdmit()) kick();
+        })
         .catch((error: unknown) =>
           log.warn({ err: error }, 'follow-up of a late inline attempt not stored; it is found again later'),
         )
@@ -375,18 +403,28 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     }
   };
 
-  /** The job of an admitted entry, in its lane (the back one for `b` and `s`). */
-  const admittedJob = (jobId: string, requestId: string, lane: string): DeliveryJobSpec => {
+  /** An admitted entry as an attempt's candidate, in its lane (the back one for `b` and `s`). */
+  const admittedCandidate = (jobId: string, requestId: string, lane: string): InlineCandidate => {
     const [eventId, subscriptionId] = jobId.split('.') as [string, string];
-    const job = deliveryJob(
-      { eventId, subscriptionId, round: 0, ...(requestId === '' ? {} : { requestId }) },
-      options.maxAttempts,
-    );
-    return lane === '' ? job : { ...job, opts: { ...job.opts, priority: backloggedPriority } };
+    return {
+      jobId,
+      eventId,
+      subscriptionId,
+      ...(requestId === '' ? {} : { requestId }),
+      ...(lane === '' ? {} : { priority: backloggedPriority }),
+    };
   };
 
   /** The attempts of the background admission, once `start` has them. */
   let background: InlineAttempts | undefined;
+
+  /**
+   * Whether the background admission has room enough to be worth a script call: always without
+   * inline attempts (it admits jobs), else once a quarter of the attempts' slots are free, so
+   * that one admission's fixed cost is shared by several deliveries.
+   */
+  const roomToAdmit = () =>
+    background === undefined || background.room() >= Math.ceil(background.capacity / 4);
 
   /**
    * One script call: schedules `list` (may be empty), then admits. The caller's own new deliveries
@@ -418,6 +456,10 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       options.leaseMs,
       options.deliveriesPerSecond,
       keys.bucketPrefix,
+      // A process that attempts what it admits takes no more than it can start now: the rest
+      // waits in its account's list for the next admission (its own, or another process's)
+      // rather than becoming delivery jobs.
+      background?.room() ?? options.queueTarget,
       ...entries,
     );
     const ended: FollowUp[] = [];
@@ -428,11 +470,10 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       const value = flat[i + 1]!;
       const requestId = value.slice(value.indexOf('\t') + 1);
       const lane = flat[i + 2]!;
-      const job = admittedJob(jobId, requestId, lane);
-      if (lane === '' && fresh.has(jobId)) candidates.push({ jobId, ...job.data });
-      else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark))
-        others.push({ jobId, ...job.data, ...(lane === '' ? {} : { priority: backloggedPriority }) });
-      else ended.push({ jobId, job });
+      const candidate = admittedCandidate(jobId, requestId, lane);
+      if (lane === '' && fresh.has(jobId)) candidates.push(candidate);
+      else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark)) others.push(candidate);
+      else ended.push({ jobId, job: candidateJob(candidate, options.maxAttempts) });
     }
     const none = { settled: [], late: [] };
     // Started first, so that they run while the caller's own attempts are waited for.
@@ -465,8 +506,14 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       }
     } while (again && !closed);
     if (closed) return;
+    backlogged = backlog && !failing;
     clearTimeout(timer);
-    timer = setTimeout(kick, backlog && !failing ? options.busyIntervalMs : options.idleIntervalMs);
+    // With its attempts' room short, the process waits for attempts to end (followLate kicks)
+    // rather than polling: an admission of a few deliveries costs nearly a whole script call.
+    timer = setTimeout(
+      kick,
+      backlogged && roomToAdmit() ? options.busyIntervalMs : options.idleIntervalMs,
+    );
   };
 
   const kick = () => {
