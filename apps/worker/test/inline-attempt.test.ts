@@ -13,6 +13,8 @@ import { sleep, waitFor } from '../../../test/support/wait.js';
 const maxAttempts = 3;
 const backoffMs = 100;
 const deadlineMs = 200;
+/** WORKER_CONCURRENCY: the inline attempts a worker runs at once. */
+const inlineRoom = 8;
 /** The slow callback's answer: far past the deadline, so that the fan-out's end is seen before it. */
 const slowAnswerMs = deadlineMs * 25;
 let stack: TestStack;
@@ -23,6 +25,8 @@ beforeAll(async () => {
     DELIVERY_BACKOFF_MS: String(backoffMs),
     DELIVERY_TIMEOUT_MS: String(slowAnswerMs * 2),
     DELIVERY_INLINE_DEADLINE_MS: String(deadlineMs),
+    // Fewer inline attempts at once than the wide fan-out below has subscriptions.
+    WORKER_CONCURRENCY: String(inlineRoom),
   });
 });
 afterAll(() => stack.close());
@@ -105,8 +109,9 @@ describe('the inline first attempt', () => {
   });
 
   it("sends a fan-out's first attempts past the front lane's share without delivery jobs", async () => {
-    // More subscriptions than one round-robin turn admits (10): the account scheduler takes the
-    // rest in turns, and its admission attempts them as it admits them.
+    // More subscriptions than one round-robin turn admits (10), and than the worker attempts at
+    // once: the account scheduler admits the rest in turns, as the attempts leave room, and its
+    // admission attempts them as it admits them.
     const account = 'acct-inline-wide';
     const subscriptions = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
