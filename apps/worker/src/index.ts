@@ -5,5 +5,6 @@ export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
 export { createAttemptSender, type AttemptResult, type AttemptSender } from './delivery/attempt.js';
 export { parseRetryAfter, retryDelayMs, type DeliveryPolicy } from './delivery/backoff.js';
 export { followUpJob, type InlineCandidate } from './delivery/inline.js';
+export { backgroundRoom, quietReserve, worthAdmitting } from './scheduling/admission-room.js';
 export { inSlotWaitRule, waitsInSlot, type InSlotWaitRule } from './delivery/in-slot-wait.js';
 export { deleteExpiredRows, type RetentionReport } from './retention.js';

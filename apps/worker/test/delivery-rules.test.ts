@@ -1,15 +1,18 @@
 /**
  * Unit tests of the delivery path's pure rules: outcome of an attempt, backoff with Retry-After,
- * waiting for a subscription's slot in place or parked, the job that follows an inline attempt.
+ * waiting for a subscription's slot in place or parked, the job that follows an inline attempt,
+ * and the room of the account scheduler's background admission.
  */
 import { describe, expect, it } from '@jest/globals';
 import {
+  backgroundRoom,
   decideOutcome,
   followUpJob,
   inSlotWaitRule,
   parseRetryAfter,
   retryDelayMs,
   waitsInSlot,
+  worthAdmitting,
   type AttemptResult,
 } from '@webhooks/worker';
 
@@ -167,5 +170,26 @@ describe('followUpJob', () => {
     expect([parked?.opts.priority, retry?.opts.priority]).toEqual([1, 1]);
     expect(followUpJob(candidate, { kind: 'wait', waitMs: 40 }, 5, at)?.opts.priority).toBeUndefined();
     expect(parked?.data).toEqual({ eventId: 'e', subscriptionId: 's', requestId: 'r-1' });
+  });
+});
+
+describe('the background admission\'s room', () => {
+  it('keeps a fifth of the inline slots for quiet accounts', () => {
+    expect(backgroundRoom(50, 50)).toBe(40);
+    expect(backgroundRoom(10, 50)).toBe(0);
+    expect(backgroundRoom(3, 50)).toBe(0);
+  });
+
+  it('keeps nothing back from a worker of fewer than five slots, so that admissions progress', () => {
+    expect(backgroundRoom(4, 4)).toBe(4);
+    expect(worthAdmitting(1, 1)).toBe(true);
+  });
+
+  it('admits once a quarter of the slots are free for it, not at every attempt that ends', () => {
+    expect(worthAdmitting(10 + 12, 50)).toBe(false);
+    expect(worthAdmitting(10 + 13, 50)).toBe(true);
+    expect(worthAdmitting(8, 8)).toBe(true);
+    expect(worthAdmitting(2, 8)).toBe(false);
+    expect(worthAdmitting(3, 8)).toBe(true);
   });
 });

@@ -131,6 +131,42 @@ describe('the inline first attempt', () => {
     expect(await inlineAttempts('sent')).toBe(sentBefore + subscriptions.length);
   });
 
+  it("keeps inline slots for a quiet account's first attempt while a wide fan-out's attempts hang", async () => {
+    // Twenty slow callbacks of one account: its admissions take the slots they may (all but the
+    // fifth kept for quiet accounts) and hang there.
+    const busy = 'acct-inline-busy';
+    const hangMs = 2_000;
+    const quietAccount = 'acct-inline-quiet';
+    const quiet = await stack.subscribe(quietAccount, {
+      callback_url: `${stack.receiver.url}/inline-quiet`,
+    });
+    const slow = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => {
+        stack.receiver.script(`/inline-busy/${i}`, [{ status: 200, afterMs: hangMs }]);
+        return stack.subscribe(busy, { callback_url: `${stack.receiver.url}/inline-busy/${i}` });
+      }),
+    );
+    const { id: busyEvent } = await stack.publisher.publish({
+      accountId: busy,
+      type: 'call.completed',
+      data: { busy: true },
+    });
+    const hanging = () => slow.filter((_, i) => stack.receiver.at(`/inline-busy/${i}`).length > 0).length;
+    await waitFor('the busy account holding its slots', async () => hanging() === inlineRoom - 1);
+
+    const { id: eventId } = await stack.publisher.publish({
+      accountId: quietAccount,
+      type: 'call.completed',
+      data: { quiet: true },
+    });
+    await deliveryOnce(quiet.id, eventId, 'succeeded');
+    const jobId = deliveryJobId(eventId, quiet.id);
+    // Sent while the busy account's attempts still hung, by its fan-out, without a delivery job.
+    expect(hanging()).toBe(inlineRoom - 1);
+    expect(await addedDeliveryJobs()).not.toContain(jobId);
+    for (const sub of slow) await deliveryOnce(sub.id, busyEvent, 'succeeded');
+  });
+
   it('does not attempt inline again when the fan-out runs again while the delivery has its job', async () => {
     // The first attempt is refused for a minute: its retry job waits, and the delivery stays pending.
     stack.receiver.script('/inline-again', [{ status: 429, headers: { 'retry-after': '60' } }, 200]);

@@ -69,6 +69,11 @@ export interface InlineAttempts {
    * with their job, every other is `late`. Never throws.
    */
   start(candidates: readonly InlineCandidate[]): InlineRun;
+  /**
+   * Waits for attempts `start` began at most the deadline: those ended by then are `settled`, the
+   * others `late`. Never throws.
+   */
+  wait(late: ReadonlyArray<Promise<FollowUp>>): Promise<InlineRun>;
   /** Attempts this process could start now: its `maxInFlight` less those in flight. */
   room(): number;
   /** The most attempts in flight at once in this process (`maxInFlight`). */
@@ -149,47 +154,52 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
   };
 
   /** Starts each candidate's attempt, or settles it with its job when it cannot run here. */
-  const begin = (candidates: readonly InlineCandidate[]) => {
+  const start = (candidates: readonly InlineCandidate[]): InlineRun => {
     const settled: FollowUp[] = [];
-    const running: Array<{ done: boolean; promise: Promise<FollowUp> }> = [];
+    const late: Array<Promise<FollowUp>> = [];
     for (const candidate of candidates) {
       const deliver = options.deliverFor(candidate.subscriptionId);
       if (deliver === null || inFlight >= options.maxInFlight) {
         options.metrics.inlineAttempts.inc({ result: 'skipped' });
         settled.push(queued(candidate));
-        continue;
-      }
-      const entry = { done: false, promise: run(candidate, deliver) };
-      void entry.promise.then(() => {
-        entry.done = true;
-      });
-      running.push(entry);
+      } else late.push(run(candidate, deliver));
     }
-    return { settled, running };
+    return { settled, late };
+  };
+
+  const wait = async (late: ReadonlyArray<Promise<FollowUp>>): Promise<InlineRun> => {
+    if (late.length === 0) return { settled: [], late: [] };
+    // Registered before the race below, so each entry knows it ended by the time the race does.
+    const entries = late.map((promise) => {
+      const entry: { promise: Promise<FollowUp>; ended?: FollowUp } = { promise };
+      void promise.then((ended) => {
+        entry.ended = ended;
+      });
+      return entry;
+    });
+    const deadline = new AbortController();
+    await Promise.race([
+      Promise.all(late),
+      sleep(options.deadlineMs, undefined, { signal: deadline.signal }).catch(() => undefined),
+    ]);
+    deadline.abort();
+    const waited: InlineRun = { settled: [], late: [] };
+    for (const entry of entries) {
+      if (entry.ended !== undefined) waited.settled.push(entry.ended);
+      else waited.late.push(entry.promise);
+    }
+    return waited;
   };
 
   return {
     capacity: options.maxInFlight,
     room: () => Math.max(0, options.maxInFlight - inFlight),
-    start(candidates) {
-      const { settled, running } = begin(candidates);
-      return { settled, late: running.map((entry) => entry.promise) };
-    },
+    start,
+    wait,
     async attempt(candidates) {
-      const { settled, running } = begin(candidates);
-      if (running.length === 0) return { settled, late: [] };
-      const deadline = new AbortController();
-      await Promise.race([
-        Promise.all(running.map((entry) => entry.promise)),
-        sleep(options.deadlineMs, undefined, { signal: deadline.signal }).catch(() => undefined),
-      ]);
-      deadline.abort();
-      const late: Array<Promise<FollowUp>> = [];
-      for (const entry of running) {
-        if (entry.done) settled.push(await entry.promise);
-        else late.push(entry.promise);
-      }
-      return { settled, late };
+      const begun = start(candidates);
+      const ran = await wait(begun.late);
+      return { settled: [...begun.settled, ...ran.settled], late: ran.late };
     },
   };
 }

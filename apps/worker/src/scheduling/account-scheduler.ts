@@ -45,7 +45,14 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { candidateJob, type FollowUp, type InlineAttempts, type InlineCandidate } from '../delivery/inline.js';
+import {
+  candidateJob,
+  type FollowUp,
+  type InlineAttempts,
+  type InlineCandidate,
+  type InlineRun,
+} from '../delivery/inline.js';
+import { backgroundRoom, worthAdmitting } from './admission-room.js';
 import {
   batcher,
   deliveryJob,
@@ -418,13 +425,9 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   /** The attempts of the background admission, once `start` has them. */
   let background: InlineAttempts | undefined;
 
-  /**
-   * Whether the background admission has room enough to be worth a script call: always without
-   * inline attempts (it admits jobs), else once a quarter of the attempts' slots are free, so
-   * that one admission's fixed cost is shared by several deliveries.
-   */
+  /** Whether the background admission is worth a script call now (always when it admits jobs). */
   const roomToAdmit = () =>
-    background === undefined || background.room() >= Math.ceil(background.capacity / 4);
+    background === undefined || worthAdmitting(background.room(), background.capacity);
 
   /**
    * One script call: schedules `list` (may be empty), then admits. The caller's own new deliveries
@@ -456,10 +459,10 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       options.leaseMs,
       options.deliveriesPerSecond,
       keys.bucketPrefix,
-      // A process that attempts what it admits takes no more than it can start now: the rest
-      // waits in its account's list for the next admission (its own, or another process's)
-      // rather than becoming delivery jobs.
-      background?.room() ?? options.queueTarget,
+      // A process that attempts what it admits takes no more than it can start now, less the
+      // slots kept for quiet accounts: the rest waits in its account's list for the next admission
+      // (its own, or another process's) rather than becoming delivery jobs.
+      background === undefined ? options.queueTarget : backgroundRoom(background.room(), background.capacity),
       ...entries,
     );
     const ended: FollowUp[] = [];
@@ -475,15 +478,24 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark)) others.push(candidate);
       else ended.push({ jobId, job: candidateJob(candidate, options.maxAttempts) });
     }
-    const none = { settled: [], late: [] };
+    const none: InlineRun = { settled: [], late: [] };
     // Started first, so that they run while the caller's own attempts are waited for.
     const aside = others.length === 0 ? none : background!.start(others);
     // Followed before anything here can throw: an attempt under way is settled when it ends, and
     // close() waits for it, whatever becomes of this call.
     followLate(aside.late, true);
-    const ran = candidates.length === 0 ? none : await inline!.attempt(candidates);
-    followLate(ran.late, true);
-    await settle([...ended, ...aside.settled, ...ran.settled], true);
+    const mine = candidates.length === 0 ? none : inline!.start(candidates);
+    const waiting = mine.late.length === 0 ? Promise.resolve(none) : inline!.wait(mine.late);
+    let ran = none;
+    try {
+      // What is not attempted here gets its job now, not after the caller's own attempts: behind a
+      // busy worker's attempts, a quiet account's delivery would otherwise wait for them.
+      await settle([...ended, ...aside.settled, ...mine.settled], true);
+    } finally {
+      ran = await waiting;
+      followLate(ran.late, true);
+    }
+    await settle(ran.settled, true);
     return { admitted: flat.length / 3, backlog: waitingAccounts > 0 };
   };
   const admit = () => scheduleAndAdmit([]);
