@@ -173,7 +173,7 @@ describe('followUpJob', () => {
   });
 });
 
-describe('the background admission\'s room', () => {
+describe("the background admission's room", () => {
   it('keeps a fifth of the inline slots for quiet accounts', () => {
     expect(backgroundRoom(50, 50)).toBe(40);
     expect(backgroundRoom(10, 50)).toBe(0);

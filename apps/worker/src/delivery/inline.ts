@@ -140,7 +140,13 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
   ): Promise<FollowUp> => {
     inFlight += 1;
     try {
-      const step = await deliver({ ...candidate, round: 0, enqueuedAt: Date.now(), maxAttempts, firstAsk: true });
+      const step = await deliver({
+        ...candidate,
+        round: 0,
+        enqueuedAt: Date.now(),
+        maxAttempts,
+        firstAsk: true,
+      });
       options.metrics.inlineAttempts.inc({ result: step.kind === 'wait' ? 'waiting' : 'sent' });
       return { jobId: candidate.jobId, job: followUpJob(candidate, step, maxAttempts, Date.now()) };
     } catch (error) {

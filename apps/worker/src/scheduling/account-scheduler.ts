@@ -184,8 +184,9 @@ export function accountSchedulerKeys(prefix: string) {
  * to the account's deficit and admits that many, at least one, of its oldest entries, as far as
  * its quota's token bucket allows; an account without a token is passed over without gaining
  * deficit. It admits only when the queue (both lanes and unconfirmed admissions) is at most half
- * the target, and fills it to the target or up to the caller's limit, whichever is less. An account with more than a share waiting goes to the
- * back lane (prioritized behind the wait list), one with a share or less to the front.
+ * the target, and fills it to the target or up to the caller's limit, whichever is less. An
+ * account with more than a share waiting goes to the back lane (prioritized behind the wait list),
+ * one with a share or less to the front.
  * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting}:
  * lane `b` for the back, `` for the front, `s` for a re-admission after an expired lease (a job in
  * the back lane, never an inline attempt).
@@ -475,7 +476,8 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       const lane = flat[i + 2]!;
       const candidate = admittedCandidate(jobId, requestId, lane);
       if (lane === '' && fresh.has(jobId)) candidates.push(candidate);
-      else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark)) others.push(candidate);
+      else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark))
+        others.push(candidate);
       else ended.push({ jobId, job: candidateJob(candidate, options.maxAttempts) });
     }
     const none: InlineRun = { settled: [], late: [] };
@@ -522,10 +524,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     clearTimeout(timer);
     // With its attempts' room short, the process waits for attempts to end (followLate kicks)
     // rather than polling: an admission of a few deliveries costs nearly a whole script call.
-    timer = setTimeout(
-      kick,
-      backlogged && roomToAdmit() ? options.busyIntervalMs : options.idleIntervalMs,
-    );
+    timer = setTimeout(kick, backlogged && roomToAdmit() ? options.busyIntervalMs : options.idleIntervalMs);
   };
 
   const kick = () => {
