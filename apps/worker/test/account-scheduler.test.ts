@@ -139,6 +139,25 @@ describe('the account scheduler', () => {
     expect(await s.backlog()).toEqual({ accounts: 1, deliveries: 84 });
   });
 
+  it('admits and confirms more deliveries at once than one Lua call can unpack (a large target)', async () => {
+    const target = 10_000;
+    const s = scheduler({ queueTarget: target, deliveriesPerSecond: 100_000 });
+    // The queue full, so that what is scheduled waits for one admission of the whole target.
+    await queue.addBulk(
+      deliveriesOf('acct-filler', target).map((d) => ({
+        name: 'deliver',
+        data: { eventId: d.eventId, subscriptionId: d.subscriptionId, round: 0 },
+      })),
+    );
+    await s.schedule(deliveriesOf('acct-large', target));
+    expect(await s.backlog()).toEqual({ accounts: 1, deliveries: target });
+    await queue.drain();
+    expect(await s.admit()).toEqual({ admitted: target, backlog: false });
+    expect(await s.backlog()).toEqual({ accounts: 0, deliveries: 0 });
+    const queued = await queue.getJobCounts('wait', 'prioritized');
+    expect(queued.wait! + queued.prioritized!).toBe(target);
+  });
+
   it('shares each turn by weight (ACCOUNT_OVERRIDES)', async () => {
     const s = scheduler({ overrides: new Map([['acct-heavy', { weight: 3 }]]) });
     await s.start();

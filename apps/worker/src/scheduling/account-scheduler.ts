@@ -318,10 +318,18 @@ while room > 0 and progressed do
 end
 return {out, redis.call('LLEN', KEYS[1])}`;
 
-/** KEYS: admitting, entries. ARGV: job ids whose BullMQ jobs exist now. */
+/**
+ * KEYS: admitting, entries. ARGV: job ids whose BullMQ jobs exist now. In chunks, as the admit
+ * script's leases: an admission of a large DELIVERY_QUEUE_TARGET confirms more ids than Lua's
+ * `unpack` takes at once.
+ */
 const confirmLua = `
-redis.call('ZREM', KEYS[1], unpack(ARGV))
-redis.call('HDEL', KEYS[2], unpack(ARGV))
+for first = 1, #ARGV, 1000 do
+  local chunk = {}
+  for i = first, math.min(#ARGV, first + 999) do chunk[#chunk + 1] = ARGV[i] end
+  redis.call('ZREM', KEYS[1], unpack(chunk))
+  redis.call('HDEL', KEYS[2], unpack(chunk))
+end
 return #ARGV`;
 
 type SchedulerCommands = {
