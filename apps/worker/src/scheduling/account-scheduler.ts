@@ -33,7 +33,8 @@
  * inline deadline, instead of getting a job. Every other delivery admitted while the process runs
  * the attempts (`start(inline)`) is attempted there too, in the background, in the order the
  * round robin admitted it: a first attempt that confirms costs no BullMQ job, whichever account's
- * turn admitted it. Either way the entry is confirmed when the attempt ends (with the follow-up
+ * turn admitted it. That admission takes no more than the attempts have room for, less the slots
+ * kept for quiet accounts' own fan-outs (`admission-room.ts`), and the rest waits its turn here. Either way the entry is confirmed when the attempt ends (with the follow-up
  * job, if any, added first), so a process that dies mid-attempt leaves it leased, and it is
  * admitted again as a job. Unconfirmed entries count against DELIVERY_QUEUE_TARGET like queued
  * jobs, so the attempts in flight and the jobs waiting together stay within it. Only a delivery
