@@ -507,6 +507,8 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       followLate(ran.late, true);
     }
     await settle(ran.settled, true);
+    // The caller's attempts that ended within the deadline freed slots too.
+    if (ran.settled.length > 0 && backlogged && roomToAdmit()) kick();
     return { admitted: flat.length / 3, backlog: waitingAccounts > 0 };
   };
   const admit = () => scheduleAndAdmit([]);
