@@ -34,9 +34,9 @@
  * the attempts (`start(inline)`) is attempted there too, in the background, in the order the
  * round robin admitted it: a first attempt that confirms costs no BullMQ job, whichever account's
  * turn admitted it. That admission takes no more than the attempts have room for, less the slots
- * kept for quiet accounts' own fan-outs (`admission-room.ts`), and the rest waits its turn here. Either way the entry is confirmed when the attempt ends (with the follow-up
- * job, if any, added first), so a process that dies mid-attempt leaves it leased, and it is
- * admitted again as a job. Unconfirmed entries count against DELIVERY_QUEUE_TARGET like queued
+ * kept for quiet accounts' own fan-outs (`admission-room.ts`), and the rest waits its turn here.
+ * Either way the entry is confirmed when the attempt ends (with the follow-up job, if any, added
+ * first), so a process that dies mid-attempt leaves it leased, and it is admitted again as a job. Unconfirmed entries count against DELIVERY_QUEUE_TARGET like queued
  * jobs, so the attempts in flight and the jobs waiting together stay within it. Only a delivery
  * whose row its fan-out created is ever attempted inline: one scheduled again by a fan-out run
  * again, or admitted again after its lease, may have its job already, and gets a job under the
@@ -56,7 +56,6 @@ import {
 import { backgroundRoom, worthAdmitting } from './admission-room.js';
 import {
   batcher,
-  deliveryJob,
   deliveryJobId,
   schedulerEntriesKey,
   type AccountOverride,
@@ -169,6 +168,20 @@ export function accountSchedulerKeys(prefix: string) {
 }
 
 /**
+ * Lua: `inChunks(list, fn)` calls `fn` with consecutive slices of `list` of at most 1,000 values,
+ * for commands given a list's values as arguments: Lua's `unpack` takes a few thousand at most,
+ * and an admission of a large DELIVERY_QUEUE_TARGET holds tens of thousands.
+ */
+const inChunksLua = `
+local function inChunks(list, fn)
+  for first = 1, #list, 1000 do
+    local chunk = {}
+    for i = first, math.min(#list, first + 999) do chunk[#chunk + 1] = list[i] end
+    fn(chunk)
+  end
+end`;
+
+/**
  * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list, quota, BullMQ's prioritized
  * set. ARGV: list key prefix, queue target, quantum, lease ms, default deliveries a second, bucket
  * key prefix, most deliveries the round robin may admit (the caller's inline room), then (job id,
@@ -192,7 +205,7 @@ export function accountSchedulerKeys(prefix: string) {
  * lane `b` for the back, `` for the front, `s` for a re-admission after an expired lease (a job in
  * the back lane, never an inline attempt).
  */
-const admitLua = `
+const admitLua = `${inChunksLua}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local target, quantum, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -207,24 +220,19 @@ local function bucket(account)
   end
   return tokens, rate
 end
--- In chunks: Lua's unpack takes a few thousand values at most, and the target may be larger.
-local chunkSize = 1000
 local function take(account, jobs, tokens, rate, lane)
-  for first = 1, #jobs, chunkSize do
-    local chunk, leases = {}, {}
-    for i = first, math.min(#jobs, first + chunkSize - 1) do
-      chunk[#chunk + 1] = jobs[i]
-      leases[#leases + 1] = now + lease
-      leases[#leases + 1] = jobs[i]
-    end
+  inChunks(jobs, function(chunk)
     local values = redis.call('HMGET', KEYS[2], unpack(chunk))
+    local leases = {}
     for i, job in ipairs(chunk) do
       out[#out + 1] = job
       out[#out + 1] = values[i] or (account .. '\\t')
       out[#out + 1] = lane
+      leases[#leases + 1] = now + lease
+      leases[#leases + 1] = job
     end
     redis.call('ZADD', KEYS[3], unpack(leases))
-  end
+  end)
   local left = tokens - #jobs
   if left < rate then
     redis.call('SET', ARGV[6] .. account, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
@@ -319,18 +327,12 @@ while room > 0 and progressed do
 end
 return {out, redis.call('LLEN', KEYS[1])}`;
 
-/**
- * KEYS: admitting, entries. ARGV: job ids whose BullMQ jobs exist now. In chunks, as the admit
- * script's leases: an admission of a large DELIVERY_QUEUE_TARGET confirms more ids than Lua's
- * `unpack` takes at once.
- */
-const confirmLua = `
-for first = 1, #ARGV, 1000 do
-  local chunk = {}
-  for i = first, math.min(#ARGV, first + 999) do chunk[#chunk + 1] = ARGV[i] end
+/** KEYS: admitting, entries. ARGV: job ids whose BullMQ jobs exist now (any number of them). */
+const confirmLua = `${inChunksLua}
+inChunks(ARGV, function(chunk)
   redis.call('ZREM', KEYS[1], unpack(chunk))
   redis.call('HDEL', KEYS[2], unpack(chunk))
-end
+end)
 return #ARGV`;
 
 type SchedulerCommands = {
@@ -356,6 +358,16 @@ export const inlineMark = '\u0001';
 function entryValue(delivery: ScheduledDelivery): string {
   const value = `${delivery.accountId}\t${delivery.requestId ?? ''}`;
   return delivery.created === true ? inlineMark + value : value;
+}
+
+/** A scheduled delivery as an inline attempt's candidate (its first round, front lane). */
+function candidateOf({ eventId, subscriptionId, requestId }: ScheduledDelivery): InlineCandidate {
+  return {
+    jobId: deliveryJobId(eventId, subscriptionId),
+    eventId,
+    subscriptionId,
+    ...(requestId === undefined ? {} : { requestId }),
+  };
 }
 
 /** Most entries one schedule call sends to Redis (a bound on one script's run time). */
@@ -410,7 +422,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       const done: Promise<void> = attempt
         .then(async (ended) => {
           await (confirm ? settleLate.confirmed : settleLate.unconfirmed)(ended);
-          if (backlogged && roomToAdmit()) kick();
+          kickForFreedSlots();
         })
         .catch((error: unknown) =>
           log.warn({ err: error }, 'follow-up of a late inline attempt not stored; it is found again later'),
@@ -438,6 +450,18 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   /** Whether the background admission is worth a script call now (always when it admits jobs). */
   const roomToAdmit = () =>
     background === undefined || worthAdmitting(background.room(), background.capacity);
+  /**
+   * Most deliveries an admission may take: a process that attempts what it admits takes no more
+   * than it can start now, less the slots kept for quiet accounts, so the rest waits in its
+   * account's list for the next admission (its own, or another process's) rather than becoming
+   * delivery jobs.
+   */
+  const admissionLimit = () =>
+    background === undefined ? options.queueTarget : backgroundRoom(background.room(), background.capacity);
+  /** After attempts ended: admits again at once when accounts wait and their slots make it worth it. */
+  const kickForFreedSlots = () => {
+    if (backlogged && roomToAdmit()) kick();
+  };
 
   /**
    * One script call: schedules `list` (may be empty), then admits. The caller's own new deliveries
@@ -469,10 +493,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       options.leaseMs,
       options.deliveriesPerSecond,
       keys.bucketPrefix,
-      // A process that attempts what it admits takes no more than it can start now, less the
-      // slots kept for quiet accounts: the rest waits in its account's list for the next admission
-      // (its own, or another process's) rather than becoming delivery jobs.
-      background === undefined ? options.queueTarget : backgroundRoom(background.room(), background.capacity),
+      admissionLimit(),
       ...entries,
     );
     const ended: FollowUp[] = [];
@@ -508,7 +529,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     }
     await settle(ran.settled, true);
     // The caller's attempts that ended within the deadline freed slots too.
-    if (ran.settled.length > 0 && backlogged && roomToAdmit()) kick();
+    if (ran.settled.length > 0) kickForFreedSlots();
     return { admitted: flat.length / 3, backlog: waitingAccounts > 0 };
   };
   const admit = () => scheduleAndAdmit([]);
@@ -552,21 +573,13 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   const addDirectly = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
     for (let i = 0; i < list.length; i += scheduleChunk) {
       const chunk = list.slice(i, i + scheduleChunk);
-      const candidates = chunk
-        .filter((d) => inline !== undefined && d.created === true)
-        .map(({ eventId, subscriptionId, requestId }) => ({
-          jobId: deliveryJobId(eventId, subscriptionId),
-          eventId,
-          subscriptionId,
-          ...(requestId === undefined ? {} : { requestId }),
-        }));
+      const attempted = (d: ScheduledDelivery) => inline !== undefined && d.created === true;
+      const candidates = chunk.filter(attempted).map(candidateOf);
       const ran = candidates.length === 0 ? { settled: [], late: [] } : await inline!.attempt(candidates);
       const queued = chunk
-        .filter((d) => inline === undefined || d.created !== true)
-        .map(({ eventId, subscriptionId, requestId }) => ({
-          jobId: deliveryJobId(eventId, subscriptionId),
-          job: deliveryJob({ eventId, subscriptionId, round: 0, requestId }, options.maxAttempts),
-        }));
+        .filter((d) => !attempted(d))
+        .map(candidateOf)
+        .map((candidate) => ({ jobId: candidate.jobId, job: candidateJob(candidate, options.maxAttempts) }));
       followLate(ran.late, false);
       await settle([...queued, ...ran.settled], false);
     }
