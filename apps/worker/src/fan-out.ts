@@ -28,12 +28,19 @@ import {
   type BatchOptions,
   type Catalogue,
   type EventJobData,
+  type SecretBox,
 } from '@webhooks/shared';
 import { deferJob } from './deferral.js';
 import type { FifoHeads } from './delivery/fifo.js';
 import type { InlineAttempts } from './delivery/inline.js';
+import {
+  createdDelivery,
+  subscriptionColumnsOf,
+  subscriptionColumnsSql,
+  type LoadedDelivery,
+} from './delivery/store.js';
 import { createFilterCache, type FanOutTarget } from './filter-cache.js';
-import type { AccountScheduler } from './scheduling/account-scheduler.js';
+import type { AccountScheduler, ScheduledDelivery } from './scheduling/account-scheduler.js';
 
 /** One event of a fan-out statement, for all its subscriptions or one. */
 interface FanOutRow {
@@ -53,8 +60,18 @@ export interface FanOutDeps {
   scheduler: Pick<AccountScheduler, 'schedule'>;
   /** Inline first attempts (DELIVERY_INLINE_FIRST_ATTEMPT), absent when every first attempt is queued. */
   inline?: InlineAttempts;
+  /** Opens the signing secrets of the deliveries created here, for their inline first attempts. */
+  secretBox: SecretBox;
   log: Logger;
   batch?: BatchOptions;
+}
+
+/**
+ * The event as an attempt of its delivery reads it (`LoadedDelivery.event`), with `data` as
+ * PostgreSQL stored it.
+ */
+function loadedEvent(event: EventJobData, data: Record<string, unknown>): LoadedDelivery['event'] {
+  return { id: event.id, type: event.type, data, occurredAt: parsePayloadTimestamp(event.timestamp) };
 }
 
 /** Creates the processor; it returns how many deliveries the event got. */
@@ -74,7 +91,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::uuid[], $8::boolean[])
           AS t(id, account_id, type, data, occurred_at, kind, only_subscription_id, filter_checked)
       ), candidates AS (
-        SELECT i.id AS event_id, s.id AS subscription_id, s.filter, s.webhook_id, s.ordering, i.filter_checked
+        SELECT i.id AS event_id, s.id AS subscription_id, s.filter, ${subscriptionColumnsSql}, i.filter_checked
         FROM input i
         JOIN subscriptions s ON s.account_id = i.account_id AND s.status = 'active'
           AND ${receivesEventTypeSql('s', 'i.type', 'i.kind')}
@@ -82,7 +99,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         -- Locked so that a subscription deleted meanwhile cannot fail the deliveries' foreign key.
         FOR KEY SHARE OF s
       ), targets AS (
-        SELECT event_id, subscription_id, ordering FROM candidates WHERE filter IS NULL OR filter_checked
+        SELECT * FROM candidates WHERE filter IS NULL OR filter_checked
       ), stored AS (
         INSERT INTO events (id, account_id, type, data, occurred_at)
         SELECT DISTINCT ON (id) id, account_id, type, data, occurred_at FROM input
@@ -92,14 +109,20 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
         SELECT delivery_id(event_id, subscription_id), event_id, subscription_id, now(), now() FROM targets
         ON CONFLICT (id) DO NOTHING
-        RETURNING event_id, subscription_id
+        RETURNING id, event_id, subscription_id
       )
-      SELECT t.event_id::text, t.subscription_id::text, NULL::jsonb AS filter, NULL::text AS webhook_id, t.ordering,
-        EXISTS (SELECT 1 FROM created c WHERE c.event_id = t.event_id AND c.subscription_id = t.subscription_id) AS created
-      FROM targets t
+      SELECT t.event_id::text, t.subscription_id::text, NULL::jsonb AS filter, ${subscriptionColumnsOf('t')},
+        c.id::text AS delivery_id, c.id IS NOT NULL AS created,
+        -- The event's data as PostgreSQL stores it (jsonb orders its keys), as a load would read it,
+        -- so that an inline attempt sends the body its retries will: once per event, on a created row.
+        CASE WHEN c.id IS NOT NULL
+          AND row_number() OVER (PARTITION BY t.event_id ORDER BY c.id IS NULL) = 1
+          THEN (SELECT i.data FROM input i WHERE i.id = t.event_id LIMIT 1) END AS event_data
+      FROM targets t LEFT JOIN created c ON c.event_id = t.event_id AND c.subscription_id = t.subscription_id
       UNION ALL
-      SELECT event_id::text, subscription_id::text, filter, webhook_id, ordering, false AS created FROM candidates
-      WHERE filter IS NOT NULL AND NOT filter_checked`,
+      SELECT c.event_id::text, c.subscription_id::text, c.filter, ${subscriptionColumnsOf('c')},
+        NULL::text AS delivery_id, false AS created, NULL::jsonb AS event_data
+      FROM candidates c WHERE c.filter IS NOT NULL AND NOT c.filter_checked`,
       values: [
         rows.map((r) => r.event.id),
         rows.map((r) => r.event.accountId),
@@ -125,6 +148,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         })),
       );
       const byId = new Map(events.map((event) => [event.id, event]));
+      const stored = new Map<string, LoadedDelivery['event']>();
       const targets = first.filter((t) => t.filter === null);
       const matched = first.filter(
         (t) => t.filter !== null && filters.matches(t, byId.get(t.event_id)!, deps.log),
@@ -139,12 +163,26 @@ export function createFanOutProcessor(deps: FanOutDeps) {
         );
         targets.push(...second);
       }
+      for (const target of targets)
+        if (target.event_data !== null)
+          stored.set(target.event_id, loadedEvent(byId.get(target.event_id)!, target.event_data));
       await deps.scheduler.schedule(
         targets
           .filter((target) => target.ordering !== 'fifo')
-          .map(({ event_id, subscription_id, created }) => {
-            const { accountId, requestId } = byId.get(event_id)!;
-            return { accountId, eventId: event_id, subscriptionId: subscription_id, requestId, created };
+          .map((target): ScheduledDelivery => {
+            const event = byId.get(target.event_id)!;
+            const { delivery_id: deliveryId } = target;
+            const storedEvent = stored.get(target.event_id);
+            return {
+              accountId: event.accountId,
+              eventId: target.event_id,
+              subscriptionId: target.subscription_id,
+              requestId: event.requestId,
+              created: target.created,
+              ...(deliveryId === null || storedEvent === undefined
+                ? {}
+                : { loaded: () => createdDelivery(deliveryId, storedEvent, target, deps.secretBox) }),
+            };
           }),
         deps.inline,
       );

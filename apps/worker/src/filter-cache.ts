@@ -11,17 +11,22 @@ import {
   type EventFilter,
   type EventJobData,
 } from '@webhooks/shared';
+import type { SubscriptionRow } from './delivery/store.js';
 
 /** Most compiled filters kept; the oldest is dropped past it. */
 export const maxCachedFilters = 10_000;
 
-/** A row of the fan-out statement: a delivery created, or (with `filter`) one to check first. */
-export interface FanOutTarget {
+/**
+ * A row of the fan-out statement: a delivery created, or (with `filter`) one to check first, with
+ * what an attempt needs of its subscription.
+ */
+export interface FanOutTarget extends SubscriptionRow {
   event_id: string;
-  subscription_id: string;
   filter: EventFilter | null;
-  webhook_id: string | null;
-  ordering: 'none' | 'fifo';
+  /** The delivery's id when this statement created its row, else null. */
+  delivery_id: string | null;
+  /** The event's data as stored, on one created row per event (the others null). */
+  event_data: Record<string, unknown> | null;
   /**
    * Whether this statement created the delivery's row. Only such a delivery may be attempted
    * inline: one that existed already (a fan-out run again after its worker died) may have its

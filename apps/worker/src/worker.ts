@@ -206,6 +206,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       );
   const fanOut = createFanOutProcessor({
     pool,
+    secretBox: config.secretBox,
     catalogue: config.catalogue,
     scheduler: sharded,
     fifoHeads,

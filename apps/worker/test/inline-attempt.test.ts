@@ -91,6 +91,26 @@ describe('the inline first attempt', () => {
     expect(stack.receiver.at('/inline-fail')).toHaveLength(maxAttempts);
   });
 
+  it('sends its retry the body of the inline attempt, byte for byte', async () => {
+    // Keys in an order PostgreSQL's jsonb does not keep (it sorts them, shorter first): the retry
+    // reads the event from the log, the inline attempt from its fan-out.
+    stack.receiver.script('/inline-body', [500, 200]);
+    const sub = await stack.subscribe('acct-inline-body', {
+      callback_url: `${stack.receiver.url}/inline-body`,
+    });
+    const { id: eventId } = await stack.publisher.publish({
+      accountId: 'acct-inline-body',
+      type: 'call.completed',
+      data: { zeta_long_key: 1, nested: { yy: 1, x: 2 }, a: 'first' },
+    });
+    await deliveryOnce(sub.id, eventId, 'succeeded');
+    const [inline, retry] = stack.receiver.at('/inline-body');
+    expect(retry?.body).toBe(inline?.body);
+    expect(JSON.parse(inline!.body)).toMatchObject({
+      data: { zeta_long_key: 1, nested: { yy: 1, x: 2 }, a: 'first' },
+    });
+  });
+
   it('does not hold the fan-out for a callback slower than the deadline, and sends it once', async () => {
     stack.receiver.script('/inline-slow', [{ status: 200, afterMs: slowAnswerMs }]);
     const { subscriptionId, eventId, jobId } = await publishTo('acct-inline-slow', '/inline-slow');

@@ -59,6 +59,11 @@ export interface RoundRef {
   maxAttempts: number;
   /** An inline first attempt: the delivery asks the gate for the first time, never parked before. */
   firstAsk?: boolean;
+  /**
+   * The delivery as the fan-out created it a moment ago, for its inline first attempt: read back
+   * it could only be the same (pending, round 0, no attempt), so the step does not load it.
+   */
+  loaded?: LoadedDelivery;
 }
 
 /** What a step needs. */
@@ -113,7 +118,7 @@ type WithinSlot =
  */
 export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<DeliveryStep> {
   const withinSlot = async (ref: RoundRef): Promise<WithinSlot> => {
-    const delivery = await deps.store.load(ref);
+    const delivery = ref.loaded ?? (await deps.store.load(ref));
     if (delivery === null) return { kind: 'done', result: 'dropped', fifo: false };
     const fifo = delivery.subscription.ordering === 'fifo';
     if (delivery.round > ref.round) return { kind: 'done', result: 'not_pending', fifo };

@@ -20,6 +20,7 @@ import type { Logger } from 'pino';
 import { deliveryJob } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
 import type { DeliveryStep, RoundRef } from './deliver.js';
+import type { LoadedDelivery } from './store.js';
 
 /** A delivery job as `Queue.addBulk` takes it. */
 export type DeliveryJobSpec = ReturnType<typeof deliveryJob>;
@@ -36,6 +37,8 @@ export interface InlineCandidate {
    * lane, so that they never take the front lane from a quiet account's deliveries.
    */
   priority?: number;
+  /** The delivery as its fan-out just created it: the attempt skips the load (`RoundRef.loaded`). */
+  loaded?: LoadedDelivery;
 }
 
 /** The job `candidate` gets when it is not attempted inline: its first round's, in its lane. */

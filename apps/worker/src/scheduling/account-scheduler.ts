@@ -53,6 +53,7 @@ import {
   type InlineCandidate,
   type InlineRun,
 } from '../delivery/inline.js';
+import type { LoadedDelivery } from '../delivery/store.js';
 import { backgroundRoom, worthAdmitting } from './admission-room.js';
 import {
   batcher,
@@ -75,6 +76,13 @@ export interface ScheduledDelivery {
    * scheduled again (a fan-out run again) may have its job already, under the same id.
    */
   created?: boolean;
+  /**
+   * The delivery as its fan-out created it (`createdDelivery` in delivery/store.ts), opened only
+   * for an inline attempt of it, which then skips the load.
+   *
+   * @throws the secret box's error when no configured key opens its signing secret
+   */
+  loaded?: () => LoadedDelivery;
 }
 
 /** Options of {@link createAccountScheduler}. */
@@ -360,6 +368,19 @@ function entryValue(delivery: ScheduledDelivery): string {
   return delivery.created === true ? inlineMark + value : value;
 }
 
+/**
+ * `candidate` with the delivery its fan-out created, when `delivery` has it and its secret opens;
+ * otherwise the attempt loads the delivery (and reports a secret that does not open) as any other.
+ */
+function withLoaded(candidate: InlineCandidate, delivery: ScheduledDelivery | undefined): InlineCandidate {
+  if (delivery?.loaded === undefined) return candidate;
+  try {
+    return { ...candidate, loaded: delivery.loaded() };
+  } catch {
+    return candidate;
+  }
+}
+
 /** A scheduled delivery as an inline attempt's candidate (its first round, front lane). */
 function candidateOf({ eventId, subscriptionId, requestId }: ScheduledDelivery): InlineCandidate {
   return {
@@ -471,12 +492,12 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
    */
   const scheduleAndAdmit = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
     const entries: string[] = [];
-    /** This call's own deliveries whose rows are new, which the caller may attempt. */
-    const fresh = new Set<string>();
+    /** This call's own deliveries whose rows are new, which the caller may attempt, by job id. */
+    const fresh = new Map<string, ScheduledDelivery>();
     for (const d of list) {
       const jobId = deliveryJobId(d.eventId, d.subscriptionId);
       entries.push(jobId, d.accountId, entryValue(d));
-      if (inline !== undefined && d.created === true) fresh.add(jobId);
+      if (inline !== undefined && d.created === true) fresh.set(jobId, d);
     }
     const [flat, waitingAccounts] = await commands.webhookAdmit(
       keys.ring,
@@ -505,7 +526,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       const requestId = value.slice(value.indexOf('\t') + 1);
       const lane = flat[i + 2]!;
       const candidate = admittedCandidate(jobId, requestId, lane);
-      if (lane === '' && fresh.has(jobId)) candidates.push(candidate);
+      if (lane === '' && fresh.has(jobId)) candidates.push(withLoaded(candidate, fresh.get(jobId)));
       else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark))
         others.push(candidate);
       else ended.push({ jobId, job: candidateJob(candidate, options.maxAttempts) });
@@ -574,7 +595,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     for (let i = 0; i < list.length; i += scheduleChunk) {
       const chunk = list.slice(i, i + scheduleChunk);
       const attempted = (d: ScheduledDelivery) => inline !== undefined && d.created === true;
-      const candidates = chunk.filter(attempted).map(candidateOf);
+      const candidates = chunk.filter(attempted).map((d) => withLoaded(candidateOf(d), d));
       const ran = candidates.length === 0 ? { settled: [], late: [] } : await inline!.attempt(candidates);
       const queued = chunk
         .filter((d) => !attempted(d))
