@@ -1,12 +1,12 @@
 /**
- * Fairness across accounts: account B publishes 50 events/s to 10 subscriptions through the API
- * while account A floods 300 subscriptions at 10 events/s (its default rate limit), through the
- * internal publisher so that the API's per-minute limit does not pace it. Paired in the same run
- * with B's load alone, and with B beside the same 300 subscriptions at 1 event/s, a neighbour
- * within capacity: that separates what the flood's excess demand costs B from what any second
- * load costs it on shared cores. The figures are B's publish → receipt latencies after the
- * warm-up, and where that time went (see {@link StepLatencies}); the neighbour's backlog is left
- * to drain, and every delivery of both is counted.
+ * Fairness across accounts: account B publishes at a steady rate (the caller's) to 10
+ * subscriptions through the API while account A floods 300 subscriptions at 10 events/s (its
+ * default rate limit), through the internal publisher so that the API's per-minute limit does not
+ * pace it. Paired in the same run with B's load alone, and with B beside the same 300
+ * subscriptions at 1 event/s, a neighbour within capacity: that separates what the flood's excess
+ * demand costs B from what any second load costs it on shared cores. The figures are B's publish
+ * → receipt latencies after the warm-up, and where that time went (see {@link StepLatencies}); the
+ * neighbour's backlog is left to drain, and every delivery of both is counted.
  */
 import { percentile } from '../scripts/lib/stats.js';
 import { sleep, waitFor } from '../scripts/lib/wait.js';
@@ -62,6 +62,7 @@ export const flood: Neighbour = { subscriptions: 300, rate: 10 };
 
 /** The same 300 subscriptions at 1 event/s: 300 deliveries/s, within what the machine delivers. */
 export const withinCapacity: Neighbour = { subscriptions: 300, rate: 1 };
+
 const warmupSeconds = 5;
 /** How long to wait for every delivery of both accounts after publishing ends, in ms. */
 const drainMs = 180_000;
