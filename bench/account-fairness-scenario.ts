@@ -8,6 +8,7 @@
  * → receipt latencies after the warm-up, and where that time went (see {@link StepLatencies}); the
  * neighbour's backlog is left to drain, and every delivery of both is counted.
  */
+import { eventAcceptedAt } from '@webhooks/worker';
 import { percentile } from '../scripts/lib/stats.js';
 import { sleep, waitFor } from '../scripts/lib/wait.js';
 import { postEvent, publishAtSteadyRate, subscribe, withBenchStack, type BenchStack } from './harness.js';
@@ -22,7 +23,7 @@ export interface StepPercentiles {
 /**
  * Where account B's first deliveries spent their time, step by step, from the log's timestamps
  * and the receiver's clock (one host, one clock):
- * - `accepted`: the publish until the API took the event (its UUIDv7 id's time);
+ * - `accepted`: the publish until the API took the event (its UUIDv7 id's time, `eventAcceptedAt`);
  * - `stored`: until the fan-out stored its delivery (the row's `created_at`: the events queue,
  *   and the fan-out's statement up to its start);
  * - `attempted`: until its first attempt started (the rest of the fan-out's statement, the account
@@ -102,8 +103,7 @@ async function stepLatencies(
     const sent = sentAt.get(row.event_id);
     const received = confirmedAt.get(new URL(row.callback_url).pathname)?.get(row.event_id);
     if (sent === undefined || received === undefined || row.attempted === null) continue;
-    // A UUIDv7's first 48 bits are its time in ms (RFC 9562 section 5.7).
-    const accepted = Number.parseInt(row.event_id.replaceAll('-', '').slice(0, 12), 16);
+    const accepted = eventAcceptedAt(row.event_id);
     steps.accepted.push(accepted - sent);
     steps.stored.push(row.stored - accepted);
     steps.attempted.push(row.attempted - row.stored);

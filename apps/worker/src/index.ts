@@ -2,6 +2,7 @@
 export { loadWorkerConfig, workerEnvSchema, type WorkerConfig } from './config.js';
 export { startWorker, userAgent, type RunningWorker } from './worker.js';
 export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
+export { eventAcceptedAt } from './delivery/expiry.js';
 export { createAttemptSender, type AttemptResult, type AttemptSender } from './delivery/attempt.js';
 export { parseRetryAfter, retryDelayMs, type DeliveryPolicy } from './delivery/backoff.js';
 export { followUpJob, type InlineCandidate } from './delivery/inline.js';
