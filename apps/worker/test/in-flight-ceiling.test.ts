@@ -1,7 +1,8 @@
 /**
  * A hot subscription earns in-flight attempts past SUBSCRIPTION_MAX_IN_FLIGHT while its callback
- * answers 200 at its pace, up to SUBSCRIPTION_IN_FLIGHT_CEILING, and gives them back when the
- * callback answers otherwise; shown on the subscription and in the delivery log.
+ * answers 200 at its pace, up to SUBSCRIPTION_IN_FLIGHT_CEILING (doubling until it is first cut
+ * back, then one a window), and gives them back when the callback answers otherwise; shown on the
+ * subscription and in the delivery log.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
@@ -51,13 +52,15 @@ async function burst(subscriptionId: string, count: number, total: number) {
 }
 
 describe('a subscription whose callback answers 200 at once', () => {
-  it('earns attempts in flight past the base, up to the ceiling, and gives them back when it answers 500', async () => {
+  it('earns attempts in flight past the base, up to the ceiling, gives them back when it answers 500, then earns them more slowly', async () => {
     const sub = await stack.subscribe('acct-hot', { callback_url: `${stack.receiver.url}/hot` });
     expect(await inFlight(sub.id)).toEqual({ in_flight_limit: base, state: 'healthy' });
 
     const fast = await burst(sub.id, 200, 200);
     const limits = fast.map((attempt) => attempt.inFlightLimit!);
     expect(limits[0]).toBe(base);
+    // Never cut back yet, it doubles a window (slow start) instead of earning one.
+    expect(limits.find((limit) => limit !== base)).toBe(base * 2);
     expect(Math.max(...limits)).toBeGreaterThan(base);
     expect(Math.max(...limits)).toBeLessThanOrEqual(ceiling);
     const earned = await inFlight(sub.id);
@@ -69,5 +72,10 @@ describe('a subscription whose callback answers 200 at once', () => {
     expect(failing.slice(200).every((attempt) => attempt.statusCode === 500)).toBe(true);
     // Each window of 500s halves what was earned, never below the base.
     expect(await inFlight(sub.id)).toEqual({ in_flight_limit: base, state: 'healthy' });
+
+    // Cut back once, it earns one a window past where it fell to, as TCP past its ssthresh.
+    stack.receiver.script('/hot', [200]);
+    const again = (await burst(sub.id, 200, 420)).slice(220).map((attempt) => attempt.inFlightLimit!);
+    expect(again.find((limit) => limit !== base)).toBe(base + 1);
   });
 });

@@ -1,20 +1,24 @@
 /**
- * How many attempts one subscription may have in flight: additive increase, multiplicative decrease, as TCP's congestion window
- * (RFC 5681 section 3.1). The allowance is a real number between 1 and the ceiling
+ * How many attempts one subscription may have in flight: slow start, additive increase and
+ * multiplicative decrease, as TCP's congestion window (RFC 5681 section 3.1). The allowance is a real number between 1 and the ceiling
  * (SUBSCRIPTION_IN_FLIGHT_CEILING); its integer part is the in-flight limit. A subscription starts
  * at the base (SUBSCRIPTION_MAX_IN_FLIGHT).
  * - An attempt that timed out or could not connect halves it (never below 1). All attempts sent
  *   under one allowance count as one window: the gate applies a change only to the allowance the
  *   attempt was admitted under, so ten hanging attempts halve it once, not ten times.
- * - A confirmed attempt adds 1 to the allowance it was admitted under. The gate applies one change
- *   per window (the compare-and-set above), so a window of successes adds 1, as TCP's congestion
- *   avoidance adds one segment per round trip: back up to the base, and past it up to the ceiling
- *   while the callback does not slow down (an attempt that held its slot over twice the
- *   subscription's average slot time, by a margin, is slowing: a gradient on latency). A hot
- *   subscription with a fast callback thus earns more attempts in flight than the base, one more
- *   per slot time. (Adding 1/limit per attempt, as TCP does per acknowledgement, would add only
- *   1/limit per window under the compare-and-set: measured, a hot subscription then took 24 s to
- *   climb from 10 to 50.)
+ * - A confirmed attempt raises the allowance it was admitted under. The gate applies one change
+ *   per window (the compare-and-set above), so a window of successes raises it once: by 1 below the
+ *   base, back up to it; at or above the base, while the callback does not slow down (an attempt
+ *   that held its slot over twice the subscription's average slot time, by a margin, is slowing: a
+ *   gradient on latency), it doubles up to the slow-start threshold, then adds 1, up to the
+ *   ceiling: TCP's slow start and congestion avoidance (RFC 5681 section 3.1). The threshold is
+ *   the ceiling until the allowance first falls, and then the allowance it fell to (never below
+ *   the base), as TCP's `ssthresh`. A hot subscription with a fast callback thus reaches the
+ *   attempts in flight its rate needs within a few slot times: climbing one a window, a
+ *   subscription at 400 events/s whose slots took 100 ms while a worker warmed up parked 800
+ *   deliveries and waited seconds (bench/README.md, "Slow start"). (Adding 1/limit per attempt,
+ *   as TCP does per acknowledgement, would add only 1/limit per window under the compare-and-set:
+ *   measured, a hot subscription then took 24 s to climb from 10 to 50.)
  * - Above the base, a slowing attempt or any answer that is not 200 (a 500, a 429) halves the
  *   allowance, down to the base at most. At or below the base such answers say nothing about
  *   capacity and leave it alone: the retry schedule deals with those.
@@ -79,18 +83,38 @@ export function isSlowing(heldMs: number, averageMs: number | null): boolean {
  *
  * @param allowance the allowance the attempt was admitted under, between 1 and `bounds.ceiling`
  * @param slowing {@link isSlowing} of the attempt
+ * @param threshold the subscription's slow-start threshold ({@link nextThreshold}; the ceiling
+ *   until its allowance first fell): below it, a window of successes doubles the allowance
  */
 export function nextAllowance(
   allowance: number,
   signal: CongestionSignal,
   bounds: InFlightBounds,
   slowing = false,
+  threshold = bounds.ceiling,
 ): number {
   if (signal === 'decrease') return Math.max(1, Math.floor(allowance / 2));
   const step = allowance + 1;
   if (allowance < bounds.base) return signal === 'increase' ? Math.min(bounds.base, step) : allowance;
-  if (signal === 'increase' && !slowing) return Math.min(bounds.ceiling, step);
+  if (signal === 'increase' && !slowing) {
+    const doubled = allowance < threshold ? Math.min(threshold, allowance * 2) : step;
+    return Math.min(bounds.ceiling, Math.max(step, doubled));
+  }
   return Math.max(bounds.base, allowance / 2);
+}
+
+/**
+ * The slow-start threshold after the allowance moved from `allowance` to `next`: where it fell
+ * to (never below the base), as TCP sets `ssthresh` on a loss (RFC 5681 section 3.1); unchanged
+ * when it did not fall.
+ */
+export function nextThreshold(
+  allowance: number,
+  next: number,
+  threshold: number,
+  bounds: InFlightBounds,
+): number {
+  return next < allowance ? Math.max(bounds.base, Math.floor(next)) : threshold;
 }
 
 /** Weight of the newest sample in a subscription's average slot time (an EWMA). */

@@ -7,6 +7,7 @@ import {
   inFlightLimit,
   minParkMs,
   nextAllowance,
+  nextThreshold,
   isSlowing,
   slowingMarginMs,
   parkDelayMs,
@@ -55,17 +56,26 @@ describe('nextAllowance', () => {
     expect(nextAllowance(4.5, 'increase', bounds, true)).toBe(5.5);
   });
 
-  it('earns past the base up to the ceiling while the callback keeps its pace, one a window', () => {
+  it('doubles past the base up to the ceiling while the callback keeps its pace and has never been cut back (slow start)', () => {
+    const path = [max];
+    while (path.at(-1)! < bounds.ceiling) path.push(nextAllowance(path.at(-1)!, 'increase', bounds));
+    expect(path).toEqual([10, 20, 40]);
+    expect(nextAllowance(bounds.ceiling, 'increase', bounds)).toBe(bounds.ceiling);
+    expect(nextAllowance(max, 'increase', bounds, true)).toBe(max);
+  });
+
+  it('earns one a window past its slow-start threshold, up to the ceiling', () => {
     let allowance = max;
     let windows = 0;
     while (allowance < bounds.ceiling) {
-      allowance = nextAllowance(allowance, 'increase', bounds);
+      allowance = nextAllowance(allowance, 'increase', bounds, false, max);
       windows++;
     }
     expect(allowance).toBe(bounds.ceiling);
     expect(windows).toBe(bounds.ceiling - max);
-    expect(nextAllowance(bounds.ceiling, 'increase', bounds)).toBe(bounds.ceiling);
-    expect(nextAllowance(max, 'increase', bounds, true)).toBe(max);
+    // Doubling stops at the threshold, then one a window.
+    expect(nextAllowance(12, 'increase', bounds, false, 20)).toBe(20);
+    expect(nextAllowance(20, 'increase', bounds, false, 20)).toBe(21);
   });
 
   it('halves above the base when the callback slows down or answers other than 200, never below the base', () => {
@@ -138,6 +148,18 @@ describe('parkDelayMs', () => {
     expect(parkDelayMs(orphaned, 60_000, 0.5)).toBe(2_000 + 30 * 5);
     // Past its end, a lease is gone: the turns at the average pace are what is left.
     expect(parkDelayMs({ ...orphaned, oldestHeldMs: 9_000 }, 60_000, 0.5)).toBe(30 * 5);
+  });
+});
+
+describe('nextThreshold', () => {
+  const bounds = { base: max, ceiling: 40 };
+
+  it('is where the allowance fell to, never below the base, and stays while it does not fall', () => {
+    expect(nextThreshold(36, 18, 40, bounds)).toBe(18);
+    expect(nextThreshold(14, 10, 40, bounds)).toBe(max);
+    expect(nextThreshold(10, 5, 40, bounds)).toBe(max);
+    expect(nextThreshold(20, 40, 40, bounds)).toBe(40);
+    expect(nextThreshold(18, 19, 18, bounds)).toBe(18);
   });
 });
 

@@ -3,8 +3,8 @@
  *:
  * - at most the subscription's in-flight limit of its attempts hold a slot at once: the adaptive
  *   allowance of `throttle.ts` in @webhooks/shared, which starts at SUBSCRIPTION_MAX_IN_FLIGHT,
- *   falls when the callback times out and rises to SUBSCRIPTION_IN_FLIGHT_CEILING while it
- *   answers 200 at its usual pace;
+ *   falls when the callback times out and rises (doubling per window until it first falls) to
+ *   SUBSCRIPTION_IN_FLIGHT_CEILING while it answers 200 at its usual pace;
  * - with `rate_limit`, at most that many attempts are admitted in any window of
  *   {@link rateWindowMs};
  * - a job over the limit waits a few ms in place when {@link waitsInSlot} allows, else is parked:
@@ -27,6 +27,7 @@ import {
   inFlightLimit,
   minParkMs,
   nextAllowance,
+  nextThreshold,
   parkDelayMs,
   turnMs,
   subscriptionGateKeys,
@@ -57,7 +58,8 @@ const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + 
  * KEYS: leases, parked, state. ARGV: job id, lease ms, base in flight, ms after which a parked
  * entry is forgotten, ceiling in flight, '1' when the job may be parked already ('0': it asks for
  * the first time). Returns {admitted 1|0, allowance, parked jobs ahead of this one (parked in the
- * order they first asked), average slot time ms or '', age of the oldest slot held in ms}.
+ * order they first asked), average slot time ms or '', age of the oldest slot held in ms,
+ * slow-start threshold or ''}.
  *
  * Expired leases (their holder died) and forgotten parked entries are cleared only when the
  * subscription is at its limit, the one case where they change the answer: an admission under
@@ -65,9 +67,10 @@ const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + 
  */
 const acquireLua = `${nowMs}
 local job, leaseMs = ARGV[1], tonumber(ARGV[2])
-local state = redis.call('HMGET', KEYS[3], 'allowance', 'average_ms')
+local state = redis.call('HMGET', KEYS[3], 'allowance', 'average_ms', 'threshold')
 local allowance = state[1] or ARGV[3]
 local average = state[2] or ''
+local threshold = state[3] or ''
 local limit = math.max(1, math.min(tonumber(ARGV[5]), math.floor(tonumber(allowance))))
 local held = redis.call('ZCARD', KEYS[1])
 if held >= limit then
@@ -80,12 +83,12 @@ if held >= limit then
   redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]))
   local ahead = redis.call('ZRANK', KEYS[2], job)
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs)}
+  return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs), threshold}
 end
 redis.call('ZADD', KEYS[1], now + leaseMs, job)
 redis.call('PEXPIRE', KEYS[1], leaseMs)
 if ARGV[6] == '1' then redis.call('ZREM', KEYS[2], job) end
-return {1, allowance, 0, average, 0}`;
+return {1, allowance, 0, average, 0, threshold}`;
 
 /**
  * KEYS: sent. ARGV: job id, rate limit, rate window ms. Returns 0 and counts the attempt when the
@@ -104,9 +107,10 @@ return 0`;
 
 /**
  * KEYS: leases, state, parked. ARGV: job id, base in flight, allowance expected, new allowance (''
- * for no change), new average slot time ms, ceiling in flight. The new allowance is set only if
- * the allowance is still the one expected (compare-and-set), so all the attempts of one window
- * change it once; an allowance back at the base is not stored.
+ * for no change), new average slot time ms, ceiling in flight, new slow-start threshold ('' for no
+ * change). The new allowance (and threshold) is set only if the allowance is still the one
+ * expected (compare-and-set), so all the attempts of one window change it once; an allowance back
+ * at the base is not stored.
  * When a slot is free, returns the id of the parked job first in line (in a list), to be promoted;
  * else an empty list.
  */
@@ -115,6 +119,7 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 local allowance = redis.call('HGET', KEYS[2], 'allowance') or ARGV[2]
 local changed = ARGV[4] ~= '' and allowance == ARGV[3]
 if changed then allowance = ARGV[4] end
+if changed and ARGV[7] ~= '' then redis.call('HSET', KEYS[2], 'threshold', ARGV[7]) end
 if changed and tonumber(allowance) == tonumber(ARGV[2]) then
   redis.call('HDEL', KEYS[2], 'allowance')
   changed = false
@@ -137,10 +142,16 @@ return woken`;
 export type Admission =
   /**
    * Send now. `allowance` is the allowance admitted under, as stored (a decimal string),
-   * `inFlightLimit` its integer part, and `averageMs` the subscription's average slot time (null
-   * when none is known yet).
+   * `inFlightLimit` its integer part, `averageMs` the subscription's average slot time (null
+   * when none is known yet) and `threshold` its slow-start threshold (`nextThreshold`).
    */
-  | { admitted: true; allowance: string; inFlightLimit: number; averageMs: number | null }
+  | {
+      admitted: true;
+      allowance: string;
+      inFlightLimit: number;
+      averageMs: number | null;
+      threshold: number;
+    }
   /** Parked over the in-flight limit: wait `waitMs` and ask again. */
   | { admitted: false; waitMs: number };
 
@@ -208,7 +219,9 @@ export interface DeliveryGate {
 }
 
 type GateCommands = {
-  webhookGateAcquire(...args: Array<string | number>): Promise<[number, string, number, string, number]>;
+  webhookGateAcquire(
+    ...args: Array<string | number>
+  ): Promise<[number, string, number, string, number, string]>;
   webhookGateRate(...args: Array<string | number>): Promise<number>;
   webhookGateRelease(...args: Array<string | number>): Promise<string[]>;
 };
@@ -252,7 +265,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       return park(hint);
     }
     const keys = subscriptionGateKeys(prefix, subscriptionId);
-    const [admitted, allowance, ahead, average, oldestHeldMs] = await commands.webhookGateAcquire(
+    const [admitted, allowance, ahead, average, oldestHeldMs, threshold] = await commands.webhookGateAcquire(
       keys.leases,
       keys.parked,
       keys.state,
@@ -265,7 +278,10 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     );
     const averageMs = average === '' ? null : Number(average);
     const limit = inFlightLimit(Number(allowance), bounds.ceiling);
-    if (admitted === 1) return { admitted: true, allowance, inFlightLimit: limit, averageMs };
+    if (admitted === 1) {
+      const slowStartUntil = threshold === '' ? bounds.ceiling : Number(threshold);
+      return { admitted: true, allowance, inFlightLimit: limit, averageMs, threshold: slowStartUntil };
+    }
     if (fullHints.size >= maxFullHints) fullHints.clear();
     const view: ParkingView = { parked: ahead, limit, averageMs, oldestHeldMs, leaseMs };
     const untilSlotFrees = Math.min(50, Math.max(minParkMs, (turnMs(view) ?? minParkMs) / limit));
@@ -279,6 +295,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     allowance: String(bounds.base),
     inFlightLimit: bounds.base,
     averageMs: null,
+    threshold: bounds.ceiling,
   };
 
   return {
@@ -313,19 +330,20 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       if (!inFlightLimits) return;
       fullHints.delete(subscriptionId);
       const keys = subscriptionGateKeys(prefix, subscriptionId);
+      const allowance = Number(admission.allowance);
       const next =
         attempt === null
-          ? admission.allowance
-          : String(
-              nextAllowance(
-                Number(admission.allowance),
-                attempt.signal,
-                bounds,
-                isSlowing(heldMs, admission.averageMs),
-              ),
+          ? allowance
+          : nextAllowance(
+              allowance,
+              attempt.signal,
+              bounds,
+              isSlowing(heldMs, admission.averageMs),
+              admission.threshold,
             );
+      const threshold = nextThreshold(allowance, next, admission.threshold, bounds);
       const average = averageDurationMs(admission.averageMs, heldMs);
-      if (entersThrottling(Number(admission.allowance), Number(next), bounds.base)) metrics.throttled.inc();
+      if (entersThrottling(allowance, next, bounds.base)) metrics.throttled.inc();
       try {
         const woken = await commands.webhookGateRelease(
           keys.leases,
@@ -334,9 +352,10 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
           jobId,
           bounds.base,
           admission.allowance,
-          next === admission.allowance ? '' : next,
+          next === allowance ? '' : String(next),
           Math.round(average),
           bounds.ceiling,
+          threshold === admission.threshold ? '' : threshold,
         );
         // Not awaited: the slot is free already, and the promotion is only a shortcut.
         for (const id of woken) void wake(id);
