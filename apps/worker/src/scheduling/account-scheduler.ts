@@ -36,8 +36,9 @@
  * turn admitted it. That admission takes no more than the attempts have room for, less the slots
  * kept for quiet accounts' own fan-outs (`admission-room.ts`), and the rest waits its turn here.
  * Either way the entry is confirmed when the attempt ends (with the follow-up job, if any, added
- * first), so a process that dies mid-attempt leaves it leased, and it is admitted again as a job. Unconfirmed entries count against DELIVERY_QUEUE_TARGET like queued
- * jobs, so the attempts in flight and the jobs waiting together stay within it. Only a delivery
+ * first), so a process that dies mid-attempt leaves it leased, and it is admitted again as a job.
+ * Unconfirmed entries count against DELIVERY_QUEUE_TARGET like queued jobs, so the attempts in
+ * flight and the jobs waiting together stay within it. Only a delivery
  * whose row its fan-out created is ever attempted inline: one scheduled again by a fan-out run
  * again, or admitted again after its lease, may have its job already, and gets a job under the
  * same id (a no-op when it exists).
@@ -381,15 +382,24 @@ function withLoaded(candidate: InlineCandidate, delivery: ScheduledDelivery | un
   }
 }
 
-/** A scheduled delivery as an inline attempt's candidate (its first round, front lane). */
-function candidateOf({ eventId, subscriptionId, requestId }: ScheduledDelivery): InlineCandidate {
+/**
+ * A first delivery as an inline attempt's candidate, from its job id (`<event id>.<subscription
+ * id>`); `backLane`: admitted for a backlogged account, so its job keeps the back lane's priority.
+ */
+function candidateOfJob(jobId: string, requestId: string | undefined, backLane: boolean): InlineCandidate {
+  const [eventId, subscriptionId] = jobId.split('.') as [string, string];
   return {
-    jobId: deliveryJobId(eventId, subscriptionId),
+    jobId,
     eventId,
     subscriptionId,
-    ...(requestId === undefined ? {} : { requestId }),
+    ...(requestId === undefined || requestId === '' ? {} : { requestId }),
+    ...(backLane ? { priority: backloggedPriority } : {}),
   };
 }
+
+/** A scheduled delivery as an inline attempt's candidate (its first round, front lane). */
+const candidateOf = (d: ScheduledDelivery): InlineCandidate =>
+  candidateOfJob(deliveryJobId(d.eventId, d.subscriptionId), d.requestId, false);
 
 /** Most entries one schedule call sends to Redis (a bound on one script's run time). */
 const scheduleChunk = 1_000;
@@ -453,18 +463,6 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     }
   };
 
-  /** An admitted entry as an attempt's candidate, in its lane (the back one for `b` and `s`). */
-  const admittedCandidate = (jobId: string, requestId: string, lane: string): InlineCandidate => {
-    const [eventId, subscriptionId] = jobId.split('.') as [string, string];
-    return {
-      jobId,
-      eventId,
-      subscriptionId,
-      ...(requestId === '' ? {} : { requestId }),
-      ...(lane === '' ? {} : { priority: backloggedPriority }),
-    };
-  };
-
   /** The attempts of the background admission, once `start` has them. */
   let background: InlineAttempts | undefined;
 
@@ -525,8 +523,10 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       const value = flat[i + 1]!;
       const requestId = value.slice(value.indexOf('\t') + 1);
       const lane = flat[i + 2]!;
-      const candidate = admittedCandidate(jobId, requestId, lane);
-      if (lane === '' && fresh.has(jobId)) candidates.push(withLoaded(candidate, fresh.get(jobId)));
+      // The lane is the back one for `b` and `s`.
+      const candidate = candidateOfJob(jobId, requestId, lane !== '');
+      const own = lane === '' ? fresh.get(jobId) : undefined;
+      if (own !== undefined) candidates.push(withLoaded(candidate, own));
       else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark))
         others.push(candidate);
       else ended.push({ jobId, job: candidateJob(candidate, options.maxAttempts) });
