@@ -2,7 +2,7 @@
  * A hot subscription earns in-flight attempts past SUBSCRIPTION_MAX_IN_FLIGHT while its callback
  * answers 200 at its pace, up to SUBSCRIPTION_IN_FLIGHT_CEILING (doubling until it is first cut
  * back, then one a window), and gives them back when the callback answers otherwise; shown on the
- * subscription and in the delivery log.
+ * subscription and in the delivery log. A slow callback earns them one a window only.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
@@ -31,11 +31,13 @@ const inFlight = async (subscriptionId: string) =>
     })
   ).json().delivery as { in_flight_limit: number; state: string };
 
-/** Publishes `count` events to the account and waits until its subscription has `total` attempts. */
-async function burst(subscriptionId: string, count: number, total: number) {
+/**
+ * Publishes `count` events to `account` and waits until its subscription has `total` attempts.
+ */
+async function burst(subscriptionId: string, count: number, total: number, account = 'acct-hot') {
   await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      stack.publisher.publish({ accountId: 'acct-hot', type: 'call.completed', data: { call_id: `c-${i}` } }),
+      stack.publisher.publish({ accountId: account, type: 'call.completed', data: { call_id: `c-${i}` } }),
     ),
   );
   return waitFor(
@@ -77,5 +79,15 @@ describe('a subscription whose callback answers 200 at once', () => {
     stack.receiver.script('/hot', [200]);
     const again = (await burst(sub.id, 200, 420)).slice(220).map((attempt) => attempt.inFlightLimit!);
     expect(again.find((limit) => limit !== base)).toBe(base + 1);
+  });
+});
+
+describe('a subscription whose callback answers 200 slowly', () => {
+  it('earns attempts in flight one a window, never doubling: a slow callback must not take every worker slot within seconds', async () => {
+    const sub = await stack.subscribe('acct-slow', { callback_url: `${stack.receiver.url}/slow` });
+    stack.receiver.script('/slow', [{ status: 200, afterMs: 400 }]);
+    const limits = (await burst(sub.id, 30, 30, 'acct-slow')).map((attempt) => attempt.inFlightLimit!);
+    expect(limits[0]).toBe(base);
+    expect(limits.find((limit) => limit !== base)).toBe(base + 1);
   });
 });

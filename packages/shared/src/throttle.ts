@@ -12,13 +12,15 @@
  *   that held its slot over twice the subscription's average slot time, by a margin, is slowing: a
  *   gradient on latency), it doubles up to the slow-start threshold, then adds 1, up to the
  *   ceiling: TCP's slow start and congestion avoidance (RFC 5681 section 3.1). The threshold is
- *   the ceiling until the allowance first falls, and then the allowance it fell to (never below
- *   the base), as TCP's `ssthresh`. A hot subscription with a fast callback thus reaches the
- *   attempts in flight its rate needs within a few slot times: climbing one a window, a
- *   subscription at 400 events/s whose slots took 100 ms while a worker warmed up parked 800
- *   deliveries and waited seconds (bench/README.md, "Slow start"). (Adding 1/limit per attempt,
- *   as TCP does per acknowledgement, would add only 1/limit per window under the compare-and-set:
- *   measured, a hot subscription then took 24 s to climb from 10 to 50.)
+ *   the ceiling until the allowance first falls on a timeout or an answer other than 200, and
+ *   then the allowance it fell to (never below the base), as TCP's `ssthresh`; a fall on latency
+ *   alone leaves it ({@link nextThreshold}). Only a callback that answers fast doubles
+ *   ({@link slowStartSlotMs}); a slower one earns one a window. A hot subscription with a fast
+ *   callback thus reaches the attempts in flight its rate needs within a few slot times: climbing
+ *   one a window, a subscription at 400 events/s whose slots took 100 ms while a worker warmed up
+ *   parked 800 deliveries and waited seconds (bench/README.md, "Slow start"). (Adding 1/limit per
+ *   attempt, as TCP does per acknowledgement, would add only 1/limit per window under the
+ *   compare-and-set: measured, a hot subscription then took 24 s to climb from 10 to 50.)
  * - Above the base, a slowing attempt or any answer that is not 200 (a 500, a 429) halves the
  *   allowance, down to the base at most. At or below the base such answers say nothing about
  *   capacity and leave it alone: the retry schedule deals with those.
@@ -104,17 +106,40 @@ export function nextAllowance(
 }
 
 /**
- * The slow-start threshold after the allowance moved from `allowance` to `next`: where it fell
- * to (never below the base), as TCP sets `ssthresh` on a loss (RFC 5681 section 3.1); unchanged
- * when it did not fall.
+ * Longest average slot time, in ms, of a subscription whose allowance may double (slow start):
+ * the inline deadline's default (DELIVERY_INLINE_DEADLINE_MS), the project's measure of a callback
+ * that answers fast. A slower callback earns one a window, as before slow start: each of its
+ * attempts holds a worker slot that long, and doubling would let one slow subscription take every
+ * slot of the workers within a few of its windows instead of minutes.
+ */
+export const slowStartSlotMs = 250;
+
+/**
+ * The slow-start threshold {@link nextAllowance} applies: the subscription's `threshold` while its
+ * callback answers fast (average slot time `averageMs`, in ms, at most {@link slowStartSlotMs}),
+ * else 0, so that it earns one a window.
+ */
+export function slowStartThreshold(threshold: number, averageMs: number | null): number {
+  return averageMs !== null && averageMs <= slowStartSlotMs ? threshold : 0;
+}
+
+/**
+ * The slow-start threshold after the allowance moved from `allowance` to `next`. After a fall on a
+ * timeout or an answer other than 200, where it fell to (never below the base), as TCP sets
+ * `ssthresh` on a loss (RFC 5681 section 3.1); otherwise unchanged, a fall on latency alone
+ * (`latencyOnly`: a 200 that took long, {@link isSlowing}) included. A busy worker's own pauses
+ * read as a slowing callback: measured at 400 events/s while the worker warmed up, one such fall
+ * that set the threshold left the subscription climbing one a window, and it parked 700
+ * deliveries again. The fall itself still halves the allowance.
  */
 export function nextThreshold(
   allowance: number,
   next: number,
   threshold: number,
   bounds: InFlightBounds,
+  latencyOnly = false,
 ): number {
-  return next < allowance ? Math.max(bounds.base, Math.floor(next)) : threshold;
+  return next < allowance && !latencyOnly ? Math.max(bounds.base, Math.floor(next)) : threshold;
 }
 
 /** Weight of the newest sample in a subscription's average slot time (an EWMA). */

@@ -8,6 +8,8 @@ import {
   minParkMs,
   nextAllowance,
   nextThreshold,
+  slowStartSlotMs,
+  slowStartThreshold,
   isSlowing,
   slowingMarginMs,
   parkDelayMs,
@@ -151,6 +153,17 @@ describe('parkDelayMs', () => {
   });
 });
 
+describe('slowStartThreshold', () => {
+  it('lets a callback that answers fast double, and a slow or unknown one earn one a window', () => {
+    expect(slowStartThreshold(40, slowStartSlotMs)).toBe(40);
+    expect(slowStartThreshold(40, 12)).toBe(40);
+    expect(slowStartThreshold(40, slowStartSlotMs + 1)).toBe(0);
+    expect(slowStartThreshold(40, null)).toBe(0);
+    const bounds = { base: max, ceiling: 40 };
+    expect(nextAllowance(max, 'increase', bounds, false, slowStartThreshold(40, 2_000))).toBe(max + 1);
+  });
+});
+
 describe('nextThreshold', () => {
   const bounds = { base: max, ceiling: 40 };
 
@@ -160,6 +173,11 @@ describe('nextThreshold', () => {
     expect(nextThreshold(10, 5, 40, bounds)).toBe(max);
     expect(nextThreshold(20, 40, 40, bounds)).toBe(40);
     expect(nextThreshold(18, 19, 18, bounds)).toBe(18);
+  });
+
+  it('stays after a fall on latency alone, so that the allowance doubles back', () => {
+    expect(nextThreshold(20, 10, 40, bounds, true)).toBe(40);
+    expect(nextAllowance(10, 'increase', bounds, false, 40)).toBe(20);
   });
 });
 

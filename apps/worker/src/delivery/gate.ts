@@ -3,8 +3,9 @@
  *:
  * - at most the subscription's in-flight limit of its attempts hold a slot at once: the adaptive
  *   allowance of `throttle.ts` in @webhooks/shared, which starts at SUBSCRIPTION_MAX_IN_FLIGHT,
- *   falls when the callback times out and rises (doubling per window until it first falls) to
- *   SUBSCRIPTION_IN_FLIGHT_CEILING while it answers 200 at its usual pace;
+ *   falls when the callback times out and rises (doubling per window until it first falls, when
+ *   the callback answers fast) to SUBSCRIPTION_IN_FLIGHT_CEILING while it answers 200 at its
+ *   usual pace;
  * - with `rate_limit`, at most that many attempts are admitted in any window of
  *   {@link rateWindowMs};
  * - a job over the limit waits a few ms in place when {@link waitsInSlot} allows, else is parked:
@@ -28,6 +29,7 @@ import {
   minParkMs,
   nextAllowance,
   nextThreshold,
+  slowStartThreshold,
   parkDelayMs,
   turnMs,
   subscriptionGateKeys,
@@ -331,6 +333,9 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       fullHints.delete(subscriptionId);
       const keys = subscriptionGateKeys(prefix, subscriptionId);
       const allowance = Number(admission.allowance);
+      // This attempt's slot time counts: the first window has no average before it.
+      const average = averageDurationMs(admission.averageMs, heldMs);
+      const slowing = isSlowing(heldMs, admission.averageMs);
       const next =
         attempt === null
           ? allowance
@@ -338,11 +343,11 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
               allowance,
               attempt.signal,
               bounds,
-              isSlowing(heldMs, admission.averageMs),
-              admission.threshold,
+              slowing,
+              slowStartThreshold(admission.threshold, average),
             );
-      const threshold = nextThreshold(allowance, next, admission.threshold, bounds);
-      const average = averageDurationMs(admission.averageMs, heldMs);
+      const latencyOnly = slowing && attempt?.signal === 'increase';
+      const threshold = nextThreshold(allowance, next, admission.threshold, bounds, latencyOnly);
       if (entersThrottling(allowance, next, bounds.base)) metrics.throttled.inc();
       try {
         const woken = await commands.webhookGateRelease(
