@@ -1,8 +1,8 @@
 /**
  * How many attempts one subscription may have in flight: slow start, additive increase and
- * multiplicative decrease, as TCP's congestion window (RFC 5681 section 3.1). The allowance is a real number between 1 and the ceiling
- * (SUBSCRIPTION_IN_FLIGHT_CEILING); its integer part is the in-flight limit. A subscription starts
- * at the base (SUBSCRIPTION_MAX_IN_FLIGHT).
+ * multiplicative decrease, as TCP's congestion window (RFC 5681 section 3.1). The allowance is a
+ * real number between 1 and the ceiling (SUBSCRIPTION_IN_FLIGHT_CEILING); its integer part is the
+ * in-flight limit. A subscription starts at the base (SUBSCRIPTION_MAX_IN_FLIGHT).
  * - An attempt that timed out or could not connect halves it (never below 1). All attempts sent
  *   under one allowance count as one window: the gate applies a change only to the allowance the
  *   attempt was admitted under, so ten hanging attempts halve it once, not ten times.

@@ -38,10 +38,10 @@
  * Either way the entry is confirmed when the attempt ends (with the follow-up job, if any, added
  * first), so a process that dies mid-attempt leaves it leased, and it is admitted again as a job.
  * Unconfirmed entries count against DELIVERY_QUEUE_TARGET like queued jobs, so the attempts in
- * flight and the jobs waiting together stay within it. Only a delivery
- * whose row its fan-out created is ever attempted inline: one scheduled again by a fan-out run
- * again, or admitted again after its lease, may have its job already, and gets a job under the
- * same id (a no-op when it exists).
+ * flight and the jobs waiting together stay within it. Only a delivery whose row its fan-out
+ * created is ever attempted inline: one scheduled again by a fan-out run again, or admitted again
+ * after its lease, may have its job already, and gets a job under the same id (a no-op when it
+ * exists).
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -523,7 +523,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       const value = flat[i + 1]!;
       const requestId = value.slice(value.indexOf('\t') + 1);
       const lane = flat[i + 2]!;
-      // The lane is the back one for `b` and `s`.
+      // Lanes `b` and `s` are the back lane; '' is the front one.
       const candidate = candidateOfJob(jobId, requestId, lane !== '');
       const own = lane === '' ? fresh.get(jobId) : undefined;
       if (own !== undefined) candidates.push(withLoaded(candidate, own));
