@@ -1,7 +1,7 @@
 /**
  * The fairness benchmark: two worker processes at their defaults (WORKER_CONCURRENCY
  * 50, DELIVERY_TIMEOUT_MS 10000), 10 subscriptions receiving `call.completed`, 50 events/s
- * through `POST /api/events`; the receiver answers 200 at once, except on one subscription's path,
+ * ({@link fairnessRate}: fewer on a machine of less capacity) through `POST /api/events`; the receiver answers 200 at once, except on one subscription's path,
  * which is faulty in one of three ways. Each faulty run is paired with the same load where that
  * path answers 200 too, in the same `pnpm bench` run. The figures are the nine healthy
  * subscriptions' publish → receipt latencies and when their last delivery arrived; the first
@@ -27,6 +27,19 @@ export interface FairnessRun {
 }
 
 const healthyCount = 9;
+
+/** Subscriptions of a fairness run: the healthy ones and the faulty one. */
+export const fairnessSubscriptions = healthyCount + 1;
+
+/**
+ * Events/s of a fairness run: 50 (500 deliveries/s, as the fairness issue measured it), or half
+ * the run's end-to-end capacity (deliveries/s) when that is less. At capacity the run without the
+ * fault queues as much as the run with it, and their ratio measures the queue: on a machine whose
+ * end-to-end capacity was 485-578 deliveries/s, both runs' p50 reached 2 s.
+ */
+export function fairnessRate(capacity: number): number {
+  return Math.max(1, Math.min(50, Math.round((0.5 * capacity) / fairnessSubscriptions)));
+}
 /** Seconds published before the measured ones, while the workers start, pools connect and code warms up (about 5 s on a 2-core machine). */
 const warmupSeconds = 8;
 /** How long to wait for stragglers after publishing ends, in ms (the issue's table: 120 s). */

@@ -17,7 +17,7 @@ import {
   sustainedDrainWaitMs,
   sustainedLoad,
 } from './delivery-scenarios.js';
-import { fairness } from './fairness-scenario.js';
+import { fairness, fairnessRate } from './fairness-scenario.js';
 import { tracingCost } from './tracing-scenario.js';
 import { catalogueCost } from './catalogue-scenario.js';
 import {
@@ -299,7 +299,8 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     ];
   },
   async fairness() {
-    const runs = await fairness(50, size.fairnessSeconds, progress);
+    const rate = fairnessRate(await endToEndCapacity());
+    const runs = await fairness(rate, size.fairnessSeconds, progress);
     results.fairness = runs;
     const names = {
       hang: '1 of 10 hangs',
@@ -308,7 +309,7 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     };
     return runs.map((run) => ({
       scenario: `fairness: ${names[run.variant]}`,
-      figure: `healthy p50 ${run.faulty.p50Ms.toFixed(0)} ms, p99 ${run.faulty.p99Ms.toFixed(0)} ms; ${run.faulty.arrived} of ${run.faulty.expected} arrived, the last ${(run.faulty.lastArrivalAfterEndMs / 1000).toFixed(1)} s after publishing ended`,
+      figure: `${rate} events/s: healthy p50 ${run.faulty.p50Ms.toFixed(0)} ms, p99 ${run.faulty.p99Ms.toFixed(0)} ms; ${run.faulty.arrived} of ${run.faulty.expected} arrived, the last ${(run.faulty.lastArrivalAfterEndMs / 1000).toFixed(1)} s after publishing ended`,
       baseline: `same load without the fault: p50 ${run.pair.p50Ms.toFixed(0)} ms, p99 ${run.pair.p99Ms.toFixed(0)} ms`,
       ratio: run.p99Ratio,
       target: 'p99 ≤ 2× and all within 5 s',
