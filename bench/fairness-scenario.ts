@@ -1,8 +1,9 @@
 /**
  * The fairness benchmark: two worker processes at their defaults (WORKER_CONCURRENCY
  * 50, DELIVERY_TIMEOUT_MS 10000), 10 subscriptions receiving `call.completed`, 50 events/s
- * ({@link fairnessRate}: fewer on a machine of less capacity) through `POST /api/events`; the receiver answers 200 at once, except on one subscription's path,
- * which is faulty in one of three ways. Each faulty run is paired with the same load where that
+ * ({@link fairnessRate}: fewer on a machine of less capacity) through `POST /api/events`; the
+ * receiver answers 200 at once, except on one subscription's path, which is faulty in one of
+ * three ways. Each faulty run is paired with the same load where that
  * path answers 200 too, in the same `pnpm bench` run. The figures are the nine healthy
  * subscriptions' publish → receipt latencies and when their last delivery arrived; the first
  * eight seconds of publishing warm the stack up and are not measured.
@@ -40,6 +41,7 @@ export const fairnessSubscriptions = healthyCount + 1;
 export function fairnessRate(capacity: number): number {
   return Math.max(1, Math.min(50, Math.round((0.5 * capacity) / fairnessSubscriptions)));
 }
+
 /** Seconds published before the measured ones, while the workers start, pools connect and code warms up (about 5 s on a 2-core machine). */
 const warmupSeconds = 8;
 /** How long to wait for stragglers after publishing ends, in ms (the issue's table: 120 s). */
