@@ -129,7 +129,7 @@ export function slowStartThreshold(threshold: number, averageMs: number | null):
  * `ssthresh` on a loss (RFC 5681 section 3.1); otherwise unchanged, a fall on latency alone
  * (`latencyOnly`: a 200 that took long, {@link isSlowing}) included. A busy worker's own pauses
  * read as a slowing callback: measured at 400 events/s while the worker warmed up, one such fall
- * that set the threshold left the subscription climbing one a window, and it parked 700
+ * that set the threshold left the subscription climbing one a window, and it parked 735
  * deliveries again. The fall itself still halves the allowance.
  */
 export function nextThreshold(
