@@ -124,21 +124,24 @@ export function slowStartThreshold(threshold: number, averageMs: number | null):
 }
 
 /**
- * The slow-start threshold after the allowance moved from `allowance` to `next`. After a fall on a
- * timeout or an answer other than 200, where it fell to (never below the base), as TCP sets
- * `ssthresh` on a loss (RFC 5681 section 3.1); otherwise unchanged, a fall on latency alone
- * (`latencyOnly`: a 200 that took long, {@link isSlowing}) included. A busy worker's own pauses
- * read as a slowing callback: measured at 400 events/s while the worker warmed up, one such fall
- * that set the threshold left the subscription climbing one a window, and it parked 735
- * deliveries again. The fall itself still halves the allowance.
+ * The slow-start threshold after an attempt moved the allowance from `allowance` to `next`
+ * ({@link nextAllowance} of the attempt's `signal` and `slowing`). After a fall on a timeout or an
+ * answer other than 200, where it fell to (never below the base), as TCP sets `ssthresh` on a loss
+ * (RFC 5681 section 3.1); otherwise unchanged, a fall on latency alone (a 200 that took long,
+ * {@link isSlowing}) included. A busy worker's own pauses read as a slowing callback: measured at
+ * 400 events/s while the worker warmed up, one such fall that set the threshold left the
+ * subscription climbing one a window, and it parked 735 deliveries again. The fall itself still
+ * halves the allowance.
  */
 export function nextThreshold(
   allowance: number,
   next: number,
   threshold: number,
   bounds: InFlightBounds,
-  latencyOnly = false,
+  signal: CongestionSignal,
+  slowing: boolean,
 ): number {
+  const latencyOnly = slowing && signal === 'increase';
   return next < allowance && !latencyOnly ? Math.max(bounds.base, Math.floor(next)) : threshold;
 }
 

@@ -168,15 +168,15 @@ describe('nextThreshold', () => {
   const bounds = { base: max, ceiling: 40 };
 
   it('is where the allowance fell to, never below the base, and stays while it does not fall', () => {
-    expect(nextThreshold(36, 18, 40, bounds)).toBe(18);
-    expect(nextThreshold(14, 10, 40, bounds)).toBe(max);
-    expect(nextThreshold(10, 5, 40, bounds)).toBe(max);
-    expect(nextThreshold(20, 40, 40, bounds)).toBe(40);
-    expect(nextThreshold(18, 19, 18, bounds)).toBe(18);
+    expect(nextThreshold(36, 18, 40, bounds, 'hold', false)).toBe(18);
+    expect(nextThreshold(14, 10, 40, bounds, 'hold', false)).toBe(max);
+    expect(nextThreshold(10, 5, 40, bounds, 'decrease', false)).toBe(max);
+    expect(nextThreshold(20, 40, 40, bounds, 'increase', false)).toBe(40);
+    expect(nextThreshold(18, 19, 18, bounds, 'increase', false)).toBe(18);
   });
 
   it('stays after a fall on latency alone, so that the allowance doubles back', () => {
-    expect(nextThreshold(20, 10, 40, bounds, true)).toBe(40);
+    expect(nextThreshold(20, 10, 40, bounds, 'increase', true)).toBe(40);
     expect(nextAllowance(10, 'increase', bounds, false, 40)).toBe(20);
   });
 });

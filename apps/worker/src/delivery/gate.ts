@@ -346,8 +346,10 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
               slowing,
               slowStartThreshold(admission.threshold, average),
             );
-      const latencyOnly = slowing && attempt?.signal === 'increase';
-      const threshold = nextThreshold(allowance, next, admission.threshold, bounds, latencyOnly);
+      const threshold =
+        attempt === null
+          ? admission.threshold
+          : nextThreshold(allowance, next, admission.threshold, bounds, attempt.signal, slowing);
       if (entersThrottling(allowance, next, bounds.base)) metrics.throttled.inc();
       try {
         const woken = await commands.webhookGateRelease(
