@@ -15,10 +15,14 @@ export interface RequestOptions {
 }
 
 /**
- * Requests per second of one autocannon run of `seconds` at 50 connections; refuses a run with
- * errors, timeouts or non-2xx answers.
+ * One autocannon run of `seconds` at 50 connections: requests per second, and the requests
+ * answered; refuses a run with errors, timeouts or non-2xx answers.
  */
-export async function requestRate(url: string, seconds: number, options: RequestOptions): Promise<number> {
+export async function requestLoad(
+  url: string,
+  seconds: number,
+  options: RequestOptions,
+): Promise<{ perSecond: number; requests: number }> {
   const result = await autocannon({
     url,
     connections: 50,
@@ -32,7 +36,12 @@ export async function requestRate(url: string, seconds: number, options: Request
       `${url}: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx answers`,
     );
   }
-  return result.requests.average;
+  return { perSecond: result.requests.average, requests: result.requests.total };
+}
+
+/** Requests per second of one {@link requestLoad}. */
+export async function requestRate(url: string, seconds: number, options: RequestOptions): Promise<number> {
+  return (await requestLoad(url, seconds, options)).perSecond;
 }
 
 /**

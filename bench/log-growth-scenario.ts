@@ -10,15 +10,19 @@
  * - end-to-end deliveries/s (delivery-scenarios.ts's `deliverLoad`, 20 accounts with one
  *   subscription each), with one worker per stack.
  * The three stacks run side by side and each measurement takes turns over them in rounds (the
- * unpartitioned stack only for ingest and end to end, the writes partitioning may slow); a stack's
- * figure is the median of its rounds. The subscription read receives the whole history: the worst
- * case for its list, since every delivery of the log is in its index range.
+ * unpartitioned stack only for ingest and end to end, the writes partitioning may slow), after a
+ * warm-up of each; a stack's figure is the median of its rounds, and one stack against another is
+ * the median of their rounds' ratios ({@link roundsRatio}). The subscription read receives the
+ * whole history: the worst case for its list, since every delivery of the log is in its index
+ * range.
  */
 import { Queue } from 'bullmq';
 import pg from 'pg';
 import { createProducerConnection, queueNames, type EventPublisher } from '@webhooks/shared';
+import { percentile } from '../scripts/lib/stats.js';
 import { waitFor } from '../scripts/lib/wait.js';
-import { requestRate } from './api-scenarios.js';
+import { requestLoad, requestRate } from './api-scenarios.js';
+import { startCostProbe } from './cost-probe.js';
 import { deliverLoad, subscribeLoad, type DeliveryThroughput, type Progress } from './delivery-scenarios.js';
 import type { Receiver } from '../scripts/lib/receiver.js';
 import { subscribe, withBenchStack, type BenchStack } from './harness.js';
@@ -46,8 +50,12 @@ export interface LogRun {
   byId: number;
   ingest: number;
   e2e: DeliveryThroughput;
-  /** Each measurement's value in every round, in the order measured (its median is above). */
-  rounds: Record<'firstPage' | 'deepPage' | 'byId' | 'ingest' | 'e2e', number[]>;
+  /**
+   * Each measurement's value in every round, in the order measured (its median is above); and for
+   * ingest and end to end, the CPU ms each request or delivery cost the stack's processes (API,
+   * worker, Redis, PostgreSQL: cost-probe.ts) in every round.
+   */
+  rounds: Record<'firstPage' | 'deepPage' | 'byId' | 'ingest' | 'e2e' | 'ingestCpuMs' | 'e2eCpuMs', number[]>;
 }
 
 /** The three runs. */
@@ -148,35 +156,82 @@ async function withLogStack<T>(
   );
 }
 
-/** Rounds of each measurement; a stack's figure is the median of its rounds. */
-const rounds = 3;
+/** Seconds of a request load's warm-up, before each round. */
+const warmUpSeconds = 1;
 
-/** A stack's figure from its rounds: the median round, and every round's value. */
+/**
+ * Rounds of each read; a stack's figure is the median of its rounds. The reads are held to 10%
+ * and measured by the run's full seconds each round.
+ */
+const readRounds = 5;
+
+/**
+ * Rounds of ingest and of end-to-end delivery, each a short load on fresh services: the
+ * partitioned / plain ratio is held to 5%, and one load's figure moves by 10-20% with the
+ * machine's state and the process's own speed. Three identical stacks measured this way, nine
+ * rounds of 3 s of ingest each, spent 0.499-0.505 ms of CPU per request; with one process each
+ * for the whole scenario, 0.40-0.48 ms, and five rounds of 10 s read partitioned / plain ingest
+ * 0.83-0.89 in three full runs although ingest never touches the log.
+ */
+const writeRounds = 11;
+
+/** Seconds of ingest in each of its rounds (at most the run's `readSeconds`). */
+const ingestRoundSeconds = 3;
+
+/** The end-to-end load of each round, as a fraction of the run's `e2eEvents`; its warm-up, a fifth of that. */
+const e2eRoundShare = 1 / 4;
+
+/** A stack's figure from its rounds: the median round, every round's value, and every round. */
 interface Rounds<T> {
   median: T;
   values: number[];
+  figures: T[];
 }
 
 /**
- * `measure` on every stack, {@link rounds} times, the stacks' order rotated each round so that
- * none is always measured first or last; each stack's rounds, in `logs`' order.
+ * `measure` on every stack, `rounds` times, the stacks' order rotated each round so that none is
+ * always measured first or last; each stack's rounds, in `logs`' order. Each measurement runs on
+ * fresh services (`BenchStack.restartServices`: a process keeps its own speed for its lifetime,
+ * so one process per stack would compare two processes' luck, not two logs), after `warmUp`,
+ * which is not measured: a fresh process runs its first requests on code not yet compiled.
  */
 async function inRounds<T>(
   logs: readonly LogStack[],
+  rounds: number,
   measure: (log: LogStack, round: number) => Promise<T>,
   value: (figure: T) => number,
+  warmUp: (log: LogStack) => Promise<unknown>,
 ): Promise<Array<Rounds<T>>> {
   const figures = logs.map((): T[] => []);
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < logs.length; i++) {
       const index = (i + round) % logs.length;
-      figures[index]!.push(await measure(logs[index]!, round));
+      const log = logs[index]!;
+      await log.stack.restartServices();
+      await warmUp(log);
+      figures[index]!.push(await measure(log, round));
     }
   }
   return figures.map((list) => ({
-    median: [...list].sort((a, b) => value(a) - value(b))[Math.floor(rounds / 2)]!,
+    median: [...list].sort((a, b) => value(a) - value(b))[Math.floor(list.length / 2)]!,
     values: list.map(value),
+    figures: list,
   }));
+}
+
+/**
+ * One stack's figure against another's: the median of their rounds' ratios, round by round. The
+ * two stacks of a round are measured minutes apart at most, so the machine's drift over the
+ * scenario cancels in each round's ratio, where the ratio of two medians would carry it.
+ *
+ * @param measured each round's value of the stack measured, in round order
+ * @param baseline each round's value of its baseline, in the same order
+ */
+export function roundsRatio(measured: readonly number[], baseline: readonly number[]): number {
+  return percentile(
+    measured.map((value, round) => value / baseline[round]!),
+    50,
+  );
 }
 
 /**
@@ -205,65 +260,71 @@ async function startWorker(log: LogStack): Promise<void> {
 
 /**
  * The three stacks, empty, grown by `size.historyEvents` (× 4 attempts) and empty unpartitioned,
- * alive together and measured in turn, {@link rounds} rounds of each measurement: the machine's
+ * alive together and measured in turn, in rounds ({@link readRounds}, {@link writeRounds}): the machine's
  * drift over the scenario (a fill of several GiB written back, other load) then weighs on every
  * stack alike instead of on the one measured last.
  */
 export async function logGrowth(size: LogGrowthSize, progress: Progress): Promise<LogGrowthResult> {
   const seconds = size.readSeconds;
   const e2eLoad = { events: size.e2eEvents, accounts: 20, subscriptions: 1 };
-  /** Requests/s of the history account's GETs of `url`. */
-  const reads = (url: (log: LogStack) => string) => (log: LogStack) =>
-    requestRate(url(log), seconds, { headers: log.headers });
+  /** Requests/s of the history account's GETs of `url`, for `duration` s (default: the run's). */
+  const reads =
+    (url: (log: LogStack) => string, duration = seconds) =>
+    (log: LogStack) =>
+      requestRate(url(log), duration, { headers: log.headers });
+  /**
+   * `POST /api/events` on `log`'s stack for `duration` s: requests/s, and CPU ms per request of
+   * the stack's processes. Drops what it queued.
+   */
+  const ingest = async (log: LogStack, duration: number) => {
+    const probe = await startCostProbe(log.stack);
+    const load = await requestLoad(`${log.stack.apiUrl}/api/events`, duration, {
+      method: 'POST',
+      headers: { ...log.headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } }),
+    });
+    const cost = await probe.stop(load.requests);
+    await dropQueuedEvents(log);
+    return { perSecond: load.perSecond, cpuMs: cost.cpuMs.total };
+  };
   return withLogStack('log_empty', 'partitioned', 0, progress, (empty) =>
     withLogStack('log_plain', 'unpartitioned', 0, progress, (plain) =>
       withLogStack('log_grown', 'partitioned', size.historyEvents, progress, async (grown) => {
         const read = [empty, grown];
         progress('log: reads', 0, 1);
-        const firstPage = await inRounds(
-          read,
-          reads((log) => log.list),
-          Number,
-        );
-        const deepPage = await inRounds(
-          read,
-          reads((log) => `${log.list}?before=${log.middle}`),
-          Number,
-        );
-        const byId = await inRounds(
-          read,
-          reads((log) => `${log.list}/${log.middle}`),
-          Number,
-        );
+        const inReadRounds = (url: (log: LogStack) => string) =>
+          inRounds(read, readRounds, reads(url), Number, reads(url, warmUpSeconds));
+        const firstPage = await inReadRounds((log) => log.list);
+        const deepPage = await inReadRounds((log) => `${log.list}?before=${log.middle}`);
+        const byId = await inReadRounds((log) => `${log.list}/${log.middle}`);
         const all = [empty, grown, plain];
         progress('log: ingest', 0, 1);
-        const ingest = await inRounds(
+        const ingestSeconds = Math.min(seconds, ingestRoundSeconds);
+        const ingested = await inRounds(
           all,
-          async (log) => {
-            const ingested = await requestRate(`${log.stack.apiUrl}/api/events`, seconds, {
-              method: 'POST',
-              headers: { ...log.headers, 'content-type': 'application/json' },
-              body: JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } }),
-            });
-            await dropQueuedEvents(log);
-            return ingested;
-          },
-          Number,
+          writeRounds,
+          (log) => ingest(log, ingestSeconds),
+          (load) => load.perSecond,
+          (log) => ingest(log, warmUpSeconds),
         );
         for (const log of all) await startWorker(log);
         const accounts = await Promise.all(all.map((log) => subscribeLoad(log.stack, log.receiver, e2eLoad)));
+        const deliver = (log: LogStack, name: string, events: number) =>
+          deliverLoad(
+            `${log.tag}: ${name}`,
+            log.stack,
+            log.publisher,
+            accounts[all.indexOf(log)]!,
+            { ...e2eLoad, events },
+            progress,
+          );
+        const roundEvents = Math.ceil(e2eLoad.events * e2eRoundShare);
         const e2e = await inRounds(
           all,
-          (log, round) =>
-            deliverLoad(
-              `${log.tag}: end to end, round ${round + 1}`,
-              log.stack,
-              log.publisher,
-              accounts[all.indexOf(log)]!,
-              e2eLoad,
-              progress,
-            ),
+          writeRounds,
+          (log, round) => deliver(log, `end to end, round ${round + 1}`, roundEvents),
           (run) => run.deliveriesPerSecond,
+          (log) => deliver(log, 'end to end, warm-up', Math.ceil(roundEvents / 5)),
         );
         const figures = (log: LogStack, i: number): LogRun => ({
           layout: log.layout,
@@ -271,14 +332,16 @@ export async function logGrowth(size: LogGrowthSize, progress: Progress): Promis
           firstPage: firstPage[i]?.median ?? Number.NaN,
           deepPage: deepPage[i]?.median ?? Number.NaN,
           byId: byId[i]?.median ?? Number.NaN,
-          ingest: ingest[i]!.median,
+          ingest: ingested[i]!.median.perSecond,
           e2e: e2e[i]!.median,
           rounds: {
             firstPage: firstPage[i]?.values ?? [],
             deepPage: deepPage[i]?.values ?? [],
             byId: byId[i]?.values ?? [],
-            ingest: ingest[i]!.values,
+            ingest: ingested[i]!.values,
             e2e: e2e[i]!.values,
+            ingestCpuMs: ingested[i]!.figures.map((load) => load.cpuMs),
+            e2eCpuMs: e2e[i]!.figures.map((run) => run.cost.cpuMs.total),
           },
         });
         return { empty: figures(empty, 0), grown: figures(grown, 1), unpartitioned: figures(plain, 2) };
