@@ -10,9 +10,9 @@
  * - end-to-end deliveries/s (delivery-scenarios.ts's `deliverLoad`, 20 accounts with one
  *   subscription each), with one worker per stack.
  * The three stacks run side by side and each measurement takes turns over them in rounds (the
- * unpartitioned stack only for ingest and end to end, the writes partitioning may slow), after a
- * warm-up of each; a stack's figure is the median of its rounds, and one stack against another is
- * the median of their rounds' ratios ({@link roundsRatio}). The subscription read receives the
+ * unpartitioned stack only for ingest and end to end, the writes partitioning may slow), each round
+ * on freshly started and warmed-up services; a stack's figure is the median of its rounds, and one
+ * stack against another is the median of their rounds' ratios ({@link roundsRatio}). The subscription read receives the
  * whole history: the worst case for its list, since every delivery of the log is in its index
  * range.
  */
@@ -274,7 +274,8 @@ export async function logGrowth(size: LogGrowthSize, progress: Progress): Promis
       requestRate(url(log), duration, { headers: log.headers });
   /**
    * `POST /api/events` on `log`'s stack for `duration` s: requests/s, and CPU ms per request of
-   * the stack's processes. Drops what it queued.
+   * the stack's processes. Drops what it queued. The warm-ups run it too, cost probe and its 1.5 s
+   * wait included: that wait is part of the conditions the committed runs measured.
    */
   const ingest = async (log: LogStack, duration: number) => {
     const probe = await startCostProbe(log.stack);
