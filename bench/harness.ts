@@ -121,9 +121,12 @@ export async function startBenchStack(
   const startApi = () => startService('api', serviceEnv, { nodeArgs: nodeArgsOf('BENCH_API_NODE_ARGS') });
   let api = startApi();
   const workers: ServiceProcess[] = [];
+  /** Each worker's node arguments, by its index in `workers`, to restart it as it was started. */
+  const workerArgs: string[][] = [];
   const addWorker = (nodeArgs: string[] = []) => {
     const worker = startService('worker', serviceEnv, { nodeArgs });
     workers.push(worker);
+    workerArgs.push(nodeArgs);
     return worker;
   };
   const profileArgs = nodeArgsOf('BENCH_WORKER_NODE_ARGS');
@@ -145,11 +148,10 @@ export async function startBenchStack(
     workers,
     addWorker,
     async restartServices() {
-      const count = workers.length;
       await Promise.all([api.stop(), ...workers.map((worker) => worker.stop())]);
       workers.length = 0;
       api = startApi();
-      for (let i = 0; i < count; i++) addWorker(profileArgs);
+      for (const nodeArgs of workerArgs.splice(0)) addWorker(nodeArgs);
       await waitUntilReady(apiUrl);
     },
     token: (account) => mint(account),

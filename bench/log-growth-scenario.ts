@@ -20,7 +20,6 @@ import { Queue } from 'bullmq';
 import pg from 'pg';
 import { createProducerConnection, queueNames, type EventPublisher } from '@webhooks/shared';
 import { percentile } from '../scripts/lib/stats.js';
-import { waitFor } from '../scripts/lib/wait.js';
 import { requestLoad, requestRate } from './api-scenarios.js';
 import { startCostProbe } from './cost-probe.js';
 import { deliverLoad, subscribeLoad, type DeliveryThroughput, type Progress } from './delivery-scenarios.js';
@@ -181,10 +180,9 @@ const ingestRoundSeconds = 3;
 /** The end-to-end load of each round, as a fraction of the run's `e2eEvents`; its warm-up, a fifth of that. */
 const e2eRoundShare = 1 / 4;
 
-/** A stack's figure from its rounds: the median round, every round's value, and every round. */
+/** A stack's figure from its rounds: the median round, and every round in the order measured. */
 interface Rounds<T> {
   median: T;
-  values: number[];
   figures: T[];
 }
 
@@ -214,7 +212,6 @@ async function inRounds<T>(
   }
   return figures.map((list) => ({
     median: [...list].sort((a, b) => value(a) - value(b))[Math.floor(list.length / 2)]!,
-    values: list.map(value),
     figures: list,
   }));
 }
@@ -238,24 +235,15 @@ export function roundsRatio(measured: readonly number[], baseline: readonly numb
  * Drops the events `log`'s ingest load queued: they are not the run's deliveries, and left queued
  * they would reach BACKLOG_MAX_EVENTS over the rounds and be refused.
  */
-async function dropQueuedEvents(log: LogStack, then?: (events: Queue) => Promise<void>): Promise<void> {
+async function dropQueuedEvents(log: LogStack): Promise<void> {
   const connection = createProducerConnection(log.stack.redisUrl);
   const events = new Queue(queueNames.events, { connection, prefix: log.stack.prefix });
   try {
     await events.obliterate({ force: true });
-    await then?.(events);
   } finally {
     await events.close();
     connection.disconnect();
   }
-}
-
-/** Starts one worker on `log`'s stack, with no event queued. */
-async function startWorker(log: LogStack): Promise<void> {
-  await dropQueuedEvents(log, async (events) => {
-    log.stack.addWorker();
-    await waitFor('the worker', async () => (await events.getWorkersCount()) > 0, 30_000);
-  });
 }
 
 /**
@@ -301,14 +289,16 @@ export async function logGrowth(size: LogGrowthSize, progress: Progress): Promis
         const all = [empty, grown, plain];
         progress('log: ingest', 0, 1);
         const ingestSeconds = Math.min(seconds, ingestRoundSeconds);
+        const ingestRate = (load: { perSecond: number }) => load.perSecond;
         const ingested = await inRounds(
           all,
           writeRounds,
           (log) => ingest(log, ingestSeconds),
-          (load) => load.perSecond,
+          ingestRate,
           (log) => ingest(log, warmUpSeconds),
         );
-        for (const log of all) await startWorker(log);
+        // Started here, restarted fresh by every round.
+        for (const log of all) log.stack.addWorker();
         const accounts = await Promise.all(all.map((log) => subscribeLoad(log.stack, log.receiver, e2eLoad)));
         const deliver = (log: LogStack, name: string, events: number) =>
           deliverLoad(
@@ -320,11 +310,12 @@ export async function logGrowth(size: LogGrowthSize, progress: Progress): Promis
             progress,
           );
         const roundEvents = Math.ceil(e2eLoad.events * e2eRoundShare);
+        const e2eRate = (run: DeliveryThroughput) => run.deliveriesPerSecond;
         const e2e = await inRounds(
           all,
           writeRounds,
           (log, round) => deliver(log, `end to end, round ${round + 1}`, roundEvents),
-          (run) => run.deliveriesPerSecond,
+          e2eRate,
           (log) => deliver(log, 'end to end, warm-up', Math.ceil(roundEvents / 5)),
         );
         const figures = (log: LogStack, i: number): LogRun => ({
@@ -336,11 +327,11 @@ export async function logGrowth(size: LogGrowthSize, progress: Progress): Promis
           ingest: ingested[i]!.median.perSecond,
           e2e: e2e[i]!.median,
           rounds: {
-            firstPage: firstPage[i]?.values ?? [],
-            deepPage: deepPage[i]?.values ?? [],
-            byId: byId[i]?.values ?? [],
-            ingest: ingested[i]!.values,
-            e2e: e2e[i]!.values,
+            firstPage: firstPage[i]?.figures ?? [],
+            deepPage: deepPage[i]?.figures ?? [],
+            byId: byId[i]?.figures ?? [],
+            ingest: ingested[i]!.figures.map(ingestRate),
+            e2e: e2e[i]!.figures.map(e2eRate),
             ingestCpuMs: ingested[i]!.figures.map((load) => load.cpuMs),
             e2eCpuMs: e2e[i]!.figures.map((run) => run.cost.cpuMs.total),
           },
