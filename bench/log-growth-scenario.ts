@@ -12,14 +12,13 @@
  * The three stacks run side by side and each measurement takes turns over them in rounds (the
  * unpartitioned stack only for ingest and end to end, the writes partitioning may slow), each round
  * on freshly started and warmed-up services; a stack's figure is the median of its rounds, and one
- * stack against another is the median of their rounds' ratios ({@link roundsRatio}). The subscription read receives the
+ * stack against another is the median of their rounds' ratios (`roundsRatio` in rounds.ts). The subscription read receives the
  * whole history: the worst case for its list, since every delivery of the log is in its index
  * range.
  */
 import { Queue } from 'bullmq';
 import pg from 'pg';
 import { createProducerConnection, queueNames, type EventPublisher } from '@webhooks/shared';
-import { percentile } from '../scripts/lib/stats.js';
 import { requestLoad, requestRate } from './api-scenarios.js';
 import { startCostProbe } from './cost-probe.js';
 import { deliverLoad, subscribeLoad, type DeliveryThroughput, type Progress } from './delivery-scenarios.js';
@@ -52,9 +51,13 @@ export interface LogRun {
   /**
    * Each measurement's value in every round, in the order measured (its median is above); and for
    * ingest and end to end, the CPU ms each request or delivery cost the stack's processes (API,
-   * worker, Redis, PostgreSQL: cost-probe.ts) in every round.
+   * worker, Redis, PostgreSQL: cost-probe.ts) in every round, and of end to end PostgreSQL's share
+   * of it alone (`e2ePostgresCpuMs`).
    */
-  rounds: Record<'firstPage' | 'deepPage' | 'byId' | 'ingest' | 'e2e' | 'ingestCpuMs' | 'e2eCpuMs', number[]>;
+  rounds: Record<
+    'firstPage' | 'deepPage' | 'byId' | 'ingest' | 'e2e' | 'ingestCpuMs' | 'e2eCpuMs' | 'e2ePostgresCpuMs',
+    number[]
+  >;
 }
 
 /** The three runs. */
@@ -225,21 +228,6 @@ async function inRounds<T>(
 }
 
 /**
- * One stack's figure against another's: the median of their rounds' ratios, round by round. The
- * two stacks of a round are measured minutes apart at most, so the machine's drift over the
- * scenario cancels in each round's ratio, where the ratio of two medians would carry it.
- *
- * @param measured each round's value of the stack measured, in round order
- * @param baseline each round's value of its baseline, in the same order
- */
-export function roundsRatio(measured: readonly number[], baseline: readonly number[]): number {
-  return percentile(
-    measured.map((value, round) => value / baseline[round]!),
-    50,
-  );
-}
-
-/**
  * Drops the events `log`'s ingest load queued: they are not the run's deliveries, and left queued
  * they would reach BACKLOG_MAX_EVENTS over the rounds and be refused.
  */
@@ -342,6 +330,7 @@ export async function logGrowth(size: LogGrowthSize, progress: Progress): Promis
             e2e: e2e[i]!.figures.map(e2eRate),
             ingestCpuMs: ingested[i]!.figures.map((load) => load.cpuMs),
             e2eCpuMs: e2e[i]!.figures.map((run) => run.cost.cpuMs.total),
+            e2ePostgresCpuMs: e2e[i]!.figures.map((run) => run.cost.cpuMs.postgres),
           },
         });
         return { empty: figures(empty, 0), grown: figures(grown, 1), unpartitioned: figures(plain, 2) };
