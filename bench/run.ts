@@ -637,7 +637,7 @@ async function endToEndCapacity(): Promise<number> {
 
 /**
  * The log scenario's row of what partitioning costs a delivery in CPU (`partitioningShare`): met
- * at 5% or less, the issue's bound on what partitioning may cost.
+ * at 5% or less, the bound set on what partitioning may cost a delivery.
  */
 function partitioningShareRow(partitioned: LogRun, unpartitioned: LogRun): BenchRow {
   const ms = (run: LogRun) =>
