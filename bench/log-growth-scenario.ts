@@ -165,7 +165,7 @@ const warmUpSeconds = 1;
  * Seconds of ingest's warm-up, before each round: a fresh API's first seconds of ingest run on
  * code still being compiled. After 1 s of warm-up, 3 s rounds ranged 1,106-2,578 requests/s where
  * warmed processes ingest 2,700-3,200, and grown / recent read 0.83 although ingest never reads
- * the log; after 3 s, rounds ranged 2,918-4,184 requests/s and the ratio read 0.96-0.98.
+ * the log; after 3 s, rounds ranged 2,918-4,184 requests/s and the ratio read 0.95-0.98 in four runs.
  */
 const ingestWarmUpSeconds = 3;
 

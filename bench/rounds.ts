@@ -32,9 +32,9 @@ export interface CpuRounds {
  * the PostgreSQL CPU ms per delivery the partitioned stack spent beyond the unpartitioned one,
  * over the unpartitioned stack's CPU ms per delivery of all processes (API, worker, Redis,
  * PostgreSQL); the median of the rounds. Both layouts run the same worker, which sends the same
- * statements and the same Redis commands (71 per delivery on both), so partitioning can add work
- * only in PostgreSQL; the worker's own CPU per delivery, 1.18-1.37 ms in three runs' medians with
- * no direction between the layouts, would otherwise drown a cost of a few percent.
+ * statements and the same Redis commands (70.8-71.0 per delivery on both), so partitioning can add
+ * work only in PostgreSQL; the worker's own CPU per delivery, 1.04-1.50 ms in four runs' medians
+ * with no direction between the layouts, would otherwise drown a cost of a few percent.
  *
  * @returns a fraction: 0.05 is 5% of a delivery's CPU; negative when PostgreSQL spent less
  */
