@@ -301,7 +301,7 @@ export async function sendTransportLoad(
 
 /**
  * The transport baseline: `count` POSTs of a delivery-sized body, `concurrency` at a time, with
- * the worker's own HTTP client (same got instance settings and keep-alive agent), straight to the
+ * the worker's own HTTP client (`createAttemptSender`, its keep-alive agent), straight to the
  * receiver: no queue, no database. The client runs in a process of its own, as a worker does, so
  * that its CPU per POST is the client's alone (the receiver stays in this process).
  */

@@ -143,13 +143,13 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
       ratioRow(
         'end-to-end delivery',
         `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s (${e2e.deliveries})`,
-        `${transport.toFixed(0)} POST/s (got, 50 in flight)`,
+        `${transport.toFixed(0)} POST/s (the worker's client, 50 in flight)`,
         e2e.deliveriesPerSecond / transport,
         0.45,
       ),
       reportedRow(
         'queue floor: one BullMQ job per POST',
-        `${floor.toFixed(0)} jobs/s (got, 50 in flight)`,
+        `${floor.toFixed(0)} jobs/s (the worker's client, 50 in flight)`,
         `${transport.toFixed(0)} POST/s`,
         floor / transport,
       ),

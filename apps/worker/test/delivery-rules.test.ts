@@ -1,11 +1,13 @@
 /**
- * Unit tests of the delivery path's pure rules: outcome of an attempt, backoff with Retry-After,
+ * Unit tests of the delivery path's pure rules: the error class of a failed request, outcome of an
+ * attempt, backoff with Retry-After,
  * waiting for a subscription's slot in place or parked, the job that follows an inline attempt,
  * and the room of the account scheduler's background admission.
  */
 import { describe, expect, it } from '@jest/globals';
 import {
   backgroundRoom,
+  classifyError,
   decideOutcome,
   followUpJob,
   inSlotWaitRule,
@@ -29,6 +31,31 @@ const result = (overrides: Partial<AttemptResult>): AttemptResult => ({
   responseBody: '',
   retryAfterMs: null,
   ...overrides,
+});
+
+describe('classifyError', () => {
+  const errno = (code: string, syscall: string) =>
+    Object.assign(new Error(`${syscall} ${code}`), { code, syscall });
+
+  it('reads a resolver failure as dns, on the error itself or on the cause that wraps it', () => {
+    expect(classifyError(errno('ETIMEOUT', 'queryA'))).toBe('dns');
+    expect(classifyError(new Error('wrapped', { cause: errno('ECONNREFUSED', 'queryAaaa') }))).toBe('dns');
+    expect(classifyError(errno('ENOTFOUND', 'getaddrinfo'))).toBe('dns');
+  });
+
+  it("tells a refused connection from the callback from a DNS server's refusal", () => {
+    expect(classifyError(errno('ECONNREFUSED', 'connect'))).toBe('connection_refused');
+  });
+
+  it('reads a reset, a timeout and a refused address by their marks', () => {
+    expect(classifyError(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(
+      'connection_reset',
+    );
+    expect(classifyError(Object.assign(new Error('late'), { name: 'TimeoutError' }))).toBe('timeout');
+    expect(
+      classifyError(new Error('DNS lookup 10.0.0.1 is not allowed. Because, It is private IP address.')),
+    ).toBe('blocked_address');
+  });
 });
 
 describe('retryDelayMs', () => {
