@@ -155,6 +155,11 @@ export const subscriptionColumnsOf = (alias: string): string =>
     .map((column) => `${alias}.${column}`)
     .join(', ');
 
+/** A NULL for each of {@link subscriptionColumnsOf}'s columns: a UNION's branch that has none. */
+export const subscriptionColumnsNull = Object.keys(subscriptionColumns)
+  .map(() => 'NULL')
+  .join(', ');
+
 type Row = SubscriptionRow & {
   id: string;
   status: LoadedDelivery['status'];
