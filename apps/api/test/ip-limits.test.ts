@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestApi, type TestApi } from '../../../test/support/api.js';
+import { buildApp } from '../src/index.js';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -42,5 +43,17 @@ describe('limits per client address', () => {
     expect(locked.statusCode).toBe(429);
     expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
     expect((await from('198.51.100.5', '/api/webhooks', api.auth('acme'))).statusCode).toBe(200);
+  });
+
+  it('refuses an address that another API instance locked out', async () => {
+    const other = await buildApp(api.config);
+    try {
+      const guessed = { authorization: 'Bearer guessed' };
+      for (let i = 0; i < 3; i++)
+        await other.inject({ url: '/api/webhooks', headers: guessed, remoteAddress: '198.51.100.6' });
+      expect((await from('198.51.100.6', '/api/webhooks', api.auth('acme'))).statusCode).toBe(429);
+    } finally {
+      await other.close();
+    }
   });
 });

@@ -7,11 +7,17 @@
  * AUTH_FAILURES_PER_MINUTE_PER_IP failed authentications an address gets 429 on every account
  * route, valid token or not, until its minute ends: guessing tokens costs a minute per handful.
  *
+ * Every authenticated request asks for its address's failure count. A read of it is kept in this
+ * process for {@link failureCountTtlMs}, and the failures this process counts update it at once:
+ * one instance refuses exactly from the failure that crosses the limit, while a lockout counted by
+ * another instance reaches this one within that time.
+ *
  * Routes of the account scope are marked `accountScoped` (app.ts) and pay the account's own rate
  * limit instead of the open one. Behind a proxy, set TRUST_PROXY so that the address is the
  * client's, not the proxy's.
  */
 import fp from 'fastify-plugin';
+import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
@@ -69,9 +75,26 @@ function perMinute(redis: RedisConnection, keyPrefix: string, points: number) {
   return () => (redisConnectionDown(redis) ? memory : shared);
 }
 
+/**
+ * How long this process trusts a read of an address's failure count, in ms. Read from Redis on
+ * every authenticated request (a MULTI of GET and PTTL), it took about a fifth of the API's CPU
+ * under load from one address (bench/README.md, "The failure count of an address, read once a
+ * second").
+ */
+export const failureCountTtlMs = 1_000;
+
+/** Addresses whose failure count this process keeps at once; the least recently used go first. */
+const failureCountsKept = 10_000;
+
+/** An address's failed authentications this minute, and when (epoch ms) its minute ends. */
+interface FailureCount {
+  consumed: number;
+  endsAt: number;
+}
+
 /** The 429 of a per-IP limit, with the wait in whole seconds. */
-function tooMany(what: string, refusal: RateLimiterRes): HttpProblem {
-  const seconds = Math.max(1, Math.ceil(refusal.msBeforeNext / 1000));
+function tooMany(what: string, msBeforeNext: number): HttpProblem {
+  const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
   return new HttpProblem(429, 'rate-limited', `${what}; retry in ${seconds} s`, undefined, {
     'retry-after': String(seconds),
   });
@@ -82,7 +105,7 @@ async function spend(limiter: RateLimiterRedis | RateLimiterMemory, ip: string, 
   try {
     await limiter.consume(ip);
   } catch (refusal) {
-    if (refusal instanceof RateLimiterRes) throw tooMany(what, refusal);
+    if (refusal instanceof RateLimiterRes) throw tooMany(what, refusal.msBeforeNext);
     throw refusal;
   }
 }
@@ -99,19 +122,31 @@ export default fp<IpLimitsOptions>(
         `More than ${options.openPerMinute} requests a minute from this address`,
       );
     });
+    const counts = new LRUCache<string, FailureCount>({ max: failureCountsKept, ttl: failureCountTtlMs });
+    const countOf = (result: RateLimiterRes | null): FailureCount => ({
+      consumed: result?.consumedPoints ?? 0,
+      endsAt: Date.now() + (result?.msBeforeNext ?? 0),
+    });
     app.decorate('authFailures', {
       async check(ip) {
-        const count = await failures().get(ip);
-        if (count !== null && count.consumedPoints >= options.authFailuresPerMinute)
+        let count = counts.get(ip);
+        if (count === undefined) {
+          count = countOf(await failures().get(ip));
+          counts.set(ip, count);
+        }
+        if (count.consumed >= options.authFailuresPerMinute && count.endsAt > Date.now())
           throw tooMany(
             `More than ${options.authFailuresPerMinute} failed authentications a minute from this address`,
-            count,
+            count.endsAt - Date.now(),
           );
       },
       async failed(ip) {
-        await failures()
+        // Past the limit, consume rejects with the count all the same.
+        const result = await failures()
           .consume(ip)
-          .catch(() => undefined);
+          .catch((refusal: unknown) => (refusal instanceof RateLimiterRes ? refusal : undefined));
+        if (result === undefined) counts.delete(ip);
+        else counts.set(ip, countOf(result));
       },
     } satisfies AuthFailureLimit);
   },
