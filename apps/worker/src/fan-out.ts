@@ -115,7 +115,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
       ), flagged AS (
         -- Each target and the row its insert returned, if any, sorted together by delivery id. A
         -- join of the two CTEs, whose sizes the planner cannot know, ran as a nested loop that
-        -- compared every target with every created row: 0.2-1.1 s for 10 events x 100 subscriptions.
+        -- compared every target with every created row: 0.2-1.1 s a statement at 100 subscriptions.
         SELECT *, bool_or(returned) OVER (PARTITION BY delivery_id) AS created FROM (
           SELECT event_id, subscription_id, ${subscriptionColumnsOf('targets')}, delivery_id, false AS returned
           FROM targets

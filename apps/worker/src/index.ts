@@ -3,7 +3,12 @@ export { loadWorkerConfig, workerEnvSchema, type WorkerConfig } from './config.j
 export { startWorker, userAgent, type RunningWorker } from './worker.js';
 export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
 export { eventAcceptedAt } from './delivery/expiry.js';
-export { classifyError, createAttemptSender, type AttemptResult, type AttemptSender } from './delivery/attempt.js';
+export {
+  classifyError,
+  createAttemptSender,
+  type AttemptResult,
+  type AttemptSender,
+} from './delivery/attempt.js';
 export { parseRetryAfter, retryDelayMs, type DeliveryPolicy } from './delivery/backoff.js';
 export { followUpJob, type InlineCandidate } from './delivery/inline.js';
 export { backgroundRoom, quietReserve, worthAdmitting } from './scheduling/admission-room.js';

@@ -1,11 +1,12 @@
 /**
  * One HTTP attempt of a delivery: POST the payload to the callback URL with Node's own client
- * (`node:http` / `node:https` `request`) and report what happened as an {@link AttemptResult}. No retry here (BullMQ owns retries), no redirect followed,
- * at most 4 KiB of the answer kept, and the connection refused at connect time when the callback's
- * resolved address is loopback, private, link-local or a metadata address (request-filtering-agent),
- * unless CALLBACK_ALLOW_PRIVATE, or in CALLBACK_DENY_CIDRS whatever it says. That check applies to
- * every address actually connected to, after name resolution. A port outside CALLBACK_PORTS is
- * refused before any connection.
+ * (`node:http` / `node:https` `request`) and report what happened as an {@link AttemptResult}. No
+ * retry here (BullMQ owns retries), no redirect followed, at most 4 KiB of the answer kept, and
+ * the connection refused at connect time when the callback's resolved address is loopback,
+ * private, link-local or a metadata address (request-filtering-agent), unless
+ * CALLBACK_ALLOW_PRIVATE, or in CALLBACK_DENY_CIDRS whatever it says. That check applies to every
+ * address actually connected to, after name resolution. A port outside CALLBACK_PORTS is refused
+ * before any connection.
  *
  * Names are resolved by cacheable-lookup over c-ares (`dns.promises.Resolver`, asynchronous, with a
  * timeout of its own), not by `dns.lookup`, whose getaddrinfo calls occupy libuv's four
