@@ -33,8 +33,9 @@ export default fp(
         },
       },
     });
+    // helmet calls `next` with an Error or nothing, as Fastify's `done` takes them.
     app.addHook('onRequest', (request, reply, done) =>
-      setHeaders(request.raw, reply.raw, (error?: unknown) => done(error as Error | undefined)),
+      setHeaders(request.raw, reply.raw, done as (error?: unknown) => void),
     );
     app.addHook('onSend', (request, reply, payload, done) => {
       if (request.protocol === 'https')
