@@ -142,8 +142,7 @@ export function classifyError(error: unknown): AttemptErrorClass {
   if (name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
   if (/is not allowed\. Because/.test(message ?? '')) return 'blocked_address';
   if (code === 'ECONNREFUSED') return 'connection_refused';
-  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE')
-    return 'connection_reset';
+  if (code === 'ECONNRESET' || code === 'EPIPE') return 'connection_reset';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
   return 'other';
 }
@@ -212,11 +211,11 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
           statusCode,
           errorClass,
           errorMessage:
-            error !== undefined
-              ? attemptErrorMessages[classifyError(error) as keyof typeof attemptErrorMessages]
-              : errorClass
+            errorClass === null
+              ? null
+              : errorClass === 'http_status'
                 ? `HTTP ${statusCode}`
-                : null,
+                : attemptErrorMessages[errorClass],
           errorDetail: error !== undefined ? String((error as Error).message).slice(0, 1024) : null,
           // Decoding replaces invalid UTF-8; NUL goes too, or PostgreSQL would refuse the record.
           responseBody:
