@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { deliveryJobId, queueNames, type DeliveryJobData } from '@webhooks/shared';
+import type { DeliveryStep } from '../src/delivery/deliver.js';
 import { createInlineAttempts } from '../src/delivery/inline.js';
 import { createWorkerMetrics } from '../src/metrics.js';
 import {
@@ -137,6 +138,40 @@ describe('the account scheduler', () => {
     expect((await waiting()).slice(0, 4)).toEqual([...quiet, flood[0]!].map((d) => d.subscriptionId));
     // The quiet account's schedule admitted another room's worth of the flood after it.
     expect(await s.backlog()).toEqual({ accounts: 1, deliveries: 84 });
+  });
+
+  it('admits no more than its free slots when two admissions overlap, keeping the quiet reserve', async () => {
+    // Attempts that hang until the test ends them: each admitted delivery holds its slot.
+    const hanging: Array<() => void> = [];
+    const attempts = createInlineAttempts({
+      deliverFor: () => () =>
+        new Promise<DeliveryStep>((resolve) =>
+          hanging.push(() => resolve({ kind: 'ended', result: 'dropped' })),
+        ),
+      maxAttempts: 3,
+      deadlineMs: 100,
+      maxInFlight: 10,
+      log: pino({ level: 'silent' }),
+      metrics: createWorkerMetrics(),
+    });
+    const s = scheduler();
+    await s.start(attempts);
+    try {
+      const created = (list: ScheduledDelivery[]) => list.map((d) => ({ ...d, created: true }));
+      // Two fan-outs' admissions at once, as a fan-out's and the background admission can overlap.
+      await Promise.all([
+        s.schedule(created(deliveriesOf('acct-a', 30))),
+        s.schedule(created(deliveriesOf('acct-b', 30))),
+      ]);
+      // The ten slots less the two kept for quiet accounts, all attempted: none became a job.
+      expect(hanging).toHaveLength(8);
+      expect(attempts.room()).toBe(2);
+      expect(await waiting()).toEqual([]);
+      expect((await s.backlog()).accounts).toBe(2);
+    } finally {
+      hanging.forEach((end) => end());
+      await s.close();
+    }
   });
 
   it('admits and confirms more deliveries at once than one Lua call can unpack (a large target)', async () => {

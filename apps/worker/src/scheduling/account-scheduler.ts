@@ -465,10 +465,18 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
 
   /** The attempts of the background admission, once `start` has them. */
   let background: InlineAttempts | undefined;
+  /**
+   * Slots promised to admissions whose script call is under way. A fan-out's admission and the
+   * background one can overlap; each would otherwise count the same free slots, and together admit
+   * more than the attempts can start, taking the slots kept for quiet accounts.
+   */
+  let promised = 0;
+  /** The free inline slots no admission under way has promised yet. */
+  const unpromisedRoom = (attempts: InlineAttempts) => Math.max(0, attempts.room() - promised);
 
   /** Whether the background admission is worth a script call now (always when it admits jobs). */
   const roomToAdmit = () =>
-    background === undefined || worthAdmitting(background.room(), background.capacity);
+    background === undefined || worthAdmitting(unpromisedRoom(background), background.capacity);
   /**
    * Most deliveries an admission may take: a process that attempts what it admits takes no more
    * than it can start now, less the slots kept for quiet accounts, so the rest waits in its
@@ -476,7 +484,9 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
    * delivery jobs.
    */
   const admissionLimit = () =>
-    background === undefined ? options.queueTarget : backgroundRoom(background.room(), background.capacity);
+    background === undefined
+      ? options.queueTarget
+      : backgroundRoom(unpromisedRoom(background), background.capacity);
   /** After attempts ended: admits again at once when accounts wait and their slots make it worth it. */
   const kickForFreedSlots = () => {
     if (backlogged && roomToAdmit()) kick();
@@ -497,24 +507,34 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
       entries.push(jobId, d.accountId, entryValue(d));
       if (inline !== undefined && d.created === true) fresh.set(jobId, d);
     }
-    const [flat, waitingAccounts] = await commands.webhookAdmit(
-      keys.ring,
-      keys.entries,
-      keys.admitting,
-      keys.deficit,
-      keys.weight,
-      deliveries.keys.wait!,
-      keys.quota,
-      deliveries.keys.prioritized!,
-      keys.accountListPrefix,
-      options.queueTarget,
-      options.quantum,
-      options.leaseMs,
-      options.deliveriesPerSecond,
-      keys.bucketPrefix,
-      admissionLimit(),
-      ...entries,
-    );
+    const limit = admissionLimit();
+    if (background !== undefined) promised += limit;
+    let admitted: [string[], number];
+    try {
+      admitted = await commands.webhookAdmit(
+        keys.ring,
+        keys.entries,
+        keys.admitting,
+        keys.deficit,
+        keys.weight,
+        deliveries.keys.wait!,
+        keys.quota,
+        deliveries.keys.prioritized!,
+        keys.accountListPrefix,
+        options.queueTarget,
+        options.quantum,
+        options.leaseMs,
+        options.deliveriesPerSecond,
+        keys.bucketPrefix,
+        limit,
+        ...entries,
+      );
+    } finally {
+      // Released in the same turn of the event loop as the attempts below start and take their
+      // slots: no other admission runs in between.
+      if (background !== undefined) promised -= limit;
+    }
+    const [flat, waitingAccounts] = admitted;
     const ended: FollowUp[] = [];
     const candidates: InlineCandidate[] = [];
     const others: InlineCandidate[] = [];
