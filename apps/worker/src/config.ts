@@ -128,11 +128,11 @@ export const workerEnvSchema = Type.Object({
       'How long a fan-out waits for its inline attempts, in ms; a slower one is finished and recorded in the background, so a slow callback never holds the fan-out',
   }),
   ACCOUNT_DELIVERIES_PER_SECOND: Type.Integer({
-    default: 1_000,
+    default: 5_000,
     minimum: 1,
     maximum: 1_000_000,
     description:
-      "Deliveries of one account admitted a second at most, across all workers; more wait in the account's list (delayed, never refused, no attempt used)",
+      "Deliveries of one account admitted a second at most, across all workers; more wait in the account's list (delayed, never refused, no attempt used). The default is above what one 2-core host delivers, so that an account alone can use it; fairness under contention comes from the round robin, not from this cap",
   }),
   WORKER_QUEUES: Type.String({
     default: 'events,deliveries',

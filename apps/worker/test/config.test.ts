@@ -30,7 +30,7 @@ describe('worker configuration from the environment', () => {
       ACCOUNT_OVERRIDES: '{"acct-big": {"weight": 4, "deliveries_per_second": 5000}}',
     });
     expect(config.accountOverrides.get('acct-big')).toEqual({ weight: 4, deliveries_per_second: 5000 });
-    expect(config.ACCOUNT_DELIVERIES_PER_SECOND).toBe(1_000);
+    expect(config.ACCOUNT_DELIVERIES_PER_SECOND).toBe(5_000);
   });
 
   it('names the account and field of an override it refuses', () => {

@@ -4,7 +4,7 @@
  * the defaults. Both services read it at start (the worker writes its part to Redis), so an
  * operator changes one account by changing the variable and restarting the services.
  *
- * Example: `{"acct-big": {"weight": 4, "deliveries_per_second": 5000, "max_subscriptions": 1000}}`.
+ * Example: `{"acct-big": {"weight": 4, "deliveries_per_second": 20000, "max_subscriptions": 1000}}`.
  */
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
