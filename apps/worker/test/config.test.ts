@@ -27,9 +27,9 @@ describe('worker configuration from the environment', () => {
   it('reads per-account overrides', () => {
     const config = loadWorkerConfig({
       NODE_ENV: 'test',
-      ACCOUNT_OVERRIDES: '{"acct-big": {"weight": 4, "deliveries_per_second": 5000}}',
+      ACCOUNT_OVERRIDES: '{"acct-big": {"weight": 4, "deliveries_per_second": 20000}}',
     });
-    expect(config.accountOverrides.get('acct-big')).toEqual({ weight: 4, deliveries_per_second: 5000 });
+    expect(config.accountOverrides.get('acct-big')).toEqual({ weight: 4, deliveries_per_second: 20000 });
     expect(config.ACCOUNT_DELIVERIES_PER_SECOND).toBe(5_000);
   });
 
