@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { deliveryJobId, queueNames, type DeliveryJobData } from '@webhooks/shared';
 import type { DeliveryStep } from '../src/delivery/deliver.js';
-import { createInlineAttempts } from '../src/delivery/inline.js';
+import { createInlineAttempts, type InlineAttemptsOptions } from '../src/delivery/inline.js';
 import { createWorkerMetrics } from '../src/metrics.js';
 import {
   createAccountScheduler,
@@ -52,6 +52,17 @@ const scheduler = (overrides: Partial<AccountSchedulerOptions> = {}) =>
     overrides: new Map(),
     log: pino({ level: 'silent' }),
     ...overrides,
+  });
+
+/** A worker's inline attempts, 10 at once, sent through `deliverFor`'s attempt path. */
+const inlineAttempts = (deliverFor: InlineAttemptsOptions['deliverFor']) =>
+  createInlineAttempts({
+    deliverFor,
+    maxAttempts: 3,
+    deadlineMs: 100,
+    maxInFlight: 10,
+    log: pino({ level: 'silent' }),
+    metrics: createWorkerMetrics(),
   });
 
 const deliveriesOf = (accountId: string, count: number): ScheduledDelivery[] =>
@@ -116,14 +127,7 @@ describe('the account scheduler', () => {
   it("gives what its inline attempts cannot take a job in its account's lane", async () => {
     // Attempts that never run here (the deliveries' shard is another process's): every admitted
     // delivery falls back to its job.
-    const elsewhere = createInlineAttempts({
-      deliverFor: () => null,
-      maxAttempts: 3,
-      deadlineMs: 100,
-      maxInFlight: 10,
-      log: pino({ level: 'silent' }),
-      metrics: createWorkerMetrics(),
-    });
+    const elsewhere = inlineAttempts(() => null);
     const s = scheduler();
     await s.start(elsewhere);
     await s.close();
@@ -143,17 +147,12 @@ describe('the account scheduler', () => {
   it('admits no more than its free slots when two admissions overlap, keeping the quiet reserve', async () => {
     // Attempts that hang until the test ends them: each admitted delivery holds its slot.
     const hanging: Array<() => void> = [];
-    const attempts = createInlineAttempts({
-      deliverFor: () => () =>
+    const attempts = inlineAttempts(
+      () => () =>
         new Promise<DeliveryStep>((resolve) =>
           hanging.push(() => resolve({ kind: 'ended', result: 'dropped' })),
         ),
-      maxAttempts: 3,
-      deadlineMs: 100,
-      maxInFlight: 10,
-      log: pino({ level: 'silent' }),
-      metrics: createWorkerMetrics(),
-    });
+    );
     const s = scheduler();
     await s.start(attempts);
     try {
