@@ -68,6 +68,9 @@ const inlineAttempts = (deliverFor: InlineAttemptsOptions['deliverFor']) =>
 const deliveriesOf = (accountId: string, count: number): ScheduledDelivery[] =>
   Array.from({ length: count }, () => ({ accountId, eventId: uuidv7(), subscriptionId: uuidv7() }));
 
+/** `list` as its fan-out hands it over having just created the rows: the attempts may take them. */
+const created = (list: ScheduledDelivery[]) => list.map((d) => ({ ...d, created: true }));
+
 /**
  * The queued jobs' subscription ids in the order BullMQ's workers take them: the wait list (quiet
  * accounts), oldest first, then the prioritized set (backlogged accounts).
@@ -131,7 +134,6 @@ describe('the account scheduler', () => {
     const s = scheduler();
     await s.start(elsewhere);
     await s.close();
-    const created = (list: ScheduledDelivery[]) => list.map((d) => ({ ...d, created: true }));
     const flood = created(deliveriesOf('acct-a', 100));
     await s.schedule(flood);
     // No more than the attempts have room for is admitted (maxInFlight less the fifth kept for
@@ -156,7 +158,6 @@ describe('the account scheduler', () => {
     const s = scheduler();
     await s.start(attempts);
     try {
-      const created = (list: ScheduledDelivery[]) => list.map((d) => ({ ...d, created: true }));
       // Two fan-outs' admissions at once, as a fan-out's and the background admission can overlap.
       await Promise.all([
         s.schedule(created(deliveriesOf('acct-a', 30))),
