@@ -4,6 +4,7 @@
  * still arrives. Orders of arrival are asserted, never durations.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { subscriptionGateKeys } from '@webhooks/shared';
 import { hostWaitMs } from '../src/delivery/host-gate.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../test/support/wait.js';
@@ -11,7 +12,11 @@ import { waitFor } from '../../../test/support/wait.js';
 let stack: TestStack;
 
 beforeAll(async () => {
-  stack = await startTestStack('host-cap', { HOST_MAX_IN_FLIGHT: '2', WORKER_CONCURRENCY: '20' });
+  stack = await startTestStack('host-cap', {
+    HOST_MAX_IN_FLIGHT: '2',
+    SUBSCRIPTION_MAX_IN_FLIGHT: '1',
+    WORKER_CONCURRENCY: '20',
+  });
 });
 afterAll(async () => {
   await stack.close();
@@ -42,6 +47,39 @@ describe('the cap per destination host', () => {
     // A third request arrives only once one of the two before it has been answered.
     for (let i = 2; i < arrivals.length; i++)
       expect(arrivals[i]).toBeGreaterThanOrEqual(arrivals[i - 2]! + answerAfterMs);
+  });
+});
+
+describe('a delivery its subscription holds back', () => {
+  it("keeps none of its host's slots: another subscription on that host gets it at once", async () => {
+    const slowAfterMs = 1_500;
+    const slowPath = '/slow-subscription';
+    stack.receiver.script(slowPath, [
+      { status: 200, afterMs: slowAfterMs },
+      { status: 200, afterMs: slowAfterMs },
+    ]);
+    const slow = await stack.subscribe('acct-host-slow', {
+      callback_url: `${stack.receiver.url}${slowPath}`,
+    });
+    const otherPath = '/other-subscription';
+    await stack.subscribe('acct-host-other', { callback_url: `${stack.receiver.url}${otherPath}` });
+    const publish = (accountId: string) =>
+      stack.publisher.publish({ accountId, type: 'call.completed', data: {} });
+
+    await publish('acct-host-slow');
+    await waitFor('the slow callback has its first delivery', () => stack.receiver.at(slowPath).length === 1);
+    // Its second delivery asks for a host slot beside the subscription's own, which is full.
+    await publish('acct-host-slow');
+    const { parked } = subscriptionGateKeys(stack.api.prefix, slow.id);
+    await waitFor(
+      'the second delivery held back',
+      async () => (await stack.api.app.redis.zcard(parked)) === 1,
+    );
+
+    await publish('acct-host-other');
+    await waitFor('the other subscription has its delivery', () => stack.receiver.at(otherPath).length === 1);
+    const firstSlow = stack.receiver.at(slowPath)[0]!;
+    expect(stack.receiver.at(otherPath)[0]!.at).toBeLessThan(firstSlow.at + slowAfterMs);
   });
 });
 
