@@ -9,9 +9,7 @@
  * the subscription's gate (over the limit, it waits without using an attempt), re-reads the
  * delivery with its event and subscription (deleted subscription: dropped; disabled: cancelled),
  * passes the subscription's `rate_limit` and its callback host's cap (`host-gate.ts`), sends the
- * attempt, gives the slots back and records the attempt with its outcome (`outcome.ts`). A delivery
- * the fan-out has just created (an inline first attempt) asks the gate and the host cap in one
- * round trip to Redis, and every step gives both slots back in one. A FIFO
+ * attempt, gives the slots back and records the attempt with its outcome (`outcome.ts`). A FIFO
  * subscription's delivery waits until it is its subscription's head, and its end gives the next
  * one its job (`fifo.ts`).
  *
@@ -28,7 +26,7 @@ import type { AttemptResult, AttemptSender } from './attempt.js';
 import type { DeliveryPolicy } from './backoff.js';
 import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
 import type { FifoHeads } from './fifo.js';
-import type { Admission, DeliveryGate } from './gate.js';
+import type { DeliveryGate } from './gate.js';
 import type { HostGate } from './host-gate.js';
 import { decideOutcome, type DeliveryOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
@@ -105,16 +103,6 @@ const fifoTurnWaitMs = 1_000;
 /** How long a FIFO head waits for an earlier event's fan-out to store its deliveries, in ms. */
 const fifoFanOutWaitMs = 50;
 
-/**
- * The callback host's slot a step asked for (`host-gate.ts`). The step gives it back when it ends,
- * in the same turn of the event loop as the gate's slot.
- */
-interface HostSlot {
-  hostname: string;
-  /** 0 once the slot is taken, else the ms to wait (not taken); rejects with ioredis' errors. */
-  taken: Promise<number>;
-}
-
 /** What happened while the step held its slot. */
 type WithinSlot =
   | { kind: 'done'; result: Exclude<EndedWithoutAttempt, 'expired'>; fifo: boolean }
@@ -129,23 +117,7 @@ type WithinSlot =
  *   around the attempt, not the callback's; the caller defers, and no attempt is used
  */
 export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<DeliveryStep> {
-  /** Asks the host cap for a slot of `callbackUrl`'s host; the answer is in `taken`. */
-  const askHost = (callbackUrl: string, jobId: string): HostSlot => {
-    const { hostname } = new URL(callbackUrl);
-    const taken = deps.hostGate.acquire(hostname, jobId);
-    // Handled here, as the step may end before it awaits the answer: `releaseHost` reads it then.
-    taken.catch(() => undefined);
-    return { hostname, taken };
-  };
-
-  /** Gives back the slot `host` asked for, if it was taken. Never throws. */
-  const releaseHost = async (host: HostSlot | null, jobId: string) => {
-    if (host === null || (await host.taken.catch(() => 1)) !== 0) return;
-    await deps.hostGate.release(host.hostname, jobId);
-  };
-
-  /** `slots.host`: the host's slot asked already, or null; the one asked here is left in it. */
-  const withinSlot = async (ref: RoundRef, slots: { host: HostSlot | null }): Promise<WithinSlot> => {
+  const withinSlot = async (ref: RoundRef): Promise<WithinSlot> => {
     const delivery = ref.loaded ?? (await deps.store.load(ref));
     if (delivery === null) return { kind: 'done', result: 'dropped', fifo: false };
     const fifo = delivery.subscription.ordering === 'fifo';
@@ -175,33 +147,37 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       if (again?.isHead !== true) return { kind: 'wait', waitMs: fifoTurnWaitMs };
     }
     // The host's slot first: an attempt the cap holds back must not count in the rate window.
-    slots.host ??= askHost(subscription.callbackUrl, ref.jobId);
-    const hostWaitMs = await slots.host.taken;
+    const { hostname } = new URL(subscription.callbackUrl);
+    const hostWaitMs = await deps.hostGate.acquire(hostname, ref.jobId);
     if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
-    if (subscription.rateLimit !== null) {
-      const waitMs = await deps.gate.pace(subscription.id, ref.jobId, subscription.rateLimit);
-      if (waitMs > 0) return { kind: 'wait', waitMs };
+    try {
+      if (subscription.rateLimit !== null) {
+        const waitMs = await deps.gate.pace(subscription.id, ref.jobId, subscription.rateLimit);
+        if (waitMs > 0) return { kind: 'wait', waitMs };
+      }
+      const { body, headers } = buildAttemptRequest(event, subscription, new Date());
+      // A span per attempt, retries included, in the trace the job carries (the event's).
+      const result = await inSpan(
+        'webhooks-worker',
+        'webhook attempt',
+        {
+          'webhook.delivery_id': delivery.id,
+          'webhook.event_id': event.id,
+          'webhook.subscription_id': subscription.id,
+          'webhook.attempt': delivery.attemptsMade + 1,
+          'server.address': hostname,
+        },
+        async (annotate) => {
+          const sent = await deps.sender.send(subscription.callbackUrl, body, headers);
+          annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
+          return sent;
+        },
+        SpanKind.CLIENT,
+      );
+      return { kind: 'sent', delivery, result };
+    } finally {
+      await deps.hostGate.release(hostname, ref.jobId);
     }
-    const { body, headers } = buildAttemptRequest(event, subscription, new Date());
-    // A span per attempt, retries included, in the trace the job carries (the event's).
-    const result = await inSpan(
-      'webhooks-worker',
-      'webhook attempt',
-      {
-        'webhook.delivery_id': delivery.id,
-        'webhook.event_id': event.id,
-        'webhook.subscription_id': subscription.id,
-        'webhook.attempt': delivery.attemptsMade + 1,
-        'server.address': slots.host.hostname,
-      },
-      async (annotate) => {
-        const sent = await deps.sender.send(subscription.callbackUrl, body, headers);
-        annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
-        return sent;
-      },
-      SpanKind.CLIENT,
-    );
-    return { kind: 'sent', delivery, result };
   };
 
   /**
@@ -270,35 +246,15 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       await nextInOrder(subscriptionId);
       return { kind: 'ended', result: 'expired' };
     }
-    // A delivery the fan-out has just created is known already: its host's slot is asked in the
-    // same turn as the gate's, so that both scripts share one write to Redis and one round trip.
-    // It stays taken while the gate makes the delivery wait in place (a few ms), and is given back
-    // at once when the gate refuses.
-    const slots = {
-      host: ref.loaded === undefined ? null : askHost(ref.loaded.subscription.callbackUrl, ref.jobId),
-    };
-    let admission: Admission;
-    try {
-      admission = await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
-    } catch (error) {
-      await releaseHost(slots.host, ref.jobId);
-      throw error;
-    }
-    if (!admission.admitted) {
-      await releaseHost(slots.host, ref.jobId);
-      return { kind: 'wait', waitMs: admission.waitMs };
-    }
+    const admission = await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
+    if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     let within: WithinSlot | undefined;
     try {
-      within = await withinSlot(ref, slots);
+      within = await withinSlot(ref);
     } finally {
       const attempt = within?.kind === 'sent' ? { signal: congestionSignal(within.result) } : null;
-      // Both slots go back in one turn: one write to Redis, one round trip.
-      await Promise.all([
-        releaseHost(slots.host, ref.jobId),
-        deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt),
-      ]);
+      await deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt);
     }
     if (within.kind === 'done') {
       if (within.fifo) await nextInOrder(subscriptionId);
