@@ -68,7 +68,7 @@ describe('a delivery its subscription holds back', () => {
 
     await publish('acct-host-slow');
     await waitFor('the slow callback has its first delivery', () => stack.receiver.at(slowPath).length === 1);
-    // Its second delivery asks for a host slot beside the subscription's own, which is full.
+    // Its second delivery waits for the subscription's one slot, and must hold no host slot meanwhile.
     await publish('acct-host-slow');
     const { parked } = subscriptionGateKeys(stack.api.prefix, slow.id);
     await waitFor(
