@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--only <scenario,...>]`: every benchmark against
+ * `pnpm bench [--quick] [--only <scenario,...>] [--capacity <deliveries/s>]`: every benchmark against
  * the real services, each figure as a ratio to a baseline measured in the same run. Prints one line
  * per scenario as it finishes, then the table; writes bench/results/<date>.json (every row with its
  * `ratio`, `target` and `met`) and .md. Timing never fails anything: targets missed are marked,
@@ -38,11 +38,23 @@ import { formatRow, renderTable, type BenchRow } from './table.js';
 import { percentile } from '../scripts/lib/stats.js';
 
 const { values } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    capacity: { type: 'string' },
+  },
 });
 const quick = values.quick;
 /** `--only fairness,latency` runs those scenarios alone (names as in `scenarios` below). */
 const only = values.only?.split(',').map((name) => name.trim());
+/**
+ * `--capacity 1200` (deliveries/s): the end-to-end capacity that sets the sustained, overload,
+ * fairness and accounts scenarios' rates, instead of the one this run measures. Alternated A/B
+ * runs then carry the same load; each run measures its own capacity otherwise.
+ */
+const fixedCapacity = values.capacity === undefined ? undefined : Number(values.capacity);
+if (fixedCapacity !== undefined && !(Number.isFinite(fixedCapacity) && fixedCapacity > 0))
+  throw new Error(`--capacity must be a positive number of deliveries/s, got ${values.capacity}`);
 const size = quick
   ? {
       e2e: 2_000,
@@ -567,7 +579,7 @@ await mkdir(resultsDir, { recursive: true });
 const base = new URL(`${date}${quick ? '-quick' : ''}${only ? `-${only.join('-')}` : ''}`, resultsDir);
 await writeFile(
   `${base.pathname}.json`,
-  `${JSON.stringify({ date, quick, only: only ?? 'all', machine, size, rows, ...results }, null, 2)}\n`,
+  `${JSON.stringify({ date, quick, only: only ?? 'all', fixedCapacity, machine, size, rows, ...results }, null, 2)}\n`,
 );
 await writeFile(
   `${base.pathname}.md`,
@@ -624,10 +636,12 @@ function redisFigure(cost: DeliveryCost): string {
 }
 
 /**
- * This run's end-to-end deliveries/s: the throughput scenario's, or measured now (the same load)
- * when it did not run; the sustained and overload rates are fractions and multiples of it.
+ * This run's end-to-end deliveries/s: `--capacity` when given, else the throughput scenario's, or
+ * measured now (the same load) when it did not run; the sustained, overload, fairness and accounts
+ * rates are fractions and multiples of it.
  */
 async function endToEndCapacity(): Promise<number> {
+  if (fixedCapacity !== undefined) return fixedCapacity;
   const e2e =
     (results.e2e as { deliveriesPerSecond: number } | undefined) ??
     (await deliveryThroughput('e2e', { events: size.e2e, accounts: 20, subscriptions: 1 }, progress));
