@@ -35,10 +35,10 @@ interface Counters {
 const ticksPerMs = 100 / 1000;
 
 /**
- * CPU ms a process has used, 0 when it is gone; with `reapedChildren`, plus what its children
- * used that have exited and been waited for (proc(5): cutime and cstime).
+ * CPU ms a process of this host has used, 0 when it is gone; with `reapedChildren`, plus what its
+ * children used that have exited and been waited for (proc(5): cutime and cstime).
  */
-async function cpuMsOf(pid: number | undefined, reapedChildren = false): Promise<number> {
+export async function processCpuMs(pid: number | undefined, reapedChildren = false): Promise<number> {
   if (pid === undefined) return 0;
   try {
     // The command name may hold spaces; the fields after its closing parenthesis do not.
@@ -60,7 +60,7 @@ async function postgresCpuMs(): Promise<number> {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const comm = (await readFile(`/proc/${entry}/comm`, 'utf8')).trim();
-      if (comm === 'postgres') total += await cpuMsOf(Number(entry), true);
+      if (comm === 'postgres') total += await processCpuMs(Number(entry), true);
     } catch {
       // Exited meanwhile.
     }
@@ -68,12 +68,20 @@ async function postgresCpuMs(): Promise<number> {
   return total;
 }
 
-/** Starts counting for `stack`; `stop(deliveries)` returns the cost per delivery since. */
+/**
+ * Starts counting for `stack`; `stop(deliveries, uncountedPostgresCpuMs)` returns the cost per
+ * delivery since. PostgreSQL's CPU leaves out the probe's own connection and
+ * `uncountedPostgresCpuMs` (the bench's polling, `waitForSucceeded`'s `onPollCpuMs`), which are
+ * the bench's work, not the service's.
+ */
 export async function startCostProbe(stack: BenchStack) {
   const redis = new Redis(stack.redisUrl);
   const db = new pg.Client({ connectionString: stack.databaseUrl });
   await db.connect();
   const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+  const {
+    rows: [backend],
+  } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   const read = async (): Promise<Counters> => {
     const commands = new Map<string, number>();
     for (const match of (await redis.info('commandstats')).matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) {
@@ -86,22 +94,22 @@ export async function startCostProbe(stack: BenchStack) {
               (tup_inserted + tup_updated + tup_deleted)::text AS tuples
        FROM pg_stat_database WHERE datname = current_database()`,
     );
-    const workers = await Promise.all(stack.workers.map((worker) => cpuMsOf(worker.child.pid)));
+    const workers = await Promise.all(stack.workers.map((worker) => processCpuMs(worker.child.pid)));
     return {
       commands,
       transactions: Number(stats!.transactions),
       tuples: Number(stats!.tuples),
       cpuMs: {
-        api: await cpuMsOf(stack.api.child.pid),
+        api: await processCpuMs(stack.api.child.pid),
         workers: workers.reduce((a, b) => a + b, 0),
-        redis: await cpuMsOf(redisPid),
-        postgres: await postgresCpuMs(),
+        redis: await processCpuMs(redisPid),
+        postgres: (await postgresCpuMs()) - (await processCpuMs(backend!.pid)),
       },
     };
   };
   const before = await read();
   return {
-    async stop(deliveries: number): Promise<DeliveryCost> {
+    async stop(deliveries: number, uncountedPostgresCpuMs = 0): Promise<DeliveryCost> {
       // pg_stat_database takes up to a second to show the last commits.
       await sleep(1_500);
       const after = await read();
@@ -115,7 +123,7 @@ export async function startCostProbe(stack: BenchStack) {
         api: per(after.cpuMs.api - before.cpuMs.api),
         workers: per(after.cpuMs.workers - before.cpuMs.workers),
         redis: per(after.cpuMs.redis - before.cpuMs.redis),
-        postgres: per(after.cpuMs.postgres - before.cpuMs.postgres),
+        postgres: per(after.cpuMs.postgres - before.cpuMs.postgres - uncountedPostgresCpuMs),
       };
       return {
         deliveries,

@@ -91,15 +91,16 @@ export async function deliverLoad(
   const probe = await startCostProbe(stack);
   const started = performance.timeOrigin + performance.now();
   await publishMany(publisher, accounts, load.events);
-  const finished = await waitForSucceeded(
-    stack,
-    expected,
-    600_000,
-    (done) => progress(name, done, expected),
-    started,
-  );
+  let pollCpuMs = 0;
+  const finished = await waitForSucceeded(stack, expected, 600_000, {
+    onProgress: (done) => progress(name, done, expected),
+    sinceMs: started,
+    onPollCpuMs: (ms) => {
+      pollCpuMs = ms;
+    },
+  });
   const seconds = (finished - started) / 1000;
-  const cost = await probe.stop(expected);
+  const cost = await probe.stop(expected, pollCpuMs);
   return { deliveriesPerSecond: expected / seconds, deliveries: expected, seconds, cost };
 }
 

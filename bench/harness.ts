@@ -26,6 +26,7 @@ import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
 import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { waitFor } from '../scripts/lib/wait.js';
+import { processCpuMs } from './cost-probe.js';
 
 /** What the benchmark receiver answers a path: a status, or hold the request unanswered until closed. */
 export type BareAnswer = number | 'hang';
@@ -375,18 +376,33 @@ export async function queueFloorBaseline(count: number, concurrency: number): Pr
   return count / seconds;
 }
 
+/** Options of {@link waitForSucceeded}. */
+export interface SucceededWait {
+  /** Called with the count of each poll. */
+  onProgress?(done: number): void;
+  /**
+   * Only the deliveries of events accepted since count (ms since epoch): a log filled beforehand is
+   * left out, and each poll reads only the day partitions from then on.
+   */
+  sinceMs?: number;
+  /**
+   * Called once the count is reached, with the CPU ms its polling connection's PostgreSQL backend
+   * used, so that a cost probe can leave the bench's own polling out of the service's cost.
+   */
+  onPollCpuMs?(ms: number): void;
+}
+
 /**
  * Waits until `expected` deliveries of the stack are recorded as succeeded (polling the database
  * every 100 ms) and returns the time of the last poll that saw them all, ms since epoch. With
- * `sinceMs` (ms since epoch), only the deliveries of events accepted since count: a log filled
- * beforehand is left out, and each poll reads only the day partitions from then on. This relies on
- * the API minting event ids as UUIDv7 from the same host's clock as the bench's (the stack runs
- * on this machine), and on a delivery's id beginning with its event's time.
+ * `sinceMs`, this relies on the API minting event ids as UUIDv7 from the same host's clock as the
+ * bench's (the stack runs on this machine), and on a delivery's id beginning with its event's time.
  *
  * The count is a named statement on a connection of its own: PostgreSQL plans it once and prunes
  * the days at each run. Planned at every poll over the day partitions, as an unnamed statement
  * is, the bench's own count cost the partitioned log about twice the PostgreSQL CPU it cost plain
- * tables, and that CPU counts in the service's cost per delivery.
+ * tables. Even planned once, it costs PostgreSQL a few ms a poll over a large load, which
+ * `onPollCpuMs` reports.
  *
  * @throws Error after `timeoutMs`
  */
@@ -394,24 +410,28 @@ export async function waitForSucceeded(
   stack: BenchStack,
   expected: number,
   timeoutMs: number,
-  onProgress?: (done: number) => void,
-  sinceMs?: number,
+  options: SucceededWait = {},
 ): Promise<number> {
   const db = new pg.Client({ connectionString: stack.databaseUrl });
   await db.connect();
   try {
+    const {
+      rows: [backend],
+    } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const succeeded = async () => {
       const { rows } = await db.query<{ done: number }>({
         name: 'bench-succeeded',
         text: `SELECT count(*)::int AS done FROM deliveries WHERE status = 'succeeded' AND id >= $1::uuid`,
-        values: [lowestIdAt(sinceMs ?? 0)],
+        values: [lowestIdAt(options.sinceMs ?? 0)],
       });
       const done = rows[0]!.done;
-      onProgress?.(done);
+      options.onProgress?.(done);
       return done >= expected;
     };
     await waitFor(`${expected} deliveries to succeed`, succeeded, timeoutMs, 100);
-    return performance.timeOrigin + performance.now();
+    const finishedAt = performance.timeOrigin + performance.now();
+    options.onPollCpuMs?.(await processCpuMs(backend!.pid));
+    return finishedAt;
   } finally {
     await db.end();
   }

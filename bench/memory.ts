@@ -36,9 +36,11 @@ export async function workerMemory(
         () => undefined,
       );
     }, 200);
-    await waitForSucceeded(stack, total, 900_000, (count) => {
-      done = count;
-      progress(count, total);
+    await waitForSucceeded(stack, total, 900_000, {
+      onProgress: (count) => {
+        done = count;
+        progress(count, total);
+      },
     });
     clearInterval(sampler);
     const at = (fraction: number) => samples.find((s) => s.done >= total * fraction)?.rss ?? Number.NaN;
