@@ -51,6 +51,17 @@ export async function processCpuMs(pid: number | undefined, reapedChildren = fal
 }
 
 /**
+ * CPU ms the PostgreSQL backend serving `db` has used (the server runs on this host), so that
+ * the bench can leave its own connections out of the service's cost.
+ */
+export async function connectionCpuMs(db: pg.Client): Promise<number> {
+  const {
+    rows: [backend],
+  } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  return processCpuMs(backend?.pid);
+}
+
+/**
  * CPU ms used by every process named `postgres`: those running, and through the postmaster's
  * reaped children, the backends that exited meanwhile (a connection closed by a pool).
  */
@@ -79,9 +90,6 @@ export async function startCostProbe(stack: BenchStack) {
   const db = new pg.Client({ connectionString: stack.databaseUrl });
   await db.connect();
   const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
-  const {
-    rows: [backend],
-  } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
   const read = async (): Promise<Counters> => {
     const commands = new Map<string, number>();
     for (const match of (await redis.info('commandstats')).matchAll(/cmdstat_([^:]+):calls=(\d+)/g)) {
@@ -103,7 +111,7 @@ export async function startCostProbe(stack: BenchStack) {
         api: await processCpuMs(stack.api.child.pid),
         workers: workers.reduce((a, b) => a + b, 0),
         redis: await processCpuMs(redisPid),
-        postgres: (await postgresCpuMs()) - (await processCpuMs(backend!.pid)),
+        postgres: (await postgresCpuMs()) - (await connectionCpuMs(db)),
       },
     };
   };

@@ -26,7 +26,7 @@ import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
 import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { waitFor } from '../scripts/lib/wait.js';
-import { processCpuMs } from './cost-probe.js';
+import { connectionCpuMs } from './cost-probe.js';
 
 /** What the benchmark receiver answers a path: a status, or hold the request unanswered until closed. */
 export type BareAnswer = number | 'hang';
@@ -415,9 +415,6 @@ export async function waitForSucceeded(
   const db = new pg.Client({ connectionString: stack.databaseUrl });
   await db.connect();
   try {
-    const {
-      rows: [backend],
-    } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const succeeded = async () => {
       const { rows } = await db.query<{ done: number }>({
         name: 'bench-succeeded',
@@ -430,7 +427,7 @@ export async function waitForSucceeded(
     };
     await waitFor(`${expected} deliveries to succeed`, succeeded, timeoutMs, 100);
     const finishedAt = performance.timeOrigin + performance.now();
-    options.onPollCpuMs?.(await processCpuMs(backend!.pid));
+    if (options.onPollCpuMs) options.onPollCpuMs(await connectionCpuMs(db));
     return finishedAt;
   } finally {
     await db.end();
