@@ -179,6 +179,21 @@ describe('content filters', () => {
       filter: { $where: 'true' },
     });
     expect(refused.statusCode).toBe(400);
+    // A sample is held to a published event's limits: 256 KiB of data, at most 32 levels deep.
+    const tooLarge = await call('tester', 'POST', `/api/webhooks/${sub.id}/filter-tests`, {
+      payload: { ...payload, data: { a: new Array<number>(140_000).fill(0) } },
+    });
+    expect(tooLarge.statusCode).toBe(413);
+    expect(tooLarge.json().errors).toEqual([
+      { pointer: '/payload/data', detail: expect.stringMatching(/limit is 262144/) },
+    ]);
+    let deep: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 40; i++) deep = { d: deep };
+    const tooDeep = await call('tester', 'POST', `/api/webhooks/${sub.id}/filter-tests`, {
+      payload: { ...payload, data: deep },
+    });
+    expect(tooDeep.statusCode).toBe(400);
+    expect(tooDeep.json().errors[0].pointer).toMatch(/^\/payload\/data\/d\//);
   });
 
   it('refuses operators that are not allowed with 400 naming the place in filter, writing nothing', async () => {

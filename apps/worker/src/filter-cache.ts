@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import {
   buildDeliveryPayload,
   compileEventFilter,
+  FilterCostExceededError,
   passesEventFilter,
   type EventFilter,
   type EventJobData,
@@ -52,7 +53,8 @@ export function createFilterCache() {
     /**
      * True when the payload `event` would have for the target's subscription matches its filter.
      * A filter sift cannot evaluate (the API checked it, so only a filter stored before a rule
-     * changed) matches nothing, with a warning.
+     * changed), or whose evaluation goes over its budget of visits, matches nothing, with a
+     * warning that names the account.
      */
     matches(target: FanOutTarget, event: EventJobData, log: Logger): boolean {
       const payload = buildDeliveryPayload(event, { webhookId: target.webhook_id });
@@ -62,8 +64,15 @@ export function createFilterCache() {
         payload as unknown as Record<string, unknown>,
         (error) =>
           log.warn(
-            { err: error, subscriptionId: target.subscription_id, eventId: event.id },
-            'content filter could not be evaluated; the event is not delivered to that subscription',
+            {
+              err: error,
+              accountId: event.accountId,
+              subscriptionId: target.subscription_id,
+              eventId: event.id,
+            },
+            error instanceof FilterCostExceededError
+              ? 'content filter went over its evaluation budget; the event is not delivered to that subscription'
+              : 'content filter could not be evaluated; the event is not delivered to that subscription',
           ),
       );
     },

@@ -6,26 +6,48 @@
  * Only comparison (`$eq $ne $gt $gte $lt $lte`), set (`$in $nin $all`), existence (`$exists`) and
  * logical (`$and $or $nor $not`) operators are allowed: `$where`, `$regex` and every other
  * operator are refused when the filter is written, and sift is given no others, so no filter runs
- * code or a regular expression. A filter is at most {@link maxFilterBytes} bytes serialized and
- * {@link maxFilterDepth} levels deep.
+ * code or a regular expression.
+ *
+ * Filters run in the fan-out every account shares, so their cost is bounded, not only their size:
+ * a filter is at most {@link maxFilterBytes} bytes serialized, {@link maxFilterDepth} levels deep,
+ * with {@link maxFilterOperators} operators and {@link maxFilterOperands} operands to each `$in`,
+ * `$nin` or `$all`; scalar `$in` operands are looked up in a set; and one evaluation visits at most
+ * {@link maxFilterVisits} values (filter-operations.ts), past which the filter matches nothing.
  */
 import siftModule from 'sift';
 import type * as Sift from 'sift';
 import { findInJson, type JsonProblem } from './json-walk.js';
+import {
+  countedOperations,
+  filterOperations,
+  FilterCostExceededError,
+  withExplicitEquality,
+} from './filter-operations.js';
 
-// sift is CommonJS: Node exposes its operations on the default export only.
-const { $all, $and, $eq, $exists, $gt, $gte, $in, $lt, $lte, $ne, $nin, $nor, $not, $or, createQueryTester } =
-  siftModule as unknown as typeof Sift;
+export { FilterCostExceededError } from './filter-operations.js';
+
+// sift is CommonJS: Node exposes its functions on the default export only.
+const { createQueryTester } = siftModule as unknown as typeof Sift;
 
 /** Largest filter, in bytes of its JSON serialization. */
 export const maxFilterBytes = 4096;
 /** Deepest nesting of objects and arrays in a filter. */
 export const maxFilterDepth = 8;
-
-const operations = { $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $all, $exists, $and, $or, $nor, $not };
+/** Most operators (`$` keys) in a filter. */
+export const maxFilterOperators = 32;
+/** Most operands of one `$in`, `$nin` or `$all`. */
+export const maxFilterOperands = 64;
+/**
+ * Most values one evaluation visits (an operation applied to one value on its path): enough for
+ * every condition of a filter on ordinary payloads, far below what a hostile payload of 256 KiB
+ * and a filter at the limits above would cost unbounded (about 4 million).
+ */
+export const maxFilterVisits = 10_000;
 
 /** The operators a filter may use. */
-export const filterOperators: readonly string[] = Object.keys(operations);
+export const filterOperators: readonly string[] = Object.keys(filterOperations);
+
+const operandOperators = new Set(['$in', '$nin', '$all']);
 
 /** A filter as stored: a JSON object. */
 export type EventFilter = Record<string, unknown>;
@@ -43,11 +65,18 @@ export function eventFilterProblem(filter: unknown): JsonProblem | null {
   if (Buffer.byteLength(JSON.stringify(filter)) > maxFilterBytes) {
     return { pointer: '', detail: `is larger than ${maxFilterBytes} bytes serialized` };
   }
-  const found = findInJson(filter, maxFilterDepth, (key) =>
-    key.startsWith('$') && !filterOperators.includes(key)
-      ? `${key} is not an allowed operator (${filterOperators.join(' ')})`
-      : null,
-  );
+  let operators = 0;
+  const found = findInJson(filter, maxFilterDepth, (key, value) => {
+    if (!key.startsWith('$')) return null;
+    if (!filterOperators.includes(key))
+      return `${key} is not an allowed operator (${filterOperators.join(' ')})`;
+    if (++operators > maxFilterOperators)
+      return `is one operator more than the ${maxFilterOperators} a filter may have`;
+    if (operandOperators.has(key) && Array.isArray(value) && value.length > maxFilterOperands) {
+      return `has ${value.length} operands; ${key} takes at most ${maxFilterOperands}`;
+    }
+    return null;
+  });
   if (found) return found;
   try {
     // Some malformed operands (`$in` given a non-array) only fail when evaluated.
@@ -60,17 +89,30 @@ export function eventFilterProblem(filter: unknown): JsonProblem | null {
 
 /**
  * The tester of a filter that {@link eventFilterProblem} accepted: true when `payload` matches.
+ * Each call of the tester may visit at most `maxVisits` values.
  *
- * @throws Error from sift for a malformed query (such as `$in` given a non-array)
+ * @throws Error from sift for a malformed query (such as an operator nested under `$in`); the
+ *   tester throws FilterCostExceededError when an evaluation goes over `maxVisits`
  */
-export function compileEventFilter(filter: EventFilter): (payload: Record<string, unknown>) => boolean {
-  return createQueryTester(filter, { operations });
+export function compileEventFilter(
+  filter: EventFilter,
+  maxVisits = maxFilterVisits,
+): (payload: Record<string, unknown>) => boolean {
+  let visits = 0;
+  const operations = countedOperations(() => {
+    if (++visits > maxVisits) throw new FilterCostExceededError(maxVisits);
+  });
+  const test = createQueryTester(withExplicitEquality(filter), { operations });
+  return (payload) => {
+    visits = 0;
+    return test(payload);
+  };
 }
 
 /**
  * Whether `payload` passes a compiled filter ({@link compileEventFilter}). A filter sift cannot
- * evaluate (only one stored before a rule changed, since the API checks each) matches nothing;
- * `onError` hears why.
+ * evaluate (only one stored before a rule changed, since the API checks each), and an evaluation
+ * over its budget of visits (FilterCostExceededError), match nothing; `onError` hears why.
  */
 export function passesEventFilter(
   tester: (payload: Record<string, unknown>) => boolean,

@@ -57,6 +57,32 @@ export interface EventInput {
 }
 
 /**
+ * Checks an event's `data` against the limits every event is held to, whatever its type: a JSON
+ * object PostgreSQL can store, nested at most {@link maxDataDepth} deep, at most
+ * {@link maxEventDataBytes} serialized.
+ *
+ * @param pointer where `data` sits in the request body (JSON pointer), for the error's field
+ * @throws EventInputError 400 naming the offending place, or 413 for `data` too large
+ */
+export function checkEventData(data: unknown, pointer = '/data'): void {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new EventInputError('data must be a JSON object', pointer);
+  }
+  const unstorable = findUnstorableJson(data, pointer, maxDataDepth);
+  if (unstorable !== null) {
+    throw new EventInputError(`data ${unstorable.detail}`, unstorable.pointer);
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(data));
+  if (bytes > maxEventDataBytes) {
+    throw new EventInputError(
+      `data is ${bytes} bytes serialized; the limit is ${maxEventDataBytes}`,
+      pointer,
+      413,
+    );
+  }
+}
+
+/**
  * Checks an event against `catalogue` and the limits, and returns when it occurred.
  *
  * @throws EventInputError 400 for an unknown type, an operational one outside a test event, a
@@ -85,21 +111,7 @@ export function checkEventInput(input: EventInput, catalogue: Catalogue): Date {
       '/type',
     );
   }
-  if (input.data === null || typeof input.data !== 'object' || Array.isArray(input.data)) {
-    throw new EventInputError('data must be a JSON object', '/data');
-  }
-  const unstorable = findUnstorableJson(input.data, '/data', maxDataDepth);
-  if (unstorable !== null) {
-    throw new EventInputError(`data ${unstorable.detail}`, unstorable.pointer);
-  }
-  const bytes = Buffer.byteLength(JSON.stringify(input.data));
-  if (bytes > maxEventDataBytes) {
-    throw new EventInputError(
-      `data is ${bytes} bytes serialized; the limit is ${maxEventDataBytes}`,
-      '/data',
-      413,
-    );
-  }
+  checkEventData(input.data);
   const schemaErrors = catalogue.checkData(input.type, input.data);
   if (schemaErrors.length > 0) {
     const listed = schemaErrors.map((e) => `${e.pointer} ${e.detail}`).join('; ');

@@ -2,10 +2,12 @@
  * `POST /api/webhooks/{id}/filter-tests`: tells a subscriber whether an event with a sample
  * payload would be delivered to this subscription: whether its event types select the payload's
  * `type`, and whether its content filter (or a candidate filter sent with the sample, to try
- * before saving it) matches. Nothing is published or stored.
+ * before saving it) matches. Nothing is published or stored. The sample's `data` is held to the
+ * limits of a published event (400 or 413 naming `/payload/data`), and the filter to its budget.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
+  checkEventData,
   compileEventFilter,
   FilterTestCreate,
   FilterTestResult,
@@ -14,6 +16,7 @@ import {
   type Catalogue,
   type EventFilter,
 } from '@webhooks/shared';
+import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import { checkSubscriptionSelection } from '../lib/subscription-selection.js';
@@ -36,6 +39,12 @@ const filterTests: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (
     async (request) => {
       const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       const { payload, filter: candidate } = request.body;
+      // The sample is held to the limits of a published event, so a test costs no more than one.
+      try {
+        checkEventData(payload.data, '/payload/data');
+      } catch (error) {
+        throw publishProblem(error, request.log);
+      }
       checkSubscriptionSelection(catalogue, subscription.kind, undefined, candidate);
       const filter = candidate !== undefined ? candidate : (subscription.filter as EventFilter | null);
       // Compiled inside the test: a stored filter sift cannot compile matches nothing, never a 500.

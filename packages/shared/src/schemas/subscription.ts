@@ -1,6 +1,6 @@
 /** Wire schemas of webhook subscriptions (specification sections 2.1 and 4). Fields are snake_case. */
 import Type, { type Static } from 'typebox';
-import { maxFilterBytes } from '../event-filter.js';
+import { maxFilterBytes, maxFilterOperands, maxFilterOperators, maxFilterVisits } from '../event-filter.js';
 import { maxSelectedEventTypes } from '../event-type-selection.js';
 import { PageQuery } from './pagination.js';
 
@@ -49,7 +49,7 @@ const Filter = Type.Union(
   [
     Type.Record(Type.String(), Type.Unknown(), {
       maxProperties: 50,
-      description: `MongoDB-style query on the payload (\`type\`, \`timestamp\`, \`webhook_id\`, \`data\`): only events it matches are delivered. Operators: $eq $ne $gt $gte $lt $lte $in $nin $all $exists $and $or $nor $not; at most ${maxFilterBytes} bytes and 8 levels`,
+      description: `MongoDB-style query on the payload (\`type\`, \`timestamp\`, \`webhook_id\`, \`data\`): only events it matches are delivered. Operators: $eq $ne $gt $gte $lt $lte $in $nin $all $exists $and $or $nor $not; at most ${maxFilterBytes} bytes, 8 levels, ${maxFilterOperators} operators and ${maxFilterOperands} operands to each $in, $nin or $all. An evaluation that visits more than ${maxFilterVisits} values in a payload matches nothing`,
       examples: [{ 'data.direction': 'inbound', 'data.duration_seconds': { $gte: 60 } }],
     }),
     Type.Null(),
