@@ -2,7 +2,8 @@
  * One trace from publish to callback: with the OTEL_* variables asking for traces, an event
  * published through the API gives one trace whose spans come from both services (the API's
  * request and publish, the worker's fan-out and the attempt it sends inline, and the delivery job
- * that retries a failed one), collected here by the SDK's in-memory exporter.
+ * that retries a failed one), collected here by the SDK's in-memory exporter. Events that share a
+ * batch keep their own traces.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
@@ -79,17 +80,47 @@ describe('tracing', () => {
     expect(trace.map(nameOf)).toEqual(expect.arrayContaining(names));
   });
 
+  it("keeps each account's event in its own trace when their publishes share a batch, and cuts callback URLs to scheme, host and path", async () => {
+    const accounts = ['acct-trace-a', 'acct-trace-b'];
+    for (const account of accounts)
+      await stack.subscribe(account, {
+        callback_url: `${stack.receiver.url}/${account}?token=${account}-secret`,
+      });
+    // Sent together, so that the API's publisher adds both jobs in one addBulk.
+    const published = await Promise.all(
+      accounts.map((account) =>
+        stack.api.app.inject({
+          method: 'POST',
+          url: '/api/events',
+          headers: stack.api.auth(account),
+          payload: { type: 'call.started', data: { call_id: account } },
+        }),
+      ),
+    );
+    const attempts = await Promise.all(
+      published.map(async (response) => (await attemptsOf(response.json().id, 1))[0]!),
+    );
+    const [a, b] = attempts.map((span) => span.spanContext().traceId);
+    expect(a).not.toBe(b);
+    expect(attempts.map((span) => span.attributes['url.full'])).toEqual(
+      accounts.map((account) => `${stack.receiver.url}/${account}`),
+    );
+  });
+
   it("keeps a failed attempt's retry, sent by a delivery job, in the same trace", async () => {
     stack.receiver.script('/traced-retry', [500, 200]);
     const { eventId } = await publishTo('acct-trace-retry', '/traced-retry');
     const [first, second] = await attemptsOf(eventId, 2);
     expect(second!.spanContext().traceId).toBe(first!.spanContext().traceId);
+    // The job carries its event's context itself; the `addBulk deliveries` span that stored it
+    // serves the jobs of many events, of any account, so it belongs to none of their traces.
     const names = [
       'webhooks-api: addBulk events',
       'webhooks-worker: process events',
-      'webhooks-worker: addBulk deliveries',
       'webhooks-worker: process deliveries',
     ];
-    expect((await traceWith(second!, names)).map(nameOf)).toEqual(expect.arrayContaining(names));
+    const trace = await traceWith(second!, names);
+    expect(trace.map(nameOf)).toEqual(expect.arrayContaining(names));
+    expect(trace.map(nameOf)).not.toContain('webhooks-worker: addBulk deliveries');
   });
 });

@@ -17,10 +17,18 @@ export interface WorkerProcess {
   exited: Promise<number | string>;
 }
 
-/** Starts a worker process with `env` added to the current environment. */
-export function spawnWorker(env: Record<string, string>): WorkerProcess {
+/**
+ * The OpenTelemetry preload the images start services with (`node --import`), built: with it and
+ * OTEL_* variables asking for traces, the worker runs the real SDK and its instrumentations.
+ */
+export const instrumentPreload = fileURLToPath(
+  new URL('../../packages/shared/dist/instrument.js', import.meta.url),
+);
+
+/** Starts a worker process with `env` added to the current environment, and `nodeArgs` before its entry. */
+export function spawnWorker(env: Record<string, string>, nodeArgs: string[] = []): WorkerProcess {
   if (!existsSync(workerMain)) throw new Error(`${workerMain} is missing: run \`pnpm build\` first`);
-  const child = spawn(process.execPath, [workerMain], {
+  const child = spawn(process.execPath, [...nodeArgs, workerMain], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -18,6 +18,7 @@
  * A fan-out that PostgreSQL or Redis fails is deferred (`deferral.ts`), never failed: an accepted
  * event waits out an outage of any length.
  */
+import { context, type Context } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
@@ -149,8 +150,10 @@ export function createFanOutProcessor(deps: FanOutDeps) {
     return found;
   };
 
-  const fanOut = batcher<EventJobData, number>(
-    async (events) => {
+  const fanOut = batcher<{ event: EventJobData; traceContext: Context }, number>(
+    async (batch) => {
+      const events = batch.map(({ event }) => event);
+      const traceContexts = new Map(batch.map(({ event, traceContext }) => [event.id, traceContext]));
       // A test event goes to its one subscription whatever its filter says: the developer asked.
       const first = await createDeliveries(
         events.map((event) => ({
@@ -191,6 +194,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
               subscriptionId: target.subscription_id,
               requestId: event.requestId,
               created: target.created,
+              traceContext: traceContexts.get(target.event_id)!,
               ...(deliveryId === null || storedEvent === undefined
                 ? {}
                 : { loaded: () => createdDelivery(deliveryId, storedEvent, target, deps.secretBox) }),
@@ -210,7 +214,8 @@ export function createFanOutProcessor(deps: FanOutDeps) {
   return async (job: Job<EventJobData>, token?: string): Promise<number> => {
     const { id: eventId, requestId, type } = job.data;
     try {
-      const deliveries = await fanOut(job.data);
+      // Each event keeps its own job's trace context: the batch runs in its first event's.
+      const deliveries = await fanOut({ event: job.data, traceContext: context.active() });
       deps.log.info({ eventId, requestId, type, deliveries }, 'event fanned out');
       return deliveries;
     } catch (error) {

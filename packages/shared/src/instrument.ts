@@ -4,21 +4,39 @@
  * nothing unless the standard `OTEL_*` variables ask for traces ({@link tracingRequested}); then it
  * exports them as those variables say (OTLP by default, OTEL_EXPORTER_OTLP_ENDPOINT), with the
  * maintained instrumentations of http, pg and ioredis. OTEL_SERVICE_NAME names the service.
+ *
+ * Callbacks belong to third parties, so nothing of a trace reaches them: outgoing HTTP requests
+ * (only callback POSTs and verification challenges are made) are not instrumented, which also
+ * keeps their URLs out of the trace backend; the worker's own `webhook attempt` span records each
+ * with its URL cut to scheme, host and path. Only the W3C trace context propagates (W3C Trace
+ * Context recommendation): `baggage` a client sends is ignored, whatever OTEL_PROPAGATORS says,
+ * so no client's baggage rides along with work the service batches across accounts.
  */
 import { register } from 'node:module';
 import { tracingRequested } from './tracing-env.js';
 
 if (tracingRequested(process.env)) {
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
-  const [{ NodeSDK }, { HttpInstrumentation }, { PgInstrumentation }, { IORedisInstrumentation }] =
-    await Promise.all([
-      import('@opentelemetry/sdk-node'),
-      import('@opentelemetry/instrumentation-http'),
-      import('@opentelemetry/instrumentation-pg'),
-      import('@opentelemetry/instrumentation-ioredis'),
-    ]);
+  const [
+    { NodeSDK },
+    { W3CTraceContextPropagator },
+    { HttpInstrumentation },
+    { PgInstrumentation },
+    { IORedisInstrumentation },
+  ] = await Promise.all([
+    import('@opentelemetry/sdk-node'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/instrumentation-http'),
+    import('@opentelemetry/instrumentation-pg'),
+    import('@opentelemetry/instrumentation-ioredis'),
+  ]);
   const sdk = new NodeSDK({
-    instrumentations: [new HttpInstrumentation(), new PgInstrumentation(), new IORedisInstrumentation()],
+    textMapPropagator: new W3CTraceContextPropagator(),
+    instrumentations: [
+      new HttpInstrumentation({ disableOutgoingRequestInstrumentation: true }),
+      new PgInstrumentation(),
+      new IORedisInstrumentation(),
+    ],
   });
   sdk.start();
   // Flushes the spans still buffered when the service stops.

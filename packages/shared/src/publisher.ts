@@ -156,15 +156,25 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
     return queue;
   });
 
-  type Entry = { data: EventJobData; idempotencyKey?: string };
+  /**
+   * The caller's trace context as BullMQ carries it in a job, so that each event of a batch keeps
+   * its own publisher's trace instead of the batch's first caller's.
+   */
+  const { telemetry } = options;
+  const callerContext =
+    telemetry === undefined
+      ? () => undefined
+      : () => telemetry.contextManager.getMetadata(telemetry.contextManager.active());
+  type Entry = { data: EventJobData; idempotencyKey?: string; traceMetadata?: string };
   const adders = queues.map((queue) =>
     batcher<Entry, Job<EventJobData>>(async (entries) => {
       const jobs = await queue.addBulk(
-        entries.map(({ data, idempotencyKey }) => ({
+        entries.map(({ data, idempotencyKey, traceMetadata }) => ({
           name: 'event' as const,
           data,
           opts: {
             jobId: data.id,
+            ...(traceMetadata === undefined ? {} : { telemetry: { metadata: traceMetadata } }),
             deduplication:
               idempotencyKey === undefined
                 ? undefined
@@ -191,7 +201,7 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
       };
       const shard = shards.ofAccount(data.accountId);
       const job = await withRedisTimeout(
-        adders[shard]!({ data, idempotencyKey: input.idempotencyKey }),
+        adders[shard]!({ data, idempotencyKey: input.idempotencyKey, traceMetadata: callerContext() }),
         timeoutMs,
       );
       if (job.id === data.id) {

@@ -4,7 +4,7 @@
  * each job, only when traces are asked for. The SDK itself starts in `instrument.ts`, loaded before
  * the service with `node --import`.
  */
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { propagation, SpanKind, SpanStatusCode, trace, type Context } from '@opentelemetry/api';
 import { BullMQOtel } from 'bullmq-otel';
 
 export { tracingRequested } from './tracing-env.js';
@@ -42,4 +42,24 @@ export async function inSpan<T>(
       span.end();
     }
   });
+}
+
+/**
+ * `ctx`'s trace context in the form BullMQ carries it in a job (`opts.telemetry.metadata`: the
+ * JSON of a W3C `traceparent` carrier, as bullmq-otel writes it), or undefined when it carries
+ * none (tracing off, or no span). A job given it joins that trace whatever context adds it.
+ */
+export function traceMetadata(ctx: Context): string | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return Object.keys(carrier).length === 0 ? undefined : JSON.stringify(carrier);
+}
+
+/**
+ * `url` cut to scheme, host and path, for a span: a callback URL's query, user info and fragment
+ * may hold the client's tokens, which do not belong in a trace backend.
+ */
+export function urlForSpan(url: URL): string {
+  const { protocol, host, pathname } = url;
+  return `${protocol}//${host}${pathname}`;
 }

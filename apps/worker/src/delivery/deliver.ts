@@ -20,7 +20,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { SpanKind } from '@opentelemetry/api';
-import { attemptsBeforeRound, congestionSignal, inSpan } from '@webhooks/shared';
+import { attemptsBeforeRound, congestionSignal, inSpan, urlForSpan } from '@webhooks/shared';
 import { attemptStatusClass, type WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import type { DeliveryPolicy } from './backoff.js';
@@ -147,7 +147,8 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       if (again?.isHead !== true) return { kind: 'wait', waitMs: fifoTurnWaitMs };
     }
     // The host's slot first: an attempt the cap holds back must not count in the rate window.
-    const { hostname } = new URL(subscription.callbackUrl);
+    const callbackUrl = new URL(subscription.callbackUrl);
+    const { hostname } = callbackUrl;
     const hostWaitMs = await deps.hostGate.acquire(hostname, ref.jobId);
     if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
     try {
@@ -166,6 +167,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
           'webhook.subscription_id': subscription.id,
           'webhook.attempt': delivery.attemptsMade + 1,
           'server.address': hostname,
+          'url.full': urlForSpan(callbackUrl),
         },
         async (annotate) => {
           const sent = await deps.sender.send(subscription.callbackUrl, body, headers);

@@ -17,7 +17,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { deliveryJob } from '@webhooks/shared';
+import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
+import { deliveryJob, traceMetadata } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
 import type { DeliveryStep, RoundRef } from './deliver.js';
 import type { LoadedDelivery } from './store.js';
@@ -39,14 +40,26 @@ export interface InlineCandidate {
   priority?: number;
   /** The delivery as its fan-out just created it: the attempt skips the load (`RoundRef.loaded`). */
   loaded?: LoadedDelivery;
+  /**
+   * The trace context of its event's fan-out job: the attempt's span and its follow-up job join
+   * that event's trace. Without it the attempt starts a trace of its own, never the one of
+   * whatever else the process was doing (another account's event).
+   */
+  traceContext?: Context;
 }
 
 /** The job `candidate` gets when it is not attempted inline: its first round's, in its lane. */
 export function candidateJob(candidate: InlineCandidate, maxAttempts: number): DeliveryJobSpec {
   const job = deliveryJob({ ...candidate, round: 0 }, maxAttempts);
-  return candidate.priority === undefined
-    ? job
-    : { ...job, opts: { ...job.opts, priority: candidate.priority } };
+  const metadata = candidate.traceContext === undefined ? undefined : traceMetadata(candidate.traceContext);
+  return {
+    ...job,
+    opts: {
+      ...job.opts,
+      ...(candidate.priority === undefined ? {} : { priority: candidate.priority }),
+      ...(metadata === undefined ? {} : { telemetry: { metadata } }),
+    },
+  };
 }
 
 /** What follows an inline attempt: the job that must exist now, or null when the round ended. */
@@ -143,13 +156,10 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
   ): Promise<FollowUp> => {
     inFlight += 1;
     try {
-      const step = await deliver({
-        ...candidate,
-        round: 0,
-        enqueuedAt: Date.now(),
-        maxAttempts,
-        firstAsk: true,
-      });
+      const { traceContext, ...ref } = candidate;
+      const step = await context.with(traceContext ?? ROOT_CONTEXT, () =>
+        deliver({ ...ref, round: 0, enqueuedAt: Date.now(), maxAttempts, firstAsk: true }),
+      );
       options.metrics.inlineAttempts.inc({ result: step.kind === 'wait' ? 'waiting' : 'sent' });
       return { jobId: candidate.jobId, job: followUpJob(candidate, step, maxAttempts, Date.now()) };
     } catch (error) {

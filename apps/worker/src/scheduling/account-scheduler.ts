@@ -45,6 +45,7 @@
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import {
@@ -84,6 +85,8 @@ export interface ScheduledDelivery {
    * @throws the secret box's error when no configured key opens its signing secret
    */
   loaded?: () => LoadedDelivery;
+  /** The trace context of its event's fan-out job (`InlineCandidate.traceContext`). */
+  traceContext?: Context;
 }
 
 /** Options of {@link createAccountScheduler}. */
@@ -370,15 +373,18 @@ function entryValue(delivery: ScheduledDelivery): string {
 }
 
 /**
- * `candidate` with the delivery its fan-out created, when `delivery` has it and its secret opens;
- * otherwise the attempt loads the delivery (and reports a secret that does not open) as any other.
+ * `candidate` with the delivery its fan-out created, when `delivery` has it and its secret opens
+ * (otherwise the attempt loads the delivery, and reports a secret that does not open, as any
+ * other), and with its event's trace context.
  */
 function withLoaded(candidate: InlineCandidate, delivery: ScheduledDelivery | undefined): InlineCandidate {
-  if (delivery?.loaded === undefined) return candidate;
+  const traced =
+    delivery?.traceContext === undefined ? candidate : { ...candidate, traceContext: delivery.traceContext };
+  if (delivery?.loaded === undefined) return traced;
   try {
-    return { ...candidate, loaded: delivery.loaded() };
+    return { ...traced, loaded: delivery.loaded() };
   } catch {
-    return candidate;
+    return traced;
   }
 }
 
@@ -398,8 +404,10 @@ function candidateOfJob(jobId: string, requestId: string | undefined, backLane: 
 }
 
 /** A scheduled delivery as an inline attempt's candidate (its first round, front lane). */
-const candidateOf = (d: ScheduledDelivery): InlineCandidate =>
-  candidateOfJob(deliveryJobId(d.eventId, d.subscriptionId), d.requestId, false);
+const candidateOf = (d: ScheduledDelivery): InlineCandidate => ({
+  ...candidateOfJob(deliveryJobId(d.eventId, d.subscriptionId), d.requestId, false),
+  ...(d.traceContext === undefined ? {} : { traceContext: d.traceContext }),
+});
 
 /** Most entries one schedule call sends to Redis (a bound on one script's run time). */
 const scheduleChunk = 1_000;
@@ -431,7 +439,9 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
    */
   const settle = async (ended: readonly FollowUp[], confirm: boolean) => {
     const jobs = ended.flatMap(({ job }) => (job === null ? [] : [job]));
-    if (jobs.length > 0) await deliveries.addBulk(jobs);
+    // Outside the caller's context: a job that carries no trace context of its own (one admitted
+    // later, from Redis) must not join the trace of whichever event's fan-out settles it.
+    if (jobs.length > 0) await context.with(ROOT_CONTEXT, () => deliveries.addBulk(jobs));
     if (confirm && ended.length > 0)
       await commands.webhookConfirm(keys.admitting, keys.entries, ...ended.map(({ jobId }) => jobId));
   };
