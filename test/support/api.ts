@@ -12,6 +12,7 @@ import {
   portalKey,
   type ApiConfig,
 } from '@webhooks/api';
+import { createEventPublisher, type EventPublisher, type EventPublisherOptions } from '@webhooks/shared';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from './redis.js';
 
@@ -79,4 +80,48 @@ export async function startTestApi(tag: string, env: Record<string, string> = {}
       await Promise.all([database.drop(), dropPrefix(prefix)]);
     },
   };
+}
+
+/** A subscription as its create answer gives it (`secret` included). */
+export type CreatedSubscription = {
+  id: string;
+  secret: string;
+  resource_uri: string;
+  [key: string]: unknown;
+};
+
+/**
+ * Creates a subscription of `account` through `api`, at the endpoint of `kind` when given.
+ *
+ * @throws Error with the status and body unless the API answers 201
+ */
+export async function subscribeThrough(
+  api: TestApi,
+  account: string,
+  body: Record<string, unknown>,
+  kind?: string,
+): Promise<CreatedSubscription> {
+  const response = await api.app.inject({
+    method: 'POST',
+    url: kind ? `/api/webhooks/${kind}` : '/api/webhooks',
+    headers: api.auth(account),
+    payload: body,
+  });
+  if (response.statusCode !== 201)
+    throw new Error(`subscribe failed: ${response.statusCode} ${response.body}`);
+  return response.json();
+}
+
+/**
+ * An internal service's publisher on `api`'s queues (its prefix, shards and catalogue), with
+ * BullMQ's `telemetry` when given. Close it after use.
+ */
+export function publisherFor(api: TestApi, telemetry?: EventPublisherOptions['telemetry']): EventPublisher {
+  return createEventPublisher({
+    redis: api.config.redis,
+    prefix: api.prefix,
+    shards: api.config.QUEUE_SHARDS,
+    catalogue: api.config.catalogue,
+    ...(telemetry === undefined ? {} : { telemetry }),
+  });
 }

@@ -5,9 +5,16 @@
  */
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
-import { createEventPublisher, queueNames, type EventPublisher } from '@webhooks/shared';
+import { queueNames, type EventPublisher } from '@webhooks/shared';
 import { loadWorkerConfig, startWorker, type RunningWorker, type WorkerConfig } from '@webhooks/worker';
-import { startTestApi, testEnv, type TestApi } from './api.js';
+import {
+  publisherFor,
+  startTestApi,
+  subscribeThrough,
+  testEnv,
+  type CreatedSubscription,
+  type TestApi,
+} from './api.js';
 import { startReceiver, type Receiver } from '../../scripts/lib/receiver.js';
 import { testRedisUrl } from './redis.js';
 import { waitFor } from './wait.js';
@@ -20,11 +27,7 @@ export interface TestStack {
   receiver: Receiver;
   publisher: EventPublisher;
   /** Creates a subscription through the API; returns the created resource (with `secret`). */
-  subscribe(
-    account: string,
-    body: Record<string, unknown>,
-    kind?: string,
-  ): Promise<{ id: string; secret: string; resource_uri: string; [key: string]: unknown }>;
+  subscribe(account: string, body: Record<string, unknown>, kind?: string): Promise<CreatedSubscription>;
   close(): Promise<void>;
 }
 
@@ -35,29 +38,14 @@ export async function startTestStack(tag: string, env: Record<string, string> = 
   const workerConfig = loadWorkerConfig(testEnv(api.database.url, api.prefix, allEnv));
   const worker = startWorker(workerConfig, pino({ level: 'silent' }));
   const receiver = await startReceiver();
-  const publisher = createEventPublisher({
-    redis: api.config.redis,
-    prefix: api.prefix,
-    shards: api.config.QUEUE_SHARDS,
-    catalogue: api.config.catalogue,
-  });
+  const publisher = publisherFor(api);
   return {
     api,
     worker,
     workerConfig,
     receiver,
     publisher,
-    async subscribe(account, body, kind) {
-      const response = await api.app.inject({
-        method: 'POST',
-        url: kind ? `/api/webhooks/${kind}` : '/api/webhooks',
-        headers: api.auth(account),
-        payload: body,
-      });
-      if (response.statusCode !== 201)
-        throw new Error(`subscribe failed: ${response.statusCode} ${response.body}`);
-      return response.json();
-    },
+    subscribe: (account, body, kind) => subscribeThrough(api, account, body, kind),
     async close() {
       await worker.close();
       await publisher.close();

@@ -6,47 +6,15 @@
  * process, so that a stall in it cannot also stall this file's publishes.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createEventPublisher, maxFilterOperands, type EventPublisher } from '@webhooks/shared';
-import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
+import { maxFilterOperands } from '@webhooks/shared';
+import { startProcessStack, type ProcessStack } from '../../../test/support/process-stack.js';
 import { sleep, waitFor } from '../../../test/support/wait.js';
-import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
-import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 
-let api: TestApi;
-let receiver: Receiver;
-let publisher: EventPublisher;
-let worker: WorkerProcess;
-
+let stack: ProcessStack;
 beforeAll(async () => {
-  api = await startTestApi('filter-cost', { CALLBACK_ALLOW_PRIVATE: 'true' });
-  receiver = await startReceiver();
-  publisher = createEventPublisher({
-    redis: api.config.redis,
-    prefix: api.prefix,
-    shards: api.config.QUEUE_SHARDS,
-    catalogue: api.config.catalogue,
-  });
-  worker = spawnWorker(
-    testEnv(api.database.url, api.prefix, { CALLBACK_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'info' }),
-  );
+  stack = await startProcessStack('filter-cost');
 });
-afterAll(async () => {
-  worker.child.kill('SIGTERM');
-  await worker.exited;
-  await publisher.close();
-  await receiver.close();
-  await api.close();
-});
-
-async function subscribe(account: string, body: Record<string, unknown>): Promise<void> {
-  const response = await api.app.inject({
-    method: 'POST',
-    url: '/api/webhooks',
-    headers: api.auth(account),
-    payload: body,
-  });
-  expect(response.statusCode).toBe(201);
-}
+afterAll(() => stack.close());
 
 const hostileEvents = 10;
 const steadyEvents = 20;
@@ -55,17 +23,18 @@ const allowedLag = 10;
 
 describe('a content filter at its limits on a hostile payload', () => {
   it("does not hold up another account's deliveries, and matches nothing", async () => {
+    const { receiver, publisher, worker } = stack;
     // Operands that never match the payload's zeros, so that an unbounded evaluation visits every
     // one of the 128,000 values for each of the ten subscriptions.
     const operands = Array.from({ length: maxFilterOperands }, (_, i) => i + 1);
     for (let i = 0; i < 10; i++) {
-      await subscribe('acct-hostile', {
+      await stack.subscribe('acct-hostile', {
         callback_url: `${receiver.url}/hostile/${i}`,
         filter: { 'data.a': { $in: operands } },
       });
     }
-    await subscribe('acct-steady', { callback_url: `${receiver.url}/steady` });
-    await waitFor('the worker to start', () => worker.output.join('').includes('worker started'), 30_000);
+    await stack.subscribe('acct-steady', { callback_url: `${receiver.url}/steady` });
+    await stack.started();
 
     const zeros = new Array<number>(128_000).fill(0);
     for (let i = 0; i < hostileEvents; i++) {
