@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { sleep } from '../scripts/lib/wait.js';
 import type { BenchStack } from './harness.js';
+import { connectionCpuMs, processCpuMs } from './process-cpu.js';
 
 /** Per delivery: Redis commands, PostgreSQL transactions and tuples written, CPU ms by process. */
 export interface DeliveryCost {
@@ -30,35 +31,6 @@ interface Counters {
   transactions: number;
   tuples: number;
   cpuMs: { api: number; workers: number; redis: number; postgres: number };
-}
-
-const ticksPerMs = 100 / 1000;
-
-/**
- * CPU ms a process of this host has used, 0 when it is gone; with `reapedChildren`, plus what its
- * children used that have exited and been waited for (proc(5): cutime and cstime).
- */
-export async function processCpuMs(pid: number | undefined, reapedChildren = false): Promise<number> {
-  if (pid === undefined) return 0;
-  try {
-    // The command name may hold spaces; the fields after its closing parenthesis do not.
-    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-    const own = Number(fields[11]) + Number(fields[12]);
-    return (reapedChildren ? own + Number(fields[13]) + Number(fields[14]) : own) / ticksPerMs;
-  } catch {
-    return 0;
-  }
-}
-
-/**
- * CPU ms the PostgreSQL backend serving `db` has used (the server runs on this host), so that
- * the bench can leave its own connections out of the service's cost.
- */
-export async function connectionCpuMs(db: pg.Client): Promise<number> {
-  const {
-    rows: [backend],
-  } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  return processCpuMs(backend?.pid);
 }
 
 /**

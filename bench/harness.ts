@@ -26,7 +26,7 @@ import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
 import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { waitFor } from '../scripts/lib/wait.js';
-import { connectionCpuMs } from './cost-probe.js';
+import { connectionCpuMs } from './process-cpu.js';
 
 /** What the benchmark receiver answers a path: a status, or hold the request unanswered until closed. */
 export type BareAnswer = number | 'hang';

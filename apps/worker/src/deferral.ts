@@ -1,6 +1,6 @@
 /**
- * Putting a job back, without using one of its attempts, when PostgreSQL or Redis failed around it
- *. The job goes to BullMQ's delayed set
+ * Putting a job back, without using one of its attempts, when PostgreSQL or Redis failed around
+ * it. The job goes to BullMQ's delayed set
  * (`moveToDelayed` + `DelayedError`, which BullMQ does not count as an attempt) for a wait that
  * doubles from 1 s with each deferral of the same job, capped at 1 minute, so an outage of any
  * length costs a waiting job one Redis round trip a minute.

@@ -18,9 +18,7 @@
  * - Node's process defaults (`collectDefaultMetrics`).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { httpStatusClass } from '@webhooks/shared';
-import type { AttemptResult } from './delivery/attempt.js';
-import type { ShardQueues } from './shard-queues.js';
+import type { Queue } from 'bullmq';
 
 /** How often queue lengths are read from Redis, in ms: never per scrape. */
 export const queueSampleIntervalMs = 5_000;
@@ -37,26 +35,6 @@ export const sampledJobStates = [
   'failed',
   'completed',
 ] as const;
-
-/**
- * The `status_class` of an attempt: `2xx` … `5xx` when the callback answered, otherwise how it
- * failed: `timeout`, `connect_error` (refused, reset, DNS), `blocked` (SSRF guard) or `other`.
- */
-export function attemptStatusClass(result: Pick<AttemptResult, 'statusCode' | 'errorClass'>): string {
-  if (result.statusCode !== null) return httpStatusClass(result.statusCode);
-  switch (result.errorClass) {
-    case 'timeout':
-      return 'timeout';
-    case 'connection_refused':
-    case 'connection_reset':
-    case 'dns':
-      return 'connect_error';
-    case 'blocked_address':
-      return 'blocked';
-    default:
-      return 'other';
-  }
-}
 
 /** The worker's metrics. */
 export interface WorkerMetrics {
@@ -78,9 +56,19 @@ export interface WorkerMetrics {
    * @param subscriptionsByStatus counts the subscriptions by status (one PostgreSQL query)
    */
   sampleQueues(
-    shards: ReadonlyArray<Pick<ShardQueues, 'label' | 'events' | 'deliveries' | 'scheduler'>>,
+    shards: ReadonlyArray<SampledShard>,
     subscriptionsByStatus: () => Promise<Array<{ status: string; count: number }>>,
   ): () => void;
+}
+
+/** What the queue sampler reads of a queue shard (`ShardQueues` in shard-queues.ts). */
+export interface SampledShard {
+  /** The shard's label in metrics. */
+  label: string;
+  events: Pick<Queue, 'name' | 'getJobCounts'>;
+  deliveries: Pick<Queue, 'name' | 'getJobCounts'>;
+  /** Its account scheduler's backlog (`AccountScheduler.backlog`). */
+  scheduler: { backlog(): Promise<{ accounts: number; deliveries: number }> };
 }
 
 /** Creates the registry and every metric on it. */

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { deliveryJobId, queueNames, type DeliveryJobData } from '@webhooks/shared';
-import type { DeliveryStep } from '../src/delivery/deliver.js';
+import type { DeliveryStep } from '../src/delivery/step.js';
 import { createInlineAttempts, type InlineAttemptsOptions } from '../src/delivery/inline.js';
 import { createWorkerMetrics } from '../src/metrics.js';
 import {

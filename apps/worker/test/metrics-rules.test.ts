@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { attemptStatusClass } from '../src/metrics.js';
+import { attemptStatusClass } from '../src/delivery/status-class.js';
 
 describe('the status_class of an attempt', () => {
   it.each([

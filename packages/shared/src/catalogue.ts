@@ -3,8 +3,8 @@
  * their `data` looks like, and who may send them. It is the operator's: both services load it from
  * the file EVENT_CATALOGUE names (`catalogue-file.ts`), and this module is what they use of it.
  *
- * Event types are written `<resource>.<action>` (specification section 6.2). Each kind gets its own
- * subscription endpoint, `POST /api/webhooks/<kind>` (specification section 4, note 1), and a
+ * Event types are written `<resource>.<action>` (docs/event-catalogue.md#the-catalogue-file). Each kind gets its own
+ * subscription endpoint, `POST /api/webhooks/<kind>` (docs/event-catalogue.md#subscriptions-choose-their-event-types), and a
  * subscription made there receives that kind's types unless it chooses some of them.
  *
  * The `operational` kind is the service's own and never in the file: the service emits its types

@@ -1,5 +1,5 @@
 /**
- * The JSON payload POSTed to a callback URL (specification section 2.2): `timestamp`, `type`,
+ * The JSON payload POSTed to a callback URL (docs/api.md#what-a-callback-receives): `timestamp`, `type`,
  * `webhook_id` and `data`, with the event's own content nested in `data`, never at the top level.
  * `type` is always there: the specification asks for it where one endpoint carries several kinds
  * of event, and since subscriptions choose their types any endpoint can.

@@ -42,8 +42,7 @@ export interface DeliveryJobData {
 }
 
 /**
- * What the worker adds to a job it puts back because PostgreSQL or Redis failed around it
- *: how many times it did, so that the wait grows.
+ * What the worker adds to a job it puts back because PostgreSQL or Redis failed around it: how many times it did, so that the wait grows.
  */
 export interface Deferrable {
   deferrals?: number;

@@ -1,8 +1,8 @@
 /**
  * What PostgreSQL can store of client input. `text` and `jsonb` refuse the NUL character
  * (`22P05 unsupported Unicode escape sequence`), and a lone UTF-16 surrogate has no UTF-8 form, so
- * a string carrying either must be refused at the door, before anything is written or queued
- *. Deep nesting is bounded too: Redis' Lua cjson, PostgreSQL's jsonb and recursive code
+ * a string carrying either must be refused at the door, before anything is written or queued.
+ * Deep nesting is bounded too: Redis' Lua cjson, PostgreSQL's jsonb and recursive code
  * all have depth limits of their own, and none of them should be what refuses an event.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The payload's `timestamp` form (specification section 2.2): ISO 8601 with fractional seconds
+ * The payload's `timestamp` form (docs/api.md#what-a-callback-receives): ISO 8601 with fractional seconds
  * and no zone designator, as in the specification's sample. This service always writes UTC.
  *
  * @example formatPayloadTimestamp(new Date('2026-11-21T10:15:30.123Z')) === '2026-11-21T10:15:30.123'

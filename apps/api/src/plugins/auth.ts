@@ -1,5 +1,5 @@
 /**
- * Bearer-token authentication (specification section 5). Registered inside the account
+ * Bearer-token authentication (docs/security.md#in-detail, "Tokens"). Registered inside the account
  * scope of app.ts, so it guards exactly the routes registered there, whatever spelling of the path
  * (percent-encoding, dot segments, absolute-form targets) reached them: the decision belongs to
  * the route, never to the URL string.

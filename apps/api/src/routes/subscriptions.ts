@@ -1,5 +1,5 @@
 /**
- * The subscription resource (specification section 4):
+ * The subscription resource (docs/api.md; the README's tour):
  * POST /api/webhooks and /api/webhooks/{kind} create (201 + Location; 409 past
  * MAX_SUBSCRIPTIONS_PER_ACCOUNT), GET lists (paginated) and reads, PUT updates, DELETE
  * removes (204). Every query is scoped to the token's account. Each subscription shown carries its

@@ -1,5 +1,5 @@
 /**
- * The auto-disable rule (specification section 8):
+ * The auto-disable rule (docs/api.md#retries-and-limits):
  * - a delivery given up after an attempt (attempts exhausted, or its address refused) extends its
  *   subscription's run of failures by one; a delivery that expired unsent, was cancelled or
  *   dropped does not count, since the callback was never asked;

@@ -1,5 +1,5 @@
 /**
- * The one rule for when a failed delivery is tried again (specification sections 3 and 8; a 429's
+ * The one rule for when a failed delivery is tried again (docs/api.md#retries-and-limits; a 429's
  * or 503's `Retry-After` is honoured). BullMQ applies it through the worker's custom backoff strategy,
  * and the delivery log's `next_attempt_at` is computed with it, so the two cannot disagree.
  */

@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { SpanKind } from '@opentelemetry/api';
 import { attemptsBeforeRound, congestionSignal, inSpan, urlForSpan } from '@webhooks/shared';
-import { attemptStatusClass, type WorkerMetrics } from '../metrics.js';
+import type { WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import type { DeliveryPolicy } from './backoff.js';
 import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
@@ -30,41 +30,9 @@ import type { DeliveryGate } from './gate.js';
 import type { HostGate } from './host-gate.js';
 import { decideOutcome, type DeliveryOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
+import { attemptStatusClass } from './status-class.js';
+import type { DeliveryStep, EndedWithoutAttempt, RoundRef } from './step.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
-
-/** How a round's step ended without an attempt that confirmed or failed. */
-export type EndedWithoutAttempt = 'dropped' | 'cancelled' | 'not_pending' | 'expired';
-
-/** What one step came to. */
-export type DeliveryStep =
-  /** Nothing more to do for this round, and nothing was sent. */
-  | { kind: 'ended'; result: EndedWithoutAttempt }
-  /** Not its turn (gate, rate limit, host cap, FIFO, unverified callback): ask again in `waitMs`. */
-  | { kind: 'wait'; waitMs: number }
-  /** An attempt was sent and recorded; `failure` is the operator's text of a failed one. */
-  | { kind: 'attempted'; outcome: DeliveryOutcome; failure: string };
-
-/** The round a step runs, as a delivery job names it. */
-export interface RoundRef {
-  /** The BullMQ job id of the round (`deliveryJobId`): it names the gate's slot. */
-  jobId: string;
-  eventId: string;
-  subscriptionId: string;
-  /** 0 for the first round. */
-  round: number;
-  requestId?: string;
-  /** When the round's job was created (the fan-out's time for an inline attempt), in ms since the epoch. */
-  enqueuedAt: number;
-  /** The round's attempts in all, the inline first attempt included. */
-  maxAttempts: number;
-  /** An inline first attempt: the delivery asks the gate for the first time, never parked before. */
-  firstAsk?: boolean;
-  /**
-   * The delivery as the fan-out created it a moment ago, for its inline first attempt: read back
-   * it could only be the same (pending, round 0, no attempt), so the step does not load it.
-   */
-  loaded?: LoadedDelivery;
-}
 
 /** What a step needs. */
 export interface DeliverDeps {

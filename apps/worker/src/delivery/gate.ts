@@ -1,6 +1,5 @@
 /**
- * The per-subscription gate in Redis that every worker process passes before sending an attempt
- *:
+ * The per-subscription gate in Redis that every worker process passes before sending an attempt:
  * - at most the subscription's in-flight limit of its attempts hold a slot at once: the adaptive
  *   allowance of `throttle.ts` in @webhooks/shared, which starts at SUBSCRIPTION_MAX_IN_FLIGHT,
  *   falls when the callback times out and rises (doubling per window until it first falls, when

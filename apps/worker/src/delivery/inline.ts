@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { deliveryJob, traceMetadata } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
-import type { DeliveryStep, RoundRef } from './deliver.js';
+import type { DeliveryStep, RoundRef } from './step.js';
 import type { LoadedDelivery } from './store.js';
 
 /** A delivery job as `Queue.addBulk` takes it. */

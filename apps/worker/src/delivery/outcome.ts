@@ -1,6 +1,6 @@
 /**
- * The one place that decides what an attempt means for its delivery (specification sections 3
- * and 8):
+ * The one place that decides what an attempt means for its delivery
+ * (docs/api.md#retries-and-limits):
  * - exactly HTTP 200 confirms the delivery;
  * - any other answer, a timeout, a refused or reset connection fails the attempt, and it is retried
  *   after the wait of {@link retryDelayMs} while attempts remain; after the last one it is given up;
@@ -18,7 +18,7 @@ export type DeliveryOutcome =
 /**
  * Decides the outcome of an attempt.
  *
- * @param attemptsBefore attempts this round made before this one (BullMQ's `job.attemptsMade`)
+ * @param attemptsBefore attempts this round made before this one (counted from the delivery row's attempts, not from BullMQ's `job.attemptsMade`, so a re-created job continues the round)
  * @param policy the round's attempts and backoff
  */
 export function decideOutcome(

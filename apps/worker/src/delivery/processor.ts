@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { DeliveryJobData } from '@webhooks/shared';
 import { deferJob } from '../deferral.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
-import type { DeliveryStep, EndedWithoutAttempt, RoundRef } from './deliver.js';
+import type { DeliveryStep, EndedWithoutAttempt, RoundRef } from './step.js';
 
 /** What a delivery job came to (the BullMQ return value of a completed job). */
 export type DeliveryJobResult = 'succeeded' | EndedWithoutAttempt;

@@ -1,5 +1,5 @@
 /**
- * The request of one attempt: the JSON body of specification section 2.2 and the Standard
+ * The request of one attempt: the JSON body of docs/api.md#what-a-callback-receives and the Standard
  * Webhooks headers (`webhook-id` = the event id, the same on every retry so receivers can
  * de-duplicate; `webhook-timestamp` = unix seconds of this attempt; `webhook-signature`, one
  * signature per live secret).

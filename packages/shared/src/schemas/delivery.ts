@@ -53,7 +53,7 @@ export const Delivery = Type.Object({
 export type Delivery = Static<typeof Delivery>;
 
 /**
- * The JSON body POSTed to a callback URL (specification section 3; built by payload.ts,
+ * The JSON body POSTed to a callback URL (docs/api.md#what-a-callback-receives; built by payload.ts,
  * buildDeliveryPayload). A component of its own, so clients type what their receivers parse.
  */
 export const WebhookPayload = Type.Object(

@@ -1,4 +1,4 @@
-/** Wire schemas of webhook subscriptions (specification sections 2.1 and 4). Fields are snake_case. */
+/** Wire schemas of webhook subscriptions (docs/api.md). Fields are snake_case. */
 import Type, { type Static } from 'typebox';
 import { maxFilterBytes, maxFilterOperands, maxFilterOperators, maxFilterVisits } from '../event-filter.js';
 import { maxSelectedEventTypes } from '../event-type-selection.js';
