@@ -321,7 +321,7 @@ describe('a catalogue that cannot be used', () => {
         timeout: 60_000,
       });
       expect(run.status).not.toBe(0);
-      // The worker's launcher logs the error (stdout), the API's throws it (stderr).
+      // Both print one line on stderr naming the variable (test/config-errors.test.ts).
       expect(run.stdout + run.stderr).toContain(
         `EVENT_CATALOGUE: event catalogue ${bad}: /kinds/shop/types/order.placed/schema`,
       );

@@ -1,13 +1,26 @@
 /**
- * The API service's entry point: reads the configuration, listens on HOST:PORT, and on SIGTERM or
- * SIGINT stops accepting requests, finishes those in flight and closes its connections.
+ * The API service's entry point: reads the configuration (a refused one stops it with one line on
+ * stderr, exit code 1), listens on HOST:PORT, and on SIGTERM or SIGINT stops accepting requests,
+ * finishes those in flight and closes its connections.
  */
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
-import { redactedConfig } from '@webhooks/shared';
-import { apiEnvSchema, loadApiConfig } from './config.js';
+import { configErrorLine, redactedConfig } from '@webhooks/shared';
+import { apiEnvSchema, loadApiConfig, type ApiConfig } from './config.js';
 
-const config = loadApiConfig();
+/** The configuration; a refused one stops the service with one line naming the variable. */
+function configOrExit(): ApiConfig {
+  try {
+    return loadApiConfig();
+  } catch (error) {
+    const line = configErrorLine('api', error);
+    if (line === null) throw error;
+    console.error(line);
+    process.exit(1);
+  }
+}
+
+const config = configOrExit();
 const app = await buildApp(config);
 
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {

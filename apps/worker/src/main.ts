@@ -5,10 +5,12 @@
  * {@link youngGenerationMb}, since a Node process cannot bound its own heap once
  * started (bench/README.md, "round 0"). SIGTERM and SIGINT are forwarded to the thread, which
  * finishes its running deliveries and exits; a second one stops at once. The process exits with
- * the thread's code, 1 when the thread failed (its heap bound reached, an invalid configuration).
+ * the thread's code, 1 when the thread failed (its heap bound reached, an invalid configuration,
+ * which it reports in one line on stderr naming the variable).
  */
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
+import { configErrorLine } from '@webhooks/shared';
 import { heapLimitMb, youngGenerationMb } from './heap-limit.js';
 
 /** What the launcher sends the service thread. */
@@ -32,7 +34,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 thread.on('error', (error) => {
-  log.fatal({ err: error }, 'worker thread failed');
+  const line = configErrorLine('worker', error);
+  if (line === null) log.fatal({ err: error }, 'worker thread failed');
+  else console.error(line);
   process.exitCode = 1;
 });
 thread.on('exit', (code) => process.exit(process.exitCode ?? code));

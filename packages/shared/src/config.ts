@@ -10,11 +10,11 @@ import { callbackPolicyEnv } from './callback-policy.js';
 import type { Catalogue } from './catalogue.js';
 import { CatalogueError, exampleCatalogueFile, loadCatalogue } from './catalogue-file.js';
 import { logFormatEnv } from './logger-options.js';
-import { ConfigError } from './config-error.js';
+import { ConfigError, configErrorLine } from './config-error.js';
 import type { InFlightBounds } from './throttle.js';
 import { redisEnv, redisSettingsFromEnv, type RedisSettings } from './redis.js';
 
-export { ConfigError };
+export { ConfigError, configErrorLine };
 
 /** DATABASE_URL when none is set. */
 export const defaultDatabaseUrl = 'postgresql://postgres@127.0.0.1:5432/webhooks';
