@@ -7,7 +7,8 @@
  * account's first delivery is admitted at once into the queue's front lane, which workers take
  * before the backlogged accounts' jobs.
  *
- * Redis layout, all under the queue prefix (one hash slot on a Cluster):
+ * Redis layout (`admission-script.ts` holds the keys and the scripts), all under the queue prefix
+ * (one hash slot on a Cluster):
  * - `sched:q:<account>`: list of the account's waiting delivery job ids, oldest first;
  * - `sched:ring`: list of the accounts with a non-empty list, in round-robin order;
  * - `sched:entries`: hash of every delivery held here, job id → `<account>\t<request id>`, behind
@@ -58,9 +59,16 @@ import {
 import type { LoadedDelivery } from '../delivery/store.js';
 import { backgroundRoom, worthAdmitting } from './admission-room.js';
 import {
+  accountSchedulerKeys,
+  createAdmissionScript,
+  inlineMark,
+  lanes,
+  type AdmissionScript,
+  type ScheduledEntry,
+} from './admission-script.js';
+import {
   batcher,
   deliveryJobId,
-  schedulerEntriesKey,
   type AccountOverride,
   type DeliveryJobData,
   type RedisConnection,
@@ -164,207 +172,12 @@ export interface AccountScheduler {
   close(): Promise<void>;
 }
 
-/** Redis keys of the scheduler under `prefix`. */
-export function accountSchedulerKeys(prefix: string) {
-  return {
-    accountList: (accountId: string) => `${prefix}:sched:q:${accountId}`,
-    accountListPrefix: `${prefix}:sched:q:`,
-    ring: `${prefix}:sched:ring`,
-    entries: schedulerEntriesKey(prefix),
-    admitting: `${prefix}:sched:admitting`,
-    deficit: `${prefix}:sched:deficit`,
-    weight: `${prefix}:sched:weight`,
-    quota: `${prefix}:sched:quota`,
-    bucketPrefix: `${prefix}:sched:bucket:`,
-  };
-}
-
-/**
- * Lua: `inChunks(list, fn)` calls `fn` with consecutive slices of `list` of at most 1,000 values,
- * for commands given a list's values as arguments: Lua's `unpack` takes a few thousand at most,
- * and an admission of a large DELIVERY_QUEUE_TARGET holds tens of thousands.
- */
-const inChunksLua = `
-local function inChunks(list, fn)
-  for first = 1, #list, 1000 do
-    local chunk = {}
-    for i = first, math.min(#list, first + 999) do chunk[#chunk + 1] = list[i] end
-    fn(chunk)
-  end
-end`;
-
-/**
- * KEYS: ring, entries, admitting, deficit, weight, BullMQ's wait list, quota, BullMQ's prioritized
- * set. ARGV: list key prefix, queue target, quantum, lease ms, default deliveries a second, bucket
- * key prefix, most deliveries the round robin may admit (the caller's inline room), then (job id,
- * account, entry value) triples to schedule first (none for an admission alone).
- *
- * Scheduling adds each new job id to `entries` and its account's list (once per job id: an entry
- * already held is skipped). An account that had nothing waiting and now has at most one turn's
- * share is a quiet one: its entries are admitted at once into the front lane (BullMQ's wait list,
- * which workers take first), while the front lane has room and its quota's tokens allow. This is
- * the "new flows first" rule of FQ-CoDel (RFC 8290 §4.2), so that a quiet account's delivery does
- * not wait for a backlogged account's queue to drain.
- *
- * Admission is deficit round robin (Shreedhar and Varghese, 1996): each turn adds quantum × weight
- * to the account's deficit and admits that many, at least one, of its oldest entries, as far as
- * its quota's token bucket allows; an account without a token is passed over without gaining
- * deficit. It admits only when the queue (both lanes and unconfirmed admissions) is at most half
- * the target, and fills it to the target or up to the caller's limit, whichever is less. An
- * account with more than a share waiting goes to the back lane (prioritized behind the wait list),
- * one with a share or less to the front.
- * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting}:
- * lane `b` for the back, `` for the front, `s` for a re-admission after an expired lease (a job in
- * the back lane, never an inline attempt).
- */
-const admitLua = `${inChunksLua}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local target, quantum, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local out = {}
-local function bucket(account)
-  local rate = tonumber(redis.call('HGET', KEYS[7], account) or ARGV[5])
-  local value = redis.call('GET', ARGV[6] .. account)
-  local tokens = rate
-  if value then
-    local sep = string.find(value, ':')
-    tokens = math.min(rate, tonumber(string.sub(value, 1, sep - 1)) + (now - tonumber(string.sub(value, sep + 1))) * rate / 1000)
-  end
-  return tokens, rate
-end
-local function take(account, jobs, tokens, rate, lane)
-  inChunks(jobs, function(chunk)
-    local values = redis.call('HMGET', KEYS[2], unpack(chunk))
-    local leases = {}
-    for i, job in ipairs(chunk) do
-      out[#out + 1] = job
-      out[#out + 1] = values[i] or (account .. '\\t')
-      out[#out + 1] = lane
-      leases[#leases + 1] = now + lease
-      leases[#leases + 1] = job
-    end
-    redis.call('ZADD', KEYS[3], unpack(leases))
-  end)
-  local left = tokens - #jobs
-  if left < rate then
-    redis.call('SET', ARGV[6] .. account, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
-  end
-end
-local arrived = {}
-if #ARGV >= 8 then
-  local asked = {}
-  for i = 8, #ARGV, 3 do asked[#asked + 1] = ARGV[i] end
-  local held = redis.call('HMGET', KEYS[2], unpack(asked))
-  local fields, seen, byAccount, accounts = {}, {}, {}, {}
-  for k, job in ipairs(asked) do
-    if not held[k] and not seen[job] then
-      seen[job] = true
-      local account = ARGV[6 + 3 * k]
-      fields[#fields + 1] = job
-      fields[#fields + 1] = ARGV[7 + 3 * k]
-      if not byAccount[account] then
-        byAccount[account] = {}
-        accounts[#accounts + 1] = account
-      end
-      table.insert(byAccount[account], job)
-    end
-  end
-  if #fields > 0 then redis.call('HSET', KEYS[2], unpack(fields)) end
-  for _, account in ipairs(accounts) do
-    local jobs = byAccount[account]
-    if redis.call('RPUSH', ARGV[1] .. account, unpack(jobs)) == #jobs then
-      redis.call('RPUSH', KEYS[1], account)
-      arrived[#arrived + 1] = account
-    end
-  end
-end
-local roomFront = target - redis.call('LLEN', KEYS[6])
-for _, account in ipairs(arrived) do
-  local list = ARGV[1] .. account
-  local waiting = redis.call('LLEN', list)
-  local share = quantum * tonumber(redis.call('HGET', KEYS[5], account) or '1')
-  if waiting <= share and waiting <= roomFront then
-    local tokens, rate = bucket(account)
-    if tokens >= waiting then
-      take(account, redis.call('LPOP', list, waiting), tokens, rate, '')
-      redis.call('LREM', KEYS[1], -1, account)
-      roomFront = roomFront - waiting
-    end
-  end
-end
-local stale = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, target)
-for _, job in ipairs(stale) do
-  local entry = redis.call('HGET', KEYS[2], job)
-  if entry then
-    redis.call('ZADD', KEYS[3], now + lease, job)
-    out[#out + 1] = job
-    out[#out + 1] = entry
-    out[#out + 1] = 's'
-  else
-    redis.call('ZREM', KEYS[3], job)
-  end
-end
-local room = target - redis.call('LLEN', KEYS[6]) - redis.call('ZCARD', KEYS[8]) - redis.call('ZCARD', KEYS[3])
-if room * 2 < target then return {out, redis.call('LLEN', KEYS[1])} end
-room = math.min(room, tonumber(ARGV[7]))
-local progressed = true
-while room > 0 and progressed do
-  progressed = false
-  local turns = redis.call('LLEN', KEYS[1])
-  while turns > 0 and room > 0 do
-    turns = turns - 1
-    local account = redis.call('LPOP', KEYS[1])
-    local list = ARGV[1] .. account
-    local tokens, rate = bucket(account)
-    local deficit = tonumber(redis.call('HGET', KEYS[4], account) or '0')
-    local share = quantum * tonumber(redis.call('HGET', KEYS[5], account) or '1')
-    local lane = 'b'
-    if redis.call('LLEN', list) <= share then lane = '' end
-    local jobs = {}
-    if tokens >= 1 then
-      deficit = deficit + share
-      jobs = redis.call('LPOP', list, math.min(room, math.floor(tokens), math.max(1, math.floor(deficit)))) or {}
-    end
-    take(account, jobs, tokens, rate, lane)
-    if #jobs > 0 then progressed = true end
-    room = room - #jobs
-    if redis.call('LLEN', list) == 0 then
-      redis.call('HDEL', KEYS[4], account)
-    else
-      -- What a turn cut short by the room or the quota leaves is owed, up to one more turn's share.
-      redis.call('HSET', KEYS[4], account, tostring(math.min(deficit - #jobs, share)))
-      redis.call('RPUSH', KEYS[1], account)
-    end
-  end
-end
-return {out, redis.call('LLEN', KEYS[1])}`;
-
-/** KEYS: admitting, entries. ARGV: job ids whose BullMQ jobs exist now (any number of them). */
-const confirmLua = `${inChunksLua}
-inChunks(ARGV, function(chunk)
-  redis.call('ZREM', KEYS[1], unpack(chunk))
-  redis.call('HDEL', KEYS[2], unpack(chunk))
-end)
-return #ARGV`;
-
-type SchedulerCommands = {
-  webhookAdmit(...args: Array<string | number>): Promise<[string[], number]>;
-  webhookConfirm(...args: string[]): Promise<number>;
-};
-
 /**
  * The BullMQ priority of a backlogged account's deliveries. BullMQ's workers take the wait list
  * (jobs without a priority) before the prioritized set, so a quiet account's delivery starts ahead
  * of the flood's admitted jobs; their retries and parked jobs keep the priority, and so the lane.
  */
 const backloggedPriority = 1;
-
-/**
- * The first character of an entry that may be attempted inline (its row is new). Account ids hold
- * no control characters (`account-id.ts`), so no unmarked entry begins with it, and an entry left
- * by a version before the mark gets a job.
- */
-export const inlineMark = '\u0001';
 
 /** The entry value of a scheduled delivery (`sched:entries`). */
 function entryValue(delivery: ScheduledDelivery): string {
@@ -416,9 +229,13 @@ const scheduleChunk = 1_000;
 export function createAccountScheduler(options: AccountSchedulerOptions): AccountScheduler {
   const { redis, deliveries, log } = options;
   const keys = accountSchedulerKeys(options.prefix);
-  redis.defineCommand('webhookAdmit', { numberOfKeys: 8, lua: admitLua });
-  redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
-  const commands = redis as unknown as SchedulerCommands;
+  const script = createAdmissionScript(redis, keys, {
+    queueKeys: { wait: deliveries.keys.wait!, prioritized: deliveries.keys.prioritized! },
+    queueTarget: options.queueTarget,
+    quantum: options.quantum,
+    leaseMs: options.leaseMs,
+    deliveriesPerSecond: options.deliveriesPerSecond,
+  });
 
   let running: Promise<void> | null = null;
   let again = false;
@@ -442,8 +259,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     // Outside the caller's context: a job that carries no trace context of its own (one admitted
     // later, from Redis) must not join the trace of whichever event's fan-out settles it.
     if (jobs.length > 0) await context.with(ROOT_CONTEXT, () => deliveries.addBulk(jobs));
-    if (confirm && ended.length > 0)
-      await commands.webhookConfirm(keys.admitting, keys.entries, ...ended.map(({ jobId }) => jobId));
+    if (confirm) await script.confirm(ended.map(({ jobId }) => jobId));
   };
   /** {@link settle} for attempts that end one by one: those ending together are settled together. */
   const settleBatch = (confirm: boolean) =>
@@ -509,55 +325,35 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
    * neither attempts, get their jobs.
    */
   const scheduleAndAdmit = async (list: readonly ScheduledDelivery[], inline?: InlineAttempts) => {
-    const entries: string[] = [];
+    const scheduled: ScheduledEntry[] = [];
     /** This call's own deliveries whose rows are new, which the caller may attempt, by job id. */
     const fresh = new Map<string, ScheduledDelivery>();
     for (const d of list) {
       const jobId = deliveryJobId(d.eventId, d.subscriptionId);
-      entries.push(jobId, d.accountId, entryValue(d));
+      scheduled.push({ jobId, accountId: d.accountId, entry: entryValue(d) });
       if (inline !== undefined && d.created === true) fresh.set(jobId, d);
     }
     const limit = admissionLimit();
     if (background !== undefined) promised += limit;
-    let admitted: [string[], number];
+    let admission: Awaited<ReturnType<AdmissionScript['admit']>>;
     try {
-      admitted = await commands.webhookAdmit(
-        keys.ring,
-        keys.entries,
-        keys.admitting,
-        keys.deficit,
-        keys.weight,
-        deliveries.keys.wait!,
-        keys.quota,
-        deliveries.keys.prioritized!,
-        keys.accountListPrefix,
-        options.queueTarget,
-        options.quantum,
-        options.leaseMs,
-        options.deliveriesPerSecond,
-        keys.bucketPrefix,
-        limit,
-        ...entries,
-      );
+      admission = await script.admit(scheduled, limit);
     } finally {
       // Released in the same turn of the event loop as the attempts below start and take their
       // slots: no other admission runs in between.
       if (background !== undefined) promised -= limit;
     }
-    const [flat, waitingAccounts] = admitted;
+    const { admitted, waitingAccounts } = admission;
     const ended: FollowUp[] = [];
     const candidates: InlineCandidate[] = [];
     const others: InlineCandidate[] = [];
-    for (let i = 0; i < flat.length; i += 3) {
-      const jobId = flat[i]!;
-      const value = flat[i + 1]!;
+    for (const { jobId, entry: value, lane } of admitted) {
       const requestId = value.slice(value.indexOf('\t') + 1);
-      const lane = flat[i + 2]!;
-      // Lanes `b` and `s` are the back lane; '' is the front one.
-      const candidate = candidateOfJob(jobId, requestId, lane !== '');
-      const own = lane === '' ? fresh.get(jobId) : undefined;
+      // The stale lane is the back lane too.
+      const candidate = candidateOfJob(jobId, requestId, lane !== lanes.front);
+      const own = lane === lanes.front ? fresh.get(jobId) : undefined;
       if (own !== undefined) candidates.push(withLoaded(candidate, own));
-      else if (background !== undefined && lane !== 's' && value.startsWith(inlineMark))
+      else if (background !== undefined && lane !== lanes.stale && value.startsWith(inlineMark))
         others.push(candidate);
       else ended.push({ jobId, job: candidateJob(candidate, options.maxAttempts) });
     }
@@ -581,7 +377,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
     await settle(ran.settled, true);
     // The caller's attempts that ended within the deadline freed slots too.
     if (ran.settled.length > 0) kickForFreedSlots();
-    return { admitted: flat.length / 3, backlog: waitingAccounts > 0 };
+    return { admitted: admitted.length, backlog: waitingAccounts > 0 };
   };
   const admit = () => scheduleAndAdmit([]);
 

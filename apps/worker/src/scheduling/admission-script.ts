@@ -1,0 +1,305 @@
+/**
+ * The account scheduler's Redis side: its keys, the two Lua scripts that schedule, admit and
+ * confirm deliveries atomically, and a typed wrapper that passes their keys and arguments by name
+ * and reads their answers into named lanes. The rules themselves (deficit round robin, quiet
+ * accounts first, quotas, leases) are documented on the scripts; `account-scheduler.ts` decides
+ * when to call them.
+ */
+import { schedulerEntriesKey, type RedisConnection } from '@webhooks/shared';
+
+/** Redis keys of the scheduler under `prefix`. */
+export function accountSchedulerKeys(prefix: string) {
+  return {
+    accountList: (accountId: string) => `${prefix}:sched:q:${accountId}`,
+    accountListPrefix: `${prefix}:sched:q:`,
+    ring: `${prefix}:sched:ring`,
+    entries: schedulerEntriesKey(prefix),
+    admitting: `${prefix}:sched:admitting`,
+    deficit: `${prefix}:sched:deficit`,
+    weight: `${prefix}:sched:weight`,
+    quota: `${prefix}:sched:quota`,
+    bucketPrefix: `${prefix}:sched:bucket:`,
+  };
+}
+
+/**
+ * The lane an admission puts a delivery in: `front`, BullMQ's wait list, which workers take first
+ * (a quiet account's deliveries); `back`, the prioritized set behind it (an account with more than
+ * a turn's share waiting); `stale`, a re-admission after an expired lease (a job in the back lane,
+ * never an inline attempt). The values are the script's.
+ */
+export const lanes = { front: '', back: 'b', stale: 's' } as const;
+export type Lane = (typeof lanes)[keyof typeof lanes];
+
+/**
+ * The first character of an entry that may be attempted inline (its row is new). Account ids hold
+ * no control characters (`account-id.ts`), so no unmarked entry begins with it, and an entry left
+ * by a version before the mark gets a job.
+ */
+export const inlineMark = '\u0001';
+
+/**
+ * Lua: `inChunks(list, fn)` calls `fn` with consecutive slices of `list` of at most 1,000 values,
+ * for commands given a list's values as arguments: Lua's `unpack` takes a few thousand at most,
+ * and an admission of a large DELIVERY_QUEUE_TARGET holds tens of thousands.
+ */
+const inChunksLua = `
+local function inChunks(list, fn)
+  for first = 1, #list, 1000 do
+    local chunk = {}
+    for i = first, math.min(#list, first + 999) do chunk[#chunk + 1] = list[i] end
+    fn(chunk)
+  end
+end`;
+
+/**
+ * The admission script. Its keys and arguments are named at its top, and given by name by
+ * {@link createAdmissionScript}: the keys of {@link accountSchedulerKeys} and BullMQ's wait list and
+ * prioritized set; the list and bucket key prefixes, the queue target, quantum, lease (ms), default
+ * deliveries a second, the most deliveries the round robin may admit (the caller's inline room),
+ * then (job id, account, entry value) triples to schedule first (none for an admission alone).
+ *
+ * Scheduling adds each new job id to `entries` and its account's list (once per job id: an entry
+ * already held is skipped). An account that had nothing waiting and now has at most one turn's
+ * share is a quiet one: its entries are admitted at once into the front lane (BullMQ's wait list,
+ * which workers take first), while the front lane has room and its quota's tokens allow. This is
+ * the "new flows first" rule of FQ-CoDel (RFC 8290 §4.2), so that a quiet account's delivery does
+ * not wait for a backlogged account's queue to drain.
+ *
+ * Admission is deficit round robin (Shreedhar and Varghese, 1996): each turn adds quantum × weight
+ * to the account's deficit and admits that many, at least one, of its oldest entries, as far as
+ * its quota's token bucket allows; an account without a token is passed over without gaining
+ * deficit. It admits only when the queue (both lanes and unconfirmed admissions) is at most half
+ * the target, and fills it to the target or up to the caller's limit, whichever is less. An
+ * account with more than a share waiting goes to the back lane (prioritized behind the wait list),
+ * one with a share or less to the front.
+ * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting},
+ * with the lanes of {@link lanes}.
+ */
+const admitLua = `${inChunksLua}
+local ringKey, entriesKey, admittingKey, deficitKey, weightKey, waitKey, quotaKey, prioritizedKey = unpack(KEYS)
+local listPrefix, bucketPrefix, defaultRate = ARGV[1], ARGV[6], ARGV[5]
+local target, quantum, lease, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[7])
+local firstScheduled = 8
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+local function bucket(account)
+  local rate = tonumber(redis.call('HGET', quotaKey, account) or defaultRate)
+  local value = redis.call('GET', bucketPrefix .. account)
+  local tokens = rate
+  if value then
+    local sep = string.find(value, ':')
+    tokens = math.min(rate, tonumber(string.sub(value, 1, sep - 1)) + (now - tonumber(string.sub(value, sep + 1))) * rate / 1000)
+  end
+  return tokens, rate
+end
+local function take(account, jobs, tokens, rate, lane)
+  inChunks(jobs, function(chunk)
+    local values = redis.call('HMGET', entriesKey, unpack(chunk))
+    local leases = {}
+    for i, job in ipairs(chunk) do
+      out[#out + 1] = job
+      out[#out + 1] = values[i] or (account .. '\\t')
+      out[#out + 1] = lane
+      leases[#leases + 1] = now + lease
+      leases[#leases + 1] = job
+    end
+    redis.call('ZADD', admittingKey, unpack(leases))
+  end)
+  local left = tokens - #jobs
+  if left < rate then
+    redis.call('SET', bucketPrefix .. account, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
+  end
+end
+local arrived = {}
+if #ARGV >= firstScheduled then
+  local asked = {}
+  for i = firstScheduled, #ARGV, 3 do asked[#asked + 1] = ARGV[i] end
+  local held = redis.call('HMGET', entriesKey, unpack(asked))
+  local fields, seen, byAccount, accounts = {}, {}, {}, {}
+  for k, job in ipairs(asked) do
+    if not held[k] and not seen[job] then
+      seen[job] = true
+      local account = ARGV[firstScheduled + 3 * (k - 1) + 1]
+      fields[#fields + 1] = job
+      fields[#fields + 1] = ARGV[firstScheduled + 3 * (k - 1) + 2]
+      if not byAccount[account] then
+        byAccount[account] = {}
+        accounts[#accounts + 1] = account
+      end
+      table.insert(byAccount[account], job)
+    end
+  end
+  if #fields > 0 then redis.call('HSET', entriesKey, unpack(fields)) end
+  for _, account in ipairs(accounts) do
+    local jobs = byAccount[account]
+    if redis.call('RPUSH', listPrefix .. account, unpack(jobs)) == #jobs then
+      redis.call('RPUSH', ringKey, account)
+      arrived[#arrived + 1] = account
+    end
+  end
+end
+local roomFront = target - redis.call('LLEN', waitKey)
+for _, account in ipairs(arrived) do
+  local list = listPrefix .. account
+  local waiting = redis.call('LLEN', list)
+  local share = quantum * tonumber(redis.call('HGET', weightKey, account) or '1')
+  if waiting <= share and waiting <= roomFront then
+    local tokens, rate = bucket(account)
+    if tokens >= waiting then
+      take(account, redis.call('LPOP', list, waiting), tokens, rate, '')
+      redis.call('LREM', ringKey, -1, account)
+      roomFront = roomFront - waiting
+    end
+  end
+end
+local stale = redis.call('ZRANGEBYSCORE', admittingKey, '-inf', now, 'LIMIT', 0, target)
+for _, job in ipairs(stale) do
+  local entry = redis.call('HGET', entriesKey, job)
+  if entry then
+    redis.call('ZADD', admittingKey, now + lease, job)
+    out[#out + 1] = job
+    out[#out + 1] = entry
+    out[#out + 1] = 's'
+  else
+    redis.call('ZREM', admittingKey, job)
+  end
+end
+local room = target - redis.call('LLEN', waitKey) - redis.call('ZCARD', prioritizedKey) - redis.call('ZCARD', admittingKey)
+if room * 2 < target then return {out, redis.call('LLEN', ringKey)} end
+room = math.min(room, limit)
+local progressed = true
+while room > 0 and progressed do
+  progressed = false
+  local turns = redis.call('LLEN', ringKey)
+  while turns > 0 and room > 0 do
+    turns = turns - 1
+    local account = redis.call('LPOP', ringKey)
+    local list = listPrefix .. account
+    local tokens, rate = bucket(account)
+    local deficit = tonumber(redis.call('HGET', deficitKey, account) or '0')
+    local share = quantum * tonumber(redis.call('HGET', weightKey, account) or '1')
+    local lane = 'b'
+    if redis.call('LLEN', list) <= share then lane = '' end
+    local jobs = {}
+    if tokens >= 1 then
+      deficit = deficit + share
+      jobs = redis.call('LPOP', list, math.min(room, math.floor(tokens), math.max(1, math.floor(deficit)))) or {}
+    end
+    take(account, jobs, tokens, rate, lane)
+    if #jobs > 0 then progressed = true end
+    room = room - #jobs
+    if redis.call('LLEN', list) == 0 then
+      redis.call('HDEL', deficitKey, account)
+    else
+      -- What a turn cut short by the room or the quota leaves is owed, up to one more turn's share.
+      redis.call('HSET', deficitKey, account, tostring(math.min(deficit - #jobs, share)))
+      redis.call('RPUSH', ringKey, account)
+    end
+  end
+end
+return {out, redis.call('LLEN', ringKey)}`;
+
+/** KEYS: admitting, entries. ARGV: job ids whose BullMQ jobs exist now (any number of them). */
+const confirmLua = `${inChunksLua}
+local admittingKey, entriesKey = unpack(KEYS)
+inChunks(ARGV, function(chunk)
+  redis.call('ZREM', admittingKey, unpack(chunk))
+  redis.call('HDEL', entriesKey, unpack(chunk))
+end)
+return #ARGV`;
+
+/** A delivery to schedule: its job id, its account, and its entry value (`sched:entries`). */
+export interface ScheduledEntry {
+  jobId: string;
+  accountId: string;
+  /** `<account>\t<request id>`, behind {@link inlineMark} when it may be attempted inline. */
+  entry: string;
+}
+
+/** A delivery an admission took, in the lane it goes to. */
+export interface Admitted {
+  jobId: string;
+  entry: string;
+  lane: Lane;
+}
+
+/** What the admission script needs beside its scheduler's keys. */
+export interface AdmissionParams {
+  /** BullMQ's keys of the `deliveries` queue: its wait list (front lane) and prioritized set (back lane). */
+  queueKeys: { wait: string; prioritized: string };
+  /** DELIVERY_QUEUE_TARGET. */
+  queueTarget: number;
+  /** Deliveries an account of weight 1 is admitted per turn. */
+  quantum: number;
+  /** How long an admitted entry may wait for its job before it is admitted again, in ms. */
+  leaseMs: number;
+  /** ACCOUNT_DELIVERIES_PER_SECOND. */
+  deliveriesPerSecond: number;
+}
+
+/** The scripts, called by name. */
+export interface AdmissionScript {
+  /**
+   * Schedules `scheduled` (may be empty), then admits at most `limit` by the round robin.
+   *
+   * @returns what was admitted, and how many accounts still have work waiting
+   * @throws ioredis' errors when Redis cannot be reached
+   */
+  admit(
+    scheduled: readonly ScheduledEntry[],
+    limit: number,
+  ): Promise<{ admitted: Admitted[]; waitingAccounts: number }>;
+  /**
+   * Releases the entries of `jobIds`, whose BullMQ jobs exist now.
+   *
+   * @throws ioredis' errors when Redis cannot be reached
+   */
+  confirm(jobIds: readonly string[]): Promise<void>;
+}
+
+type ScriptCommands = {
+  webhookAdmit(...args: Array<string | number>): Promise<[string[], number]>;
+  webhookConfirm(...args: string[]): Promise<number>;
+};
+
+/** Registers the scripts on `redis` and returns them, for the scheduler of `keys`. */
+export function createAdmissionScript(
+  redis: RedisConnection,
+  keys: ReturnType<typeof accountSchedulerKeys>,
+  params: AdmissionParams,
+): AdmissionScript {
+  redis.defineCommand('webhookAdmit', { numberOfKeys: 8, lua: admitLua });
+  redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
+  const commands = redis as unknown as ScriptCommands;
+  return {
+    async admit(scheduled, limit) {
+      const [flat, waitingAccounts] = await commands.webhookAdmit(
+        keys.ring,
+        keys.entries,
+        keys.admitting,
+        keys.deficit,
+        keys.weight,
+        params.queueKeys.wait,
+        keys.quota,
+        params.queueKeys.prioritized,
+        keys.accountListPrefix,
+        params.queueTarget,
+        params.quantum,
+        params.leaseMs,
+        params.deliveriesPerSecond,
+        keys.bucketPrefix,
+        limit,
+        ...scheduled.flatMap(({ jobId, accountId, entry }) => [jobId, accountId, entry]),
+      );
+      const admitted: Admitted[] = [];
+      for (let i = 0; i < flat.length; i += 3)
+        admitted.push({ jobId: flat[i]!, entry: flat[i + 1]!, lane: flat[i + 2] as Lane });
+      return { admitted, waitingAccounts };
+    },
+    async confirm(jobIds) {
+      if (jobIds.length > 0) await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
+    },
+  };
+}
