@@ -55,6 +55,10 @@ export function testEnv(
     LOG_LEVEL: 'silent',
     CALLBACK_ALLOW_PRIVATE: 'false',
     NODE_ENV: 'test',
+    // A test's API shares its process with the test's clients and often its worker: their work is
+    // not the API's saturation. The load-shedding test sets its own thresholds.
+    API_SHED_EVENT_LOOP_DELAY_MS: '0',
+    API_SHED_EVENT_LOOP_UTILIZATION: '0',
     ...env,
   };
 }

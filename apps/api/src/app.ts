@@ -44,6 +44,7 @@ import filterTests from './routes/filter-tests.js';
 import portal from './plugins/portal.js';
 import securityHeaders from './plugins/security-headers.js';
 import ipLimits from './plugins/ip-limits.js';
+import loadShedding from './plugins/load-shedding.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
 
@@ -124,13 +125,18 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   await app.register(securityHeaders);
   await app.register(validation);
   await app.register(problemDetails);
+  await app.register(metrics);
+  // Before the per-IP limits and authentication: a shed request costs none of their work.
+  await app.register(loadShedding, {
+    maxEventLoopDelayMs: config.API_SHED_EVENT_LOOP_DELAY_MS,
+    maxEventLoopUtilization: config.API_SHED_EVENT_LOOP_UTILIZATION,
+  });
   await app.register(ipLimits, {
     redis: countingRedis,
     keyPrefix: config.keyPrefix,
     openPerMinute: config.OPEN_REQUESTS_PER_MINUTE_PER_IP,
     authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE_PER_IP,
   });
-  await app.register(metrics);
   await app.register(prisma, {
     databaseUrl: config.DATABASE_URL,
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,

@@ -142,6 +142,19 @@ export const apiEnvSchema = Type.Object({
     minimum: 1,
     description: 'Requests a minute per authenticated account, shared by all API instances through Redis',
   }),
+  API_SHED_EVENT_LOOP_DELAY_MS: Type.Integer({
+    default: 500,
+    minimum: 0,
+    description:
+      'Event loop delay of the API process, in ms, past which `POST /api/events` and test events answer 503 with `Retry-After` at once instead of queueing inside the process; 0: not measured',
+  }),
+  API_SHED_EVENT_LOOP_UTILIZATION: Type.Number({
+    default: 0.98,
+    minimum: 0,
+    maximum: 1,
+    description:
+      'Event loop utilization of the API process (0 to 1, over the last 100 ms) past which publishing requests are shed the same way; 0: not measured',
+  }),
   BACKLOG_MAX_EVENTS: Type.Integer({
     default: 100_000,
     minimum: 0,

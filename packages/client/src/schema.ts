@@ -1974,7 +1974,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description PostgreSQL or Redis is unavailable, or the service holds as much undelivered work as it accepts (type `/problems/backlog-full`): nothing was accepted; retry after `Retry-After` seconds with the same idempotency_key */
+      /** @description PostgreSQL or Redis is unavailable, the service holds as much undelivered work as it accepts (type `/problems/backlog-full`), or it is saturated (type `/problems/overloaded`): nothing was accepted; retry after `Retry-After` seconds with the same idempotency_key */
       503: {
         headers: {
           [name: string]: unknown;

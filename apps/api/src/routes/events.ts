@@ -38,7 +38,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (
   app.post(
     '/api/events',
     {
-      config: { portalRefused: true },
+      config: { portalRefused: true, shedUnderPressure: true },
       schema: {
         tags: ['events'],
         operationId: 'publishEvent',
@@ -53,7 +53,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (
             "The account's request rate limit, or its payload_bytes_per_day quota (type `/problems/quota-payload-bytes-per-day`), is reached; retry after `Retry-After` seconds",
           ),
           503: problemResponse(
-            'PostgreSQL or Redis is unavailable, or the service holds as much undelivered work as it accepts (type `/problems/backlog-full`): nothing was accepted; retry after `Retry-After` seconds with the same idempotency_key',
+            'PostgreSQL or Redis is unavailable, the service holds as much undelivered work as it accepts (type `/problems/backlog-full`), or it is saturated (type `/problems/overloaded`): nothing was accepted; retry after `Retry-After` seconds with the same idempotency_key',
           ),
         },
       },

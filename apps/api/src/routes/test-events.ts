@@ -16,6 +16,7 @@ const testEvents: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (a
   app.post(
     '/api/webhooks/:id/test-events',
     {
+      config: { shedUnderPressure: true },
       schema: {
         tags: ['subscriptions'],
         operationId: 'sendTestEvent',

@@ -1,0 +1,111 @@
+/**
+ * The API sheds a spike instead of queueing it: while its event loop is saturated, publishes are
+ * answered 503 with `Retry-After` at once, health and the subscription API keep answering, no
+ * client sees a connection error, and every accepted event is delivered exactly once. The clients
+ * run in a process of their own, so that their requests wait in the kernel while this process's
+ * event loop is held; the saturation is made by holding it, not by how fast the machine is.
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { sleep, waitFor } from '../../../test/support/wait.js';
+
+let stack: TestStack;
+let url: string;
+beforeAll(async () => {
+  stack = await startTestStack('load-shedding', {
+    // Utilization over the last 100 ms past a half: reached by construction when the loop is held.
+    API_SHED_EVENT_LOOP_UTILIZATION: '0.5',
+    API_SHED_EVENT_LOOP_DELAY_MS: '0',
+    RATE_LIMIT_PER_MINUTE: '100000',
+    OPEN_REQUESTS_PER_MINUTE_PER_IP: '100000',
+  });
+  url = await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
+});
+afterAll(() => stack.close());
+
+/** One answer the client process saw: the route, the status (0: a connection error), Retry-After and the body. */
+interface Seen {
+  route: 'publish' | 'health' | 'list';
+  status: number;
+  retryAfter: string | null;
+  id?: string;
+  error?: string;
+}
+
+/**
+ * A client process that keeps `concurrency` publishes in flight, beside health checks and
+ * subscription listings, until it has sent `total` publishes; prints every answer as JSON.
+ */
+const clientSource = `
+const [url, token, total, concurrency] = process.argv.slice(1);
+const seen = [];
+let sent = 0;
+const call = async (route, method, path, body) => {
+  try {
+    const response = await fetch(url + path, {
+      method,
+      headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    const id = response.status === 202 ? JSON.parse(text).id : undefined;
+    seen.push({ route, status: response.status, retryAfter: response.headers.get('retry-after'), id });
+  } catch (error) {
+    seen.push({ route, status: 0, retryAfter: null, error: String(error.cause ?? error) });
+  }
+};
+const lane = async () => {
+  while (sent < Number(total)) {
+    sent += 1;
+    await call('publish', 'POST', '/api/events', { type: 'call.completed', data: { call_id: 'spike' } });
+    if (sent % 10 === 0) await Promise.all([call('health', 'GET', '/healthz'), call('list', 'GET', '/api/webhooks')]);
+  }
+};
+await Promise.all(Array.from({ length: Number(concurrency) }, lane));
+process.stdout.write(JSON.stringify(seen));
+`;
+
+describe('a publish spike the API cannot keep up with', () => {
+  it('gets 202 or 503 with Retry-After at once, never a connection error, and health and the subscription API keep answering', async () => {
+    await stack.subscribe('acct-spike', { callback_url: `${stack.receiver.url}/spike` });
+    const client = spawn(
+      process.execPath,
+      ['--input-type=module', '-e', clientSource, url, stack.api.token('acct-spike'), '600', '20'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const output: Buffer[] = [];
+    client.stdout.on('data', (chunk: Buffer) => output.push(chunk));
+    const exited = new Promise<void>((resolve) => client.on('exit', () => resolve()));
+
+    // Once the client is publishing, hold this process's event loop twice: its requests wait in
+    // the kernel meanwhile, and meet a saturated process when it lets go.
+    await waitFor('the first accepted publishes', () => stack.receiver.requests.length >= 5, 30_000);
+    for (let hold = 0; hold < 2; hold++) {
+      const until = Date.now() + 600;
+      while (Date.now() < until);
+      await sleep(300);
+    }
+    await exited;
+    const seen = JSON.parse(Buffer.concat(output).toString()) as Seen[];
+
+    expect(seen.filter(({ status }) => status === 0)).toEqual([]);
+    const publishes = seen.filter(({ route }) => route === 'publish');
+    expect(publishes).toHaveLength(600);
+    expect(new Set(publishes.map(({ status }) => status))).toEqual(new Set([202, 503]));
+    expect(publishes.filter(({ status, retryAfter }) => status === 503 && retryAfter === null)).toEqual([]);
+    // Health and the subscription API are never shed.
+    const others = seen.filter(({ route }) => route !== 'publish');
+    expect(new Set(others.map(({ status }) => status))).toEqual(new Set([200]));
+
+    const accepted = publishes.flatMap(({ id }) => (id === undefined ? [] : [id]));
+    await waitFor(
+      'every accepted event delivered',
+      () => stack.receiver.at('/spike').length >= accepted.length,
+      60_000,
+    );
+    await sleep(500);
+    const delivered = stack.receiver.at('/spike').map((request) => String(request.headers['webhook-id']));
+    expect(delivered.sort()).toEqual(accepted.sort());
+  }, 120_000);
+});
