@@ -279,10 +279,11 @@ describe('auto-disable', () => {
       SUBSCRIPTION_DISABLE_AFTER: '2',
     });
     try {
-      stack.receiver.script('/failing', [500]);
+      // A token in the query, which the account's other callbacks must not see.
+      stack.receiver.script('/failing?token=client-secret', [500]);
       const failing = await stack.subscribe(
         'acct-ops',
-        { callback_url: `${stack.receiver.url}/failing` },
+        { callback_url: `${stack.receiver.url}/failing?token=client-secret` },
         'calls',
       );
       const ops = await stack.subscribe(
@@ -298,7 +299,7 @@ describe('auto-disable', () => {
         'the operational event',
         () => stack.receiver.at('/ops').length > 0 && stack.receiver.at('/ops'),
       );
-      // No `type`: the operational endpoint receives one type only (specification section 2.2).
+      // No `type`: the operational endpoint receives one type only (docs/api.md).
       expect(JSON.parse(notice!.body)).toMatchObject({
         data: {
           subscription_id: failing.id,

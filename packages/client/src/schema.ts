@@ -1523,6 +1523,15 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
+      /** @description A status change while the callback is `pending` its challenge (type `/problems/verification-pending`), or the subscription changed while this update was applied (type `/problems/conflict`): read it again and send the update again */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
       /** @description The request body is larger than 1 MiB */
       413: {
         headers: {

@@ -3,6 +3,7 @@
  * carries. `QueueJobs` is the single map of queue name to job data type: a producer or a worker
  * typed with it cannot put the wrong data on a queue.
  */
+import { createHash } from 'node:crypto';
 import type { JobsOptions } from 'bullmq';
 
 /** An event accepted for delivery, as it travels from a publisher to the fan-out processor. */
@@ -170,18 +171,26 @@ export function deliveryJob(
 export const verificationRetry = { attempts: 5, firstWaitMs: 10_000 } as const;
 
 /**
- * The job that sends `subscriptionId`'s callback its challenge (CALLBACK_VERIFICATION=challenge),
- * retried by BullMQ's built-in exponential backoff ({@link verificationRetry}).
+ * The job that sends `subscriptionId`'s callback at `callbackUrl` its challenge
+ * (CALLBACK_VERIFICATION=challenge), retried by BullMQ's built-in exponential backoff
+ * ({@link verificationRetry}). While one for the same subscription and URL is waiting, retrying or
+ * running, another is not added (BullMQ's deduplication), so asking again and again sends no more
+ * challenges than asking once; once it ended, asking again adds one.
  */
-export function verificationJob(subscriptionId: string): {
+export function verificationJob(
+  subscriptionId: string,
+  callbackUrl: string,
+): {
   name: 'verification';
   data: VerificationJobData;
   opts: JobsOptions;
 } {
+  const url = createHash('sha256').update(callbackUrl).digest('hex').slice(0, 32);
   return {
     name: 'verification',
     data: { subscriptionId },
     opts: {
+      deduplication: { id: `verification:${subscriptionId}:${url}` },
       attempts: verificationRetry.attempts,
       backoff: { type: 'exponential', delay: verificationRetry.firstWaitMs },
       removeOnComplete: finishedJobRetention.completed,

@@ -3,8 +3,8 @@
  * each in one statement scoped to the account.
  */
 import { validate as isUuid } from 'uuid';
-import type { PrismaClient, Subscription } from '@webhooks/db';
-import { notFound } from './problem.js';
+import type { Prisma, PrismaClient, Subscription } from '@webhooks/db';
+import { HttpProblem, notFound } from './problem.js';
 
 /**
  * The subscription `id` of `accountId`.
@@ -71,5 +71,37 @@ export async function rotateOwnSigningSecret(
     : [];
   const row = rows[0];
   if (row === undefined) throw notFound(`Subscription ${id}`);
+  return row;
+}
+
+/**
+ * Applies `data` to `current` only if its status and callback URL are still those read, in one
+ * statement; the row as updated.
+ *
+ * @throws HttpProblem 409 when another request changed either meanwhile (or deleted it): the
+ *   client reads it again and decides again, since a status set on an old callback must not apply
+ *   to a new one that has not answered its challenge
+ */
+export async function updateIfUnchanged(
+  prisma: PrismaClient,
+  current: Subscription,
+  data: Prisma.SubscriptionUpdateInput,
+): Promise<Subscription> {
+  const [row] = await prisma.subscription.updateManyAndReturn({
+    where: {
+      id: current.id,
+      accountId: current.accountId,
+      status: current.status,
+      callbackUrl: current.callbackUrl,
+    },
+    data,
+  });
+  if (row === undefined) {
+    throw new HttpProblem(
+      409,
+      'conflict',
+      'The subscription changed while this update was applied; read it again and send the update again',
+    );
+  }
   return row;
 }

@@ -42,7 +42,7 @@ import {
   problemResponses,
   SubscriptionParams,
 } from '../lib/route-schemas.js';
-import { deleteOwnSubscription, findOwnSubscription } from '../lib/subscription-lookup.js';
+import { deleteOwnSubscription, findOwnSubscription, updateIfUnchanged } from '../lib/subscription-lookup.js';
 import type { Views } from '../lib/views.js';
 import { noStore } from '../lib/headers.js';
 
@@ -98,8 +98,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
    * Queues the challenge of a pending subscription. A Redis fault leaves it pending and is logged:
    * the subscription exists already, and `POST .../verification` asks again.
    */
-  const requestVerification = async (subscriptionId: string, log: FastifyBaseLogger) => {
-    const { name, data, opts } = verificationJob(subscriptionId);
+  const requestVerification = async (subscriptionId: string, callbackUrl: string, log: FastifyBaseLogger) => {
+    const { name, data, opts } = verificationJob(subscriptionId, callbackUrl);
     try {
       await app.verificationQueue.add(name, data, opts);
     } catch (error) {
@@ -190,7 +190,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
             },
           });
         });
-        if (row.status === 'pending') await requestVerification(row.id, request.log);
+        if (row.status === 'pending') await requestVerification(row.id, row.callbackUrl, request.log);
         const body = { ...(await presentOne(row)), secret };
         return reply.code(201).headers(noStore).header('location', body.resource_uri).send(body);
       },
@@ -256,7 +256,14 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         description: 'Setting `status: "active"` re-enables a subscription disabled after failed deliveries.',
         params: SubscriptionParams,
         body: SubscriptionUpdate,
-        response: { 200: Subscription, 413: payloadTooLarge, ...problemResponses },
+        response: {
+          200: Subscription,
+          409: problemResponse(
+            'A status change while the callback is `pending` its challenge (type `/problems/verification-pending`), or the subscription changed while this update was applied (type `/problems/conflict`): read it again and send the update again',
+          ),
+          413: payloadTooLarge,
+          ...problemResponses,
+        },
       },
     },
     async (request) => {
@@ -273,23 +280,22 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         );
       const moved =
         options.verifyCallbacks && callback_url !== undefined && callback_url !== current.callbackUrl;
-      const row = await app.prisma.subscription.update({
-        where: { id: current.id },
-        data: {
-          ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
-          ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
-          // A new callback proves itself before any status applies, or disabling and re-enabling it
-          // would skip the challenge.
-          ...(moved ? { status: 'pending' as const } : status === undefined ? {} : { status }),
-          ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
-          ...(event_types === undefined ? {} : { eventTypes: event_types }),
-          ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
-          ...(ordering === undefined ? {} : { ordering }),
-          // Re-activating starts the failure count afresh, or one more failure would disable it again.
-          ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
-        },
+      // On the state read above only: two updates sent together (a new callback_url, and a status)
+      // must not both apply on what each read, or the status would skip the new URL's challenge.
+      const row = await updateIfUnchanged(app.prisma, current, {
+        ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
+        ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
+        // A new callback proves itself before any status applies, or disabling and re-enabling it
+        // would skip the challenge.
+        ...(moved ? { status: 'pending' as const } : status === undefined ? {} : { status }),
+        ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
+        ...(event_types === undefined ? {} : { eventTypes: event_types }),
+        ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
+        ...(ordering === undefined ? {} : { ordering }),
+        // Re-activating starts the failure count afresh, or one more failure would disable it again.
+        ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
       });
-      if (moved) await requestVerification(row.id, request.log);
+      if (moved) await requestVerification(row.id, row.callbackUrl, request.log);
       if (current.ordering === 'fifo' && row.ordering === 'none') await releaseWaiting(row.id, request.log);
       return presentOne(row);
     },
@@ -316,7 +322,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       if (current.status !== 'pending')
         throw new HttpProblem(409, 'conflict', 'The subscription is not pending: there is nothing to verify');
-      const { name, data, opts } = verificationJob(current.id);
+      const { name, data, opts } = verificationJob(current.id, current.callbackUrl);
       await app.verificationQueue.add(name, data, opts);
       return reply.code(202).send(await presentOne(current));
     },

@@ -352,8 +352,11 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         -- applyFailureRun, as an atomic increment.
         UPDATE subscriptions s
         SET consecutive_failures = (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures,
+            -- Only an active subscription is disabled: a pending one (its callback moved, and an
+            -- attempt to the old one failed) stays pending until its new callback is verified.
             status = CASE
-              WHEN c.failures > 0 AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= $15::int
+              WHEN s.status = 'active' AND c.failures > 0
+                AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= $15::int
               THEN 'disabled'::"SubscriptionStatus" ELSE s.status END,
             updated_at = now()
         FROM changes c JOIN prior p ON p.id = c.subscription_id
@@ -366,7 +369,10 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         SELECT uuid_generate_v7(), d.account_id, $16::text,
                jsonb_build_object(
                  'subscription_id', d.id, 'resource_uri', $17::text || d.id::text,
-                 'callback_url', d.callback_url, 'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
+                 -- Without its query and fragment, which may hold the client's token: the notice
+                 -- goes to the account's other callbacks.
+                 'callback_url', substring(d.callback_url from '^[^?#]*'),
+                 'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
                now()
         FROM disabled d
         RETURNING id, account_id
