@@ -1,9 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
-import { blockingAdvisories, installedVersions, type Advisory } from '../scripts/lib/advisories.js';
+import {
+  blockingAdvisories,
+  installedVersions,
+  type Advisory,
+  type ListedPackage,
+} from '../scripts/lib/advisories.js';
 
 describe("the dependency audit's rules", () => {
   it('asks about every installed version of every registry package once, leaving the workspace out', () => {
-    const tree = [
+    const tree: ListedPackage[] = [
       {
         name: '@webhooks/api',
         dependencies: {

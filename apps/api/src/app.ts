@@ -150,7 +150,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     tracing: config.tracing,
     catalogue: config.catalogue,
   });
-  await app.register(swagger, { serverUrl: apiServerUrl(config) });
+  await app.register(swagger, { serverUrl: apiServerUrl(config), serve: config.API_DOCS });
   await app.register(health);
   await app.register(portal, { root: portalRoot, frameAncestors: config.PORTAL_FRAME_ANCESTORS });
   const operator: FastifyInstance = config.ADMIN_PORT === 0 ? app : await buildOperatorApp(config);

@@ -89,7 +89,7 @@ export const apiEnvSchema = Type.Object({
   ADMIN_TOKEN: Type.String({
     default: '',
     description:
-      'When set, the queue dashboard is served at `/admin/queues` to this token (bearer or Basic password); off when empty',
+      'When set, the queue dashboard is served at `/admin/queues` to this token (bearer or Basic password); off when empty. Outside development and test, at least 32 characters',
   }),
   PORTAL_LINK_SECONDS: Type.Integer({
     default: 300,
@@ -141,6 +141,11 @@ export const apiEnvSchema = Type.Object({
     default: 600,
     minimum: 1,
     description: 'Requests a minute per authenticated account, shared by all API instances through Redis',
+  }),
+  API_DOCS: Type.Boolean({
+    default: true,
+    description:
+      'Serve the OpenAPI document at `/docs/json` and Swagger UI at `/docs`, without a token; `false` answers 404 there, for an installation that keeps its API description private',
   }),
   API_SHED_EVENT_LOOP_DELAY_MS: Type.Integer({
     default: 500,

@@ -4,6 +4,8 @@ import { apiServerUrl, developmentJwtSecret, loadApiConfig } from '../src/index.
 
 const key = Buffer.alloc(32, 1).toString('base64');
 const strongSecret = 'a-production-secret-of-at-least-32-bytes';
+/** An operator token of the length production asks for (32 characters). */
+const metricsToken = 'metrics-token-32-characters-long';
 
 describe('API configuration from the environment', () => {
   it('applies the documented defaults in development, with a warning about the public secret', () => {
@@ -59,6 +61,25 @@ describe('API configuration from the environment', () => {
         NODE_ENV: 'production',
         JWT_SECRET: strongSecret,
         SECRETS_ENCRYPTION_KEY: key,
+        METRICS_TOKEN: 'short',
+      },
+      'METRICS_TOKEN',
+    ],
+    [
+      {
+        NODE_ENV: 'production',
+        JWT_SECRET: strongSecret,
+        SECRETS_ENCRYPTION_KEY: key,
+        METRICS_TOKEN: metricsToken,
+        ADMIN_TOKEN: 'admin-token-31-characters-long!',
+      },
+      'ADMIN_TOKEN',
+    ],
+    [
+      {
+        NODE_ENV: 'production',
+        JWT_SECRET: strongSecret,
+        SECRETS_ENCRYPTION_KEY: key,
         CALLBACK_ALLOW_PRIVATE: 'true',
       },
       'CALLBACK_ALLOW_PRIVATE',
@@ -76,7 +97,7 @@ describe('API configuration from the environment', () => {
       NODE_ENV: 'production',
       JWT_SECRET: strongSecret,
       SECRETS_ENCRYPTION_KEY: key,
-      METRICS_TOKEN: 'a-metrics-token',
+      METRICS_TOKEN: metricsToken,
     });
     expect(hs.jwtKey).toEqual({ algorithm: 'HS256', key: strongSecret });
     expect(hs.secretBox.encrypting).toBe(true);
@@ -85,7 +106,7 @@ describe('API configuration from the environment', () => {
       JWT_ISSUER: 'https://id.example.com/',
       JWT_AUDIENCE: 'webhooks',
       SECRETS_ENCRYPTION_KEY: key,
-      METRICS_TOKEN: 'a-metrics-token',
+      METRICS_TOKEN: metricsToken,
     });
     expect(rs.jwtKey.algorithm).toBe('RS256');
   });

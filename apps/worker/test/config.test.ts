@@ -63,6 +63,14 @@ describe('worker configuration from the environment', () => {
       { NODE_ENV: 'production', SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') },
       'METRICS_TOKEN',
     ],
+    [
+      {
+        NODE_ENV: 'production',
+        SECRETS_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+        METRICS_TOKEN: 'a-metrics-token',
+      },
+      'METRICS_TOKEN',
+    ],
   ])('refuses %j naming %s', (env, name) => {
     expect(() => loadWorkerConfig(env)).toThrow(ConfigError);
     expect(() => loadWorkerConfig(env)).toThrow(new RegExp(`environment variable ${name}\\b`));

@@ -228,7 +228,8 @@ export function catalogueFromDefinition(file: string, definition: unknown): Cata
  * directory).
  *
  * @throws CatalogueError when the file cannot be read, is over {@link maxCatalogueFileBytes}, is
- *   not YAML or JSON, or breaks a rule of {@link catalogueFromDefinition}
+ *   not YAML 1.2 or JSON (a `%YAML` directive included), or breaks a rule of
+ *   {@link catalogueFromDefinition}
  */
 export function loadCatalogue(file: string): Catalogue {
   let text: string;
@@ -241,9 +242,18 @@ export function loadCatalogue(file: string): Catalogue {
     if (error instanceof CatalogueError) throw error;
     throw new CatalogueError(file, '', `cannot be read: ${(error as Error).message}`);
   }
+  // YAML 1.2's core schema only: a `%YAML 1.1` directive would bring back merge keys and the
+  // `!!binary`, `!!set` and `!!timestamp` tags, whose values are not JSON.
+  if (/^%YAML\b/m.test(text)) {
+    throw new CatalogueError(
+      file,
+      '',
+      'has a %YAML directive: the catalogue is read as YAML 1.2, without one',
+    );
+  }
   let definition: unknown;
   try {
-    definition = parseYaml(text, { maxAliasCount: 100 });
+    definition = parseYaml(text, { maxAliasCount: 100, version: '1.2', schema: 'core', merge: false });
   } catch (error) {
     throw new CatalogueError(file, '', `is not valid YAML or JSON: ${(error as Error).message}`);
   }

@@ -73,7 +73,7 @@ export const commonEnv = {
   METRICS_TOKEN: Type.String({
     default: '',
     description:
-      'When set, `/metrics` (Prometheus) requires it as a bearer token or Basic password; open when empty',
+      'When set, `/metrics` (Prometheus) requires it as a bearer token or Basic password; open when empty. Required outside development and test, at least 32 characters (`openssl rand -hex 16`)',
   }),
   LOG_LEVEL: Type.Union(
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),

@@ -36,12 +36,32 @@ export function operatorTokenAccepted(header: string | undefined, token: string)
  * Refuses a production start with `/metrics` open: metrics name queues, routes and volumes, which
  * is reconnaissance for anyone who can reach the port.
  *
- * @throws ConfigError naming METRICS_TOKEN when it is empty outside NODE_ENV development and test
+ * @throws ConfigError naming METRICS_TOKEN when it is empty outside NODE_ENV development and test,
+ *   or the token (METRICS_TOKEN, or ADMIN_TOKEN when set) shorter than {@link minOperatorTokenLength}
  */
-export function requireMetricsToken(config: { NODE_ENV: string; METRICS_TOKEN: string }): void {
-  if (config.METRICS_TOKEN === '' && !isDevelopmentEnv(config.NODE_ENV)) {
+export function requireMetricsToken(config: {
+  NODE_ENV: string;
+  METRICS_TOKEN: string;
+  ADMIN_TOKEN?: string;
+}): void {
+  if (isDevelopmentEnv(config.NODE_ENV)) return;
+  if (config.METRICS_TOKEN === '') {
     throw new ConfigError(
       `Missing environment variable METRICS_TOKEN: required when NODE_ENV is ${JSON.stringify(config.NODE_ENV)} (only development and test may serve /metrics without a token)`,
     );
   }
+  for (const name of ['METRICS_TOKEN', 'ADMIN_TOKEN'] as const) {
+    const token = config[name] ?? '';
+    if (token !== '' && token.length < minOperatorTokenLength) {
+      throw new ConfigError(
+        `Weak environment variable ${name}: ${token.length} characters; outside development and test it needs at least ${minOperatorTokenLength} (openssl rand -hex 16 gives 32)`,
+      );
+    }
+  }
 }
+
+/**
+ * Fewest characters of METRICS_TOKEN and ADMIN_TOKEN in production: 32 hex digits are 128 bits,
+ * out of reach of guessing even without the per-address limits.
+ */
+export const minOperatorTokenLength = 32;

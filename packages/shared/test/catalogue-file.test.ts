@@ -125,6 +125,15 @@ describe('the catalogue file', () => {
     expect(error.message).toContain(error.file);
   });
 
+  it('refuses a %YAML 1.1 directive, and reads a merge key as the plain key YAML 1.2 has', () => {
+    const base = oneType('        description: x\n');
+    expect(refusal(`%YAML 1.1\n---\n${base}`).reason).toMatch(/%YAML directive/);
+    // Without the directive `<<` is an ordinary key, which a type's shape refuses; YAML 1.1 would
+    // have merged the first type's fields into the second.
+    const merged = `kinds:\n  invoices:\n    description: x\n    types:\n      invoice.paid: &d { description: x }\n      invoice.sent:\n        <<: *d\n`;
+    expect(refusal(merged).pointer).toMatch(/^\/kinds\/invoices\/types\/invoice\.sent\b/);
+  });
+
   it('refuses a type declared twice and a schema nested too deep', () => {
     const twice = `kinds:\n  a:\n    description: x\n    types:\n      x.y: { description: x }\n  b:\n    description: x\n    types:\n      x.y: { description: x }\n`;
     expect(refusal(twice).reason).toMatch(/declared in kind a too/);

@@ -1,7 +1,8 @@
 /**
  * The OpenAPI 3.1 document at /docs/json and Swagger UI at /docs, built from the route schemas.
  * `packages/client` is generated from it (`pnpm openapi`), and `pnpm lint` holds it to Redocly's
- * recommended rules. Swagger UI's pages carry a Content-Security-Policy of their own.
+ * recommended rules. Swagger UI's pages carry a Content-Security-Policy of their own. With
+ * API_DOCS=false neither is served.
  */
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
@@ -11,6 +12,8 @@ import swaggerUi from '@fastify/swagger-ui';
 export interface SwaggerOptions {
   /** The `servers` entry: where clients reach this API (config.ts, apiServerUrl). */
   serverUrl: string;
+  /** API_DOCS: serve the document and Swagger UI; when false they are not routes at all (404). */
+  serve: boolean;
 }
 
 export default fp<SwaggerOptions>(
@@ -53,6 +56,7 @@ export default fp<SwaggerOptions>(
       // is what generated clients name their types after.
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     });
+    if (!options.serve) return;
     await app.register(swaggerUi, {
       routePrefix: '/docs',
       // Its own policy (scripts and styles of its bundle, by hash), without
