@@ -1,30 +1,25 @@
 /**
- * One HTTP attempt of a delivery: POST the payload to the callback URL with Node's own client
- * (`node:http` / `node:https` `request`) and report what happened as an {@link AttemptResult}. No
- * retry here (BullMQ owns retries), no redirect followed, at most 4 KiB of the answer kept, and
- * the connection refused at connect time when the callback's resolved address is loopback,
- * private, link-local or a metadata address (request-filtering-agent), unless
+ * One HTTP attempt of a delivery: POST the payload to the callback URL with `got` (its stream API,
+ * from one `got.extend` instance built once per worker, with retries, redirects, decompression and
+ * HTTP errors off) and report what happened as an {@link AttemptResult}. No retry here (BullMQ
+ * owns retries), no redirect followed, at most 4 KiB of the answer kept, and the connection
+ * refused at connect time when the callback's resolved address is loopback, private, link-local
+ * or a metadata address (request-filtering-agent's agents, which got is given), unless
  * CALLBACK_ALLOW_PRIVATE, or in CALLBACK_DENY_CIDRS whatever it says. That check applies to every
  * address actually connected to, after name resolution. A port outside CALLBACK_PORTS is refused
  * before any connection.
  *
  * Names are resolved by cacheable-lookup over c-ares (`dns.promises.Resolver`, asynchronous, with a
- * timeout of its own), not by `dns.lookup`, whose getaddrinfo calls occupy libuv's four
- * thread-pool threads: a callback host whose DNS never answers would stall every other
- * subscription's connections. Only names the DNS servers do not know (`localhost`,
+ * timeout of its own), got's `dnsCache`, not by `dns.lookup`, whose getaddrinfo calls occupy
+ * libuv's four thread-pool threads: a callback host whose DNS never answers would stall every
+ * other subscription's connections. Only names the DNS servers do not know (`localhost`,
  * /etc/hosts entries) fall back to `dns.lookup`.
- *
- * Why not a wrapper such as `got`: the attempt already handles its own stream (the kept bytes,
- * the resend on a stale connection, the error classes), and `got`'s per-request option handling
- * doubled the client's CPU per POST (0.30 against 0.16 ms, bench/README.md, "The attempt's HTTP
- * client").
  */
 import { promises as dns } from 'node:dns';
-import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import CacheableLookup from 'cacheable-lookup';
+import got from 'got';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
 import { callbackPort, portAllowed, type CallbackPolicy } from '@webhooks/shared';
 import { parseRetryAfter } from './backoff.js';
@@ -114,11 +109,6 @@ class RefusedPortError extends Error {
   override name = 'RefusedPortError';
 }
 
-/** An attempt that outlived DELIVERY_TIMEOUT_MS, answer or not. */
-class AttemptTimeoutError extends Error {
-  override name = 'TimeoutError';
-}
-
 /** Sorts a request error into the delivery log's error classes. */
 export function classifyError(error: unknown): AttemptErrorClass {
   if (error instanceof RefusedPortError) return 'blocked_address';
@@ -168,9 +158,16 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
   const resolver = new dns.Resolver({ timeout: options.dnsTimeoutMs ?? 2_000, tries: 2 });
   if (options.dnsServers !== undefined && options.dnsServers.length > 0)
     resolver.setServers(options.dnsServers);
-  // cacheable-lookup's `lookup` (bound to its cache) follows `dns.lookup`'s contract, which its
-  // types spell differently from `net`'s.
-  const lookup = new CacheableLookup({ resolver }).lookup as unknown as LookupFunction;
+  // Built once: what every attempt shares is merged here, not per request.
+  const client = got.extend({
+    agent,
+    dnsCache: new CacheableLookup({ resolver }),
+    retry: { limit: 0 },
+    followRedirect: false,
+    throwHttpErrors: false,
+    decompress: false,
+    headers: { 'user-agent': options.userAgent },
+  });
   const send = (
     url: string,
     body: string,
@@ -223,7 +220,13 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
           retryAfterMs,
         });
       };
-      const target = new URL(url);
+      let target: URL;
+      try {
+        target = new URL(url);
+      } catch (error) {
+        finish(error);
+        return;
+      }
       const port = callbackPort(target);
       if (!portAllowed(options.policy, port)) {
         finish(new RefusedPortError(`port ${port} is not in CALLBACK_PORTS`));
@@ -231,55 +234,30 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
       }
       // The attempt's whole time, resends included, stays within DELIVERY_TIMEOUT_MS.
       const remainingMs = Math.max(1, Math.round(options.timeoutMs - (performance.now() - start)));
-      const https = target.protocol === 'https:';
-      let request: ClientRequest;
-      try {
-        request = (https ? httpsRequest : httpRequest)(target, {
-          method: 'POST',
-          agent: https ? agent.https : agent.http,
-          lookup,
-          headers: {
-            'user-agent': options.userAgent,
-            ...headers,
-            'content-length': String(Buffer.byteLength(body)),
-          },
+      const stream = client.stream.post(target, { body, headers, timeout: { request: remainingMs } });
+      stream.on('request', (request: ClientRequest) => {
+        request.on('socket', () => {
+          reusedSocket = request.reusedSocket;
         });
-      } catch (error) {
-        // Node refuses some URLs and header values before any socket: the attempt's result all the same.
-        finish(error);
-        return;
-      }
-      const timer = setTimeout(
-        () => request.destroy(new AttemptTimeoutError(`no complete answer within ${remainingMs} ms`)),
-        remainingMs,
-      );
-      const end = (error?: unknown) => {
-        clearTimeout(timer);
-        finish(error);
-      };
-      request.on('socket', () => {
-        reusedSocket = request.reusedSocket;
       });
-      request.on('response', (response: IncomingMessage) => {
+      stream.on('response', (response: IncomingMessage) => {
         statusCode = response.statusCode ?? null;
         if (statusCode !== null && retryAfterStatuses.has(statusCode))
           retryAfterMs = parseRetryAfter(response.headers['retry-after'], new Date());
-        response.on('data', (chunk: Buffer) => {
-          if (kept < keptResponseBytes) {
-            chunks.push(chunk.subarray(0, keptResponseBytes - kept));
-            kept += chunk.length;
-          }
-          // The rest of an oversized answer is not worth reading: the status is known already.
-          if (kept >= keptResponseBytes) {
-            end();
-            request.destroy();
-          }
-        });
-        response.on('end', () => end());
-        response.on('error', (error: Error) => end(error));
       });
-      request.on('error', (error: Error) => end(error));
-      request.end(body);
+      stream.on('data', (chunk: Buffer) => {
+        if (kept < keptResponseBytes) {
+          chunks.push(chunk.subarray(0, keptResponseBytes - kept));
+          kept += chunk.length;
+        }
+        // The rest of an oversized answer is not worth reading: the status is known already.
+        if (kept >= keptResponseBytes) {
+          finish();
+          stream.destroy();
+        }
+      });
+      stream.on('end', () => finish());
+      stream.on('error', (error: Error) => finish(error));
     });
 
   return {
