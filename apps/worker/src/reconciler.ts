@@ -18,7 +18,7 @@ import type { Logger } from 'pino';
 import type { PrismaClient } from '@webhooks/db';
 import type { WorkerMetrics } from './metrics.js';
 import type { ShardedQueues, ShardQueues } from './shard-queues.js';
-import { deliveryJobId } from '@webhooks/shared';
+import { deliveryJobId, layoutOf } from '@webhooks/shared';
 
 /** What the reconciler needs. */
 export interface ReconcilerDeps {
@@ -79,11 +79,12 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
     const found = rows.map(() => ({ alive: false, failedIn: [] as Array<Queue<DeliveryJobData>> }));
     // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
     for (const { deliveries } of deps.shards) {
+      const layout = layoutOf(deliveries);
       const pipeline = deps.redis.pipeline();
       for (const row of rows) {
         const id = deliveryJobId(row.event_id, row.subscription_id, row.round);
-        pipeline.exists(deliveries.toKey(id));
-        pipeline.zscore(deliveries.toKey('failed'), id);
+        pipeline.exists(layout.job(id));
+        pipeline.zscore(layout.failed, id);
       }
       const answers = (await pipeline.exec()) ?? [];
       for (const [i, state] of found.entries()) {

@@ -5,6 +5,7 @@
 export * from './account-id.js';
 export * from './account-overrides.js';
 export * from './batching.js';
+export * from './bullmq-layout.js';
 export * from './callback-policy.js';
 export * from './catalogue.js';
 export * from './catalogue-file.js';

@@ -10,6 +10,7 @@ import { Queue, type Job, type QueueOptions } from 'bullmq';
 import { v7 as uuidv7 } from 'uuid';
 import type { Registry } from 'prom-client';
 import { batcher } from './batching.js';
+import { layoutOf } from './bullmq-layout.js';
 import { eventsPublishedCounter, type EventSource } from './events-metric.js';
 import type { Catalogue } from './catalogue.js';
 import { checkEventInput, type EventInput } from './event-input.js';
@@ -182,7 +183,7 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
           },
         })),
       );
-      if (waitReplicas > 0) await awaitReplicas(connection, queue.keys.meta!, waitReplicas, timeoutMs);
+      if (waitReplicas > 0) await awaitReplicas(connection, layoutOf(queue).meta, waitReplicas, timeoutMs);
       return jobs;
     }),
   );

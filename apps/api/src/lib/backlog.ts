@@ -6,7 +6,7 @@
  * a bound is therefore approximate, by what one interval accepts.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { queueNames, schedulerEntriesKey, type RedisConnection } from '@webhooks/shared';
+import { queueLayout, queueNames, schedulerEntriesKey, type RedisConnection } from '@webhooks/shared';
 
 /** How often the backlog is read, in ms. */
 export const backlogSampleMs = 250;
@@ -63,15 +63,16 @@ export function createBacklogWatch(
   let latest: Backlog = { events: 0, deliveries: 0 };
   // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
   const sampleShard = async (prefix: string): Promise<Backlog> => {
-    const key = (queue: string, type: string) => `${prefix}:${queue}:${type}`;
+    const events = queueLayout(prefix, queueNames.events);
+    const deliveries = queueLayout(prefix, queueNames.deliveries);
     const answers = await redis
       .pipeline()
-      .llen(key(queueNames.events, 'wait'))
-      .zcard(key(queueNames.events, 'prioritized'))
-      .zcard(key(queueNames.events, 'delayed'))
+      .llen(events.wait)
+      .zcard(events.prioritized)
+      .zcard(events.delayed)
       .hlen(schedulerEntriesKey(prefix))
-      .llen(key(queueNames.deliveries, 'wait'))
-      .zcard(key(queueNames.deliveries, 'prioritized'))
+      .llen(deliveries.wait)
+      .zcard(deliveries.prioritized)
       .exec();
     const [wait, prioritized, delayed, held, queued, queuedBehind] = (answers ?? []).map(([error, value]) => {
       if (error) throw error;

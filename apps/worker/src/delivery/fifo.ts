@@ -16,7 +16,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { Pool } from '@webhooks/db';
-import type { RedisConnection } from '@webhooks/shared';
+import { jobDataField, layoutOf, type RedisConnection } from '@webhooks/shared';
 import type { ShardedQueues } from '../shard-queues.js';
 
 /** Ensures that the heads of FIFO subscriptions have their jobs. */
@@ -71,12 +71,12 @@ const watchedWaiting = 100;
  */
 export function createFanOutWatch(redis: RedisConnection, eventsOf: (accountId: string) => Queue) {
   return async (accountId: string, eventId: string): Promise<boolean> => {
-    const events = eventsOf(accountId);
+    const events = layoutOf(eventsOf(accountId));
     const ids = await redis
       .pipeline()
-      .lrange(events.toKey('active'), 0, -1)
-      .lrange(events.toKey('wait'), -watchedWaiting, -1)
-      .zrange(events.toKey('delayed'), 0, watchedWaiting - 1)
+      .lrange(events.active, 0, -1)
+      .lrange(events.wait, -watchedWaiting, -1)
+      .zrange(events.delayed, 0, watchedWaiting - 1)
       .exec();
     const earlier = (ids ?? [])
       .flatMap(([error, value]) => {
@@ -86,7 +86,7 @@ export function createFanOutWatch(redis: RedisConnection, eventsOf: (accountId: 
       .filter((id) => id < eventId);
     if (earlier.length === 0) return false;
     const pipeline = redis.pipeline();
-    for (const id of earlier) pipeline.hget(events.toKey(id), 'data');
+    for (const id of earlier) pipeline.hget(events.job(id), jobDataField);
     const data = (await pipeline.exec()) ?? [];
     return data.some(([error, value]) => {
       if (error) throw error;

@@ -69,6 +69,7 @@ import {
 import {
   batcher,
   deliveryJobId,
+  layoutOf,
   type AccountOverride,
   type DeliveryJobData,
   type RedisConnection,
@@ -230,7 +231,7 @@ export function createAccountScheduler(options: AccountSchedulerOptions): Accoun
   const { redis, deliveries, log } = options;
   const keys = accountSchedulerKeys(options.prefix);
   const script = createAdmissionScript(redis, keys, {
-    queueKeys: { wait: deliveries.keys.wait!, prioritized: deliveries.keys.prioritized! },
+    queueKeys: layoutOf(deliveries),
     queueTarget: options.queueTarget,
     quantum: options.quantum,
     leaseMs: options.leaseMs,

@@ -1,0 +1,51 @@
+/**
+ * The one module that knows BullMQ's private Redis layout, for the reads its public API has no
+ * cheap form of: the lengths of a queue's wait list, prioritized and delayed sets in one pipeline
+ * per shard (the API's backlog bound), the oldest waiting, delayed and active job ids (the FIFO
+ * watch), whether a job's hash exists and whether it is in the failed set (the reconciler), a job's
+ * `data` field, and the wait list and prioritized set the account scheduler's script measures.
+ *
+ * BullMQ is pinned to one exact version (6.7.0) for this reason, and
+ * `packages/shared/test/bullmq-layout.test.ts` fails when an upgrade changes anything here: each
+ * key's name and Redis type, and where a job's data lives, checked against a real queue.
+ */
+
+/** A queue's keys under its key prefix (`<prefix>:<queue>:<part>`), and each one's Redis type. */
+export interface QueueLayout {
+  /** List of waiting job ids (no priority), the oldest at its right end: workers take it first. */
+  wait: string;
+  /** Sorted set of waiting prioritized job ids, taken after the wait list. */
+  prioritized: string;
+  /** Sorted set of delayed job ids, scored by when they are due. */
+  delayed: string;
+  /** List of the job ids being processed. */
+  active: string;
+  /** Sorted set of failed job ids, kept per `removeOnFail`. */
+  failed: string;
+  /** The queue's metadata hash (what `WAIT` after a write covers). */
+  meta: string;
+  /** The hash of job `id`; its {@link jobDataField} holds the job's data as JSON. */
+  job(id: string): string;
+}
+
+/** The field of a job's hash that holds its data, as JSON. */
+export const jobDataField = 'data';
+
+/** The layout of queue `name` under the effective key prefix `prefix` (QUEUE_PREFIX, or a shard's). */
+export function queueLayout(prefix: string, name: string): QueueLayout {
+  return layoutOf({ qualifiedName: `${prefix}:${name}` });
+}
+
+/** The layout of a BullMQ `Queue` (its `qualifiedName` is `<prefix>:<name>`). */
+export function layoutOf(queue: { qualifiedName: string }): QueueLayout {
+  const key = (part: string) => `${queue.qualifiedName}:${part}`;
+  return {
+    wait: key('wait'),
+    prioritized: key('prioritized'),
+    delayed: key('delayed'),
+    active: key('active'),
+    failed: key('failed'),
+    meta: key('meta'),
+    job: key,
+  };
+}
