@@ -79,7 +79,7 @@ function clientRequestId(request: { headers: Record<string, string | string[] | 
 
 /** The operators' listener of ADMIN_PORT: the same headers and problem details as the API. */
 async function buildOperatorApp(config: ApiConfig): Promise<FastifyInstance> {
-  const operator = Fastify({ logger: serviceLoggerOptions(config), trustProxy: config.TRUST_PROXY });
+  const operator = Fastify({ logger: serviceLoggerOptions(config), trustProxy: config.trustProxy });
   await operator.register(securityHeaders);
   await operator.register(problemDetails);
   return operator;
@@ -96,7 +96,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     requestTimeout: requestTimeoutMs,
     connectionTimeout: connectionTimeoutMs,
     routerOptions: { ignoreTrailingSlash: true },
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: config.trustProxy,
     requestIdHeader: false,
     genReqId: () => randomUUID(),
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -24,6 +24,7 @@ import {
   type RedisSettings,
   type SecretBox,
 } from '@webhooks/shared';
+import { parseTrustProxy, type TrustProxy } from './lib/client-address.js';
 
 /** Development-only JWT secret, used (with a warning) when JWT_SECRET is unset outside production. */
 export const developmentJwtSecret = 'development-only-secret-do-not-use-in-production!';
@@ -104,10 +105,10 @@ export const apiEnvSchema = Type.Object({
     description:
       "Who may embed the portal in a frame: CSP `frame-ancestors` sources, space-separated (`'self' https://dashboard.example.com`; `'none'` for nobody)",
   }),
-  TRUST_PROXY: Type.Boolean({
-    default: false,
+  TRUST_PROXY: Type.String({
+    default: 'false',
     description:
-      'Trust `X-Forwarded-For` and `X-Forwarded-Proto` from the proxy in front: client IPs for the per-IP limits, and HSTS on answers the client got over TLS',
+      'The proxies in front whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (client addresses for the per-IP limits, HSTS on answers the client got over TLS): `false`, the number of proxies (such as `1`), or their addresses and CIDR ranges, comma-separated. `true` is refused: it believes the left-most address, which clients write',
   }),
   PORTAL_SECRET: Type.String({
     default: '',
@@ -207,6 +208,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     callbackPolicy: CallbackPolicy;
     /** Whether the standard OTEL_* variables ask for traces. */
     tracing: boolean;
+    /** TRUST_PROXY as Fastify's `trustProxy` (lib/client-address.ts). */
+    trustProxy: TrustProxy;
   };
 
 /**
@@ -240,6 +243,7 @@ function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
     catalogue: catalogueFromEnv(config),
     callbackPolicy: parseCallbackPolicy(config),
     tracing: tracingRequested(env),
+    trustProxy: parseTrustProxy(config.TRUST_PROXY),
   };
   const development = isDevelopmentEnv(config.NODE_ENV);
   const productionRule = `outside NODE_ENV development or test (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`;

@@ -6,7 +6,7 @@ let proxied: TestApi;
 beforeAll(async () => {
   api = await startTestApi('headers');
   proxied = await startTestApi('headers-proxied', {
-    TRUST_PROXY: 'true',
+    TRUST_PROXY: '1',
     PORTAL_FRAME_ANCESTORS: "'self' https://dashboard.example.com",
   });
 });

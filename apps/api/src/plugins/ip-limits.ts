@@ -13,10 +13,12 @@
  * another instance reaches this one within that time.
  *
  * Routes of the account scope are marked `accountScoped` (app.ts) and pay the account's own rate
- * limit instead of the open one. Behind a proxy, set TRUST_PROXY so that the address is the
- * client's, not the proxy's.
+ * limit instead of the open one. Behind a proxy, set TRUST_PROXY (a hop count or the proxies'
+ * addresses) so that the address is the client's, not the proxy's. An IPv6 client is counted by
+ * its /64 (`lib/client-address.ts`).
  */
 import fp from 'fastify-plugin';
+import { clientAddressKey } from '../lib/client-address.js';
 import { LRUCache } from 'lru-cache';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
@@ -118,7 +120,7 @@ export default fp<IpLimitsOptions>(
       if (request.routeOptions.config?.accountScoped) return;
       await spend(
         open(),
-        request.ip,
+        clientAddressKey(request.ip),
         `More than ${options.openPerMinute} requests a minute from this address`,
       );
     });
@@ -128,7 +130,8 @@ export default fp<IpLimitsOptions>(
       endsAt: Date.now() + (result?.msBeforeNext ?? 0),
     });
     app.decorate('authFailures', {
-      async check(ip) {
+      async check(address) {
+        const ip = clientAddressKey(address);
         let count = counts.get(ip);
         if (count === undefined) {
           count = countOf(await failures().get(ip));
@@ -140,7 +143,8 @@ export default fp<IpLimitsOptions>(
             count.endsAt - Date.now(),
           );
       },
-      async failed(ip) {
+      async failed(address) {
+        const ip = clientAddressKey(address);
         // Past the limit, consume rejects with the count all the same.
         const result = await failures()
           .consume(ip)
