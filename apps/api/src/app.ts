@@ -238,7 +238,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       quotas,
       idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(app.prisma) : null,
     });
-    await accountScope.register(testEvents, { catalogue: config.catalogue });
+    await accountScope.register(testEvents, { catalogue: config.catalogue, admission: { backlog, quotas } });
     await accountScope.register(filterTests, { catalogue: config.catalogue });
     await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
     if (portalLinks !== null) await accountScope.register(portalSessions, { links: portalLinks, views });

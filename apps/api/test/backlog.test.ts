@@ -1,6 +1,7 @@
 /**
- * The backlog bound: past BACKLOG_MAX_EVENTS waiting events, `POST /api/events` answers 503 with
- * `Retry-After` and accepts nothing, until workers have drained the backlog; the pure rule below.
+ * The backlog bound: past BACKLOG_MAX_EVENTS waiting events, `POST /api/events` and test events
+ * answer 503 with `Retry-After` and accept nothing, until workers have drained the backlog; the
+ * pure rule below.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
@@ -62,6 +63,20 @@ describe('POST /api/events past BACKLOG_MAX_EVENTS', () => {
     const waiting = await events.getWaitingCount();
     expect(waiting).toBeGreaterThanOrEqual(5);
     expect((await publish(seq++)).statusCode).toBe(503);
+    // A test event is an event too: refused the same way, and nothing queued.
+    const subscription = await api.app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers: api.auth('acct-backlog'),
+      payload: { callback_url: 'https://hooks.example.com/backlog' },
+    });
+    const test = await api.app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${subscription.json().id}/test-events`,
+      headers: api.auth('acct-backlog'),
+    });
+    expect(test.statusCode).toBe(503);
+    expect(test.json()).toMatchObject({ type: '/problems/backlog-full' });
     expect(await events.getWaitingCount()).toBe(waiting);
 
     worker = startWorker(loadWorkerConfig(testEnv(api.database.url, api.prefix)), pino({ level: 'silent' }));

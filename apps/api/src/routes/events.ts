@@ -8,25 +8,15 @@
  * (`lib/idempotency-store.ts`), beside the queue's own deduplication in Redis.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import {
-  EventAccepted,
-  EventCreate,
-  formatPayloadTimestamp,
-  PublishUnavailableError,
-} from '@webhooks/shared';
+import { EventAccepted, EventCreate, formatPayloadTimestamp } from '@webhooks/shared';
 import { v7 as uuidv7 } from 'uuid';
-import type { AccountQuotas } from '../lib/account-quotas.js';
-import { backlogRetryAfterSeconds, type BacklogWatch } from '../lib/backlog.js';
 import type { IdempotencyStore } from '../lib/idempotency-store.js';
-import { HttpProblem } from '../lib/problem.js';
+import { admitPublish, type PublishAdmission } from '../lib/publish-admission.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route-schemas.js';
 
-/** Options of the publishing route. */
-export interface EventRoutesOptions {
-  /** The backlog bound: past it, events are refused with 503 until the workers catch up. */
-  backlog: Pick<BacklogWatch, 'refusal'>;
-  quotas: Pick<AccountQuotas, 'chargePayload'>;
+/** Options of the publishing route: the backlog bound and payload quota it admits by, and more. */
+export interface EventRoutesOptions extends PublishAdmission {
   /** Idempotency keys in PostgreSQL (IDEMPOTENCY_STORE=postgresql); null: in Redis only. */
   idempotency: IdempotencyStore | null;
 }
@@ -60,22 +50,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (
     },
     async (request, reply) => {
       const { type, data, occurred_at, idempotency_key } = request.body;
-      const full = backlog.refusal();
-      if (full !== null) {
-        throw new HttpProblem(503, 'backlog-full', `${full}; nothing was accepted. Retry later.`, undefined, {
-          'retry-after': String(backlogRetryAfterSeconds),
-        });
-      }
-      try {
-        await quotas.chargePayload(request.accountId, Buffer.byteLength(JSON.stringify(data)));
-      } catch (error) {
-        if (error instanceof HttpProblem) throw error;
-        // Redis is the publisher's too: an event that cannot be counted cannot be queued either.
-        throw publishProblem(
-          new PublishUnavailableError('the payload quota could not be counted', { cause: error }),
-          request.log,
-        );
-      }
+      await admitPublish({ backlog, quotas }, request.accountId, data, request.log);
       const id = uuidv7();
       const occurredAt = occurred_at === undefined ? new Date() : new Date(occurred_at);
       const claim =

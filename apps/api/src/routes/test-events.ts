@@ -8,11 +8,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EventAccepted, TestEventCreate, typesReceivedBy, type Catalogue } from '@webhooks/shared';
 import { HttpProblem, subscriptionDisabled } from '../lib/problem.js';
+import { admitPublish, type PublishAdmission } from '../lib/publish-admission.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponse, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 
-const testEvents: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (app, { catalogue }) => {
+/** Options of the test-event route: the catalogue, and the bound and quota every publish passes. */
+export interface TestEventOptions {
+  catalogue: Catalogue;
+  admission: PublishAdmission;
+}
+
+const testEvents: FastifyPluginAsyncTypebox<TestEventOptions> = async (app, { catalogue, admission }) => {
   app.post(
     '/api/webhooks/:id/test-events',
     {
@@ -43,6 +50,8 @@ const testEvents: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (a
         throw new HttpProblem(400, 'validation', detail, [{ pointer: '/type', detail }]);
       }
       if (subscription.status !== 'active') throw subscriptionDisabled();
+      // A developer's test is an event like any other: it passes the backlog bound and pays the quota.
+      await admitPublish(admission, request.accountId, entry.example, request.log);
       const published = await app.publisher
         .publish({
           accountId: request.accountId,
