@@ -240,7 +240,14 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     });
     await accountScope.register(testEvents, { catalogue: config.catalogue, admission: { backlog, quotas } });
     await accountScope.register(filterTests, { catalogue: config.catalogue });
-    await accountScope.register(deliveries, { maxAttempts: config.DELIVERY_MAX_ATTEMPTS, views });
+    await accountScope.register(deliveries, {
+      maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
+      views,
+      backlog,
+      redis: countingRedis,
+      keyPrefix: config.keyPrefix,
+      recoverRoundsPerMinute: config.RECOVER_ROUNDS_PER_MINUTE,
+    });
     if (portalLinks !== null) await accountScope.register(portalSessions, { links: portalLinks, views });
   });
   await app.ready();

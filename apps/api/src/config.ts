@@ -161,6 +161,12 @@ export const apiEnvSchema = Type.Object({
     description:
       'Event loop utilization of the API process (0 to 1, over the last 100 ms) past which publishing requests are shed the same way; 0: not measured',
   }),
+  RECOVER_ROUNDS_PER_MINUTE: Type.Integer({
+    default: 10_000,
+    minimum: 1,
+    description:
+      'Deliveries the recover calls of one account may send again a minute, all its subscriptions together (429 with `Retry-After` past it); recover calls also count against RATE_LIMIT_PER_MINUTE',
+  }),
   BACKLOG_MAX_EVENTS: Type.Integer({
     default: 100_000,
     minimum: 0,

@@ -29,6 +29,27 @@ const allAre = async (stack: TestStack, subscriptionId: string, count: number, s
   return found.size === count && [...found.values()].every((s) => s === status);
 };
 
+/** `count` events of `account`, each with a delivery to `subscriptionId` that failed for good, written directly. */
+async function insertFailedDeliveries(
+  stack: TestStack,
+  account: string,
+  subscriptionId: string,
+  count: number,
+) {
+  const events = Array.from({ length: count }, () => ({
+    id: uuidv7(),
+    accountId: account,
+    type: 'call.started',
+    data: {},
+    occurredAt: new Date(),
+  }));
+  await stack.api.app.prisma.event.createMany({ data: events });
+  await stack.api.app.prisma.$executeRaw`
+    INSERT INTO deliveries (id, event_id, subscription_id, status, attempts_made, updated_at)
+    SELECT delivery_id(e, ${subscriptionId}::uuid), e, ${subscriptionId}::uuid, 'failed', 1, now()
+    FROM unnest(${events.map((event) => event.id)}::uuid[]) AS e`;
+}
+
 describe('the reconciler', () => {
   let stack: TestStack;
   beforeAll(async () => {
@@ -182,18 +203,7 @@ describe('recovery', () => {
   it('recovers a large window over several calls, each continuing where the last stopped', async () => {
     const sub = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/many` });
     const since = new Date(Date.now() - 60_000).toISOString();
-    const events = Array.from({ length: 1_001 }, () => ({
-      id: uuidv7(),
-      accountId: 'acct-rec',
-      type: 'call.started',
-      data: {},
-      occurredAt: new Date(),
-    }));
-    await stack.api.app.prisma.event.createMany({ data: events });
-    await stack.api.app.prisma.$executeRaw`
-      INSERT INTO deliveries (id, event_id, subscription_id, status, attempts_made, updated_at)
-      SELECT delivery_id(e, ${sub.id}::uuid), e, ${sub.id}::uuid, 'failed', 1, now()
-      FROM unnest(${events.map((event) => event.id)}::uuid[]) AS e`;
+    await insertFailedDeliveries(stack, 'acct-rec', sub.id, 1_001);
     const first = (await recover(sub.id, { since })).json();
     expect(first).toMatchObject({ count: 1_000, continue_after: expect.any(String) });
     const rest = (await recover(sub.id, { since, until: first.until, after: first.continue_after })).json();
@@ -213,7 +223,40 @@ describe('recovery', () => {
     expect(statuses).toEqual([...Array(10).fill(202), 429]);
     const refused = await recover(busy.id, { since });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    // Counted on the subscription looked up: another spelling of its id is the same one.
+    expect((await recover(busy.id.toUpperCase(), { since })).statusCode).toBe(429);
     expect((await recover(other.id, { since })).statusCode).toBe(202);
+  });
+
+  it("starts no more rounds a minute than the account's budget, and says where to continue", async () => {
+    const budgeted = await startTestStack('recover-budget', { RECOVER_ROUNDS_PER_MINUTE: '2' });
+    try {
+      const call = (subscriptionId: string, body: Record<string, unknown>, account = 'acct-budget') =>
+        budgeted.api.app.inject({
+          method: 'POST',
+          url: `/api/webhooks/${subscriptionId}/recover`,
+          headers: budgeted.api.auth(account),
+          payload: body,
+        });
+      const failedDeliveries = async (account: string, count: number) => {
+        const sub = await budgeted.subscribe(account, { callback_url: `${budgeted.receiver.url}/budget` });
+        await insertFailedDeliveries(budgeted, account, sub.id, count);
+        return sub;
+      };
+      const since = new Date(Date.now() - 60_000).toISOString();
+      const first = await failedDeliveries('acct-budget', 3);
+      const second = await failedDeliveries('acct-budget', 1);
+      const started = await call(first.id, { since });
+      expect(started.json()).toMatchObject({ count: 2, continue_after: expect.any(String) });
+      const more = await call(first.id, { since, after: started.json().continue_after });
+      expect([more.statusCode, Number(more.headers['retry-after']) > 0]).toEqual([429, true]);
+      // The budget is the account's, whichever subscription asks; another account has its own.
+      expect((await call(second.id, { since })).statusCode).toBe(429);
+      const elsewhere = await failedDeliveries('acct-other-budget', 1);
+      expect((await call(elsewhere.id, { since }, 'acct-other-budget')).json().count).toBe(1);
+    } finally {
+      await budgeted.close();
+    }
   });
 
   it('leaves deliveries outside the window alone', async () => {

@@ -20,9 +20,9 @@
 import fp from 'fastify-plugin';
 import { clientAddressKey } from '../lib/client-address.js';
 import { LRUCache } from 'lru-cache';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
-import { HttpProblem } from '../lib/problem.js';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import type { RedisConnection } from '@webhooks/shared';
+import { perMinute, spend, tooMany } from '../lib/per-minute-limit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -62,21 +62,6 @@ declare module 'fastify' {
   }
 }
 
-/** One per-minute limit, on Redis with a memory fallback for outages. */
-function perMinute(redis: RedisConnection, keyPrefix: string, points: number) {
-  const memory = new RateLimiterMemory({ points, duration: 60 });
-  const shared = new RateLimiterRedis({
-    storeClient: redis,
-    points,
-    duration: 60,
-    keyPrefix,
-    insuranceLimiter: memory,
-  });
-  // While the connection is known down, the memory count answers at once instead of after the
-  // command timeout.
-  return () => (redisConnectionDown(redis) ? memory : shared);
-}
-
 /**
  * How long this process trusts a read of an address's failure count, in ms. Read from Redis on
  * every authenticated request (a MULTI of GET and PTTL), it took about a fifth of the API's CPU
@@ -92,24 +77,6 @@ const failureCountsKept = 10_000;
 interface FailureCount {
   consumed: number;
   endsAt: number;
-}
-
-/** The 429 of a per-IP limit, with the wait in whole seconds. */
-function tooMany(what: string, msBeforeNext: number): HttpProblem {
-  const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
-  return new HttpProblem(429, 'rate-limited', `${what}; retry in ${seconds} s`, undefined, {
-    'retry-after': String(seconds),
-  });
-}
-
-/** Consumes one point; resolves, or throws the 429 of `what` when over the limit. */
-async function spend(limiter: RateLimiterRedis | RateLimiterMemory, ip: string, what: string) {
-  try {
-    await limiter.consume(ip);
-  } catch (refusal) {
-    if (refusal instanceof RateLimiterRes) throw tooMany(what, refusal.msBeforeNext);
-    throw refusal;
-  }
 }
 
 export default fp<IpLimitsOptions>(

@@ -15,7 +15,10 @@ import {
   RecoverAccepted,
   RecoverRequest,
 } from '@webhooks/shared';
+import type { RedisConnection } from '@webhooks/shared';
+import { backlogRetryAfterSeconds, type BacklogWatch } from '../lib/backlog.js';
 import { pageRequest } from '../lib/pagination.js';
+import { perMinute, spend, tooMany } from '../lib/per-minute-limit.js';
 import { HttpProblem, notFound, subscriptionDisabled } from '../lib/problem.js';
 import { startRounds } from '../lib/redelivery.js';
 import {
@@ -46,8 +49,27 @@ const recoverBatch = 1_000;
 /** Recover calls a minute per subscription: each can start {@link recoverBatch} rounds. */
 const recoverCallsPerMinute = 10;
 
-const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views }> = async (app, options) => {
+/** Options of the delivery log's routes. */
+export interface DeliveryRoutesOptions {
+  maxAttempts: number;
+  views: Views;
+  /** The backlog bound: a recover past it starts nothing (503), as a publish would. */
+  backlog: Pick<BacklogWatch, 'refusal'>;
+  /** The counting connection and key prefix of the recover limits. */
+  redis: RedisConnection;
+  keyPrefix: string;
+  /** RECOVER_ROUNDS_PER_MINUTE: rounds an account's recover calls may start a minute, all its subscriptions together. */
+  recoverRoundsPerMinute: number;
+}
+
+const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app, options) => {
   const redelivery = { prisma: app.prisma, queues: app.deliveryQueues, maxAttempts: options.maxAttempts };
+  const recoverCalls = perMinute(options.redis, `${options.keyPrefix}:recover-calls`, recoverCallsPerMinute);
+  const recoverRounds = perMinute(
+    options.redis,
+    `${options.keyPrefix}:recover-rounds`,
+    options.recoverRoundsPerMinute,
+  );
   const findDelivery = async (subscriptionId: string, deliveryId: string) => {
     // findUnique: batched by Prisma across concurrent requests, as in findOwnSubscription.
     const row = isUuid(deliveryId)
@@ -205,15 +227,6 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
   app.post(
     '/api/webhooks/:id/recover',
     {
-      config: {
-        rateLimit: {
-          max: recoverCallsPerMinute,
-          timeWindow: 60_000,
-          // The account in the key too: a caller who knows another account's subscription id
-          // must not spend that subscription's allowance.
-          keyGenerator: (request) => `recover:${request.accountId}:${(request.params as { id: string }).id}`,
-        },
-      },
       schema: {
         tags: ['deliveries'],
         operationId: 'recoverDeliveries',
@@ -222,7 +235,7 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
           'Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. ' +
           'Deliveries already pending are left as they are, so recovering twice sends nothing twice. ' +
           `One call starts at most ${recoverBatch} rounds; when more remain, \`continue_after\` says where the next call starts. ` +
-          `At most ${recoverCallsPerMinute} calls a minute per subscription (429 with Retry-After past it).`,
+          `At most ${recoverCallsPerMinute} calls a minute per subscription, and RECOVER_ROUNDS_PER_MINUTE rounds a minute per account, beside the account's request rate limit (429 with Retry-After past either); 503 with Retry-After past the backlog bound.`,
         params: SubscriptionParams,
         body: RecoverRequest,
         response: {
@@ -242,6 +255,35 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
         ]);
       }
       if (subscription.status !== 'active') throw subscriptionDisabled();
+      // Keyed on the subscription looked up, so no spelling of its id counts apart.
+      await spend(
+        recoverCalls(),
+        subscription.id,
+        `More than ${recoverCallsPerMinute} recover calls a minute for this subscription`,
+      );
+      const full = options.backlog.refusal();
+      if (full !== null) {
+        throw new HttpProblem(
+          503,
+          'backlog-full',
+          `${full}; nothing was recovered. Retry later.`,
+          undefined,
+          {
+            'retry-after': String(backlogRetryAfterSeconds),
+          },
+        );
+      }
+      // The account's budget of rounds: a call takes what is left of it this minute, and says where
+      // the next call continues; none left is 429 until the minute ends.
+      const used = await recoverRounds().get(request.accountId);
+      const left = options.recoverRoundsPerMinute - (used?.consumedPoints ?? 0);
+      if (left <= 0) {
+        throw tooMany(
+          `More than ${options.recoverRoundsPerMinute} recovered deliveries a minute for this account`,
+          used?.msBeforeNext ?? 60_000,
+        );
+      }
+      const take = Math.min(recoverBatch, left);
       const { after } = request.body;
       const batch = await app.prisma.delivery.findMany({
         where: {
@@ -252,13 +294,17 @@ const deliveries: FastifyPluginAsyncTypebox<{ maxAttempts: number; views: Views 
         },
         select: { id: true, eventId: true, subscriptionId: true, attemptsMade: true },
         orderBy: { id: 'asc' },
-        take: recoverBatch,
+        take,
       });
+      if (batch.length > 0)
+        await recoverRounds()
+          .consume(request.accountId, batch.length)
+          .catch(() => undefined);
       const count = (await startRounds(redelivery, batch)).length;
       return reply.code(202).send({
         count,
         until: until.toISOString(),
-        continue_after: batch.length < recoverBatch ? null : batch[batch.length - 1]!.id,
+        continue_after: batch.length < take ? null : batch[batch.length - 1]!.id,
       });
     },
   );

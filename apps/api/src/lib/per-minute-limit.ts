@@ -1,0 +1,50 @@
+/**
+ * Per-minute counts for the API's own limits (per client address, recover rounds per account):
+ * rate-limiter-flexible on Redis, shared by every API instance, with a count in this process's
+ * memory while Redis is away, so an outage never lifts a limit. Over a limit: 429 with
+ * `Retry-After` in whole seconds.
+ */
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
+import { HttpProblem } from './problem.js';
+
+/** One per-minute limit, on Redis with a memory fallback for outages. */
+export function perMinute(redis: RedisConnection, keyPrefix: string, points: number) {
+  const memory = new RateLimiterMemory({ points, duration: 60 });
+  const shared = new RateLimiterRedis({
+    storeClient: redis,
+    points,
+    duration: 60,
+    keyPrefix,
+    insuranceLimiter: memory,
+  });
+  // While the connection is known down, the memory count answers at once instead of after the
+  // command timeout.
+  return () => (redisConnectionDown(redis) ? memory : shared);
+}
+
+/** The 429 of a limit, with the wait in whole seconds. */
+export function tooMany(what: string, msBeforeNext: number): HttpProblem {
+  const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  return new HttpProblem(429, 'rate-limited', `${what}; retry in ${seconds} s`, undefined, {
+    'retry-after': String(seconds),
+  });
+}
+
+/**
+ * Consumes `points` (default one) of `key`'s count; resolves, or throws the 429 of `what` when
+ * over the limit. The points count either way, as rate-limiter-flexible counts them.
+ */
+export async function spend(
+  limiter: RateLimiterRedis | RateLimiterMemory,
+  key: string,
+  what: string,
+  points = 1,
+) {
+  try {
+    await limiter.consume(key, points);
+  } catch (refusal) {
+    if (refusal instanceof RateLimiterRes) throw tooMany(what, refusal.msBeforeNext);
+    throw refusal;
+  }
+}
