@@ -9,9 +9,9 @@
  * value is bound to its subscription (the subscription id is GCM's additional authenticated data,
  * NIST SP 800-38D section 7), so a secret copied into another subscription's row does not open
  * there; the tag is 16 bytes, pinned on decryption. `enc:v1:` values, sealed before that binding,
- * still open and are resealed as v2 by `pnpm db:migrate`. A value without the `enc:` prefix is a
- * plaintext secret (no key configured, or not migrated yet); with a key set in production it is
- * refused instead.
+ * open outside production and are resealed as v2 by `pnpm db:migrate`. A value without the `enc:`
+ * prefix is a plaintext secret (no key configured, or not migrated yet). With a key set in
+ * production, both are refused instead.
  */
 import { splitList } from './env-list.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
@@ -111,6 +111,12 @@ export function createSecretBox(keys: readonly Buffer[], options: SecretBoxOptio
           );
         }
         return stored;
+      }
+      // Unbound, it would open in any row it was copied into: production refuses it as plaintext.
+      if (!bound && options.refusePlaintext) {
+        throw new SecretDecryptionError(
+          `Subscription ${subscriptionId} has a signing secret sealed without its binding (enc:v1), refused in production; run pnpm db:migrate to reseal it`,
+        );
       }
       const [id = '', iv = '', sealed = ''] = stored.slice(prefix.length).split(':');
       const key = byId.get(id);

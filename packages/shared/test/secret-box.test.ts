@@ -23,7 +23,7 @@ describe('createSecretBox', () => {
     expect(() => box.open(box.seal(secret, owner), other)).toThrow(SecretDecryptionError);
   });
 
-  it('opens a value sealed before the binding (v1), and asks to reseal it', () => {
+  it('opens a value sealed before the binding (v1) outside production, and asks to reseal it', () => {
     const iv = Buffer.alloc(12, 7);
     const cipher = createCipheriv('aes-256-gcm', keyA, iv);
     const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final(), cipher.getAuthTag()]);
@@ -32,6 +32,8 @@ describe('createSecretBox', () => {
     const box = createSecretBox([keyA]);
     expect(box.open(v1, owner)).toBe(secret);
     expect(box.needsResealing(v1)).toBe(true);
+    // Production refuses it as it refuses plaintext: unbound, it would open in any row.
+    expect(() => createSecretBox([keyA], { refusePlaintext: true }).open(v1, owner)).toThrow(/enc:v1/);
   });
 
   it('refuses a truncated tag, and plaintext where the box refuses it', () => {
