@@ -1,5 +1,5 @@
 /**
- * The benchmark tables of docs/performance.md and bench/README.md ("Latest full run"),
+ * The benchmark tables of docs/performance.md and bench/README.md ("Latest figures"),
  * generated from the newest full run committed in bench/results so they cannot drift:
  * `pnpm docs:bench` rewrites both between the bench-table markers, and a test fails when either
  * differs from what this produces.

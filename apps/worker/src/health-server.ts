@@ -5,10 +5,18 @@
  *   503 otherwise, with each dependency `ok` or `unreachable` in `checks` (as the API's);
  * - `/metrics`: the Prometheus text format (metrics.ts); with METRICS_TOKEN set, 401 without it.
  * The worker has no other HTTP surface.
+ *
+ * `/readyz` asks PostgreSQL and Redis, so it is bounded: at most {@link readinessPerMinutePerIp}
+ * requests a minute from one address (429 with `Retry-After`, rate-limiter-flexible), and
+ * concurrent requests share one check, however many addresses send them.
  */
 import { createServer, type Server } from 'node:http';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { operatorTokenAccepted } from '@webhooks/shared';
 import type { RunningWorker } from './worker.js';
+
+/** `/readyz` requests a minute from one address: ten probes a second, far above any orchestrator's. */
+export const readinessPerMinutePerIp = 600;
 
 const readinessTimeoutMs = 2_000;
 
@@ -44,14 +52,30 @@ export function startHealthServer(
   port: number,
   metricsToken = '',
 ): Promise<Server> {
+  const perAddress = new RateLimiterMemory({ points: readinessPerMinutePerIp, duration: 60 });
+  let checking: Promise<[number, object]> | null = null;
+  const readinessOnce = () => {
+    checking ??= readiness(worker).finally(() => {
+      checking = null;
+    });
+    return checking;
+  };
   const server = createServer((request, response) => {
     const reply = (status: number, body: object) => {
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     const fail = (error: unknown) => reply(500, { status: (error as Error).message });
     if (request.url === '/healthz') return reply(200, { status: 'ok' });
-    if (request.url === '/readyz')
-      return void readiness(worker).then(([status, body]) => reply(status, body), fail);
+    if (request.url === '/readyz') {
+      return void perAddress.consume(request.socket.remoteAddress ?? '').then(
+        () => readinessOnce().then(([status, body]) => reply(status, body), fail),
+        (refusal: unknown) => {
+          const ms = refusal instanceof RateLimiterRes ? refusal.msBeforeNext : 60_000;
+          response.setHeader('retry-after', String(Math.max(1, Math.ceil(ms / 1000))));
+          reply(429, { status: `more than ${readinessPerMinutePerIp} readiness checks a minute` });
+        },
+      );
+    }
     if (request.url !== '/metrics') return reply(404, { status: 'not found' });
     if (metricsToken !== '' && !operatorTokenAccepted(request.headers.authorization, metricsToken)) {
       response.setHeader('www-authenticate', 'Bearer realm="metrics"');

@@ -33,6 +33,6 @@ export function heapLimitMb(env: Record<string, string | undefined>): number {
  * The young generation of the worker's V8 heap, in MiB. V8's default (semi-spaces of up to 16 MiB,
  * about 48 MiB in all) took the worker's RSS to 259-260 MiB at peaks of a 100,000-delivery
  * backlog; with 24 MiB the peaks were 225 and 248 MiB, and no throughput change was measured
- * (bench/README.md, "Throughput work", round 6).
+ * (bench/HISTORY.md, "Throughput work", round 6).
  */
 export const youngGenerationMb = 24;

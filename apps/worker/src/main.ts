@@ -3,7 +3,7 @@
  * apps/worker/dist/main.js`, the image): runs the service (`service.ts`) in a worker thread whose
  * V8 old generation is bounded to WORKER_MAX_HEAP_MB and its young generation to
  * {@link youngGenerationMb}, since a Node process cannot bound its own heap once
- * started (bench/README.md, "round 0"). SIGTERM and SIGINT are forwarded to the thread, which
+ * started (bench/HISTORY.md, "round 0"). SIGTERM and SIGINT are forwarded to the thread, which
  * finishes its running deliveries and exits; a second one stops at once. The process exits with
  * the thread's code, 1 when the thread failed (its heap bound reached, an invalid configuration,
  * which it reports in one line on stderr naming the variable).

@@ -142,6 +142,20 @@ describe('workers split by role', () => {
 });
 
 describe('/readyz', () => {
+  it('answers at most 600 checks a minute from one address, then 429 with Retry-After', async () => {
+    const { base } = await startWorkerProcess({});
+    const answers = await Promise.all(
+      Array.from({ length: 610 }, () =>
+        fetch(`${base}/readyz`).then((r) => [r.status, r.headers.get('retry-after')]),
+      ),
+    );
+    const refused = answers.filter(([status]) => status === 429);
+    expect(refused).toHaveLength(10);
+    for (const [, retryAfter] of refused) expect(Number(retryAfter)).toBeGreaterThan(0);
+    // The others are readiness answers, sharing checks: 200, or 503 while the worker settles.
+    expect(answers.filter(([status]) => status !== 429 && status !== 200 && status !== 503)).toEqual([]);
+  });
+
   it('fails while Redis is unreachable, and while PostgreSQL is', async () => {
     const redis = await startPrivateRedis();
     try {

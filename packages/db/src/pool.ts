@@ -2,7 +2,7 @@
  * A bare `pg` pool for the worker's hot path: the fan-out, and loading and recording
  * deliveries. Prisma stays the schema, the migrations and the data layer of everything else; on a
  * path that runs a few statements per delivery, its per-query overhead was a third of the cost
- * (bench/README.md, "Throughput work").
+ * (bench/HISTORY.md, "Throughput work").
  */
 import pg from 'pg';
 import { connectTimeoutMs } from './client.js';

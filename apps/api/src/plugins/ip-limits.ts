@@ -65,7 +65,7 @@ declare module 'fastify' {
 /**
  * How long this process trusts a read of an address's failure count, in ms. Read from Redis on
  * every authenticated request (a MULTI of GET and PTTL), it took about a fifth of the API's CPU
- * under load from one address (bench/README.md, "The failure count of an address, read once a
+ * under load from one address (bench/HISTORY.md, "The failure count of an address, read once a
  * second").
  */
 export const failureCountTtlMs = 1_000;
