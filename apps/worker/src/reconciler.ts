@@ -15,8 +15,9 @@
 import type { Queue } from 'bullmq';
 import type { DeliveryJobData, RedisConnection } from '@webhooks/shared';
 import type { Logger } from 'pino';
-import type { PrismaClient } from '@webhooks/db';
+import { Prisma, type PrismaClient } from '@webhooks/db';
 import type { WorkerMetrics } from './metrics.js';
+import { isFifoHeadSql } from './delivery/fifo-head.js';
 import type { ShardedQueues, ShardQueues } from './shard-queues.js';
 import { deliveryJobId, layoutOf } from '@webhooks/shared';
 
@@ -103,6 +104,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
     return rows.map((row, i) => ({ row, ...found[i]! })).filter(({ alive }) => !alive);
   };
 
+  const fifoHead = Prisma.raw(isFifoHeadSql('d'));
   const redriveDeliveries = async (): Promise<number> => {
     let redriven = 0;
     let after = { at: new Date(0), id: '00000000-0000-0000-0000-000000000000' };
@@ -114,10 +116,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
           AND d.next_attempt_at < now() - make_interval(secs => ${deps.graceMs / 1000})
           AND (d.next_attempt_at, d.id) > (${after.at}, ${after.id}::uuid)
           -- A FIFO subscription's later deliveries have no job by design: only its head is stranded.
-          AND (s.ordering <> 'fifo' OR NOT EXISTS (
-            SELECT 1 FROM deliveries earlier
-            WHERE earlier.subscription_id = d.subscription_id AND earlier.status = 'pending'
-              AND earlier.event_id < d.event_id))
+          AND (s.ordering <> 'fifo' OR ${fifoHead})
         ORDER BY d.next_attempt_at, d.id
         LIMIT ${pageSize}`;
       if (rows.length === 0) return redriven;

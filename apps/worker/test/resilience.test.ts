@@ -138,9 +138,10 @@ describe('callback addresses refused at connect time', () => {
         headers: api.auth('acct-ssrf'),
       });
       expect(log.statusCode).toBe(200);
+      // Worded and classed as a name that does not resolve is: the log tells the two apart for no one.
       expect(log.json().attempts[0]).toMatchObject({
-        error: 'blocked_address',
-        error_message: attemptErrorMessages.blocked_address,
+        error: 'unreachable_address',
+        error_message: attemptErrorMessages.dns,
       });
       expect(log.body).not.toMatch(/127\.0\.0\.1|localhost/);
     } finally {

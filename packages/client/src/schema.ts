@@ -2350,7 +2350,7 @@ export interface operations {
               duration_ms: number;
               /** @description HTTP status answered, null when none */
               status_code: number | null;
-              /** @description timeout | connection_refused | connection_reset | dns | blocked_address | http_status | other */
+              /** @description timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | other */
               error: string | null;
               error_message: string | null;
               /** @description First 4 KiB of the answer */

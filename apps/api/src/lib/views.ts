@@ -19,6 +19,16 @@ import {
 
 import { pageEnvelope, type PageRequest } from './pagination.js';
 
+/**
+ * An attempt's error class as the account reads it: a host name that does not resolve and an
+ * address the SSRF guard refuses are one class, `unreachable_address`, so that the delivery log
+ * does not tell whether an internal name resolves behind the worker. The worker's own logs and
+ * metrics keep them apart.
+ */
+export function accountErrorClass(errorClass: string | null): string | null {
+  return errorClass === 'dns' || errorClass === 'blocked_address' ? 'unreachable_address' : errorClass;
+}
+
 type DeliveryRow = Delivery & { event: Pick<Event, 'type'> };
 
 /** The presenters of one API, bound to its base URL. */
@@ -65,7 +75,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue) {
       status: row.status,
       attempts_made: row.attemptsMade,
       last_status_code: row.lastStatusCode,
-      last_error: row.lastError,
+      last_error: accountErrorClass(row.lastError),
       next_attempt_at: row.nextAttemptAt?.toISOString() ?? null,
       created_at: row.createdAt.toISOString(),
       updated_at: row.updatedAt.toISOString(),
@@ -117,7 +127,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue) {
           started_at: attempt.startedAt.toISOString(),
           duration_ms: attempt.durationMs,
           status_code: attempt.statusCode,
-          error: attempt.errorClass,
+          error: accountErrorClass(attempt.errorClass),
           error_message: attempt.errorMessage,
           response_body: attempt.responseBody,
           in_flight_limit: attempt.inFlightLimit,

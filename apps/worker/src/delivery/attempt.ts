@@ -57,6 +57,9 @@ export interface AttemptResult {
   retryAfterMs: number | null;
 }
 
+const unreachableAddressMessage =
+  'the callback host does not resolve to an address this service delivers to (public, on an allowed port and range)';
+
 /**
  * The delivery log's message for each error class without an HTTP answer. Fixed sentences, because
  * the library's messages carry the resolved address and host name of a refused callback, and
@@ -66,9 +69,10 @@ export const attemptErrorMessages: Record<Exclude<AttemptErrorClass, 'http_statu
   timeout: 'the callback did not answer in time',
   connection_refused: 'the callback refused the connection',
   connection_reset: 'the connection to the callback was closed before it answered',
-  dns: 'the callback host name could not be resolved',
-  blocked_address:
-    'the callback address is refused: not public, or a port or range this service does not deliver to',
+  // One sentence for both: telling them apart would tell the account whether an internal name
+  // resolves behind the worker.
+  dns: unreachableAddressMessage,
+  blocked_address: unreachableAddressMessage,
   other: 'the request to the callback failed',
 };
 

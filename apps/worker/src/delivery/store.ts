@@ -23,6 +23,7 @@ import { timeIdRange } from '../log-partitions.js';
 import type { AttemptResult } from './attempt.js';
 import { failureRunChanges, failureRunEffect } from './auto-disable.js';
 import type { DeliveryOutcome } from './outcome.js';
+import { isFifoHeadSql } from './fifo-head.js';
 
 /** A delivery with what its attempt needs of the event and the subscription. */
 export interface LoadedDelivery {
@@ -261,10 +262,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
     if (fifo.length === 0) return new Map();
     const { rows: heads } = await pool.query<{ id: string; is_head: boolean }>({
       name: 'delivery-fifo-heads',
-      text: `SELECT k.id::text, NOT EXISTS (
-               SELECT 1 FROM deliveries earlier
-               WHERE earlier.subscription_id = k.subscription_id AND earlier.status = 'pending'
-                 AND earlier.event_id < k.event_id AND earlier.id <= $4::uuid) AS is_head
+      text: `SELECT k.id::text, ${isFifoHeadSql('k', '$4::uuid')} AS is_head
              FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS k(id, event_id, subscription_id)`,
       values: [fifo.map((r) => r.id), fifo.map((r) => r.event_id), fifo.map((r) => r.subscription_id), high],
     });

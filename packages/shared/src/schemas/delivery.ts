@@ -22,7 +22,7 @@ export const DeliveryAttempt = Type.Object({
   }),
   error: Type.Union([Type.String(), Type.Null()], {
     description:
-      'timeout | connection_refused | connection_reset | dns | blocked_address | http_status | other',
+      'timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | other',
   }),
   error_message: Type.Union([Type.String(), Type.Null()]),
   response_body: Type.Union([Type.String(), Type.Null()], { description: 'First 4 KiB of the answer' }),

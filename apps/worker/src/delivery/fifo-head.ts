@@ -1,0 +1,21 @@
+/**
+ * The FIFO head rule, in one place: a FIFO subscription's head is its pending delivery with no
+ * earlier pending delivery of the same subscription, earlier by event id (UUIDv7, so the order the
+ * events were accepted in). `fifo.ts` explains what the head means for ordered delivery, and picks
+ * each subscription's head with the same order (`DISTINCT ON ... ORDER BY event_id`), which reads a
+ * long FIFO backlog once instead of once per waiting delivery.
+ */
+
+/**
+ * The rule as an SQL condition on the delivery row `alias` (its `subscription_id` and `event_id`
+ * columns): true when it is its subscription's head. `idBound`, when given, is an SQL expression
+ * the earlier rows' ids are at most, so that PostgreSQL prunes the delivery log's day partitions
+ * (every earlier delivery has an earlier id too).
+ */
+export function isFifoHeadSql(alias: string, idBound?: string): string {
+  const bound = idBound === undefined ? '' : ` AND earlier.id <= ${idBound}`;
+  return `NOT EXISTS (
+    SELECT 1 FROM deliveries earlier
+    WHERE earlier.subscription_id = ${alias}.subscription_id AND earlier.status = 'pending'
+      AND earlier.event_id < ${alias}.event_id${bound})`;
+}
