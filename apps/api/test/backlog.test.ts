@@ -9,18 +9,40 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { queueNames } from '@webhooks/shared';
 import { loadWorkerConfig, startWorker, type RunningWorker } from '@webhooks/worker';
-import { backlogRefusal } from '../src/lib/backlog.js';
+import { backlogRefusal, fairShareRefusal } from '../src/lib/backlog.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { waitFor } from '../../../test/support/wait.js';
 
 describe('the backlog rule', () => {
+  const backlog = (events: number, deliveries: number, accounts = 0, waitingTurn = 0) => ({
+    events,
+    deliveries,
+    accounts,
+    waitingTurn,
+  });
+
   it('refuses at either bound, names it, and never with a bound of 0', () => {
     const limits = { events: 10, deliveries: 100 };
-    expect(backlogRefusal({ events: 9, deliveries: 99 }, limits)).toBeNull();
-    expect(backlogRefusal({ events: 10, deliveries: 0 }, limits)).toMatch(/BACKLOG_MAX_EVENTS 10/);
-    expect(backlogRefusal({ events: 0, deliveries: 100 }, limits)).toMatch(/BACKLOG_MAX_DELIVERIES 100/);
-    expect(backlogRefusal({ events: 1e9, deliveries: 1e9 }, { events: 0, deliveries: 0 })).toBeNull();
+    expect(backlogRefusal(backlog(9, 99), limits)).toBeNull();
+    expect(backlogRefusal(backlog(10, 0), limits)).toMatch(/BACKLOG_MAX_EVENTS 10/);
+    expect(backlogRefusal(backlog(0, 100), limits)).toMatch(/BACKLOG_MAX_DELIVERIES 100/);
+    expect(backlogRefusal(backlog(1e9, 1e9), { events: 0, deliveries: 0 })).toBeNull();
+  });
+
+  it('past the deliveries bound, refuses the accounts with their share or more waiting, and every account past twice the bound', () => {
+    const limits = { events: 0, deliveries: 100 };
+    // 90 wait for their turn, over 3 accounts: a share is 30.
+    const full = backlog(0, 110, 3, 90);
+    expect(fairShareRefusal(full, limits, 80)).toMatch(/80 of them are this account's, over its share of 30/);
+    expect(fairShareRefusal(full, limits, 30)).not.toBeNull();
+    expect(fairShareRefusal(full, limits, 5)).toBeNull();
+    expect(fairShareRefusal(full, limits, 0)).toBeNull();
+    expect(fairShareRefusal(backlog(0, 200, 3, 90), limits, 0)).toMatch(/BACKLOG_MAX_DELIVERIES 100/);
+    expect(fairShareRefusal(backlog(0, 99, 3, 90), limits, 80)).toBeNull();
+    // Nothing waiting for a turn (all of it admitted): a share of one, so any waiting account is refused.
+    expect(fairShareRefusal(backlog(0, 110, 0, 0), limits, 0)).toBeNull();
+    expect(fairShareRefusal(backlog(0, 110, 0, 0), limits, 1)).not.toBeNull();
   });
 });
 
@@ -84,5 +106,54 @@ describe('POST /api/events past BACKLOG_MAX_EVENTS', () => {
       'the backlog drained and events accepted again',
       async () => (await publish(seq++)).statusCode === 202,
     );
+  });
+});
+
+describe('past BACKLOG_MAX_DELIVERIES', () => {
+  let api: TestApi;
+  let worker: RunningWorker;
+  beforeAll(async () => {
+    const env = {
+      BACKLOG_MAX_DELIVERIES: '300',
+      BACKLOG_MAX_EVENTS: '0',
+      DELIVERY_QUEUE_TARGET: '10',
+      // The fan-out alone: deliveries are scheduled and admitted, and none is sent, so the backlog stays.
+      WORKER_QUEUES: 'events',
+      CALLBACK_ALLOW_PRIVATE: 'true',
+    };
+    api = await startTestApi('backlog-fair', env);
+    worker = startWorker(
+      loadWorkerConfig(testEnv(api.database.url, api.prefix, env)),
+      pino({ level: 'silent' }),
+    );
+  });
+  afterAll(async () => {
+    await worker.close();
+    await api.close();
+  });
+
+  const call = (account: string, method: 'POST', url: string, payload: object) =>
+    api.app.inject({ method, url, headers: api.auth(account), payload });
+
+  it('refuses the account that filled it, and still accepts a quiet account', async () => {
+    for (let i = 0; i < 10; i++)
+      await call('acct-flood', 'POST', '/api/webhooks', {
+        callback_url: `https://hooks.example.com/flood/${i}`,
+      });
+    await call('acct-quiet', 'POST', '/api/webhooks', { callback_url: 'https://hooks.example.com/quiet' });
+    const publish = (account: string) =>
+      call(account, 'POST', '/api/events', { type: 'call.started', data: {} });
+
+    // Ten deliveries an event: the flood passes the bound within a few events of the sample.
+    const refused = await waitFor('the flood refused', async () => {
+      const response = await publish('acct-flood');
+      return response.statusCode === 503 ? response : undefined;
+    });
+    expect(refused.json()).toMatchObject({ type: '/problems/backlog-full' });
+    expect(refused.json().detail).toMatch(/this account's, over its share/);
+    const quiet = [];
+    for (let i = 0; i < 3; i++) quiet.push((await publish('acct-quiet')).statusCode);
+    expect(quiet).toEqual([202, 202, 202]);
+    expect((await publish('acct-flood')).statusCode).toBe(503);
   });
 });

@@ -109,6 +109,30 @@ export function schedulerEntriesKey(prefix: string): string {
 }
 
 /**
+ * The account scheduler's list of one account's first deliveries waiting for its turn, under the
+ * effective key prefix of a shard: its length is what the account has waiting there, which the
+ * API's backlog bound reads to refuse the accounts over their share first.
+ */
+export function schedulerAccountListKey(prefix: string, accountId: string): string {
+  return `${schedulerAccountListPrefix(prefix)}${accountId}`;
+}
+
+/** The prefix of {@link schedulerAccountListKey}, which the scheduler's script appends account ids to. */
+export function schedulerAccountListPrefix(prefix: string): string {
+  return `${prefix}:sched:q:`;
+}
+
+/** The account scheduler's sorted set of admitted deliveries not yet confirmed in BullMQ, under `prefix`. */
+export function schedulerAdmittingKey(prefix: string): string {
+  return `${prefix}:sched:admitting`;
+}
+
+/** The account scheduler's round-robin list of the accounts with deliveries waiting, under `prefix`. */
+export function schedulerRingKey(prefix: string): string {
+  return `${prefix}:sched:ring`;
+}
+
+/**
  * How long finished jobs stay in Redis, on every queue: by age in seconds
  * and by count, whichever is reached first. PostgreSQL keeps the delivery log; these are only for
  * operators looking at the queues.

@@ -4,9 +4,24 @@
  * of accepting more than the workers can drain and letting Redis grow without bound. The backlog
  * is sampled in the background (every {@link backlogSampleMs}), so a publish pays nothing for it;
  * a bound is therefore approximate, by what one interval accepts.
+ *
+ * Past the deliveries bound, shedding is fair ({@link fairShareRefusal}): an account is refused
+ * only while it has at least its share of the deliveries waiting for their accounts' turn (what
+ * waits, over the accounts it waits for), so the accounts that filled the bound are refused first
+ * and a quiet account's publish is still accepted, up to {@link hardCeilingFactor} times the
+ * bound, where every account is refused. Reading an account's waiting deliveries costs one command per
+ * queue shard, and only while the bound is passed.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { queueLayout, queueNames, schedulerEntriesKey, type RedisConnection } from '@webhooks/shared';
+import {
+  queueLayout,
+  queueNames,
+  schedulerAccountListKey,
+  schedulerAdmittingKey,
+  schedulerEntriesKey,
+  schedulerRingKey,
+  type RedisConnection,
+} from '@webhooks/shared';
 
 /** How often the backlog is read, in ms. */
 export const backlogSampleMs = 250;
@@ -18,7 +33,14 @@ export const backlogRetryAfterSeconds = 5;
 export interface Backlog {
   events: number;
   deliveries: number;
+  /** Accounts with deliveries waiting for their turn (the scheduler's ring), summed over shards. */
+  accounts: number;
+  /** Deliveries waiting for their account's turn (held by the scheduler, not yet admitted). */
+  waitingTurn: number;
 }
+
+/** Past this many times BACKLOG_MAX_DELIVERIES, every account is refused, its share or not. */
+export const hardCeilingFactor = 2;
 
 /** BACKLOG_MAX_EVENTS and BACKLOG_MAX_DELIVERIES; 0 is no bound. */
 export interface BacklogLimits {
@@ -40,9 +62,30 @@ export function backlogRefusal(backlog: Backlog, limits: BacklogLimits): string 
   return null;
 }
 
-/** The sampler: `refusal()` reads the latest sample; `close()` stops sampling. */
+/**
+ * Past the deliveries bound, why an account with `waiting` deliveries waiting for its turn is
+ * refused, or null when it has less than its share and the backlog is under the hard ceiling. The
+ * share is what waits for a turn over the accounts it waits for (at least one delivery): the
+ * accounts at or above it are the ones the bound's excess comes from. Below the bound, nothing is
+ * refused here.
+ */
+export function fairShareRefusal(backlog: Backlog, limits: BacklogLimits, waiting: number): string | null {
+  if (limits.deliveries === 0 || backlog.deliveries < limits.deliveries) return null;
+  const full = `${backlog.deliveries} deliveries are waiting for a worker, the most this service accepts (BACKLOG_MAX_DELIVERIES ${limits.deliveries})`;
+  if (backlog.deliveries >= limits.deliveries * hardCeilingFactor) return full;
+  const share = Math.max(1, Math.ceil(backlog.waitingTurn / Math.max(1, backlog.accounts)));
+  return waiting >= share
+    ? `${full}, and ${waiting} of them are this account's, over its share of ${share}`
+    : null;
+}
+
+/**
+ * The sampler: `refusal(accountId)` tells why a publish of that account is refused, from the latest
+ * sample (and, past the deliveries bound, the account's own waiting deliveries); `close()` stops
+ * sampling.
+ */
 export interface BacklogWatch {
-  refusal(): string | null;
+  refusal(accountId: string): Promise<string | null>;
   close(): void;
 }
 
@@ -59,8 +102,8 @@ export function createBacklogWatch(
   limits: BacklogLimits,
   log: FastifyBaseLogger,
 ): BacklogWatch {
-  if (limits.events === 0 && limits.deliveries === 0) return { refusal: () => null, close: () => {} };
-  let latest: Backlog = { events: 0, deliveries: 0 };
+  if (limits.events === 0 && limits.deliveries === 0) return { refusal: async () => null, close: () => {} };
+  let latest: Backlog = { events: 0, deliveries: 0, accounts: 0, waitingTurn: 0 };
   // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
   const sampleShard = async (prefix: string): Promise<Backlog> => {
     const events = queueLayout(prefix, queueNames.events);
@@ -73,23 +116,50 @@ export function createBacklogWatch(
       .hlen(schedulerEntriesKey(prefix))
       .llen(deliveries.wait)
       .zcard(deliveries.prioritized)
+      .llen(schedulerRingKey(prefix))
+      .zcard(schedulerAdmittingKey(prefix))
       .exec();
-    const [wait, prioritized, delayed, held, queued, queuedBehind] = (answers ?? []).map(([error, value]) => {
-      if (error) throw error;
-      return Number(value);
-    });
-    return { events: wait! + prioritized! + delayed!, deliveries: held! + queued! + queuedBehind! };
+    const [wait, prioritized, delayed, held, queued, queuedBehind, accounts, admitting] = (answers ?? []).map(
+      ([error, value]) => {
+        if (error) throw error;
+        return Number(value);
+      },
+    );
+    return {
+      events: wait! + prioritized! + delayed!,
+      deliveries: held! + queued! + queuedBehind!,
+      accounts: accounts!,
+      waitingTurn: Math.max(0, held! - admitting!),
+    };
+  };
+  /** An account's deliveries waiting for its turn, over every shard (its subscriptions spread). */
+  const waitingOf = async (accountId: string) => {
+    const counts = await Promise.all(
+      prefixes.map((prefix) => redis.llen(schedulerAccountListKey(prefix, accountId))),
+    );
+    return counts.reduce((sum, count) => sum + count, 0);
   };
   const sample = async () => {
     const shards = await Promise.all(prefixes.map(sampleShard));
     latest = {
       events: shards.reduce((sum, shard) => sum + shard.events, 0),
       deliveries: shards.reduce((sum, shard) => sum + shard.deliveries, 0),
+      accounts: shards.reduce((sum, shard) => sum + shard.accounts, 0),
+      waitingTurn: shards.reduce((sum, shard) => sum + shard.waitingTurn, 0),
     };
   };
   const timer = setInterval(() => {
     sample().catch((error: unknown) => log.debug({ err: error }, 'backlog not sampled'));
   }, backlogSampleMs);
   timer.unref();
-  return { refusal: () => backlogRefusal(latest, limits), close: () => clearInterval(timer) };
+  return {
+    async refusal(accountId) {
+      const overall = backlogRefusal(latest, limits);
+      // The events bound is the fan-out's, one queue in arrival order: it refuses every account.
+      const eventsFull = limits.events > 0 && latest.events >= limits.events;
+      if (overall === null || eventsFull) return overall;
+      return fairShareRefusal(latest, limits, await waitingOf(accountId));
+    },
+    close: () => clearInterval(timer),
+  };
 }

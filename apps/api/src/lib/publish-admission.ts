@@ -19,7 +19,8 @@ export interface PublishAdmission {
 /**
  * Admits a publish of `data` for `accountId`, or throws why not.
  *
- * @throws HttpProblem 503 `/problems/backlog-full` with `Retry-After` past the backlog bound; 429
+ * @throws HttpProblem 503 `/problems/backlog-full` with `Retry-After` past the backlog bound (past
+ *   the deliveries bound, for the accounts over their share of it only); 429
  *   past the payload quota; 503 with `Retry-After` when Redis cannot count it (nothing is charged
  *   or accepted then)
  */
@@ -29,7 +30,7 @@ export async function admitPublish(
   data: unknown,
   log: FastifyBaseLogger,
 ): Promise<void> {
-  const full = admission.backlog.refusal();
+  const full = await admission.backlog.refusal(accountId);
   if (full !== null) {
     throw new HttpProblem(503, 'backlog-full', `${full}; nothing was accepted. Retry later.`, undefined, {
       'retry-after': String(backlogRetryAfterSeconds),

@@ -261,7 +261,7 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         subscription.id,
         `More than ${recoverCallsPerMinute} recover calls a minute for this subscription`,
       );
-      const full = options.backlog.refusal();
+      const full = await options.backlog.refusal(request.accountId);
       if (full !== null) {
         throw new HttpProblem(
           503,

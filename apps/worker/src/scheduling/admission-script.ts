@@ -5,16 +5,23 @@
  * accounts first, quotas, leases) are documented on the scripts; `account-scheduler.ts` decides
  * when to call them.
  */
-import { schedulerEntriesKey, type RedisConnection } from '@webhooks/shared';
+import {
+  schedulerAccountListKey,
+  schedulerAccountListPrefix,
+  schedulerAdmittingKey,
+  schedulerEntriesKey,
+  schedulerRingKey,
+  type RedisConnection,
+} from '@webhooks/shared';
 
 /** Redis keys of the scheduler under `prefix`. */
 export function accountSchedulerKeys(prefix: string) {
   return {
-    accountList: (accountId: string) => `${prefix}:sched:q:${accountId}`,
-    accountListPrefix: `${prefix}:sched:q:`,
-    ring: `${prefix}:sched:ring`,
+    accountList: (accountId: string) => schedulerAccountListKey(prefix, accountId),
+    accountListPrefix: schedulerAccountListPrefix(prefix),
+    ring: schedulerRingKey(prefix),
     entries: schedulerEntriesKey(prefix),
-    admitting: `${prefix}:sched:admitting`,
+    admitting: schedulerAdmittingKey(prefix),
     deficit: `${prefix}:sched:deficit`,
     weight: `${prefix}:sched:weight`,
     quota: `${prefix}:sched:quota`,
