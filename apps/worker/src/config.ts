@@ -108,7 +108,7 @@ export const workerEnvSchema = Type.Object({
     minimum: 1,
     maximum: 100_000,
     description:
-      'Attempts in flight to one callback host name at most, across all subscriptions, accounts and workers, so that the service cannot flood a third party; more wait without using an attempt',
+      'Attempts in flight to one callback host at most (counted by registrable domain, or by address for an IP literal), across all subscriptions, accounts and workers, so that the service cannot flood a third party; more wait without using an attempt',
   }),
   ACCOUNT_SCHEDULER: Type.Boolean({
     default: true,

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { subscriptionGateKeys } from '@webhooks/shared';
-import { hostWaitMs } from '../src/delivery/host-gate.js';
+import { hostCapKey, hostWaitMs } from '../src/delivery/host-gate.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../test/support/wait.js';
 
@@ -88,5 +88,21 @@ describe('the wait of an attempt over its host cap', () => {
     expect(hostWaitMs(0)).toBe(50);
     expect(hostWaitMs(0.5)).toBe(100);
     expect(hostWaitMs(0.999)).toBe(150);
+  });
+});
+
+describe('what the cap counts a host as', () => {
+  it.each([
+    ['hooks.slack.com', 'slack.com'],
+    ['HOOKS.Slack.com.', 'slack.com'],
+    ['a.b.victim.com', 'victim.com'],
+    ['victim.com', 'victim.com'],
+    ['x.herokuapp.com', 'x.herokuapp.com'],
+    ['example.co.uk', 'example.co.uk'],
+    ['203.0.113.7', '203.0.113.7'],
+    ['[2001:db8::1]', '[2001:db8::1]'],
+    ['localhost.', 'localhost'],
+  ])('%s as %s', (hostname, key) => {
+    expect(hostCapKey(hostname)).toBe(key);
   });
 });

@@ -1,8 +1,9 @@
 /**
- * The cap per destination host: at most HOST_MAX_IN_FLIGHT attempts in flight to one callback host
- * name, across all subscriptions, accounts and workers, so that the service cannot be turned into
- * a flood on a third party however many subscriptions point at it. The cap counts host names
- * (ports and paths of one host share it). An attempt over the cap waits in BullMQ's delayed set
+ * The cap per destination host: at most HOST_MAX_IN_FLIGHT attempts in flight to one callback host,
+ * across all subscriptions, accounts and workers, so that the service cannot be turned into a
+ * flood on a third party however many subscriptions point at it. The cap counts a host by its
+ * registrable domain ({@link hostCapKey}: ports, paths, letter case, a trailing dot and wildcard
+ * subdomains of one domain share it), or by its address for an IP literal. An attempt over the cap waits in BullMQ's delayed set
  * without using an attempt, and asks again after {@link hostWaitMs}.
  *
  * Slots are leases in a Redis sorted set per host (`<prefix>:host:<name>:leases`, scored by lease
@@ -10,6 +11,7 @@
  * cannot keep one past its lease.
  */
 import type { Logger } from 'pino';
+import { getDomain } from 'tldts';
 import type { RedisConnection } from '@webhooks/shared';
 
 /**
@@ -67,9 +69,21 @@ export interface HostGate {
   release(hostname: string, jobId: string): Promise<void>;
 }
 
+/**
+ * What the cap counts a callback host as: its registrable domain by the Public Suffix List, its
+ * private section included (tldts), so that `a.victim.com`, `B.victim.com.` and `victim.com` share
+ * one cap while two apps under a hosting suffix (`x.herokuapp.com`, `y.herokuapp.com`) keep one
+ * each; an IP literal or a name without a registrable domain counts as itself, lower-cased and
+ * without a trailing dot.
+ */
+export function hostCapKey(hostname: string): string {
+  const host = hostname.toLowerCase().replace(/\.+$/, '');
+  return getDomain(host, { allowPrivateDomains: true }) ?? host;
+}
+
 /** The Redis key of a host's slots. */
 export function hostLeasesKey(prefix: string, hostname: string): string {
-  return `${prefix}:host:${hostname.toLowerCase()}:leases`;
+  return `${prefix}:host:${hostCapKey(hostname)}:leases`;
 }
 
 /** Creates the host cap on `options.redis` (registering its script there). */
