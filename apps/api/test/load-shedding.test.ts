@@ -36,12 +36,17 @@ interface Seen {
 
 /**
  * A client process that keeps `concurrency` publishes in flight, beside health checks and
- * subscription listings, until it has sent `total` publishes; prints every answer as JSON.
+ * subscription listings, until its standard input closes; prints every answer as JSON.
  */
 const clientSource = `
-const [url, token, total, concurrency] = process.argv.slice(1);
+const [url, token, concurrency] = process.argv.slice(1);
 const seen = [];
 let sent = 0;
+let stopped = false;
+process.stdin.on('end', () => {
+  stopped = true;
+});
+process.stdin.resume();
 const call = async (route, method, path, body) => {
   try {
     const response = await fetch(url + path, {
@@ -57,7 +62,7 @@ const call = async (route, method, path, body) => {
   }
 };
 const lane = async () => {
-  while (sent < Number(total)) {
+  while (!stopped) {
     sent += 1;
     await call('publish', 'POST', '/api/events', { type: 'call.completed', data: { call_id: 'spike' } });
     if (sent % 10 === 0) await Promise.all([call('health', 'GET', '/healthz'), call('list', 'GET', '/api/webhooks')]);
@@ -72,27 +77,29 @@ describe('a publish spike the API cannot keep up with', () => {
     await stack.subscribe('acct-spike', { callback_url: `${stack.receiver.url}/spike` });
     const client = spawn(
       process.execPath,
-      ['--input-type=module', '-e', clientSource, url, stack.api.token('acct-spike'), '600', '20'],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      ['--input-type=module', '-e', clientSource, url, stack.api.token('acct-spike'), '20'],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
     );
     const output: Buffer[] = [];
     client.stdout.on('data', (chunk: Buffer) => output.push(chunk));
     const exited = new Promise<void>((resolve) => client.on('exit', () => resolve()));
 
-    // Once the client is publishing, hold this process's event loop twice: its requests wait in
-    // the kernel meanwhile, and meet a saturated process when it lets go.
+    // Once the client is publishing, hold this process's event loop twice while it goes on: its
+    // requests wait in the kernel meanwhile, and meet a saturated process when it lets go. The
+    // client stops only after that.
     await waitFor('the first accepted publishes', () => stack.receiver.requests.length >= 5, 30_000);
     for (let hold = 0; hold < 2; hold++) {
       const until = Date.now() + 1_500;
       while (Date.now() < until);
       await sleep(300);
     }
+    client.stdin.end();
     await exited;
     const seen = JSON.parse(Buffer.concat(output).toString()) as Seen[];
 
     expect(seen.filter(({ status }) => status === 0)).toEqual([]);
     const publishes = seen.filter(({ route }) => route === 'publish');
-    expect(publishes).toHaveLength(600);
+    expect(publishes.length).toBeGreaterThan(0);
     expect(new Set(publishes.map(({ status }) => status))).toEqual(new Set([202, 503]));
     expect(publishes.filter(({ status, retryAfter }) => status === 503 && retryAfter === null)).toEqual([]);
     // Health and the subscription API are never shed.

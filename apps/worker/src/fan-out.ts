@@ -42,7 +42,8 @@ import {
   type LoadedDelivery,
 } from './delivery/store.js';
 import { createFilterCache, type FanOutTarget } from './filter-cache.js';
-import type { AccountScheduler, ScheduledDelivery } from './scheduling/account-scheduler.js';
+import type { AccountScheduler } from './scheduling/account-scheduler.js';
+import type { ScheduledDelivery } from './scheduling/scheduled-delivery.js';
 
 /** One event of a fan-out statement, for all its subscriptions or one. */
 interface FanOutRow {

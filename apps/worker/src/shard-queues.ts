@@ -20,8 +20,8 @@ import {
   createAccountScheduler,
   type AccountScheduler,
   type AccountSchedulerOptions,
-  type ScheduledDelivery,
 } from './scheduling/account-scheduler.js';
+import type { ScheduledDelivery } from './scheduling/scheduled-delivery.js';
 
 /** One shard's queues and scheduler. */
 export interface ShardQueues {

@@ -17,8 +17,8 @@ import {
   createAccountScheduler,
   type AccountScheduler,
   type AccountSchedulerOptions,
-  type ScheduledDelivery,
 } from '../src/scheduling/account-scheduler.js';
+import type { ScheduledDelivery } from '../src/scheduling/scheduled-delivery.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 import { waitFor } from '../../../test/support/wait.js';
 
