@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { answersChallenge } from '../src/verification/challenge.js';
-import type { ReceivedRequest } from '../../../scripts/lib/receiver.js';
+import { echoChallenge } from '../../../test/support/challenge.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../test/support/wait.js';
 
@@ -21,14 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack.close();
 }, 60_000);
-
-/** A callback that answers the challenge of a verification request, and 200 to anything else. */
-const echoChallenge = (request: ReceivedRequest) => {
-  const payload = JSON.parse(request.body) as { type?: string; data?: { challenge?: string } };
-  return payload.type === 'webhook.verification'
-    ? { status: 200, body: JSON.stringify({ challenge: payload.data?.challenge }) }
-    : 200;
-};
 
 const statusOf = async (account: string, id: string) =>
   (

@@ -5,7 +5,7 @@
  * could then re-enable); asking for the challenge again and again queues one.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { ReceivedRequest } from '../../../scripts/lib/receiver.js';
+import { echoChallenge } from '../../../test/support/challenge.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../test/support/wait.js';
 
@@ -19,14 +19,6 @@ beforeAll(async () => {
   });
 });
 afterAll(() => stack.close(), 60_000);
-
-/** A callback that answers the challenge of a verification request, and 200 to anything else. */
-const echoChallenge = (request: ReceivedRequest) => {
-  const payload = JSON.parse(request.body) as { type?: string; data?: { challenge?: string } };
-  return payload.type === 'webhook.verification'
-    ? { status: 200, body: JSON.stringify({ challenge: payload.data?.challenge }) }
-    : 200;
-};
 
 const call = (account: string, method: 'GET' | 'PUT' | 'POST', url: string, payload?: object) =>
   stack.api.app.inject({ method, url, headers: stack.api.auth(account), ...(payload ? { payload } : {}) });

@@ -48,6 +48,10 @@ export interface BacklogLimits {
   deliveries: number;
 }
 
+/** The sentence of a backlog past BACKLOG_MAX_DELIVERIES. */
+const deliveriesFull = (backlog: Backlog, limits: BacklogLimits) =>
+  `${backlog.deliveries} deliveries are waiting for a worker, the most this service accepts (BACKLOG_MAX_DELIVERIES ${limits.deliveries})`;
+
 /**
  * Why `backlog` refuses a new event (a sentence for the problem details), or null when it is
  * under both bounds.
@@ -57,7 +61,7 @@ export function backlogRefusal(backlog: Backlog, limits: BacklogLimits): string 
     return `${backlog.events} events are waiting for their fan-out, the most this service accepts (BACKLOG_MAX_EVENTS ${limits.events})`;
   }
   if (limits.deliveries > 0 && backlog.deliveries >= limits.deliveries) {
-    return `${backlog.deliveries} deliveries are waiting for a worker, the most this service accepts (BACKLOG_MAX_DELIVERIES ${limits.deliveries})`;
+    return deliveriesFull(backlog, limits);
   }
   return null;
 }
@@ -71,7 +75,7 @@ export function backlogRefusal(backlog: Backlog, limits: BacklogLimits): string 
  */
 export function fairShareRefusal(backlog: Backlog, limits: BacklogLimits, waiting: number): string | null {
   if (limits.deliveries === 0 || backlog.deliveries < limits.deliveries) return null;
-  const full = `${backlog.deliveries} deliveries are waiting for a worker, the most this service accepts (BACKLOG_MAX_DELIVERIES ${limits.deliveries})`;
+  const full = deliveriesFull(backlog, limits);
   if (backlog.deliveries >= limits.deliveries * hardCeilingFactor) return full;
   const share = Math.max(1, Math.ceil(backlog.waitingTurn / Math.max(1, backlog.accounts)));
   return waiting >= share
