@@ -33,7 +33,6 @@ import {
 } from '@webhooks/shared';
 import { deferJob } from './deferral.js';
 import type { FifoHeads } from './delivery/fifo.js';
-import type { InlineAttempts } from './delivery/inline.js';
 import {
   createdDelivery,
   subscriptionColumnsNull,
@@ -43,7 +42,7 @@ import {
 } from './delivery/store.js';
 import { createFilterCache, type FanOutTarget } from './filter-cache.js';
 import type { AccountScheduler } from './scheduling/account-scheduler.js';
-import type { ScheduledDelivery } from './scheduling/scheduled-delivery.js';
+import type { FanOutDelivery } from './delivery/dispatch.js';
 
 /** One event of a fan-out statement, for all its subscriptions or one. */
 interface FanOutRow {
@@ -60,9 +59,7 @@ export interface FanOutDeps {
   catalogue: Catalogue;
   /** Ordered delivery: a FIFO subscription's deliveries wait for their turn here, not in the scheduler. */
   fifoHeads: FifoHeads;
-  scheduler: Pick<AccountScheduler, 'schedule'>;
-  /** Inline first attempts (DELIVERY_INLINE_FIRST_ATTEMPT), absent when every first attempt is queued. */
-  inline?: InlineAttempts;
+  scheduler: Pick<AccountScheduler<FanOutDelivery>, 'schedule'>;
   /** Opens the signing secrets of the deliveries created here, for their inline first attempts. */
   secretBox: SecretBox;
   log: Logger;
@@ -185,7 +182,7 @@ export function createFanOutProcessor(deps: FanOutDeps) {
       await deps.scheduler.schedule(
         targets
           .filter((target) => target.ordering !== 'fifo')
-          .map((target): ScheduledDelivery => {
+          .map((target): FanOutDelivery => {
             const event = byId.get(target.event_id)!;
             const { delivery_id: deliveryId } = target;
             const storedEvent = stored.get(target.event_id);
@@ -201,7 +198,6 @@ export function createFanOutProcessor(deps: FanOutDeps) {
                 : { loaded: () => createdDelivery(deliveryId, storedEvent, target, deps.secretBox) }),
             };
           }),
-        deps.inline,
       );
       await deps.fifoHeads.ensure(
         targets.filter((target) => target.ordering === 'fifo').map((target) => target.subscription_id),

@@ -1,16 +1,10 @@
-/** @webhooks/worker: the delivery worker, for its entry point, tests and tools. */
+/**
+ * @webhooks/worker: the delivery worker, for whoever runs it in a process of their own (tests,
+ * the bench, the demo): its configuration, `startWorker`, and the few parts the bench measures
+ * alone (the callback sender, the age rule, retention).
+ */
 export { loadWorkerConfig, workerEnvSchema, type WorkerConfig } from './config.js';
 export { startWorker, userAgent, type RunningWorker } from './worker.js';
-export { decideOutcome, type DeliveryOutcome } from './delivery/outcome.js';
 export { eventAcceptedAt } from './delivery/expiry.js';
-export {
-  classifyError,
-  createAttemptSender,
-  type AttemptResult,
-  type AttemptSender,
-} from './delivery/attempt.js';
-export { parseRetryAfter, retryDelayMs, type DeliveryPolicy } from './delivery/backoff.js';
-export { followUpJob, type InlineCandidate } from './delivery/inline.js';
-export { backgroundRoom, quietReserve, worthAdmitting } from './scheduling/admission-room.js';
-export { inSlotWaitRule, waitsInSlot, type InSlotWaitRule } from './delivery/in-slot-wait.js';
+export { createAttemptSender, type AttemptSender } from './delivery/attempt.js';
 export { deleteExpiredRows, type RetentionReport } from './retention.js';

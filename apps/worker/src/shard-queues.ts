@@ -15,13 +15,13 @@ import {
   type EventJobData,
   type QueueShards,
 } from '@webhooks/shared';
+import { createDispatch, type Dispatch, type FanOutDelivery } from './delivery/dispatch.js';
 import type { InlineAttempts } from './delivery/inline.js';
 import {
   createAccountScheduler,
   type AccountScheduler,
   type AccountSchedulerOptions,
 } from './scheduling/account-scheduler.js';
-import type { ScheduledDelivery } from './scheduling/scheduled-delivery.js';
 
 /** One shard's queues and scheduler. */
 export interface ShardQueues {
@@ -31,7 +31,9 @@ export interface ShardQueues {
   label: string;
   events: Queue<EventJobData>;
   deliveries: Queue<DeliveryJobData>;
-  scheduler: AccountScheduler;
+  scheduler: AccountScheduler<FanOutDelivery>;
+  /** What becomes of what its scheduler admits. */
+  dispatch: Dispatch;
 }
 
 /** Every shard a worker knows, and where an account's or a subscription's work goes. */
@@ -47,10 +49,15 @@ export interface ShardedQueues {
   /** The shard of a subscription's deliveries. */
   ofSubscription(subscriptionId: string): ShardQueues;
   /**
-   * Schedules first deliveries, each on its subscription's shard, attempting with `inline` those
-   * admitted at once. @throws as AccountScheduler.schedule
+   * Schedules first deliveries, each on its subscription's shard (their inline attempts as
+   * {@link attemptWith} says). @throws as AccountScheduler.schedule
    */
-  schedule(deliveries: readonly ScheduledDelivery[], inline?: InlineAttempts): Promise<void>;
+  schedule(deliveries: readonly FanOutDelivery[]): Promise<void>;
+  /**
+   * Hands the process's inline attempts to every shard's dispatcher: for the fan-out's own
+   * deliveries admitted at once everywhere, and in the background on the consumed shards.
+   */
+  attemptWith(attempts: InlineAttempts): void;
   /**
    * Adds delivery jobs to their subscriptions' shards, bypassing the account scheduler: FIFO
    * heads, re-driven and notice deliveries (`DeliveryQueues.add`).
@@ -74,7 +81,9 @@ export interface ShardedQueuesOptions {
    * the overrides' quotas are split evenly over the shards, rounded up: an account's subscriptions
    * spread over them, and each shard's scheduler admits its share.
    */
-  scheduler: Omit<AccountSchedulerOptions, 'prefix' | 'deliveries'>;
+  scheduler: Omit<AccountSchedulerOptions, 'prefix' | 'deliveries' | 'dispatcher'>;
+  /** DELIVERY_MAX_ATTEMPTS, for the jobs the dispatchers add. */
+  maxAttempts: number;
 }
 
 /** Creates the queues and schedulers of every shard (the schedulers are not started). */
@@ -92,17 +101,25 @@ export function createShardedQueues(options: ShardedQueuesOptions): ShardedQueue
   );
   const deliveryQueues = createDeliveryQueues(shards, options.queueOptions);
   const open = (prefix: string, label: string, deliveries: Queue<DeliveryJobData>): ShardQueues => {
+    const dispatch = createDispatch({
+      deliveries,
+      maxAttempts: options.maxAttempts,
+      queueTarget: options.scheduler.queueTarget,
+      log: options.scheduler.log,
+    });
     return {
       prefix,
       label,
       events: new Queue<EventJobData>(queueNames.events, { ...options.queueOptions, prefix }),
       deliveries,
+      dispatch,
       scheduler: createAccountScheduler({
         ...options.scheduler,
         deliveriesPerSecond: share(options.scheduler.deliveriesPerSecond),
         overrides,
         prefix,
         deliveries,
+        dispatcher: dispatch,
       }),
     };
   };
@@ -127,12 +144,15 @@ export function createShardedQueues(options: ShardedQueuesOptions): ShardedQueue
     consumed,
     ofAccount: (accountId) => current[shards.ofAccount(accountId)]!,
     ofSubscription: (subscriptionId) => current[shards.ofSubscription(subscriptionId)]!,
-    async schedule(deliveries, inline) {
+    async schedule(deliveries) {
       await Promise.all(
         [...shards.bySubscription(deliveries)].map(([shard, group]) =>
-          current[shard]!.scheduler.schedule(group, inline),
+          current[shard]!.scheduler.schedule(group),
         ),
       );
+    },
+    attemptWith(attempts) {
+      for (const shard of all) shard.dispatch.attemptWith(attempts, { background: consumed.includes(shard) });
     },
     addDeliveries: deliveryQueues.add,
     async close() {

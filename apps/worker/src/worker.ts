@@ -132,10 +132,10 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     drain: config.drainShards,
     workerShards: config.workerShards,
     queueOptions: { ...traced, connection: producer },
+    maxAttempts: policy.maxAttempts,
     scheduler: {
       enabled: config.ACCOUNT_SCHEDULER,
       redis: producer,
-      maxAttempts: policy.maxAttempts,
       queueTarget: config.DELIVERY_QUEUE_TARGET,
       quantum: schedulerQuantum,
       leaseMs: lockDuration,
@@ -198,9 +198,10 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
           metrics,
         })
       : undefined;
+  if (inline !== undefined) sharded.attemptWith(inline);
   for (const shard of sharded.consumed)
     shard.scheduler
-      .start(inline)
+      .start()
       .catch((error: unknown) =>
         log.error({ err: error, shard: shard.label }, 'account scheduler did not start'),
       );
@@ -210,7 +211,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     catalogue: config.catalogue,
     scheduler: sharded,
     fifoHeads,
-    ...(inline === undefined ? {} : { inline }),
     log,
   });
   const events = config.roles.has('events')

@@ -11,14 +11,18 @@ import { pino } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { deliveryJobId, queueNames, type DeliveryJobData } from '@webhooks/shared';
 import type { DeliveryStep } from '../src/delivery/step.js';
-import { createInlineAttempts, type InlineAttemptsOptions } from '../src/delivery/inline.js';
+import { createDispatch, type FanOutDelivery } from '../src/delivery/dispatch.js';
+import {
+  createInlineAttempts,
+  type InlineAttempts,
+  type InlineAttemptsOptions,
+} from '../src/delivery/inline.js';
 import { createWorkerMetrics } from '../src/metrics.js';
 import {
   createAccountScheduler,
   type AccountScheduler,
   type AccountSchedulerOptions,
 } from '../src/scheduling/account-scheduler.js';
-import type { ScheduledDelivery } from '../src/scheduling/scheduled-delivery.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 import { waitFor } from '../../../test/support/wait.js';
 
@@ -36,23 +40,36 @@ afterEach(async () => {
 });
 afterAll(() => redis.disconnect());
 
-const scheduler = (overrides: Partial<AccountSchedulerOptions> = {}) =>
-  createAccountScheduler({
+/**
+ * A scheduler with `overrides`, whose dispatcher adds the jobs of 3 attempts, or attempts in the
+ * background with `attempts` (as a worker process that runs this shard's attempts).
+ */
+const scheduler = (
+  overrides: Partial<Omit<AccountSchedulerOptions, 'dispatcher'>> = {},
+  attempts?: InlineAttempts,
+): AccountScheduler<FanOutDelivery> => {
+  const deliveries = overrides.deliveries ?? queue;
+  const queueTarget = overrides.queueTarget ?? 40;
+  const log = pino({ level: 'silent' });
+  const dispatcher = createDispatch({ deliveries, maxAttempts: 3, queueTarget, log });
+  if (attempts !== undefined) dispatcher.attemptWith(attempts, { background: true });
+  return createAccountScheduler({
     enabled: true,
     redis,
     prefix,
-    deliveries: queue,
-    maxAttempts: 3,
-    queueTarget: 40,
+    deliveries,
+    dispatcher,
+    queueTarget,
     quantum: 10,
     leaseMs: 30_000,
     busyIntervalMs: 5,
     idleIntervalMs: 250,
     deliveriesPerSecond: 1_000,
     overrides: new Map(),
-    log: pino({ level: 'silent' }),
+    log,
     ...overrides,
   });
+};
 
 /** A worker's inline attempts, 10 at once, sent through `deliverFor`'s attempt path. */
 const inlineAttempts = (deliverFor: InlineAttemptsOptions['deliverFor']) =>
@@ -65,11 +82,11 @@ const inlineAttempts = (deliverFor: InlineAttemptsOptions['deliverFor']) =>
     metrics: createWorkerMetrics(),
   });
 
-const deliveriesOf = (accountId: string, count: number): ScheduledDelivery[] =>
+const deliveriesOf = (accountId: string, count: number): FanOutDelivery[] =>
   Array.from({ length: count }, () => ({ accountId, eventId: uuidv7(), subscriptionId: uuidv7() }));
 
 /** `list` as its fan-out hands it over having just created the rows: the attempts may take them. */
-const created = (list: ScheduledDelivery[]) => list.map((d) => ({ ...d, created: true }));
+const created = (list: FanOutDelivery[]) => list.map((d) => ({ ...d, created: true }));
 
 /**
  * The queued jobs' subscription ids in the order BullMQ's workers take them: the wait list (quiet
@@ -84,7 +101,7 @@ const waiting = async () =>
  * Fills both lanes of the queue to their target (40) with other accounts' deliveries, so that what
  * `schedule`s next waits in the scheduler; `queue.drain()` then makes room for one admission.
  */
-const fillQueue = async (s: AccountScheduler) => {
+const fillQueue = async (s: AccountScheduler<FanOutDelivery>) => {
   // 30 behind (a backlogged account's), then its last 10 and 30 of quiet accounts in front.
   await s.schedule(deliveriesOf('acct-filler', 40));
   for (const quiet of quietFillers) await s.schedule(deliveriesOf(quiet, 10));
@@ -131,8 +148,8 @@ describe('the account scheduler', () => {
     // Attempts that never run here (the deliveries' shard is another process's): every admitted
     // delivery falls back to its job.
     const elsewhere = inlineAttempts(() => null);
-    const s = scheduler();
-    await s.start(elsewhere);
+    const s = scheduler({}, elsewhere);
+    await s.start();
     await s.close();
     const flood = created(deliveriesOf('acct-a', 100));
     await s.schedule(flood);
@@ -155,8 +172,8 @@ describe('the account scheduler', () => {
           hanging.push(() => resolve({ kind: 'ended', result: 'dropped' })),
         ),
     );
-    const s = scheduler();
-    await s.start(attempts);
+    const s = scheduler({}, attempts);
+    await s.start();
     try {
       // Two fan-outs' admissions at once, as a fan-out's and the background admission can overlap.
       await Promise.all([

@@ -5,18 +5,12 @@
  * and the room of the account scheduler's background admission.
  */
 import { describe, expect, it } from '@jest/globals';
-import {
-  backgroundRoom,
-  classifyError,
-  decideOutcome,
-  followUpJob,
-  inSlotWaitRule,
-  parseRetryAfter,
-  retryDelayMs,
-  waitsInSlot,
-  worthAdmitting,
-  type AttemptResult,
-} from '@webhooks/worker';
+import { classifyError, type AttemptResult } from '../src/delivery/attempt.js';
+import { parseRetryAfter, retryDelayMs } from '../src/delivery/backoff.js';
+import { inSlotWaitRule, waitsInSlot } from '../src/delivery/in-slot-wait.js';
+import { followUpJob } from '../src/delivery/inline.js';
+import { decideOutcome } from '../src/delivery/outcome.js';
+import { backgroundRoom, worthAdmitting } from '../src/scheduling/admission-room.js';
 
 const now = new Date('2026-11-21T12:00:00.000Z');
 const policy = { maxAttempts: 5, backoffMs: 60_000 };

@@ -225,6 +225,18 @@ export interface ScheduledEntry {
   entry: string;
 }
 
+/** The entry value of a scheduled delivery (`sched:entries`). */
+export function entryValue(delivery: { accountId: string; requestId?: string; created?: boolean }): string {
+  const value = `${delivery.accountId}\t${delivery.requestId ?? ''}`;
+  return delivery.created === true ? inlineMark + value : value;
+}
+
+/** What an entry value says: the delivery's request id, and whether its row was new. */
+export function readEntry(entry: string): { requestId?: string; created: boolean } {
+  const requestId = entry.slice(entry.indexOf('\t') + 1);
+  return { ...(requestId === '' ? {} : { requestId }), created: entry.startsWith(inlineMark) };
+}
+
 /** A delivery an admission took, in the lane it goes to. */
 export interface Admitted {
   jobId: string;

@@ -1,0 +1,236 @@
+/**
+ * What becomes of a first delivery the account scheduler admitted (`scheduling/dispatcher.ts`):
+ * an inline attempt (`inline.ts`) or a BullMQ job on the shard's `deliveries` queue.
+ *
+ * - A delivery of the schedule call's own fan-out, admitted at once into the front lane, is
+ *   attempted by that fan-out, which waits for it up to the inline deadline.
+ * - In a process that runs the shard's attempts (`attemptWith(…, background: true)`), every other
+ *   delivery whose row is new is attempted there too, in the background, in the order the round
+ *   robin admitted it: a first attempt that confirms costs no BullMQ job. Admissions then take no
+ *   more than the attempts have room for, less the slots kept for quiet accounts' own fan-outs
+ *   (`scheduling/admission-room.ts`), and the rest waits its turn in the scheduler.
+ * - Everything else gets its job, in its lane.
+ *
+ * Either way an entry is confirmed when its attempt ended (with the follow-up job, if any, added
+ * first), so a process that dies mid-attempt leaves it leased, and it is admitted again as a job.
+ */
+import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
+import type { Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import { batcher, deliveryJobId, type DeliveryJobData } from '@webhooks/shared';
+import { lanes } from '../scheduling/admission-script.js';
+import { backgroundRoom, worthAdmitting } from '../scheduling/admission-room.js';
+import type { AdmissionDispatcher, ScheduledDelivery, SchedulerHooks } from '../scheduling/dispatcher.js';
+import {
+  candidateJob,
+  type FollowUp,
+  type InlineAttempts,
+  type InlineCandidate,
+  type InlineRun,
+} from './inline.js';
+import type { LoadedDelivery } from './store.js';
+
+/** A first delivery as the fan-out schedules it, with what its inline attempt may use. */
+export interface FanOutDelivery extends ScheduledDelivery {
+  /**
+   * The delivery as its fan-out created it (`createdDelivery` in store.ts), opened only for an
+   * inline attempt of it, which then skips the load.
+   *
+   * @throws the secret box's error when no configured key opens its signing secret
+   */
+  loaded?: () => LoadedDelivery;
+  /** The trace context of its event's fan-out job (`InlineCandidate.traceContext`). */
+  traceContext?: Context;
+}
+
+/**
+ * The BullMQ priority of a backlogged account's deliveries. BullMQ's workers take the wait list
+ * (jobs without a priority) before the prioritized set, so a quiet account's delivery starts ahead
+ * of the flood's admitted jobs; their retries and parked jobs keep the priority, and so the lane.
+ */
+const backloggedPriority = 1;
+
+/**
+ * A first delivery as an inline attempt's candidate, from its job id (`<event id>.<subscription
+ * id>`); `backLane`: admitted for a backlogged account, so its job keeps the back lane's priority.
+ */
+export function candidateOfJob(
+  jobId: string,
+  requestId: string | undefined,
+  backLane: boolean,
+): InlineCandidate {
+  const [eventId, subscriptionId] = jobId.split('.') as [string, string];
+  return {
+    jobId,
+    eventId,
+    subscriptionId,
+    ...(requestId === undefined || requestId === '' ? {} : { requestId }),
+    ...(backLane ? { priority: backloggedPriority } : {}),
+  };
+}
+
+/**
+ * `candidate` with the delivery its fan-out created, when `delivery` has it and its secret opens
+ * (otherwise the attempt loads the delivery, and reports a secret that does not open, as any
+ * other), and with its event's trace context.
+ */
+function withLoaded(candidate: InlineCandidate, delivery: FanOutDelivery): InlineCandidate {
+  const traced =
+    delivery.traceContext === undefined ? candidate : { ...candidate, traceContext: delivery.traceContext };
+  if (delivery.loaded === undefined) return traced;
+  try {
+    return { ...traced, loaded: delivery.loaded() };
+  } catch {
+    return traced;
+  }
+}
+
+/** A scheduled delivery as an inline attempt's candidate (its first round, front lane). */
+const candidateOf = (d: FanOutDelivery): InlineCandidate => ({
+  ...candidateOfJob(deliveryJobId(d.eventId, d.subscriptionId), d.requestId, false),
+  ...(d.traceContext === undefined ? {} : { traceContext: d.traceContext }),
+});
+
+/** Options of {@link createDispatch}. */
+export interface DispatchOptions {
+  /** The shard's `deliveries` queue. */
+  deliveries: Queue<DeliveryJobData>;
+  /** DELIVERY_MAX_ATTEMPTS, for the jobs it adds. */
+  maxAttempts: number;
+  /** DELIVERY_QUEUE_TARGET: an admission's limit when nothing is attempted in the background. */
+  queueTarget: number;
+  log: Logger;
+}
+
+/** A shard's dispatcher, and how a process that attempts deliveries hands it its attempts. */
+export interface Dispatch extends AdmissionDispatcher<FanOutDelivery> {
+  /**
+   * Attempts with `attempts` the fan-out's own deliveries admitted at once, and with `background`
+   * (a process that runs this shard's attempts) every other delivery admitted with its row new.
+   */
+  attemptWith(attempts: InlineAttempts, options: { background: boolean }): void;
+}
+
+/** Creates the dispatcher of one shard's scheduler. */
+export function createDispatch(options: DispatchOptions): Dispatch {
+  const { deliveries, maxAttempts, log } = options;
+  let own: InlineAttempts | undefined;
+  let background: InlineAttempts | undefined;
+  let hooks: SchedulerHooks = { confirm: async () => {}, slotsFreed: () => {} };
+  /** Inline attempts that outlived their fan-out's deadline, until their follow-up is done. */
+  const late = new Set<Promise<void>>();
+
+  /**
+   * Adds the jobs of `ended` (admitted deliveries, and attempts' follow-ups), then with `confirm`
+   * releases their entries: one `addBulk` and one script call.
+   */
+  const settle = async (ended: readonly FollowUp[], confirm: boolean) => {
+    const jobs = ended.flatMap(({ job }) => (job === null ? [] : [job]));
+    // Outside the caller's context: a job that carries no trace context of its own (one admitted
+    // later, from Redis) must not join the trace of whichever event's fan-out settles it.
+    if (jobs.length > 0) await context.with(ROOT_CONTEXT, () => deliveries.addBulk(jobs));
+    if (confirm) await hooks.confirm(ended.map(({ jobId }) => jobId));
+  };
+  /** {@link settle} for attempts that end one by one: those ending together are settled together. */
+  const settleBatch = (confirm: boolean) =>
+    batcher<FollowUp, void>(async (ended) => {
+      await settle(ended, confirm);
+      return ended.map(() => undefined);
+    });
+  const settleLate = { confirmed: settleBatch(true), unconfirmed: settleBatch(false) };
+
+  /**
+   * As each of `pending` (inline attempts past their deadline) ends: adds its follow-up job, then
+   * with `confirm` releases its entry. One that fails here stays leased (or, without the
+   * scheduler, pending in PostgreSQL) and is found again; it is logged, never thrown.
+   */
+  const followLate = (pending: ReadonlyArray<Promise<FollowUp>>, confirm: boolean) => {
+    for (const attempt of pending) {
+      const done: Promise<void> = attempt
+        .then(async (ended) => {
+          await (confirm ? settleLate.confirmed : settleLate.unconfirmed)(ended);
+          hooks.slotsFreed();
+        })
+        .catch((error: unknown) =>
+          log.warn({ err: error }, 'follow-up of a late inline attempt not stored; it is found again later'),
+        )
+        .finally(() => late.delete(done));
+      late.add(done);
+    }
+  };
+
+  /**
+   * Slots promised to admissions whose script call is under way. A fan-out's admission and the
+   * background one can overlap; each would otherwise count the same free slots, and together admit
+   * more than the attempts can start, taking the slots kept for quiet accounts.
+   */
+  let promised = 0;
+  /** The free inline slots no admission under way has promised yet. */
+  const unpromisedRoom = (attempts: InlineAttempts) => Math.max(0, attempts.room() - promised);
+  const none: InlineRun = { settled: [], late: [] };
+
+  return {
+    attemptWith(attempts, { background: inBackground }) {
+      own = attempts;
+      background = inBackground ? attempts : undefined;
+    },
+    reserve() {
+      if (background === undefined) return { limit: options.queueTarget, release: () => {} };
+      const limit = backgroundRoom(unpromisedRoom(background), background.capacity);
+      promised += limit;
+      return { limit, release: () => void (promised -= limit) };
+    },
+    worthAdmitting: () =>
+      background === undefined || worthAdmitting(unpromisedRoom(background), background.capacity),
+    connect(schedulerHooks) {
+      hooks = schedulerHooks;
+    },
+    async dispatch(admitted) {
+      const ended: FollowUp[] = [];
+      const mineToAttempt: InlineCandidate[] = [];
+      const others: InlineCandidate[] = [];
+      for (const delivery of admitted) {
+        // The stale lane is the back lane too.
+        const candidate = candidateOfJob(delivery.jobId, delivery.requestId, delivery.lane !== lanes.front);
+        if (delivery.own !== undefined && own !== undefined)
+          mineToAttempt.push(withLoaded(candidate, delivery.own));
+        else if (background !== undefined && delivery.lane !== lanes.stale && delivery.created)
+          others.push(candidate);
+        else ended.push({ jobId: delivery.jobId, job: candidateJob(candidate, maxAttempts) });
+      }
+      // Started first, so that they run while the caller's own attempts are waited for.
+      const aside = others.length === 0 ? none : background!.start(others);
+      // Followed before anything here can throw: an attempt under way is settled when it ends, and
+      // close() waits for it, whatever becomes of this call.
+      followLate(aside.late, true);
+      const mine = mineToAttempt.length === 0 ? none : own!.start(mineToAttempt);
+      const waiting = mine.late.length === 0 ? Promise.resolve(none) : own!.wait(mine.late);
+      let ran = none;
+      try {
+        // What is not attempted here gets its job now, not after the caller's own attempts: behind
+        // a busy worker's attempts, a quiet account's delivery would otherwise wait for them.
+        await settle([...ended, ...aside.settled, ...mine.settled], true);
+      } finally {
+        ran = await waiting;
+        followLate(ran.late, true);
+      }
+      await settle(ran.settled, true);
+      // The caller's attempts that ended within the deadline freed slots too.
+      if (ran.settled.length > 0) hooks.slotsFreed();
+    },
+    async bypass(list) {
+      const attempted = (d: FanOutDelivery) => own !== undefined && d.created === true;
+      const candidates = list.filter(attempted).map((d) => withLoaded(candidateOf(d), d));
+      const ran = candidates.length === 0 ? none : await own!.attempt(candidates);
+      const queued = list
+        .filter((d) => !attempted(d))
+        .map(candidateOf)
+        .map((candidate) => ({ jobId: candidate.jobId, job: candidateJob(candidate, maxAttempts) }));
+      followLate(ran.late, false);
+      await settle([...queued, ...ran.settled], false);
+    },
+    async close() {
+      await Promise.all([...late]);
+    },
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * What the account scheduler hands its admissions to. The scheduler decides who goes next; a
+ * dispatcher (`delivery/dispatch.ts`) decides what becomes of each admitted delivery: an inline
+ * attempt, or a BullMQ job. Defined here, so that scheduling depends on no delivery module.
+ */
+import type { Lane } from './admission-script.js';
+
+/** A delivery's first round as it is scheduled: who it is for, and whether its row is new. */
+export interface ScheduledDelivery {
+  accountId: string;
+  eventId: string;
+  subscriptionId: string;
+  /** The publishing request's `X-Request-Id`, for the attempt's log lines. */
+  requestId?: string;
+  /**
+   * The fan-out created its row just now. Only such a delivery may be attempted inline: one
+   * scheduled again (a fan-out run again) may have its job already, under the same id.
+   */
+  created?: boolean;
+}
+
+/** A delivery one admission took. */
+export interface AdmittedDelivery<D extends ScheduledDelivery> {
+  /** Its delivery job id (`<event id>.<subscription id>`). */
+  jobId: string;
+  /** The publishing request's `X-Request-Id`, when it had one. */
+  requestId?: string;
+  /** The lane it was admitted into. */
+  lane: Lane;
+  /** Its entry says its row was new when it was scheduled (it may be attempted inline). */
+  created: boolean;
+  /** The schedule call's own delivery, admitted by that call into the front lane, with its row new. */
+  own?: D;
+}
+
+/** What a scheduler gives its dispatcher. */
+export interface SchedulerHooks {
+  /** Releases admitted entries whose jobs exist or whose attempts ended. @throws ioredis' errors */
+  confirm(jobIds: readonly string[]): Promise<void>;
+  /** Called whenever attempts ended and freed slots: the scheduler may admit again. */
+  slotsFreed(): void;
+}
+
+/** Takes the scheduler's admissions (`delivery/dispatch.ts`). */
+export interface AdmissionDispatcher<D extends ScheduledDelivery> {
+  /** Called once by the scheduler that hands its admissions here. */
+  connect(hooks: SchedulerHooks): void;
+  /**
+   * The most deliveries an admission may take now, held for it until `release`: admissions that
+   * overlap (a fan-out's and the background one) must not count the same free slots twice.
+   */
+  reserve(): { limit: number; release(): void };
+  /** Whether a background admission is worth a script call now. */
+  worthAdmitting(): boolean;
+  /**
+   * Hands over one admission. Every delivery in it ends attempted or with its job, and `confirm`
+   * (the hooks') is called for it once that is so (a follow-up job added first). Resolves once the schedule
+   * call's own attempts ended or their deadline passed; later ones are followed in the background.
+   *
+   * @throws ioredis' or BullMQ's errors when Redis cannot be reached (the entries stay leased and
+   *   are admitted again)
+   */
+  dispatch(admitted: ReadonlyArray<AdmittedDelivery<D>>): Promise<void>;
+  /**
+   * Takes deliveries without the scheduler (ACCOUNT_SCHEDULER=false): straight to their jobs, or
+   * to their inline attempts. @throws as {@link dispatch}
+   */
+  bypass(deliveries: readonly D[]): Promise<void>;
+  /** Waits for attempts still followed in the background. */
+  close(): Promise<void>;
+}
