@@ -392,6 +392,7 @@ function startDeliveries(
       log,
       metrics,
       fifo: deps.fifo,
+      turn: (job) => shard.scheduler.turn(job),
     });
     delivers.set(shard.prefix, deliver);
     return new Worker<DeliveryJobData, DeliveryJobResult>(

@@ -1,13 +1,14 @@
 /**
  * The contract of the account scheduler's scripts against the real Redis, key by key: what
  * scheduling writes, which lane an admission gives a quiet and a backlogged account, the limit, a
- * re-admission after a lease ends, and what confirming releases.
+ * re-admission after a lease ends, what confirming releases, and the turn of a retry.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import {
   accountSchedulerKeys,
   createAdmissionScript,
+  heldMark,
   inlineMark,
   lanes,
   type AdmissionParams,
@@ -83,5 +84,41 @@ describe("the account scheduler's scripts", () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect((await script.admit([], 20)).admitted).toEqual([{ jobId, entry, lane: lanes.stale }]);
     expect(await redis.hget(keys.entries, jobId)).toBe(entry);
+  });
+
+  it("let a retry run at once for an account with nothing waiting, and hold one behind its account's waiting work until the round robin grants its turn", async () => {
+    const script = createAdmissionScript(redis, keys, params);
+    // Nothing waiting for acct-quiet: its retry runs now, and takes a token of its quota.
+    expect(await script.turn({ jobId: 'quiet-retry', accountId: 'acct-quiet' })).toBe(true);
+    expect(await redis.exists(`${keys.bucketPrefix}acct-quiet`)).toBe(1);
+    expect(await redis.hexists(keys.entries, 'quiet-retry')).toBe(0);
+
+    // acct-flood has 10 first deliveries waiting: its retry is held behind them.
+    const flood = entries('acct-flood', 10);
+    await script.admit(flood, 0);
+    const retry = { jobId: 'flood-retry', accountId: 'acct-flood', requestId: 'req-r' };
+    expect(await script.turn(retry)).toBe(false);
+    expect(await redis.hget(keys.entries, 'flood-retry')).toBe(`${heldMark}acct-flood\treq-r`);
+    expect(await redis.lrange(keys.accountList('acct-flood'), -1, -1)).toEqual(['flood-retry']);
+    // Asking again (its park ended before its turn): still held, once.
+    expect(await script.turn(retry)).toBe(false);
+    expect(await redis.llen(keys.accountList('acct-flood'))).toBe(11);
+
+    // Admitted after the account's earlier work, and granted: the job's next run takes its turn.
+    const { admitted } = await script.admit([], 20);
+    expect(admitted.map(({ jobId }) => jobId)).toEqual([...flood.map(({ jobId }) => jobId), 'flood-retry']);
+    expect(await redis.zscore(keys.granted, 'flood-retry')).not.toBeNull();
+    await script.confirm(admitted.map(({ jobId }) => jobId));
+    expect(await script.turn(retry)).toBe(true);
+    expect(await redis.zscore(keys.granted, 'flood-retry')).toBeNull();
+  });
+
+  it('hold a retry of an account out of quota, though nothing of it waits', async () => {
+    const script = createAdmissionScript(redis, keys, { ...params, deliveriesPerSecond: 2 });
+    const turns = [];
+    for (let i = 0; i < 3; i++) turns.push(await script.turn({ jobId: `retry-${i}`, accountId: 'acct-a' }));
+    expect(turns).toEqual([true, true, false]);
+    expect(await redis.lrange(keys.accountList('acct-a'), 0, -1)).toEqual(['retry-2']);
+    expect(await redis.lrange(keys.ring, 0, -1)).toEqual(['acct-a']);
   });
 });

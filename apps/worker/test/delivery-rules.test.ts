@@ -2,7 +2,7 @@
  * Unit tests of the delivery path's pure rules: the error class of a failed request, outcome of an
  * attempt, backoff with Retry-After,
  * waiting for a subscription's slot in place or parked, the job that follows an inline attempt,
- * and the room of the account scheduler's background admission.
+ * the room of the account scheduler's background admission, and which runs ask for a turn.
  */
 import { describe, expect, it } from '@jest/globals';
 import { classifyError, type AttemptResult } from '../src/delivery/attempt.js';
@@ -10,6 +10,7 @@ import { parseRetryAfter, retryDelayMs } from '../src/delivery/backoff.js';
 import { inSlotWaitRule, waitsInSlot } from '../src/delivery/in-slot-wait.js';
 import { followUpJob } from '../src/delivery/inline.js';
 import { decideOutcome } from '../src/delivery/outcome.js';
+import { needsTurn } from '../src/delivery/processor.js';
 import { backgroundRoom, worthAdmitting } from '../src/scheduling/admission-room.js';
 
 const now = new Date('2026-11-21T12:00:00.000Z');
@@ -212,5 +213,15 @@ describe("the background admission's room", () => {
     expect(worthAdmitting(8, 8)).toBe(true);
     expect(worthAdmitting(2, 8)).toBe(false);
     expect(worthAdmitting(3, 8)).toBe(true);
+  });
+});
+
+describe('needsTurn', () => {
+  it('sends retries and new rounds through the account scheduler, not a first round it admitted', () => {
+    const first = { round: 0, inlineAttempts: 0, attemptsMade: 0 };
+    expect(needsTurn(first)).toBe(false);
+    expect(needsTurn({ ...first, attemptsMade: 1 })).toBe(true);
+    expect(needsTurn({ ...first, inlineAttempts: 1 })).toBe(true);
+    expect(needsTurn({ ...first, round: 2 })).toBe(true);
   });
 });

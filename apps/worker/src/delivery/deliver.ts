@@ -8,6 +8,7 @@
  * A step gives up a round older than DELIVERY_MAX_AGE as `expired`, takes an in-flight slot of
  * the subscription's gate (over the limit, it waits without using an attempt), re-reads the
  * delivery with its event and subscription (deleted subscription: dropped; disabled: cancelled),
+ * takes its account's turn when the account scheduler did not admit it (a retry, a new round),
  * passes the subscription's `rate_limit` and its callback host's cap (`host-gate.ts`), sends the
  * attempt, gives the slots back and records the attempt with its outcome (`outcome.ts`). A FIFO
  * subscription's delivery waits until it is its subscription's head, and its end gives the next
@@ -48,6 +49,11 @@ export interface DeliverDeps {
   metrics: Pick<WorkerMetrics, 'deliveries' | 'attemptDuration' | 'attemptInFlightLimit' | 'deliveryLatency'>;
   /** Ordered delivery (fifo.ts): the heads' jobs, and the watch on earlier events' fan-outs. */
   fifo: { heads: FifoHeads; earlierFanOut: (accountId: string, eventId: string) => Promise<boolean> };
+  /**
+   * The account scheduler's turn for a job it did not admit (`RoundRef.needsTurn`): 0 when it runs
+   * now, or how long it waits in ms, held behind its account's waiting work.
+   */
+  turn: (job: { jobId: string; accountId: string; requestId?: string }) => Promise<number>;
 }
 
 /**
@@ -113,6 +119,16 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       // the watch was seen by neither.
       const again = await deps.store.load(ref);
       if (again?.isHead !== true) return { kind: 'wait', waitMs: fifoTurnWaitMs };
+    }
+    // Ordered deliveries keep their subscription's order instead (one in flight at a time).
+    if (!fifo && ref.needsTurn === true) {
+      const { jobId, requestId } = ref;
+      const waitMs = await deps.turn({
+        jobId,
+        accountId: subscription.accountId,
+        ...(requestId === undefined ? {} : { requestId }),
+      });
+      if (waitMs > 0) return { kind: 'wait', waitMs };
     }
     // The host's slot first: an attempt the cap holds back must not count in the rate window.
     const callbackUrl = new URL(subscription.callbackUrl);

@@ -15,7 +15,7 @@
  * first), so a process that dies mid-attempt leaves it leased, and it is admitted again as a job.
  */
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
-import type { Queue } from 'bullmq';
+import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { batcher, deliveryJobId, type DeliveryJobData } from '@webhooks/shared';
 import { lanes } from '../scheduling/admission-script.js';
@@ -49,6 +49,9 @@ export interface FanOutDelivery extends ScheduledDelivery {
  * of the flood's admitted jobs; their retries and parked jobs keep the priority, and so the lane.
  */
 const backloggedPriority = 1;
+
+/** How long after a missed wake-up of a held job it is tried once more, in ms. */
+const wakeRetryMs = 200;
 
 /**
  * A first delivery as an inline attempt's candidate, from its job id (`<event id>.<subscription
@@ -169,6 +172,29 @@ export function createDispatch(options: DispatchOptions): Dispatch {
   const unpromisedRoom = (attempts: InlineAttempts) => Math.max(0, attempts.room() - promised);
   const none: InlineRun = { settled: [], late: [] };
 
+  /**
+   * Wakes held jobs whose turn was granted (BullMQ's `promote`: delayed → waiting, in their own
+   * lane), then confirms their entries. One not delayed yet (it is being parked as its turn comes)
+   * is tried again once a moment later; one that still cannot be woken runs when its park ends,
+   * and takes its granted turn then.
+   */
+  const wake = async (jobIds: readonly string[]) => {
+    const promote = async (jobId: string) => {
+      try {
+        const job = await Job.fromId(deliveries, jobId);
+        if (job === undefined) return true;
+        await job.promote();
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const woken = await Promise.all(jobIds.map(promote));
+    await hooks.confirm(jobIds);
+    const again = jobIds.filter((_, i) => !woken[i]);
+    if (again.length > 0) setTimeout(() => void Promise.all(again.map(promote)), wakeRetryMs).unref();
+  };
+
   return {
     attemptWith(attempts, { background: inBackground }) {
       own = attempts;
@@ -186,10 +212,13 @@ export function createDispatch(options: DispatchOptions): Dispatch {
       hooks = schedulerHooks;
     },
     async dispatch(admitted) {
+      const held = admitted.filter((delivery) => delivery.held);
+      if (held.length > 0) await wake(held.map(({ jobId }) => jobId));
       const ended: FollowUp[] = [];
       const mineToAttempt: InlineCandidate[] = [];
       const others: InlineCandidate[] = [];
       for (const delivery of admitted) {
+        if (delivery.held) continue;
         // The stale lane is the back lane too.
         const candidate = candidateOfJob(delivery.jobId, delivery.requestId, delivery.lane !== lanes.front);
         if (delivery.own !== undefined && own !== undefined)

@@ -44,6 +44,16 @@ export function deliveryBackoffStrategy(policy: DeliveryPolicy) {
 }
 
 /**
+ * Whether a job's run was not admitted by the account scheduler: a new round (manual retry,
+ * recover), or a retry (after a failed attempt of the job, whose count BullMQ keeps in
+ * `attemptsMade`, or after the inline attempt before it). A first round's job back from a wait
+ * (its gate, its rate limit, the host cap) was admitted once, and keeps that admission.
+ */
+export function needsTurn(run: { round: number; inlineAttempts: number; attemptsMade: number }): boolean {
+  return run.round > 0 || run.inlineAttempts > 0 || run.attemptsMade > 0;
+}
+
+/**
  * The round a job runs. Its attempts in all are the job's BullMQ attempts plus those made inline
  * before the job existed (`inlineAttempts`), so BullMQ's attempt limit and the outcome's agree.
  */
@@ -57,6 +67,11 @@ export function roundOfJob(job: Job<DeliveryJobData>, defaultAttempts: number): 
     ...(requestId === undefined ? {} : { requestId }),
     enqueuedAt: job.timestamp,
     maxAttempts: (job.opts.attempts ?? defaultAttempts) + (inlineAttempts ?? 0),
+    needsTurn: needsTurn({
+      round: job.data.round ?? 0,
+      inlineAttempts: inlineAttempts ?? 0,
+      attemptsMade: job.attemptsMade,
+    }),
   };
 }
 

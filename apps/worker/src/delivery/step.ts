@@ -34,6 +34,11 @@ export interface RoundRef {
   /** An inline first attempt: the delivery asks the gate for the first time, never parked before. */
   firstAsk?: boolean;
   /**
+   * Not admitted by the account scheduler (a retry, a new round): it asks its account's turn first
+   * (`AccountScheduler.turn`).
+   */
+  needsTurn?: boolean;
+  /**
    * The delivery as the fan-out created it a moment ago, for its inline first attempt: read back
    * it could only be the same (pending, round 0, no attempt), so the step does not load it.
    */

@@ -32,7 +32,11 @@
  *
  * What becomes of an admitted delivery (an inline attempt or a job) is its dispatcher's to decide
  * (`dispatcher.ts`, implemented by `delivery/dispatch.ts`): this module only decides who goes next.
- * Retries, parked jobs and manual retry rounds stay BullMQ's and do not pass through here.
+ *
+ * Jobs the scheduler did not admit (retries and new rounds) ask for a turn when they run
+ * (`turn`): one whose account has work waiting, or no quota left, is held in the account's list
+ * behind that work, parked in BullMQ's delayed set, and woken by its dispatcher when the round
+ * robin grants its turn. BullMQ keeps its attempts and backoff.
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,6 +46,7 @@ import {
   accountSchedulerKeys,
   createAdmissionScript,
   entryValue,
+  heldParkMs,
   lanes,
   readEntry,
   type AdmissionScript,
@@ -117,6 +122,16 @@ export interface AccountScheduler<D extends ScheduledDelivery = ScheduledDeliver
    * @throws ioredis' errors when Redis cannot be reached
    */
   backlog(): Promise<{ accounts: number; deliveries: number }>;
+  /**
+   * Whether a delivery job the scheduler did not admit (a retry, a new round) runs now: yes when
+   * its turn was granted, or its account has nothing waiting and quota left; otherwise it is held
+   * in its account's list, and its dispatcher wakes the job when the round robin grants its turn.
+   * Always yes with the scheduler off.
+   *
+   * @returns 0 when the job runs now, or how long to park it, in ms (it is woken sooner)
+   * @throws ioredis' errors when Redis cannot be reached
+   */
+  turn(job: { jobId: string; accountId: string; requestId?: string }): Promise<number>;
   /** Of `deliveries`, which the scheduler still holds (waiting or being admitted). */
   holds(deliveries: ReadonlyArray<{ eventId: string; subscriptionId: string }>): Promise<boolean[]>;
   /**
@@ -189,12 +204,13 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
     const { admitted, waitingAccounts } = admission;
     await dispatcher.dispatch(
       admitted.map(({ jobId, entry, lane }): AdmittedDelivery<D> => {
-        const { requestId, created } = readEntry(entry);
+        const { requestId, created, held } = readEntry(entry);
         const own = lane === lanes.front ? fresh.get(jobId) : undefined;
         return {
           jobId,
           lane,
           created,
+          held,
           ...(requestId === undefined ? {} : { requestId }),
           ...(own === undefined ? {} : { own }),
         };
@@ -258,6 +274,9 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
       if (backlog) kick();
     },
     admit,
+    async turn(job) {
+      return !options.enabled || (await script.turn(job)) ? 0 : heldParkMs;
+    },
     async backlog() {
       const [accounts, deliveries] = await Promise.all([redis.llen(keys.ring), redis.hlen(keys.entries)]);
       return { accounts, deliveries };

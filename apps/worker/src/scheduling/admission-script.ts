@@ -26,6 +26,7 @@ export function accountSchedulerKeys(prefix: string) {
     weight: `${prefix}:sched:weight`,
     quota: `${prefix}:sched:quota`,
     bucketPrefix: `${prefix}:sched:bucket:`,
+    granted: `${prefix}:sched:granted`,
   };
 }
 
@@ -46,6 +47,21 @@ export type Lane = (typeof lanes)[keyof typeof lanes];
 export const inlineMark = '\u0001';
 
 /**
+ * The first character of an entry that stands for a job BullMQ holds already (a retry, a new
+ * round), parked in BullMQ's delayed set until its account's turn.
+ */
+export const heldMark = '\u0002';
+
+/**
+ * How long a held job stays parked when its turn's wake-up is missed, in ms: it then asks again,
+ * and waits again while its entry is still held.
+ */
+export const heldParkMs = 60_000;
+
+/** How long a turn granted to a held job is kept for it, in ms (it is used within seconds). */
+const grantTtlMs = 3_600_000;
+
+/**
  * Lua: `inChunks(list, fn)` calls `fn` with consecutive slices of `list` of at most 1,000 values,
  * for commands given a list's values as arguments: Lua's `unpack` takes a few thousand at most,
  * and an admission of a large DELIVERY_QUEUE_TARGET holds tens of thousands.
@@ -60,9 +76,33 @@ local function inChunks(list, fn)
 end`;
 
 /**
+ * Lua: an account's token bucket for its quota (deliveries a second, a second's worth of burst).
+ * `bucket(account)` returns its tokens now and its rate; `spend(account, tokens, rate, n)` takes
+ * `n` of the `tokens` read. Needs the locals `quotaKey`, `bucketPrefix`, `defaultRate` and `now`
+ * (ms) in scope.
+ */
+const bucketLua = `
+local function bucket(account)
+  local rate = tonumber(redis.call('HGET', quotaKey, account) or defaultRate)
+  local value = redis.call('GET', bucketPrefix .. account)
+  local tokens = rate
+  if value then
+    local sep = string.find(value, ':')
+    tokens = math.min(rate, tonumber(string.sub(value, 1, sep - 1)) + (now - tonumber(string.sub(value, sep + 1))) * rate / 1000)
+  end
+  return tokens, rate
+end
+local function spend(account, tokens, rate, n)
+  local left = tokens - n
+  if left < rate then
+    redis.call('SET', bucketPrefix .. account, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
+  end
+end`;
+
+/**
  * The admission script. Its keys and arguments are named at its top, and given by name by
  * {@link createAdmissionScript}: the keys of {@link accountSchedulerKeys} and BullMQ's wait list and
- * prioritized set; the list and bucket key prefixes, the queue target, quantum, lease (ms), default
+ * prioritized set, and the granted turns; the list and bucket key prefixes, the queue target, quantum, lease (ms), default
  * deliveries a second, the most deliveries the round robin may admit (the caller's inline room),
  * then (job id, account, entry value) triples to schedule first (none for an admission alone).
  *
@@ -80,32 +120,29 @@ end`;
  * the target, and fills it to the target or up to the caller's limit, whichever is less. An
  * account with more than a share waiting goes to the back lane (prioritized behind the wait list),
  * one with a share or less to the front.
+ * An admitted entry behind {@link heldMark} is a job BullMQ holds: its turn is granted
+ * (`sched:granted`, read by the turn script when the job runs).
  * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting},
  * with the lanes of {@link lanes}.
  */
 const admitLua = `${inChunksLua}
-local ringKey, entriesKey, admittingKey, deficitKey, weightKey, waitKey, quotaKey, prioritizedKey = unpack(KEYS)
+local ringKey, entriesKey, admittingKey, deficitKey, weightKey, waitKey, quotaKey, prioritizedKey, grantedKey = unpack(KEYS)
 local listPrefix, bucketPrefix, defaultRate = ARGV[1], ARGV[6], ARGV[5]
 local target, quantum, lease, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[7])
 local firstScheduled = 8
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {}
-local function bucket(account)
-  local rate = tonumber(redis.call('HGET', quotaKey, account) or defaultRate)
-  local value = redis.call('GET', bucketPrefix .. account)
-  local tokens = rate
-  if value then
-    local sep = string.find(value, ':')
-    tokens = math.min(rate, tonumber(string.sub(value, 1, sep - 1)) + (now - tonumber(string.sub(value, sep + 1))) * rate / 1000)
-  end
-  return tokens, rate
+${bucketLua}
+local function grantIfHeld(job, entry)
+  if entry and string.sub(entry, 1, 1) == '${heldMark}' then redis.call('ZADD', grantedKey, now, job) end
 end
 local function take(account, jobs, tokens, rate, lane)
   inChunks(jobs, function(chunk)
     local values = redis.call('HMGET', entriesKey, unpack(chunk))
     local leases = {}
     for i, job in ipairs(chunk) do
+      grantIfHeld(job, values[i])
       out[#out + 1] = job
       out[#out + 1] = values[i] or (account .. '\\t')
       out[#out + 1] = lane
@@ -114,10 +151,7 @@ local function take(account, jobs, tokens, rate, lane)
     end
     redis.call('ZADD', admittingKey, unpack(leases))
   end)
-  local left = tokens - #jobs
-  if left < rate then
-    redis.call('SET', bucketPrefix .. account, tostring(left) .. ':' .. now, 'PX', math.ceil((rate - left) * 1000 / rate))
-  end
+  spend(account, tokens, rate, #jobs)
 end
 local arrived = {}
 if #ARGV >= firstScheduled then
@@ -165,6 +199,7 @@ local stale = redis.call('ZRANGEBYSCORE', admittingKey, '-inf', now, 'LIMIT', 0,
 for _, job in ipairs(stale) do
   local entry = redis.call('HGET', entriesKey, job)
   if entry then
+    grantIfHeld(job, entry)
     redis.call('ZADD', admittingKey, now + lease, job)
     out[#out + 1] = job
     out[#out + 1] = entry
@@ -217,6 +252,37 @@ inChunks(ARGV, function(chunk)
 end)
 return #ARGV`;
 
+/**
+ * The turn script, for a job the scheduler did not admit (a retry, a new round). KEYS: entries, ring, granted, quota. ARGV: the account list and bucket key prefixes, the
+ * default deliveries a second, the job id, its account, its entry value (behind {@link heldMark}).
+ *
+ * A job whose turn an admission granted takes it. One whose entry is held waits on. Otherwise the
+ * job runs now when its account has nothing waiting and a token of its quota left (the token is
+ * taken: retries count against ACCOUNT_DELIVERIES_PER_SECOND as first deliveries do); else it is
+ * held at the end of its account's list, and the round robin grants its turn as any other entry's.
+ * Returns 1 when the job runs now, 0 when it waits.
+ */
+const turnLua = `
+local entriesKey, ringKey, grantedKey, quotaKey = unpack(KEYS)
+local listPrefix, bucketPrefix, defaultRate, job, account, entry = unpack(ARGV)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+${bucketLua}
+redis.call('ZREMRANGEBYSCORE', grantedKey, '-inf', now - ${grantTtlMs})
+if redis.call('ZREM', grantedKey, job) == 1 then return 1 end
+if redis.call('HEXISTS', entriesKey, job) == 1 then return 0 end
+local list = listPrefix .. account
+if redis.call('LLEN', list) == 0 then
+  local tokens, rate = bucket(account)
+  if tokens >= 1 then
+    spend(account, tokens, rate, 1)
+    return 1
+  end
+end
+redis.call('HSET', entriesKey, job, entry)
+if redis.call('RPUSH', list, job) == 1 then redis.call('RPUSH', ringKey, account) end
+return 0`;
+
 /** A delivery to schedule: its job id, its account, and its entry value (`sched:entries`). */
 export interface ScheduledEntry {
   jobId: string;
@@ -226,15 +292,25 @@ export interface ScheduledEntry {
 }
 
 /** The entry value of a scheduled delivery (`sched:entries`). */
-export function entryValue(delivery: { accountId: string; requestId?: string; created?: boolean }): string {
+export function entryValue(delivery: {
+  accountId: string;
+  requestId?: string;
+  created?: boolean;
+  held?: boolean;
+}): string {
   const value = `${delivery.accountId}\t${delivery.requestId ?? ''}`;
+  if (delivery.held === true) return heldMark + value;
   return delivery.created === true ? inlineMark + value : value;
 }
 
 /** What an entry value says: the delivery's request id, and whether its row was new. */
-export function readEntry(entry: string): { requestId?: string; created: boolean } {
+export function readEntry(entry: string): { requestId?: string; created: boolean; held: boolean } {
   const requestId = entry.slice(entry.indexOf('\t') + 1);
-  return { ...(requestId === '' ? {} : { requestId }), created: entry.startsWith(inlineMark) };
+  return {
+    ...(requestId === '' ? {} : { requestId }),
+    created: entry.startsWith(inlineMark),
+    held: entry.startsWith(heldMark),
+  };
 }
 
 /** A delivery an admission took, in the lane it goes to. */
@@ -276,11 +352,19 @@ export interface AdmissionScript {
    * @throws ioredis' errors when Redis cannot be reached
    */
   confirm(jobIds: readonly string[]): Promise<void>;
+  /**
+   * Whether a job the scheduler did not admit runs now (`turnLua`); when not, it is held for its
+   * account's turn.
+   *
+   * @throws ioredis' errors when Redis cannot be reached
+   */
+  turn(job: { jobId: string; accountId: string; requestId?: string }): Promise<boolean>;
 }
 
 type ScriptCommands = {
   webhookAdmit(...args: Array<string | number>): Promise<[string[], number]>;
   webhookConfirm(...args: string[]): Promise<number>;
+  webhookTurn(...args: Array<string | number>): Promise<number>;
 };
 
 /** Registers the scripts on `redis` and returns them, for the scheduler of `keys`. */
@@ -289,8 +373,9 @@ export function createAdmissionScript(
   keys: ReturnType<typeof accountSchedulerKeys>,
   params: AdmissionParams,
 ): AdmissionScript {
-  redis.defineCommand('webhookAdmit', { numberOfKeys: 8, lua: admitLua });
+  redis.defineCommand('webhookAdmit', { numberOfKeys: 9, lua: admitLua });
   redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
+  redis.defineCommand('webhookTurn', { numberOfKeys: 4, lua: turnLua });
   const commands = redis as unknown as ScriptCommands;
   return {
     async admit(scheduled, limit) {
@@ -303,6 +388,7 @@ export function createAdmissionScript(
         params.queueKeys.wait,
         keys.quota,
         params.queueKeys.prioritized,
+        keys.granted,
         keys.accountListPrefix,
         params.queueTarget,
         params.quantum,
@@ -319,6 +405,21 @@ export function createAdmissionScript(
     },
     async confirm(jobIds) {
       if (jobIds.length > 0) await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
+    },
+    async turn({ jobId, accountId, requestId }) {
+      const runs = await commands.webhookTurn(
+        keys.entries,
+        keys.ring,
+        keys.granted,
+        keys.quota,
+        keys.accountListPrefix,
+        keys.bucketPrefix,
+        params.deliveriesPerSecond,
+        jobId,
+        accountId,
+        entryValue({ accountId, ...(requestId === undefined ? {} : { requestId }), held: true }),
+      );
+      return runs === 1;
     },
   };
 }
