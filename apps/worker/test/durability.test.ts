@@ -13,6 +13,7 @@ import { deliveryJobId, queueNames, type EventJobData } from '@webhooks/shared';
 import { startWorker } from '../src/index.js';
 import { deleteExpiredRows } from '../src/retention.js';
 import { afterStartupRetention, startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { insertFailedDeliveries } from '../../../test/support/failed-deliveries.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { waitFor } from '../../../test/support/wait.js';
 
@@ -28,27 +29,6 @@ const allAre = async (stack: TestStack, subscriptionId: string, count: number, s
   const found = await statuses(stack, subscriptionId);
   return found.size === count && [...found.values()].every((s) => s === status);
 };
-
-/** `count` events of `account`, each with a delivery to `subscriptionId` that failed for good, written directly. */
-async function insertFailedDeliveries(
-  stack: TestStack,
-  account: string,
-  subscriptionId: string,
-  count: number,
-) {
-  const events = Array.from({ length: count }, () => ({
-    id: uuidv7(),
-    accountId: account,
-    type: 'call.started',
-    data: {},
-    occurredAt: new Date(),
-  }));
-  await stack.api.app.prisma.event.createMany({ data: events });
-  await stack.api.app.prisma.$executeRaw`
-    INSERT INTO deliveries (id, event_id, subscription_id, status, attempts_made, updated_at)
-    SELECT delivery_id(e, ${subscriptionId}::uuid), e, ${subscriptionId}::uuid, 'failed', 1, now()
-    FROM unnest(${events.map((event) => event.id)}::uuid[]) AS e`;
-}
 
 describe('the reconciler', () => {
   let stack: TestStack;

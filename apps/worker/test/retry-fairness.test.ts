@@ -1,17 +1,52 @@
 /**
- * Retries go through the account scheduler, end to end: account A's callbacks fail slowly, so its
- * retries pile up faster than the workers send them, while account B publishes steadily. B's
- * deliveries overtake A's retries instead of waiting behind them in the queue, and every attempt
- * of both is made. Orders of arrival are asserted, never durations.
+ * Retries and recovered rounds do not go ahead of another account's deliveries, end to end. Orders
+ * of arrival are asserted, never durations.
  *
- * A has as many subscriptions as a turn's share, so each of its events is admitted as a quiet
- * account's would be (the queue's front lane), and so are the retries that follow: without their
- * turns, they fill the front lane, and B's deliveries wait behind every one of them.
+ * - Retries: account A's callbacks fail slowly, so its retries pile up faster than the workers
+ *   send them, while account B publishes steadily. A has as many subscriptions as a turn's share,
+ *   so each of its events is admitted as a quiet account's would be (the queue's front lane), and
+ *   so are the retries that follow: without their turns, they fill the front lane, and B's
+ *   deliveries wait behind every one of them.
+ * - Recovery: A recovers 2,000 failed deliveries while B publishes; the rounds wait in the back
+ *   lane, behind B's deliveries.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { sleep, waitFor } from '../../../test/support/wait.js';
 import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
+import { insertFailedDeliveries } from '../../../test/support/failed-deliveries.js';
+
+/**
+ * The most of A's arrivals while one of B's events was on its way, over B's `events`: at most about
+ * the short queue and the worker slots when B goes ahead of A's backlog.
+ */
+function largestOvertaking(
+  floodArrivals: readonly number[],
+  steady: ReadonlyArray<{ id: string; acceptedAt: number }>,
+  steadyReceiver: Receiver,
+  perEvent: number,
+): number {
+  let largest = 0;
+  for (const event of steady) {
+    const received = steadyReceiver.requests.filter((r) => r.headers['webhook-id'] === event.id);
+    expect(received).toHaveLength(perEvent);
+    const lastArrival = Math.max(...received.map((r) => r.at));
+    const overtaking = floodArrivals.filter((at) => at > event.acceptedAt && at <= lastArrival).length;
+    largest = Math.max(largest, overtaking);
+  }
+  return largest;
+}
+
+/** B's events: one every 250 ms, 8 in all, with when each was accepted. */
+async function publishSteadily(publish: () => Promise<{ id: string }>) {
+  const steady: Array<{ id: string; acceptedAt: number }> = [];
+  for (let i = 0; i < 8; i++) {
+    const { id } = await publish();
+    steady.push({ id, acceptedAt: Date.now() });
+    await sleep(250);
+  }
+  return steady;
+}
 
 let stack: TestStack;
 let floodReceiver: Receiver;
@@ -60,12 +95,7 @@ describe('an account whose callbacks fail', () => {
       }
     })();
     await sleep(1_500);
-    const steady: Array<{ id: string; acceptedAt: number }> = [];
-    for (let i = 0; i < 8; i++) {
-      const { id } = await publish('acct-steady');
-      steady.push({ id, acceptedAt: Date.now() });
-      await sleep(250);
-    }
+    const steady = await publishSteadily(() => publish('acct-steady'));
     await flooding;
 
     await waitFor(
@@ -77,17 +107,67 @@ describe('an account whose callbacks fail', () => {
     );
     expect(floodReceiver.requests).toHaveLength(floodEvents * floodSubscriptions * maxAttempts);
     const floodArrivals = floodReceiver.requests.map((r) => r.at);
-    let largestWait = 0;
-    for (const event of steady) {
-      const received = receiver.requests.filter((r) => r.headers['webhook-id'] === event.id);
-      expect(received).toHaveLength(steadySubscriptions);
-      const lastArrival = Math.max(...received.map((r) => r.at));
-      // A's attempts that arrived while this event of B was on its way: at most about the short
-      // queue and the worker slots, however many of A's retries were due.
-      const overtaking = floodArrivals.filter((at) => at > event.acceptedAt && at <= lastArrival).length;
-      largestWait = Math.max(largestWait, overtaking);
-    }
     // Without turns for retries, 179 of A's attempts went ahead of one of B's events.
-    expect(largestWait).toBeLessThanOrEqual(queueTarget + 2 * concurrency);
+    expect(largestOvertaking(floodArrivals, steady, receiver, steadySubscriptions)).toBeLessThanOrEqual(
+      queueTarget + 2 * concurrency,
+    );
+  }, 180_000);
+});
+
+describe('an account recovering many deliveries', () => {
+  let recovery: TestStack;
+  let slowReceiver: Receiver;
+  beforeAll(async () => {
+    recovery = await startTestStack('recover-fairness', {
+      WORKER_CONCURRENCY: String(concurrency),
+      DELIVERY_QUEUE_TARGET: String(queueTarget),
+    });
+    // A's callbacks answer after 100 ms: at most 2 × concurrency of its rounds per 100 ms.
+    slowReceiver = await startReceiver({ answer: { status: 200, afterMs: 100 } });
+  });
+  afterAll(async () => {
+    await recovery.close();
+    await slowReceiver.close();
+  }, 60_000);
+
+  it("does not make another account's deliveries wait behind the recovered rounds", async () => {
+    const { receiver, publisher, api } = recovery;
+    const since = new Date(Date.now() - 1_000).toISOString();
+    const recovered = [];
+    for (let i = 0; i < 10; i++) {
+      const sub = await recovery.subscribe('acct-flood', { callback_url: `${slowReceiver.url}/flood/${i}` });
+      await insertFailedDeliveries(recovery, 'acct-flood', sub.id, 200);
+      recovered.push(sub.id);
+    }
+    for (let i = 0; i < steadySubscriptions; i++)
+      await recovery.subscribe('acct-steady', { callback_url: `${receiver.url}/steady/${i}` });
+
+    for (const id of recovered) {
+      const answer = await api.app.inject({
+        method: 'POST',
+        url: `/api/webhooks/${id}/recover`,
+        headers: api.auth('acct-flood'),
+        payload: { since },
+      });
+      expect([answer.statusCode, answer.json().count]).toEqual([202, 200]);
+    }
+    const steady = await publishSteadily(() =>
+      publisher.publish({ accountId: 'acct-steady', type: 'call.completed', data: { call_id: 'c' } }),
+    );
+
+    await waitFor(
+      'every recovered delivery of A, and every delivery of B',
+      () =>
+        slowReceiver.requests.length >= 2_000 &&
+        receiver.requests.length >= steady.length * steadySubscriptions,
+      120_000,
+    );
+    // Each once.
+    expect(slowReceiver.requests).toHaveLength(2_000);
+    const floodArrivals = slowReceiver.requests.map((r) => r.at);
+    // In the front lane, B's first event waited behind 1,951 of A's rounds.
+    expect(largestOvertaking(floodArrivals, steady, receiver, steadySubscriptions)).toBeLessThanOrEqual(
+      queueTarget + 2 * concurrency,
+    );
   }, 180_000);
 });

@@ -171,14 +171,29 @@ export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOpti
 }
 
 /**
+ * The BullMQ priority of the `deliveries` queue's back lane: a backlogged account's admitted
+ * deliveries, and recovered rounds. BullMQ's workers take the wait list (jobs without a priority,
+ * the front lane: quiet accounts' deliveries) before the prioritized set, and a job keeps its
+ * priority through its retries and waits, so it keeps its lane.
+ */
+export const backLanePriority = 1;
+
+/**
  * The job of one round of a delivery: its deterministic id ({@link deliveryJobId}) and options,
- * for `Queue.add` or `addBulk`.
+ * for `Queue.add` or `addBulk`; `backLane` puts it behind quiet accounts' deliveries
+ * ({@link backLanePriority}).
  */
 export function deliveryJob(
-  delivery: { eventId: string; subscriptionId: string; round: number; requestId?: string },
+  delivery: {
+    eventId: string;
+    subscriptionId: string;
+    round: number;
+    requestId?: string;
+    backLane?: boolean;
+  },
   maxAttempts: number,
 ): { name: 'delivery'; data: DeliveryJobData; opts: JobsOptions } {
-  const { eventId, subscriptionId, round, requestId } = delivery;
+  const { eventId, subscriptionId, round, requestId, backLane } = delivery;
   return {
     name: 'delivery',
     data: {
@@ -187,7 +202,10 @@ export function deliveryJob(
       ...(round === 0 ? {} : { round }),
       ...(requestId === undefined ? {} : { requestId }),
     },
-    opts: deliveryJobOptions(maxAttempts, deliveryJobId(eventId, subscriptionId, round)),
+    opts: {
+      ...deliveryJobOptions(maxAttempts, deliveryJobId(eventId, subscriptionId, round)),
+      ...(backLane === true ? { priority: backLanePriority } : {}),
+    },
   };
 }
 

@@ -17,7 +17,7 @@
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { batcher, deliveryJobId, type DeliveryJobData } from '@webhooks/shared';
+import { backLanePriority, batcher, deliveryJobId, type DeliveryJobData } from '@webhooks/shared';
 import { lanes } from '../scheduling/admission-script.js';
 import { backgroundRoom, worthAdmitting } from '../scheduling/admission-room.js';
 import type { AdmissionDispatcher, ScheduledDelivery, SchedulerHooks } from '../scheduling/dispatcher.js';
@@ -43,13 +43,6 @@ export interface FanOutDelivery extends ScheduledDelivery {
   traceContext?: Context;
 }
 
-/**
- * The BullMQ priority of a backlogged account's deliveries. BullMQ's workers take the wait list
- * (jobs without a priority) before the prioritized set, so a quiet account's delivery starts ahead
- * of the flood's admitted jobs; their retries and parked jobs keep the priority, and so the lane.
- */
-const backloggedPriority = 1;
-
 /** How long after a missed wake-up of a held job it is tried once more, in ms. */
 const wakeRetryMs = 200;
 
@@ -68,7 +61,7 @@ export function candidateOfJob(
     eventId,
     subscriptionId,
     ...(requestId === undefined || requestId === '' ? {} : { requestId }),
-    ...(backLane ? { priority: backloggedPriority } : {}),
+    ...(backLane ? { priority: backLanePriority } : {}),
   };
 }
 
