@@ -21,6 +21,12 @@ export interface PrivateRedisCluster {
   masters(): Promise<Array<{ port: number; slots: Array<[number, number]> }>>;
   /** Kills the node on `port` with SIGKILL; with replicas, the cluster promotes the master's one. */
   kill(port: number): Promise<void>;
+  /**
+   * Starts a new node, joins it to the cluster and makes it a replica of the master on
+   * `masterPort` (`CLUSTER MEET`, `CLUSTER REPLICATE`), as an operator repairs a master left
+   * without one; resolves once the master reports it online. @returns its port
+   */
+  addReplica(masterPort: number): Promise<number>;
   /** Stops every node and removes the folder. */
   destroy(): Promise<void>;
 }
@@ -67,25 +73,27 @@ export async function startPrivateRedisCluster(replicas: 0 | 1 = 0): Promise<Pri
   const dir = mkdtempSync(path.join(tmpdir(), 'wh-redis-cluster-'));
   const ports: number[] = [];
   const children: ChildProcess[] = [];
-  for (let i = 0; i < 3 * (1 + replicas); i++) {
+  const exited: Array<Promise<void>> = [];
+  const startNode = async () => {
     const port = await freePort();
     ports.push(port);
-    children.push(
-      spawnRedisServer(port, dir, [
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        `nodes-${port}.conf`,
-        '--dbfilename',
-        `dump-${port}.rdb`,
-        '--appendonly',
-        'no',
-        '--cluster-node-timeout',
-        '1000',
-      ]),
-    );
-  }
-  const exited = children.map((child) => new Promise<void>((resolve) => child.once('exit', () => resolve())));
+    const child = spawnRedisServer(port, dir, [
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      `nodes-${port}.conf`,
+      '--dbfilename',
+      `dump-${port}.rdb`,
+      '--appendonly',
+      'no',
+      '--cluster-node-timeout',
+      '1000',
+    ]);
+    children.push(child);
+    exited.push(new Promise<void>((resolve) => child.once('exit', () => resolve())));
+    return port;
+  };
+  for (let i = 0; i < 3 * (1 + replicas); i++) await startNode();
   const live = new Set(ports);
   const destroy = async () => {
     for (const child of children) child.kill('SIGKILL');
@@ -123,6 +131,21 @@ export async function startPrivateRedisCluster(replicas: 0 | 1 = 0): Promise<Pri
         live.delete(port);
         children[index]!.kill('SIGKILL');
         await exited[index];
+      },
+      async addReplica(masterPort) {
+        const port = await startNode();
+        live.add(port);
+        await waitFor(`cluster node ${port} to answer`, () => pingRedis(port));
+        const masterId = String(await onNode(masterPort, (node) => node.call('CLUSTER', 'MYID')));
+        await onNode(port, (node) => node.call('CLUSTER', 'MEET', '127.0.0.1', String(masterPort)));
+        await waitFor('the new node to know its master', async () =>
+          String(await onNode(port, (node) => node.call('CLUSTER', 'NODES'))).includes(masterId),
+        );
+        await onNode(port, (node) => node.call('CLUSTER', 'REPLICATE', masterId));
+        await waitFor('the new replica online', async () =>
+          /slave0:.*state=online/.test(await onNode(masterPort, (node) => node.info('replication'))),
+        );
+        return port;
       },
       destroy,
     };

@@ -7,7 +7,13 @@
 import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { PrismaClient } from '@webhooks/db';
-import type { DeliveryQueues, EventPublisher, RedisConnection, VerificationJobData } from '@webhooks/shared';
+import type {
+  DeliveryQueues,
+  EventPublisher,
+  RedisConnection,
+  ReplicaWatch,
+  VerificationJobData,
+} from '@webhooks/shared';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -22,6 +28,8 @@ declare module 'fastify' {
     deliveryQueues: DeliveryQueues;
     /** Callback challenges (CALLBACK_VERIFICATION=challenge). */
     verificationQueue: Queue<VerificationJobData>;
+    /** Which shards' masters lack REDIS_WAIT_REPLICAS replicas; null when it is 0. */
+    replicaWatch: ReplicaWatch | null;
   }
   interface FastifyRequest {
     /** The authenticated account (the token's `sub`); set on every route of the account scope (app.ts). */

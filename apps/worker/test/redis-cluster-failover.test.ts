@@ -6,10 +6,15 @@
  * process of its own as deployed, still stops on SIGTERM afterwards. (In-process, closing BullMQ's
  * workers after a failover could wait for ever; a process ends within its grace period whatever
  * its connections do.)
+ *
+ * The promoted replica has no replica of its own, so its shards refuse publishes: `/readyz` and the
+ * metrics name them, and their accounts get 503 at once. Once the test attaches a replica, as an
+ * operator would, every account's publishes are accepted again, without a restart.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { defaultPublishTimeoutMs } from '@webhooks/shared';
+import { createQueueShards, defaultPublishTimeoutMs } from '@webhooks/shared';
 import {
+  onNode,
   startPrivateRedisCluster,
   type PrivateRedisCluster,
 } from '../../../scripts/lib/private-redis-cluster.js';
@@ -53,9 +58,47 @@ afterAll(async () => {
   await cluster?.destroy();
 });
 
+/** Accounts whose events go to every one of `count` queue shards, one account per shard. */
+function accountPerShard(count: number): string[] {
+  const shards = createQueueShards('webhooks', 'webhooks', count);
+  const byShard = new Map<number, string>();
+  for (let i = 0; byShard.size < count; i++) {
+    const account = `acct-f${i}`;
+    if (!byShard.has(shards.ofAccount(account))) byShard.set(shards.ofAccount(account), account);
+  }
+  return [...byShard].sort(([a], [b]) => a - b).map(([, account]) => account);
+}
+
+const readiness = async () => {
+  const answer = await api.app.inject({ method: 'GET', url: '/readyz' });
+  return {
+    statusCode: answer.statusCode,
+    ...(answer.json() as { status: string; checks: Record<string, string> }),
+  };
+};
+
+const metricLines = async (name: string) =>
+  (await api.app.metrics.metrics()).split('\n').filter((line) => line.startsWith(`${name}{`));
+
+/** The master left without a replica by the failover. */
+async function masterWithoutReplica(): Promise<number> {
+  for (const { port } of await cluster.masters())
+    if ((await onNode(port, (node) => node.info('replication'))).includes('connected_slaves:0')) return port;
+  throw new Error('every master has a replica');
+}
+
+const publishAs = (account: string) =>
+  api.app.inject({
+    method: 'POST',
+    url: '/api/events',
+    headers: api.auth(account),
+    payload: { type: 'call.started', data: {} },
+  });
+
 describe('a Redis Cluster master killed mid-burst', () => {
   it('delivers every event accepted during the burst, and answers every publish in time', async () => {
-    const accounts = ['acct-f1', 'acct-f2', 'acct-f3', 'acct-f4'];
+    // One account per shard (QUEUE_SHARDS=6): the killed master's shards have accounts.
+    const accounts = accountPerShard(6);
     for (const account of accounts) {
       const subscribed = await api.app.inject({
         method: 'POST',
@@ -81,6 +124,39 @@ describe('a Redis Cluster master killed mid-burst', () => {
       () => accepted.length >= acceptedAtKill + 200,
       30_000,
     );
+
+    // The promoted master has no replica: its shards refuse, and say so.
+    const promoted = await readiness();
+    await waitFor('readiness to name the refusing shards', async () => {
+      Object.assign(promoted, await readiness());
+      return promoted.status === 'degraded';
+    });
+    expect(promoted.statusCode).toBe(200);
+    const refusing = [...promoted.checks.redis_replicas!.matchAll(/\d+/g)].map(([n]) => Number(n));
+    expect(refusing.length).toBeGreaterThan(0);
+    expect(await metricLines('webhook_redis_shard_refusing_publishes')).toEqual(
+      expect.arrayContaining(
+        refusing.map((shard) => `webhook_redis_shard_refusing_publishes{shard="${shard}"} 1`),
+      ),
+    );
+    // Their accounts are refused (at once: nothing waits for a WAIT no replica can answer); the
+    // other accounts' publishes are accepted.
+    const answers = await Promise.all(accounts.map(publishAs));
+    expect(answers.map((answer) => answer.statusCode)).toEqual(
+      accounts.map((_, shard) => (refusing.includes(shard) ? 503 : 202)),
+    );
+
+    // An operator attaches a replica to the promoted master: its shards take publishes again.
+    await cluster.addReplica(await masterWithoutReplica());
+    await waitFor(
+      'readiness without refusing shards',
+      async () => (await readiness()).status === 'ready',
+      30_000,
+    );
+    expect((await readiness()).checks.redis_replicas).toBe('ok');
+    const again = await Promise.all(accounts.map(publishAs));
+    expect(again.map((answer) => answer.statusCode)).toEqual(accounts.map(() => 202));
+    accepted.push(...again.map((answer) => answer.json().id as string));
     await burst.stop();
 
     expect(await cluster.masters()).toHaveLength(3);

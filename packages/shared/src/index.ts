@@ -24,6 +24,7 @@ export * from './publisher.js';
 export * from './queue-shards.js';
 export * from './queues.js';
 export * from './redis.js';
+export * from './replica-watch.js';
 export * from './secret-box.js';
 export * from './secrets-config.js';
 export * from './signature.js';

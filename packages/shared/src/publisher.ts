@@ -16,6 +16,7 @@ import type { Catalogue } from './catalogue.js';
 import { checkEventInput, type EventInput } from './event-input.js';
 import { defaultQueuePrefix, finishedJobRetention, queueNames, type EventJobData } from './queues.js';
 import { createQueueShards } from './queue-shards.js';
+import type { ReplicaWatch } from './replica-watch.js';
 import {
   createProducerConnection,
   effectiveKeyPrefix,
@@ -105,6 +106,12 @@ export interface EventPublisherOptions {
   waitReplicas?: number;
   /** Longest wait for Redis per publish, in ms (default {@link defaultPublishTimeoutMs}). */
   timeoutMs?: number;
+  /**
+   * With `waitReplicas`: which shards' masters lack the replicas (`watchReplicas`). A publish to
+   * such a shard is refused at once with PublishUnavailableError, instead of after `WAIT` times
+   * out, and nothing is added for it.
+   */
+  replicaWatch?: Pick<ReplicaWatch, 'refuses'>;
   /**
    * Where `webhook_events_published_total` is counted: a prom-client registry (default the global
    * one, which an internal service exposes with its own metrics) and the `source` label (default
@@ -201,6 +208,11 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
         ...(input.subscriptionId === undefined ? {} : { subscriptionId: input.subscriptionId }),
       };
       const shard = shards.ofAccount(data.accountId);
+      if (waitReplicas > 0 && options.replicaWatch?.refuses(shard) === true) {
+        throw new PublishUnavailableError(
+          `Redis cannot take the event: the master of its queue shard has fewer than ${waitReplicas} replicas (REDIS_WAIT_REPLICAS)`,
+        );
+      }
       const job = await withRedisTimeout(
         adders[shard]!({ data, idempotencyKey: input.idempotencyKey, traceMetadata: callerContext() }),
         timeoutMs,

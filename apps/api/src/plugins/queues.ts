@@ -2,16 +2,22 @@
  * Decorates the app with its Redis side: `redis` (a fail-fast producer connection, BullMQ's
  * guidance for producers), `publisher` (events, the same publisher internal services use),
  * `deliveryQueues` (manual redelivery, each subscription's on its queue shard) and
- * `verificationQueue` (callback challenges). All are closed with the app. With tracing on, each carries BullMQ's telemetry, so an event's trace goes
+ * `verificationQueue` (callback challenges), and with REDIS_WAIT_REPLICAS `replicaWatch` (which
+ * shards' masters lack their replicas: their publishes are refused at once, `/readyz` names them,
+ * and the metrics `webhook_redis_shard_replicas` and `webhook_redis_shard_refusing_publishes` count
+ * them). All are closed with the app. With tracing on, each carries BullMQ's telemetry, so an event's trace goes
  * on in the worker.
  */
+import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type {} from '../decorators.js';
 import { Queue } from 'bullmq';
+import { Gauge } from 'prom-client';
 import {
   createDeliveryQueues,
   createEventPublisher,
   createProducerConnection,
+  layoutOf,
   queueNames,
   queueTelemetry,
   type QueueShards,
@@ -19,7 +25,12 @@ import {
   type VerificationJobData,
   type RedisTopology,
   type Catalogue,
+  watchReplicas,
+  type ReplicaWatch,
 } from '@webhooks/shared';
+
+/** How often the replicas of each shard's master are sampled, in ms. */
+const replicaSampleIntervalMs = 1_000;
 
 export default fp<{
   redis: RedisTopology;
@@ -38,6 +49,13 @@ export default fp<{
     redis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error'));
     const telemetry = queueTelemetry(options.tracing, 'webhooks-api');
     const traced = telemetry === undefined ? {} : { telemetry };
+    const deliveryQueues = createDeliveryQueues(options.shards, { ...traced, connection: redis });
+    for (const queue of deliveryQueues.all)
+      queue.on('error', (error) => app.log.warn({ err: error }, 'delivery queue error'));
+    const replicaWatch =
+      options.waitReplicas > 0
+        ? watchShardReplicas(app, redis, deliveryQueues.all, options.waitReplicas)
+        : null;
     const publisher = createEventPublisher({
       ...traced,
       redis,
@@ -45,11 +63,9 @@ export default fp<{
       prefix: options.queuePrefix,
       shards: options.shards.count,
       waitReplicas: options.waitReplicas,
+      ...(replicaWatch === null ? {} : { replicaWatch }),
       metrics: { registry: app.metrics, source: 'api' },
     });
-    const deliveryQueues = createDeliveryQueues(options.shards, { ...traced, connection: redis });
-    for (const queue of deliveryQueues.all)
-      queue.on('error', (error) => app.log.warn({ err: error }, 'delivery queue error'));
     const verificationQueue = new Queue<VerificationJobData>(queueNames.verifications, {
       ...traced,
       connection: redis,
@@ -60,10 +76,61 @@ export default fp<{
     app.decorate('publisher', publisher);
     app.decorate('deliveryQueues', deliveryQueues);
     app.decorate('verificationQueue', verificationQueue);
+    app.decorate('replicaWatch', replicaWatch);
     app.addHook('onClose', async () => {
+      replicaWatch?.stop();
       await Promise.all([publisher.close(), deliveryQueues.close(), verificationQueue.close()]);
       redis.disconnect();
     });
   },
   { name: 'queues', dependencies: ['metrics'] },
 );
+
+/**
+ * Watches the replicas of each shard's master (a key of the shard's `deliveries` queue names it:
+ * its events queue shares the hash tag), logs each shard that starts or stops refusing publishes,
+ * and exposes both as gauges on the app's registry.
+ */
+function watchShardReplicas(
+  app: FastifyInstance,
+  redis: RedisConnection,
+  queues: ReadonlyArray<Queue>,
+  required: number,
+): ReplicaWatch {
+  const watch = watchReplicas({
+    connection: redis,
+    shardKeys: queues.map((queue) => layoutOf(queue).meta),
+    required,
+    intervalMs: replicaSampleIntervalMs,
+    onChange({ shard, replicas }, refusing) {
+      if (refusing)
+        app.log.error(
+          { shard, replicas, required },
+          "queue shard refuses publishes: its Redis master has fewer replicas than REDIS_WAIT_REPLICAS; attach one (docs/operations.md, 'A lost Redis replica')",
+        );
+      else app.log.info({ shard, replicas }, 'queue shard takes publishes again');
+    },
+  });
+  new Gauge({
+    name: 'webhook_redis_shard_replicas',
+    help: 'Replicas connected to the Redis master of each queue shard (absent when it did not answer)',
+    labelNames: ['shard'],
+    registers: [app.metrics],
+    collect() {
+      this.reset();
+      for (const { shard, replicas } of watch.current())
+        if (replicas !== null) this.set({ shard: String(shard) }, replicas);
+    },
+  });
+  new Gauge({
+    name: 'webhook_redis_shard_refusing_publishes',
+    help: 'Whether each queue shard refuses publishes (1): its master has fewer replicas than REDIS_WAIT_REPLICAS',
+    labelNames: ['shard'],
+    registers: [app.metrics],
+    collect() {
+      for (const { shard } of watch.current())
+        this.set({ shard: String(shard) }, watch.refuses(shard) ? 1 : 0);
+    },
+  });
+  return watch;
+}

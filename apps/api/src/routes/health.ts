@@ -1,7 +1,10 @@
 /**
  * Liveness (`/healthz`: the process answers) and readiness (`/readyz`: PostgreSQL and Redis answer
  * within 2 s). `/readyz` reports each dependency, `ok` or `unreachable`, in `checks`, with 200 when
- * all are ok and 503 otherwise. Neither needs a token.
+ * all are ok and 503 otherwise. With REDIS_WAIT_REPLICAS, `checks.redis_replicas` names the queue
+ * shards whose master lacks its replicas, whose publishes are refused; the API still serves every
+ * other shard's accounts, so that is `degraded` with 200, not a reason to take it out of a load
+ * balancer. Neither needs a token.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
@@ -31,7 +34,19 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
         redis: redis.status === 'fulfilled' ? 'ok' : 'unreachable',
       };
       const ready = database.status === 'fulfilled' && redis.status === 'fulfilled';
-      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready', checks });
+      const watch = app.replicaWatch;
+      const refusing = watch === null ? [] : watch.current().filter(({ shard }) => watch.refuses(shard));
+      const replicas: Record<string, string> =
+        watch === null
+          ? {}
+          : {
+              redis_replicas:
+                refusing.length === 0
+                  ? 'ok'
+                  : `publishes refused on shards ${refusing.map(({ shard }) => shard).join(', ')}: too few replicas`,
+            };
+      const status = !ready ? 'not ready' : refusing.length > 0 ? 'degraded' : 'ready';
+      return reply.code(ready ? 200 : 503).send({ status, checks: { ...checks, ...replicas } });
     },
   );
 };

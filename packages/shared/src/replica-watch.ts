@@ -1,0 +1,97 @@
+/**
+ * Which queue shards cannot take publishes because their Redis master has fewer replicas than
+ * REDIS_WAIT_REPLICAS asks for. A publish waits for that many replicas to hold the event (`WAIT`),
+ * so such a master refuses every event: after a failover, the promoted replica has none of its
+ * own until the old master returns as its replica, a spare one migrates
+ * (`cluster-allow-replica-migration`), or an operator runs `CLUSTER REPLICATE`
+ * (docs/operations.md, "A lost Redis replica"). The watch asks each shard's master for its
+ * replicas (`ROLE`, https://redis.io/docs/latest/commands/role/) every interval, so that the API
+ * refuses those shards' publishes at once instead of after the `WAIT` timeout, and `/readyz` and
+ * the metrics can say which shards refuse. Writes come back as soon as a sample sees a replica.
+ */
+import type { RedisConnection } from './redis.js';
+
+/** What the last sample found for one shard. */
+export interface ShardReplicas {
+  shard: number;
+  /** Replicas connected to the shard's master, or null when the master did not answer. */
+  replicas: number | null;
+}
+
+/** A running watch. */
+export interface ReplicaWatch {
+  /** The last sample, by shard (every shard `null` before the first one ends). */
+  current(): readonly ShardReplicas[];
+  /**
+   * Whether the last sample found `shard`'s master with fewer replicas than required. A master
+   * that did not answer is not counted as refusing: the publish finds out itself, within its
+   * timeout.
+   */
+  refuses(shard: number): boolean;
+  /** Samples now (the interval's samples call this). @returns the new sample; never throws */
+  sample(): Promise<readonly ShardReplicas[]>;
+  /** Stops sampling. */
+  stop(): void;
+}
+
+/** Options of {@link watchReplicas}. */
+export interface ReplicaWatchOptions {
+  connection: RedisConnection;
+  /** A key of each shard, by shard number: `ROLE` goes to the master that holds it. */
+  shardKeys: readonly string[];
+  /** REDIS_WAIT_REPLICAS: a shard whose master has fewer refuses publishes. */
+  required: number;
+  /** How often to sample, in ms. */
+  intervalMs: number;
+  /** Called with each shard whose state changed (refusing or taking publishes again). */
+  onChange?(shard: ShardReplicas, refusing: boolean): void;
+}
+
+/** Replicas a `ROLE` reply names: `['master', offset, [[host, port, offset], …]]`. */
+export function replicasOfRole(role: unknown): number | null {
+  if (!Array.isArray(role) || role[0] !== 'master' || !Array.isArray(role[2])) return null;
+  return role[2].length;
+}
+
+/** Whether a shard with `replicas` refuses publishes that wait for `required` replicas. */
+export function refusesPublishes(replicas: number | null, required: number): boolean {
+  return replicas !== null && replicas < required;
+}
+
+/** Starts sampling at once, then every `intervalMs` (the timer does not keep the process alive). */
+export function watchReplicas(options: ReplicaWatchOptions): ReplicaWatch {
+  const { connection, shardKeys, required } = options;
+  let last: ShardReplicas[] = shardKeys.map((_, shard) => ({ shard, replicas: null }));
+  const roleOf = async (key: string): Promise<number | null> => {
+    try {
+      // ROLE names no key: on a Cluster it rides behind a command on `key`, which ioredis sends to
+      // that key's master (as the publisher's WAIT does).
+      const answers = await connection.pipeline().exists(key).role().exec();
+      const [error, role] = answers?.[1] ?? [new Error('no answer to ROLE'), null];
+      return error ? null : replicasOfRole(role);
+    } catch {
+      return null;
+    }
+  };
+  const sample = async () => {
+    const next = await Promise.all(
+      shardKeys.map(async (key, shard) => ({ shard, replicas: await roleOf(key) })),
+    );
+    for (const now of next) {
+      const before = refusesPublishes(last[now.shard]!.replicas, required);
+      const after = refusesPublishes(now.replicas, required);
+      if (before !== after) options.onChange?.(now, after);
+    }
+    last = next;
+    return next;
+  };
+  const timer = setInterval(() => void sample(), options.intervalMs);
+  timer.unref();
+  void sample();
+  return {
+    current: () => last,
+    refuses: (shard) => refusesPublishes(last[shard]?.replicas ?? null, required),
+    sample,
+    stop: () => clearInterval(timer),
+  };
+}
