@@ -35,6 +35,7 @@ import { createDeliveryGate } from './delivery/gate.js';
 import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
 import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
+import { createAttemptClaims } from './delivery/claim.js';
 import { createInlineAttempts } from './delivery/inline.js';
 import {
   createDeliveryProcessor,
@@ -385,6 +386,12 @@ function startDeliveries(
     const deliver = createDeliver({
       store,
       sender,
+      claims: createAttemptClaims({
+        redis: gateRedis,
+        prefix: shard.prefix,
+        leaseMs: deps.lockDuration,
+        log,
+      }),
       gate,
       hostGate,
       policy,

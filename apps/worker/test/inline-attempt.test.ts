@@ -2,11 +2,12 @@
  * The inline first attempt, through the real services: a confirmed first delivery costs no
  * delivery job, whether the fan-out or the account scheduler's later admission sends it; a failed
  * one continues as a job whose attempts count the inline one; and a callback slower than
- * DELIVERY_INLINE_DEADLINE_MS does not hold the fan-out job yet is attempted once.
+ * DELIVERY_INLINE_DEADLINE_MS does not hold the fan-out job yet is attempted once, even when the
+ * round gets a job while its inline attempt is still in flight.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Job, Queue } from 'bullmq';
-import { deliveryJobId, queueNames } from '@webhooks/shared';
+import { deliveryJob, deliveryJobId, queueNames } from '@webhooks/shared';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { sleep, waitFor } from '../../../test/support/wait.js';
 
@@ -208,6 +209,31 @@ describe('the inline first attempt', () => {
     }
     await sleep(deadlineMs * 2);
     expect(stack.receiver.at('/inline-again')).toHaveLength(1);
+    expect((await deliveryOf(subscriptionId, eventId))?.attemptsMade).toBe(1);
+  });
+
+  it('sends a delivery once when its round gets a job while the inline attempt is in flight', async () => {
+    stack.receiver.script('/inline-overlap', [{ status: 200, afterMs: slowAnswerMs }]);
+    const { subscriptionId, eventId } = await publishTo('acct-inline-overlap', '/inline-overlap');
+    await waitFor(
+      'the inline attempt at the callback',
+      () => stack.receiver.at('/inline-overlap').length === 1,
+    );
+    // The round gets its job meanwhile, as when the admission's lease ends before the attempt does
+    // on a saturated worker, or a stalled fan-out runs again.
+    const deliveries = new Queue(queueNames.deliveries, {
+      connection: stack.worker.redis,
+      prefix: stack.api.prefix,
+    });
+    try {
+      const job = deliveryJob({ eventId, subscriptionId, round: 0 }, maxAttempts);
+      const added = await deliveries.add(job.name, job.data, job.opts);
+      await deliveryOnce(subscriptionId, eventId, 'succeeded');
+      await waitFor('the job done', async () => (await Job.fromId(deliveries, added.id!)) === undefined);
+    } finally {
+      await deliveries.close();
+    }
+    expect(stack.receiver.at('/inline-overlap')).toHaveLength(1);
     expect((await deliveryOf(subscriptionId, eventId))?.attemptsMade).toBe(1);
   });
 });

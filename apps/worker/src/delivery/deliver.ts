@@ -14,6 +14,9 @@
  * subscription's delivery waits until it is its subscription's head, and its end gives the next
  * one its job (`fifo.ts`).
  *
+ * A step claims its round first (`claim.ts`): a second run of the same round waits until the
+ * first has recorded its attempt, so no delivery is sent twice without a fault.
+ *
  * Only a sent request is an attempt. The round's attempts are counted from the delivery row, not
  * from the job, so a job the reconciler re-created, or one that follows an inline attempt,
  * continues the round where it was.
@@ -24,6 +27,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { attemptsBeforeRound, congestionSignal, inSpan, urlForSpan } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
+import { claimedWaitMs, type AttemptClaims } from './claim.js';
 import type { DeliveryPolicy } from './backoff.js';
 import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
 import type { FifoHeads } from './fifo.js';
@@ -39,6 +43,8 @@ import type { DeliveryStore, LoadedDelivery } from './store.js';
 export interface DeliverDeps {
   store: DeliveryStore;
   sender: AttemptSender;
+  /** One run of a round at a time (claim.ts). */
+  claims: AttemptClaims;
   gate: DeliveryGate;
   hostGate: HostGate;
   /** Backoff (the attempts are the round's own, {@link RoundRef.maxAttempts}). */
@@ -264,7 +270,13 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
   };
 
   return async (ref) => {
-    const done = await step(ref);
+    if (!(await deps.claims.take(ref.jobId))) return { kind: 'wait', waitMs: claimedWaitMs };
+    let done: DeliveryStep;
+    try {
+      done = await step(ref);
+    } finally {
+      await deps.claims.drop(ref.jobId);
+    }
     if (done.kind === 'ended' && done.result !== 'not_pending')
       deps.metrics.deliveries.inc({ outcome: done.result === 'expired' ? 'given_up' : done.result });
     return done;
