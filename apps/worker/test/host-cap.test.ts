@@ -1,7 +1,8 @@
 /**
  * The cap per destination host, end to end: however many subscriptions of however many accounts
  * point at one host, at most HOST_MAX_IN_FLIGHT attempts reach it at once, and every delivery
- * still arrives. Orders of arrival are asserted, never durations.
+ * still arrives; accounts sharing a host get their share of its slots while a flooding account
+ * holds them all. Orders of arrival are asserted, never durations.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { subscriptionGateKeys } from '@webhooks/shared';
@@ -47,6 +48,55 @@ describe('the cap per destination host', () => {
     // A third request arrives only once one of the two before it has been answered.
     for (let i = 2; i < arrivals.length; i++)
       expect(arrivals[i]).toBeGreaterThanOrEqual(arrivals[i - 2]! + answerAfterMs);
+  });
+});
+
+describe('accounts sharing a host beside a flooding one', () => {
+  const cap = 4;
+  let shared: TestStack;
+  beforeAll(async () => {
+    shared = await startTestStack('host-share', {
+      HOST_MAX_IN_FLIGHT: String(cap),
+      WORKER_CONCURRENCY: '50',
+      DELIVERY_QUEUE_TARGET: '100',
+    });
+  });
+  afterAll(() => shared.close(), 60_000);
+
+  it('each get deliveries while the flood holds the host cap', async () => {
+    const { receiver } = shared;
+    // The flood: 10 subscriptions on the host, each answered after 300 ms; 6 events, 60 deliveries,
+    // 15 rounds of the cap. An event of 10 is a quiet account's share: in the front lane, as the
+    // other accounts' deliveries are, so the lanes do not tell them apart.
+    for (let i = 0; i < 10; i++) {
+      const path = `/share-flood/${i}`;
+      receiver.script(path, [{ status: 200, afterMs: answerAfterMs }]);
+      await shared.subscribe('acct-share-flood', { callback_url: `${receiver.url}${path}` });
+    }
+    for (const account of ['acct-share-b', 'acct-share-c']) {
+      receiver.script(`/share/${account}`, [{ status: 200, afterMs: answerAfterMs }]);
+      await shared.subscribe(account, { callback_url: `${receiver.url}/share/${account}` });
+    }
+    const publish = (accountId: string) =>
+      shared.publisher.publish({ accountId, type: 'call.completed', data: {} });
+    for (let i = 0; i < 6; i++) await publish('acct-share-flood');
+    await waitFor('the flood holding the host cap', () => receiver.requests.length >= cap);
+    const askedAt = Date.now();
+    await publish('acct-share-b');
+    await publish('acct-share-c');
+
+    const flood = () => receiver.requests.filter((r) => r.path.startsWith('/share-flood/'));
+    await waitFor(
+      'every delivery',
+      () => flood().length === 60 && receiver.at('/share/acct-share-c').length === 1,
+    );
+    for (const account of ['acct-share-b', 'acct-share-c']) {
+      const arrived = receiver.at(`/share/${account}`)[0]!.at;
+      // First come at a freed slot, 13 and 21 of the flood's went ahead; with its share, at most
+      // the slots the flood held when it asked (0 or 1 measured).
+      const ahead = flood().filter((r) => r.at > askedAt && r.at < arrived).length;
+      expect(ahead).toBeLessThanOrEqual(cap);
+    }
   });
 });
 

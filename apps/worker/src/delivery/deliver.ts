@@ -139,7 +139,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
     // The host's slot first: an attempt the cap holds back must not count in the rate window.
     const callbackUrl = new URL(subscription.callbackUrl);
     const { hostname } = callbackUrl;
-    const hostWaitMs = await deps.hostGate.acquire(hostname, ref.jobId);
+    const hostWaitMs = await deps.hostGate.acquire(hostname, subscription.accountId, ref.jobId);
     if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
     try {
       if (subscription.rateLimit !== null) {
@@ -168,7 +168,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       );
       return { kind: 'sent', delivery, result };
     } finally {
-      await deps.hostGate.release(hostname, ref.jobId);
+      await deps.hostGate.release(hostname, subscription.accountId, ref.jobId);
     }
   };
 

@@ -6,6 +6,10 @@
  * subdomains of one domain share it), or by its address for an IP literal. An attempt over the cap waits in BullMQ's delayed set
  * without using an attempt, and asks again after {@link hostWaitMs}.
  *
+ * Accounts share a host's slots fairly: while other accounts wait for one, an account takes no
+ * more than its share of the cap (`acquireLua`), so one account pointing many subscriptions at a
+ * shared host (`hooks.slack.com`) cannot keep every other account's deliveries off it.
+ *
  * Slots are leases in a Redis sorted set per host (`<prefix>:host:<name>:leases`, scored by lease
  * expiry in ms), taken and given back by one Lua script each, so a worker killed mid-attempt
  * cannot keep one past its lease.
@@ -25,23 +29,72 @@ export function hostWaitMs(random: number): number {
 }
 
 /**
- * KEYS: leases. ARGV: job id, lease ms, cap. Returns 1 and takes a slot when the host is under its
- * cap (or the job holds one already), else 0. Expired leases (their holder died) are cleared only
- * at the cap, where they change the answer: under it, an acquire costs four commands.
+ * How long an account that asked for a host's slot and was refused counts as sharing the host, in
+ * ms: several of its waits ({@link hostWaitMs}), so that an account whose deliveries keep asking
+ * keeps its share, and one that stopped asking gives it back within a second.
+ */
+const askedMemoryMs = 1_000;
+
+/**
+ * KEYS: leases (`<account>\t<job id>` → lease end ms), counts (account → slots held), asking
+ * (account → when it was last refused, ms). ARGV: the member, lease ms, cap, account, asked memory
+ * ms. Returns 1 and takes a slot, else 0.
+ *
+ * Max-min fairness between the accounts sharing the host: each has a share of the cap, the cap
+ * over the accounts holding slots or refused lately (at least 1). An account under its share takes
+ * a free slot; one at or over it takes a free slot only while no other account is waiting for one,
+ * so that the host's slots are used whoever asks, and a flood that holds them all gives them up to
+ * a newcomer as its attempts end. Expired leases (their holder died) are cleared only at the cap,
+ * where they change the answer.
  */
 const acquireLua = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cap = tonumber(ARGV[3])
-if redis.call('ZCARD', KEYS[1]) >= cap then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= cap then
-    return 0
+local member, lease, cap, account, memory = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+if redis.call('ZSCORE', KEYS[1], member) then
+  redis.call('ZADD', KEYS[1], now + lease, member)
+  return 1
+end
+local held = redis.call('ZCARD', KEYS[1])
+if held >= cap then
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+  for _, gone in ipairs(expired) do
+    local owner = string.sub(gone, 1, string.find(gone, '\t', 1, true) - 1)
+    if redis.call('HINCRBY', KEYS[2], owner, -1) <= 0 then redis.call('HDEL', KEYS[2], owner) end
+    redis.call('ZREM', KEYS[1], gone)
+  end
+  held = held - #expired
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - memory)
+local mine = tonumber(redis.call('HGET', KEYS[2], account) or '0')
+local sharing = redis.call('HLEN', KEYS[2])
+if mine == 0 then sharing = sharing + 1 end
+local othersAsking = false
+for _, asker in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  if asker ~= account then
+    othersAsking = true
+    if redis.call('HEXISTS', KEYS[2], asker) == 0 then sharing = sharing + 1 end
   end
 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-return 1`;
+local share = math.max(1, math.floor(cap / sharing))
+if held < cap and (mine < share or not othersAsking) then
+  redis.call('ZADD', KEYS[1], now + lease, member)
+  redis.call('HINCRBY', KEYS[2], account, 1)
+  redis.call('ZREM', KEYS[3], account)
+  redis.call('PEXPIRE', KEYS[1], lease)
+  redis.call('PEXPIRE', KEYS[2], lease)
+  return 1
+end
+redis.call('ZADD', KEYS[3], now, account)
+redis.call('PEXPIRE', KEYS[3], memory)
+return 0`;
+
+/** KEYS: leases, counts. ARGV: the member, its account. Gives the member's slot back, once. */
+const releaseLua = `
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
+  if redis.call('HINCRBY', KEYS[2], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[2], ARGV[2]) end
+end
+return 0`;
 
 /** Options of {@link createHostGate}. */
 export interface HostGateOptions {
@@ -59,14 +112,15 @@ export interface HostGateOptions {
 /** The host cap's operations; `jobId` is the BullMQ job id of the delivery. */
 export interface HostGate {
   /**
-   * Takes a slot of `hostname`.
+   * Takes a slot of `hostname` for `accountId`'s delivery, within the account's share of the host
+   * while other accounts wait for one (`acquireLua`).
    *
    * @returns 0 when taken, else the ms to wait before asking again
    * @throws ioredis' errors when Redis cannot be reached
    */
-  acquire(hostname: string, jobId: string): Promise<number>;
+  acquire(hostname: string, accountId: string, jobId: string): Promise<number>;
   /** Gives the slot back. Never throws: when Redis fails, the lease expires on its own. */
-  release(hostname: string, jobId: string): Promise<void>;
+  release(hostname: string, accountId: string, jobId: string): Promise<void>;
 }
 
 /**
@@ -81,26 +135,40 @@ export function hostCapKey(hostname: string): string {
   return getDomain(host, { allowPrivateDomains: true }) ?? host;
 }
 
-/** The Redis key of a host's slots. */
-export function hostLeasesKey(prefix: string, hostname: string): string {
-  return `${prefix}:host:${hostCapKey(hostname)}:leases`;
+/** The Redis keys of a host's slots: the leases, the slots each account holds, the accounts refused lately. */
+export function hostCapKeys(prefix: string, hostname: string) {
+  const host = `${prefix}:host:${hostCapKey(hostname)}`;
+  return { leases: `${host}:leases`, counts: `${host}:accounts`, asking: `${host}:asking` };
 }
 
-/** Creates the host cap on `options.redis` (registering its script there). */
+/** Creates the host cap on `options.redis` (registering its scripts there). */
 export function createHostGate(options: HostGateOptions): HostGate {
   const { redis, prefix, maxInFlight, leaseMs, log } = options;
-  redis.defineCommand('webhookHostAcquire', { numberOfKeys: 1, lua: acquireLua });
-  const acquire = (
-    redis as unknown as { webhookHostAcquire(...args: Array<string | number>): Promise<number> }
-  ).webhookHostAcquire;
+  redis.defineCommand('webhookHostAcquire', { numberOfKeys: 3, lua: acquireLua });
+  redis.defineCommand('webhookHostRelease', { numberOfKeys: 2, lua: releaseLua });
+  const commands = redis as unknown as {
+    webhookHostAcquire(...args: Array<string | number>): Promise<number>;
+    webhookHostRelease(...args: string[]): Promise<number>;
+  };
   return {
-    async acquire(hostname, jobId) {
-      const taken = await acquire.call(redis, hostLeasesKey(prefix, hostname), jobId, leaseMs, maxInFlight);
+    async acquire(hostname, accountId, jobId) {
+      const keys = hostCapKeys(prefix, hostname);
+      const taken = await commands.webhookHostAcquire(
+        keys.leases,
+        keys.counts,
+        keys.asking,
+        `${accountId}\t${jobId}`,
+        leaseMs,
+        maxInFlight,
+        accountId,
+        askedMemoryMs,
+      );
       return taken === 1 ? 0 : hostWaitMs(Math.random());
     },
-    async release(hostname, jobId) {
+    async release(hostname, accountId, jobId) {
+      const keys = hostCapKeys(prefix, hostname);
       try {
-        await redis.zrem(hostLeasesKey(prefix, hostname), jobId);
+        await commands.webhookHostRelease(keys.leases, keys.counts, `${accountId}\t${jobId}`, accountId);
       } catch (error) {
         log.warn({ err: error, hostname }, 'host slot release failed; its lease will expire');
       }
