@@ -4,10 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   createWebhookClient,
+  mayRetry,
+  retryAfterSpreadMs,
   verifyWebhook,
   WebhookVerificationError,
+  type RetryPolicy,
   type WebhookClient,
 } from '@webhooks/client';
+import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { documentPath, documentSource, schemaPath, schemaSource } from '../scripts/openapi.js';
 import { repositoryRoot } from '../scripts/lib/repository-root.js';
 import { startTestStack, type TestStack } from './support/stack.js';
@@ -115,5 +119,73 @@ describe('docs/api.md, "Client library"', () => {
     );
     const readme = await readFile(path.join(root, 'docs/api.md'), 'utf8');
     expect(readme).toContain(`\n\`\`\`ts\n${example}\`\`\`\n`);
+  });
+});
+
+describe("the client's retries", () => {
+  let api: Receiver;
+  beforeAll(async () => {
+    api = await startReceiver();
+  });
+  afterAll(() => api.close());
+  const clientOf = (retry?: RetryPolicy) =>
+    createWebhookClient({ baseUrl: api.url, token: 't', ...(retry === undefined ? {} : { retry }) });
+  const json = { 'content-type': 'application/json' };
+  const overloaded = (retryAfter: string) => ({
+    status: 503,
+    headers: { 'content-type': 'application/problem+json', 'retry-after': retryAfter },
+    body: JSON.stringify({ type: 'about:blank', title: 'overloaded', status: 503 }),
+  });
+  const accepted = {
+    status: 202,
+    headers: json,
+    body: JSON.stringify({ id: 'e-1', timestamp: 't', duplicate: false }),
+  };
+  const publish = (client: WebhookClient, headers: Record<string, string> = {}) =>
+    client.POST('/api/events', { body: { type: 'message.sent', data: { message_id: 'm-1' } }, headers });
+
+  it('sends a publish with an idempotency key again after the Retry-After of a 503, with the same body', async () => {
+    api.script('/api/events', [overloaded('1'), accepted]);
+    const answer = await publish(clientOf(), { 'idempotency-key': 'k-1' });
+    expect(answer.response.status).toBe(202);
+    const [first, second] = api.at('/api/events');
+    expect(api.at('/api/events')).toHaveLength(2);
+    expect(second!.body).toBe(first!.body);
+    expect(second!.headers['idempotency-key']).toBe('k-1');
+    // Not before the second it was told to wait.
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(1_000);
+    api.requests.length = 0;
+  });
+
+  it('sends a publish without an idempotency key once, and answers with the 503', async () => {
+    api.script('/api/events', [overloaded('1'), accepted]);
+    const answer = await publish(clientOf());
+    expect(answer.response.status).toBe(503);
+    expect(api.at('/api/events')).toHaveLength(1);
+    api.requests.length = 0;
+  });
+
+  it('gives up after its retries and answers with the last response', async () => {
+    api.script('/api/webhooks', [overloaded('0')]);
+    const answer = await clientOf({ limit: 2 }).GET('/api/webhooks');
+    expect(answer.response.status).toBe(503);
+    expect(api.at('/api/webhooks')).toHaveLength(3);
+    api.requests.length = 0;
+  });
+});
+
+describe('retryAfterSpreadMs and mayRetry', () => {
+  it('spreads a Retry-After by up to half of it, never less than asked', () => {
+    expect(retryAfterSpreadMs(1_000, 0)).toBe(0);
+    expect(retryAfterSpreadMs(1_000, 0.999)).toBe(500);
+  });
+  it('retries only what is safe to send twice', () => {
+    const request = (method: string, headers: Record<string, string> = {}) =>
+      new Request('http://x/', { method, headers });
+    expect(mayRetry(request('GET'))).toBe(true);
+    expect(mayRetry(request('DELETE'))).toBe(true);
+    expect(mayRetry(request('POST'))).toBe(false);
+    expect(mayRetry(request('POST', { 'idempotency-key': 'k' }))).toBe(true);
+    expect(mayRetry(request('PATCH'))).toBe(false);
   });
 });

@@ -11,6 +11,7 @@ export {
   type WebhookClient,
   type WebhookClientOptions,
 } from './client.js';
+export { mayRetry, retryAfterSpreadMs, type RetryPolicy } from './retries.js';
 export {
   verifyWebhook,
   WebhookVerificationError,

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Queue, type Job, type QueueOptions } from 'bullmq';
+import pRetry from 'p-retry';
 import { v7 as uuidv7 } from 'uuid';
 import type { Registry } from 'prom-client';
 import { batcher } from './batching.js';
@@ -113,6 +114,14 @@ export interface EventPublisherOptions {
    */
   replicaWatch?: Pick<ReplicaWatch, 'refuses'>;
   /**
+   * Tries again a publish Redis did not take (PublishUnavailableError: Redis away, overloaded, a
+   * shard without its replicas), under the same event id, so that a publish tried twice is stored
+   * once (p-retry: exponential backoff from 200 ms, randomized, at most `limit` retries and
+   * `maxWaitMs` in all). Off by default: the API answers 503 with `Retry-After` instead, and its
+   * client retries. An internal service publishing from a job or a loop turns it on.
+   */
+  retry?: { limit: number; maxWaitMs: number };
+  /**
    * Where `webhook_events_published_total` is counted: a prom-client registry (default the global
    * one, which an internal service exposes with its own metrics) and the `source` label (default
    * `publisher`).
@@ -208,15 +217,28 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
         ...(input.subscriptionId === undefined ? {} : { subscriptionId: input.subscriptionId }),
       };
       const shard = shards.ofAccount(data.accountId);
-      if (waitReplicas > 0 && options.replicaWatch?.refuses(shard) === true) {
-        throw new PublishUnavailableError(
-          `Redis cannot take the event: the master of its queue shard has fewer than ${waitReplicas} replicas (REDIS_WAIT_REPLICAS)`,
+      const add = async () => {
+        if (waitReplicas > 0 && options.replicaWatch?.refuses(shard) === true) {
+          throw new PublishUnavailableError(
+            `Redis cannot take the event: the master of its queue shard has fewer than ${waitReplicas} replicas (REDIS_WAIT_REPLICAS)`,
+          );
+        }
+        return withRedisTimeout(
+          adders[shard]!({ data, idempotencyKey: input.idempotencyKey, traceMetadata: callerContext() }),
+          timeoutMs,
         );
-      }
-      const job = await withRedisTimeout(
-        adders[shard]!({ data, idempotencyKey: input.idempotencyKey, traceMetadata: callerContext() }),
-        timeoutMs,
-      );
+      };
+      const { retry } = options;
+      const job =
+        retry === undefined
+          ? await add()
+          : await pRetry(add, {
+              retries: retry.limit,
+              maxRetryTime: retry.maxWaitMs,
+              minTimeout: 200,
+              randomize: true,
+              shouldRetry: (error) => error instanceof PublishUnavailableError,
+            });
       if (job.id === data.id) {
         published.inc();
         return { id: data.id, timestamp: data.timestamp, duplicate: false };

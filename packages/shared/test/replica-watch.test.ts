@@ -72,4 +72,33 @@ describe('a publisher with a replica watch', () => {
       await dropPrefix(prefix);
     }
   });
+
+  it('with retries, tries again under the same event id, stores the event once, and gives up after its limit', async () => {
+    const prefix = newQueuePrefix('replica-watch');
+    // A shard refusing for two samples, then given its replica back.
+    let asked = 0;
+    const publisher = createEventPublisher({
+      redis: testRedisUrl,
+      prefix,
+      catalogue: loadCatalogue(exampleCatalogueFile),
+      waitReplicas: 1,
+      replicaWatch: { refuses: () => (asked += 1) <= 2 },
+      retry: { limit: 3, maxWaitMs: 10_000 },
+      timeoutMs: 200,
+    });
+    const queue = new Queue('events', { connection: redis, prefix });
+    try {
+      // The machine's Redis has no replica, so the WAIT itself refuses too: the event is added, and
+      // tried again under its id until the retries end; it is stored once.
+      await expect(
+        publisher.publish({ accountId: 'acct-a', type: 'call.started', data: { call_id: 'c' } }),
+      ).rejects.toBeInstanceOf(PublishUnavailableError);
+      expect(asked).toBe(4);
+      expect(await queue.getJobCounts('wait')).toEqual({ wait: 1 });
+    } finally {
+      await publisher.close();
+      await queue.close();
+      await dropPrefix(prefix);
+    }
+  });
 });

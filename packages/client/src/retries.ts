@@ -1,0 +1,92 @@
+/**
+ * The client's retries, with ky (https://github.com/sindresorhus/ky#retry): a call the API
+ * answers 429 or 503 is sent again after the `Retry-After` it names (RFC 9110 §10.2.3), spread by
+ * a random part of that wait so that the clients an overload refused do not all come back at once;
+ * a 408, 500, 502 or 504, or a network failure, after an exponential backoff with full jitter.
+ * Every call gives up after `limit` retries or once `timeoutMs` has passed, retries included, and
+ * then answers with the last response (or rejects with the network error).
+ *
+ * Only calls that are safe to send twice are retried: `GET`, `PUT`, `DELETE`, `HEAD` and
+ * `OPTIONS`, and a `POST` that carries an `Idempotency-Key` (a publish the API deduplicates for
+ * 24 hours). A `POST` without one is sent once: a 503 may follow an accepted write.
+ */
+import ky, { HTTPError, type Options } from 'ky';
+
+/** How the client retries. */
+export interface RetryPolicy {
+  /** Retries of one call at most (default 3; 0 sends each call once). */
+  limit?: number;
+  /** How long one call may take, its retries and their waits included, in ms (default 30,000). */
+  timeoutMs?: number;
+  /** Longest `Retry-After` the client waits, in ms; a longer one ends the call (default 10,000). */
+  maxRetryAfterMs?: number;
+}
+
+/** Methods safe to send again whatever happened to the first request (RFC 9110 §9.2.2). */
+const idempotentMethods = ['get', 'put', 'delete', 'head', 'options'];
+
+/** Whether `request` may be sent again: an idempotent method, or a POST with an idempotency key. */
+export function mayRetry(request: Pick<Request, 'method' | 'headers'>): boolean {
+  const method = request.method.toLowerCase();
+  return idempotentMethods.includes(method) || (method === 'post' && request.headers.has('idempotency-key'));
+}
+
+/**
+ * The random part added to a server's `Retry-After`, in ms: up to half of it (at most 1 s more
+ * per second asked for), so that refused clients return over a spread, never before the time
+ * they were given.
+ *
+ * @param retryAfterMs the wait the server asked for, in ms
+ * @param random a number in [0, 1) (Math.random)
+ */
+export function retryAfterSpreadMs(retryAfterMs: number, random: number): number {
+  return Math.round((retryAfterMs / 2) * random);
+}
+
+/** The waits a `Retry-After` header value asks for, in ms (delay-seconds or an HTTP date), or null. */
+function retryAfterOf(error: Error): number | null {
+  if (!(error instanceof HTTPError)) return null;
+  const value = error.response.headers.get('retry-after');
+  if (value === null) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
+/**
+ * A `fetch` that retries as {@link RetryPolicy} says (openapi-fetch's `fetch` option); it answers
+ * with the final response whatever its status, as `fetch` does.
+ */
+export function retryingFetch(
+  policy: RetryPolicy,
+  fetch: (request: Request) => Promise<Response> = globalThis.fetch,
+): (request: Request) => Promise<Response> {
+  const options = (request: Request): Options => ({
+    fetch: (input, init) => fetch(new Request(input, init)),
+    timeout: policy.timeoutMs ?? 30_000,
+    retry: {
+      limit: mayRetry(request) ? (policy.limit ?? 3) : 0,
+      methods: [request.method.toLowerCase()],
+      maxRetryAfter: policy.maxRetryAfterMs ?? 10_000,
+      jitter: true,
+    },
+    hooks: {
+      beforeRetry: [
+        async ({ error }) => {
+          const asked = retryAfterOf(error);
+          if (asked !== null)
+            await new Promise((resolve) => setTimeout(resolve, retryAfterSpreadMs(asked, Math.random())));
+        },
+      ],
+    },
+  });
+  return async (request) => {
+    try {
+      return await ky(request, options(request));
+    } catch (error) {
+      if (error instanceof HTTPError) return error.response;
+      throw error;
+    }
+  };
+}
