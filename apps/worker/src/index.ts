@@ -4,7 +4,8 @@
  * alone (the callback sender, the age rule, retention).
  */
 export { loadWorkerConfig, workerEnvSchema, type WorkerConfig } from './config.js';
-export { startWorker, userAgent, type RunningWorker } from './worker.js';
+export { startWorker, type RunningWorker } from './worker.js';
+export { userAgent } from './delivering.js';
 export { eventAcceptedAt } from './delivery/expiry.js';
 export { createAttemptSender, type AttemptSender } from './delivery/attempt.js';
 export { deleteExpiredRows, type RetentionReport } from './retention.js';

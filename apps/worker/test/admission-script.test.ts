@@ -14,6 +14,7 @@ import {
   type AdmissionParams,
   type ScheduledEntry,
 } from '../src/scheduling/admission-script.js';
+import { createTurnScript } from '../src/scheduling/turn-script.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 const redis = new Redis(testRedisUrl);
@@ -87,7 +88,7 @@ describe("the account scheduler's scripts", () => {
   });
 
   it("let a retry run at once for an account with nothing waiting, and hold one behind its account's waiting work until the round robin grants its turn", async () => {
-    const script = createAdmissionScript(redis, keys, params);
+    const script = { ...createAdmissionScript(redis, keys, params), ...createTurnScript(redis, keys, 1_000) };
     // Nothing waiting for acct-quiet: its retry runs now, and takes a token of its quota.
     expect(await script.turn({ jobId: 'quiet-retry', accountId: 'acct-quiet' })).toBe(true);
     expect(await redis.exists(`${keys.bucketPrefix}acct-quiet`)).toBe(1);
@@ -114,7 +115,7 @@ describe("the account scheduler's scripts", () => {
   });
 
   it('hold a retry of an account out of quota, though nothing of it waits', async () => {
-    const script = createAdmissionScript(redis, keys, { ...params, deliveriesPerSecond: 2 });
+    const script = createTurnScript(redis, keys, 2);
     const turns = [];
     for (let i = 0; i < 3; i++) turns.push(await script.turn({ jobId: `retry-${i}`, accountId: 'acct-a' }));
     expect(turns).toEqual([true, true, false]);

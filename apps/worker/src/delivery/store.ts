@@ -11,67 +11,13 @@
  * prunes the partitions when it runs instead.
  */
 import type { Pool } from '@webhooks/db';
-import {
-  batcher,
-  operationalKind,
-  receivesEventTypeSql,
-  type BatchOptions,
-  type ResourceLinks,
-  type SecretBox,
-} from '@webhooks/shared';
+import { batcher, type SecretBox } from '@webhooks/shared';
 import { timeIdRange } from '../log-partitions.js';
-import type { AttemptResult } from './attempt.js';
-import { failureRunChanges, failureRunEffect } from './auto-disable.js';
-import type { DeliveryOutcome } from './outcome.js';
+import { createAttemptRecorder, type AttemptRecorderOptions } from './attempt-record.js';
 import { isFifoHeadSql } from './fifo-head.js';
+import type { AttemptRecord, DeliveryKey, LoadedDelivery } from './loaded-delivery.js';
 
-/** A delivery with what its attempt needs of the event and the subscription. */
-export interface LoadedDelivery {
-  id: string;
-  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
-  attemptsMade: number;
-  /** The round it is in (0 the first; a retry or recovery starts attempts made + 1). */
-  round: number;
-  event: { id: string; type: string; data: Record<string, unknown>; occurredAt: Date };
-  subscription: {
-    id: string;
-    callbackUrl: string;
-    webhookId: string | null;
-    kind: string | null;
-    /** `pending` while its callback has not answered its challenge (CALLBACK_VERIFICATION). */
-    status: 'active' | 'disabled' | 'pending';
-    secret: string;
-    previousSecret: string | null;
-    previousSecretExpiresAt: Date | null;
-    consecutiveFailures: number;
-    /** Attempts a second at most (`rate_limit`), null for no limit. */
-    rateLimit: number | null;
-    /** `fifo`: one delivery at a time, in acceptance order (fifo.ts). */
-    ordering: 'none' | 'fifo';
-    accountId: string;
-  };
-  /**
-   * For a FIFO subscription, whether this is its head (no earlier pending delivery); always true
-   * otherwise.
-   */
-  isHead: boolean;
-}
-
-/** What {@link DeliveryStore.record} writes for one attempt. */
-export interface AttemptRecord {
-  delivery: LoadedDelivery;
-  result: AttemptResult;
-  outcome: DeliveryOutcome;
-  /** The in-flight limit the attempt was sent under (shows throttling in the delivery log). */
-  inFlightLimit: number;
-}
-
-/** A delivery row's key and round: what names its job. */
-export interface DeliveryKey {
-  eventId: string;
-  subscriptionId: string;
-  round: number;
-}
+export type { AttemptRecord, DeliveryKey, LoadedDelivery } from './loaded-delivery.js';
 
 /** Reads and writes of the `deliveries` processor. */
 export interface DeliveryStore {
@@ -86,7 +32,7 @@ export interface DeliveryStore {
   expire(key: DeliveryKey): Promise<void>;
   /**
    * Records an attempt, the delivery's new state and, when the delivery ends, its subscription's
-   * run of failures ({@link failureRunChanges}), before the job is acknowledged. A subscription
+   * run of failures (`attempt-record.ts`), before the job is acknowledged. A subscription
    * this disables gets a `subscription.disabled` event, stored with its deliveries in the same
    * statement; their jobs are handed to `enqueueNotices`.
    *
@@ -96,19 +42,9 @@ export interface DeliveryStore {
 }
 
 /** What the store needs besides its database. */
-export interface DeliveryStoreOptions {
-  /** SUBSCRIPTION_DISABLE_AFTER. */
-  disableAfter: number;
+export interface DeliveryStoreOptions extends AttemptRecorderOptions {
   /** Opens the stored signing secrets (SECRETS_ENCRYPTION_KEY). */
   secretBox: SecretBox;
-  /** Addresses under PUBLIC_BASE_URL, for the `resource_uri` of `subscription.disabled` events. */
-  links: ResourceLinks;
-  /**
-   * Enqueues the deliveries of `subscription.disabled` events once they are stored. It must not
-   * throw: a delivery it could not enqueue stays pending, and the reconciler re-drives it.
-   */
-  enqueueNotices(deliveries: DeliveryKey[]): Promise<void>;
-  batch?: BatchOptions;
 }
 
 /**
@@ -228,11 +164,6 @@ function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelive
   };
 }
 
-/** The operational event a subscription disabled by its failures produces. */
-const disabledEventType = 'subscription.disabled';
-
-const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'failed' } as const;
-
 /**
  * The batch load: `$1` event ids and `$2` subscription ids (uuid[], one key per index), `$3` and
  * `$4` the batch's range of ids ({@link timeIdRange}); a row per delivery found. Exported for the
@@ -255,7 +186,7 @@ export const loadSql = `SELECT d.id::text, d.status::text AS status, d.attempts_
 
 /** Creates the store. */
 export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): DeliveryStore {
-  const { disableAfter, secretBox, batch = {} } = options;
+  const { secretBox, batch = {} } = options;
   /** Whether each FIFO delivery (by id) has no earlier pending delivery of its subscription. */
   const fifoHeads = async (rows: Row[], high: string): Promise<Map<string, boolean>> => {
     const fifo = rows.filter((row) => row.ordering === 'fifo');
@@ -289,131 +220,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
     });
   }, batch);
 
-  const record = batcher<AttemptRecord, void>(async (records) => {
-    const column = <T>(pick: (r: AttemptRecord) => T) => records.map(pick);
-    const changes = failureRunChanges(
-      records.map((r) => ({
-        subscriptionId: r.delivery.subscription.id,
-        effect: failureRunEffect(r.outcome, r.delivery.subscription.consecutiveFailures),
-      })),
-    );
-    const { rows: notices } = await pool.query<{ event_id: string; subscription_id: string }>({
-      name: 'delivery-record',
-      text: `
-      WITH input AS (
-        SELECT * FROM unnest(
-          $1::uuid[],
-          $2::int[],
-          $3::timestamptz[],
-          $4::int[],
-          $5::int[],
-          $6::text[],
-          $7::text[],
-          $8::text[],
-          $9::int[],
-          $10::text[],
-          $11::timestamptz[]
-        ) AS t(delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
-               response_body, in_flight_limit, status, next_attempt_at)
-      ), live AS (
-        -- Deliveries deleted with their subscription during the attempt are left out (and the
-        -- survivors locked against such a delete), so one deletion cannot fail the whole batch.
-        SELECT i.* FROM input i CROSS JOIN LATERAL (
-          SELECT 1 FROM deliveries d WHERE d.id = i.delivery_id AND d.id BETWEEN $19::uuid AND $20::uuid
-          LIMIT 1 FOR KEY SHARE
-        ) d
-      ), attempts AS (
-        INSERT INTO delivery_attempts
-          (delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
-           in_flight_limit)
-        SELECT delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
-               in_flight_limit
-        FROM live
-      ), deliveries_updated AS (
-        UPDATE deliveries d
-        SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
-            last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
-        FROM live i WHERE d.id = i.delivery_id AND d.id BETWEEN $19::uuid AND $20::uuid
-      ), changes AS (
-        SELECT * FROM unnest(
-          $12::uuid[],
-          $13::boolean[],
-          $14::int[]
-        ) AS c(subscription_id, reset, failures)
-      ), prior AS (
-        -- Locked, so this reads the latest committed status (and the runs below add to the latest
-        -- count): which subscriptions this batch disables is then exact under concurrency. Locked
-        -- in id order, so concurrent batches never deadlock.
-        SELECT s.id, s.status FROM subscriptions s JOIN changes c ON c.subscription_id = s.id
-        ORDER BY s.id FOR NO KEY UPDATE OF s
-      ), runs AS (
-        -- applyFailureRun, as an atomic increment.
-        UPDATE subscriptions s
-        SET consecutive_failures = (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures,
-            -- Only an active subscription is disabled: a pending one (its callback moved, and an
-            -- attempt to the old one failed) stays pending until its new callback is verified.
-            status = CASE
-              WHEN s.status = 'active' AND c.failures > 0
-                AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= $15::int
-              THEN 'disabled'::"SubscriptionStatus" ELSE s.status END,
-            updated_at = now()
-        FROM changes c JOIN prior p ON p.id = c.subscription_id
-        WHERE s.id = c.subscription_id
-        RETURNING s.id, s.account_id, s.callback_url, s.consecutive_failures, p.status AS was, s.status AS now
-      ), disabled AS (
-        SELECT * FROM runs WHERE was = 'active' AND now = 'disabled'
-      ), notices AS (
-        INSERT INTO events (id, account_id, type, data, occurred_at)
-        SELECT uuid_generate_v7(), d.account_id, $16::text,
-               jsonb_build_object(
-                 'subscription_id', d.id, 'resource_uri', $17::text || d.id::text,
-                 -- Without its query and fragment, which may hold the client's token: the notice
-                 -- goes to the account's other callbacks.
-                 'callback_url', substring(d.callback_url from '^[^?#]*'),
-                 'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
-               now()
-        FROM disabled d
-        RETURNING id, account_id
-      ), notice_deliveries AS (
-        INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
-        SELECT delivery_id(n.id, s.id), n.id, s.id, now(), now()
-        FROM notices n
-        JOIN subscriptions s ON s.account_id = n.account_id AND s.status = 'active'
-          AND ${receivesEventTypeSql('s', '$16::text', '$18::text')}
-        WHERE s.id NOT IN (SELECT id FROM disabled)
-        FOR KEY SHARE OF s
-        RETURNING event_id, subscription_id
-      )
-      SELECT event_id::text, subscription_id::text FROM notice_deliveries`,
-      values: [
-        column((r) => r.delivery.id),
-        column((r) => r.delivery.attemptsMade + 1),
-        column((r) => r.result.startedAt.toISOString()),
-        column((r) => r.result.durationMs),
-        column((r) => r.result.statusCode),
-        column((r) => r.result.errorClass),
-        column((r) => r.result.errorMessage),
-        column((r) => r.result.responseBody),
-        column((r) => r.inFlightLimit),
-        column((r) => deliveryStatus[r.outcome.kind]),
-        column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null)),
-        changes.map((c) => c.subscriptionId),
-        changes.map((c) => c.reset),
-        changes.map((c) => c.failures),
-        disableAfter,
-        disabledEventType,
-        options.links.subscription(''),
-        operationalKind,
-        ...timeIdRange(records.map((r) => r.delivery.id)),
-      ],
-    });
-    if (notices.length > 0) {
-      await options.enqueueNotices(
-        notices.map((n) => ({ eventId: n.event_id, subscriptionId: n.subscription_id, round: 0 })),
-      );
-    }
-    return records.map(() => undefined);
-  }, batch);
+  const record = createAttemptRecorder(pool, options);
 
   return {
     load,

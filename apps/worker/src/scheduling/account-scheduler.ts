@@ -46,13 +46,13 @@ import {
   accountSchedulerKeys,
   createAdmissionScript,
   entryValue,
-  heldParkMs,
   lanes,
   readEntry,
   type AdmissionScript,
   type ScheduledEntry,
 } from './admission-script.js';
 import type { AdmissionDispatcher, AdmittedDelivery, ScheduledDelivery } from './dispatcher.js';
+import { createTurnScript, heldParkMs } from './turn-script.js';
 import {
   deliveryJobId,
   layoutOf,
@@ -161,6 +161,7 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
     leaseMs: options.leaseMs,
     deliveriesPerSecond: options.deliveriesPerSecond,
   });
+  const turns = createTurnScript(redis, keys, options.deliveriesPerSecond);
 
   let running: Promise<void> | null = null;
   let again = false;
@@ -275,7 +276,7 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
     },
     admit,
     async turn(job) {
-      return !options.enabled || (await script.turn(job)) ? 0 : heldParkMs;
+      return !options.enabled || (await turns.turn(job)) ? 0 : heldParkMs;
     },
     async backlog() {
       const [accounts, deliveries] = await Promise.all([redis.llen(keys.ring), redis.hlen(keys.entries)]);

@@ -14,6 +14,9 @@ import {
   type RedisConnection,
 } from '@webhooks/shared';
 
+/** The scheduler's Redis keys ({@link accountSchedulerKeys}). */
+export type SchedulerKeys = ReturnType<typeof accountSchedulerKeys>;
+
 /** Redis keys of the scheduler under `prefix`. */
 export function accountSchedulerKeys(prefix: string) {
   return {
@@ -53,15 +56,6 @@ export const inlineMark = '\u0001';
 export const heldMark = '\u0002';
 
 /**
- * How long a held job stays parked when its turn's wake-up is missed, in ms: it then asks again,
- * and waits again while its entry is still held.
- */
-export const heldParkMs = 60_000;
-
-/** How long a turn granted to a held job is kept for it, in ms (it is used within seconds). */
-const grantTtlMs = 3_600_000;
-
-/**
  * Lua: `inChunks(list, fn)` calls `fn` with consecutive slices of `list` of at most 1,000 values,
  * for commands given a list's values as arguments: Lua's `unpack` takes a few thousand at most,
  * and an admission of a large DELIVERY_QUEUE_TARGET holds tens of thousands.
@@ -81,7 +75,7 @@ end`;
  * `n` of the `tokens` read. Needs the locals `quotaKey`, `bucketPrefix`, `defaultRate` and `now`
  * (ms) in scope.
  */
-const bucketLua = `
+export const bucketLua = `
 local function bucket(account)
   local rate = tonumber(redis.call('HGET', quotaKey, account) or defaultRate)
   local value = redis.call('GET', bucketPrefix .. account)
@@ -252,37 +246,6 @@ inChunks(ARGV, function(chunk)
 end)
 return #ARGV`;
 
-/**
- * The turn script, for a job the scheduler did not admit (a retry, a new round). KEYS: entries, ring, granted, quota. ARGV: the account list and bucket key prefixes, the
- * default deliveries a second, the job id, its account, its entry value (behind {@link heldMark}).
- *
- * A job whose turn an admission granted takes it. One whose entry is held waits on. Otherwise the
- * job runs now when its account has nothing waiting and a token of its quota left (the token is
- * taken: retries count against ACCOUNT_DELIVERIES_PER_SECOND as first deliveries do); else it is
- * held at the end of its account's list, and the round robin grants its turn as any other entry's.
- * Returns 1 when the job runs now, 0 when it waits.
- */
-const turnLua = `
-local entriesKey, ringKey, grantedKey, quotaKey = unpack(KEYS)
-local listPrefix, bucketPrefix, defaultRate, job, account, entry = unpack(ARGV)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-${bucketLua}
-redis.call('ZREMRANGEBYSCORE', grantedKey, '-inf', now - ${grantTtlMs})
-if redis.call('ZREM', grantedKey, job) == 1 then return 1 end
-if redis.call('HEXISTS', entriesKey, job) == 1 then return 0 end
-local list = listPrefix .. account
-if redis.call('LLEN', list) == 0 then
-  local tokens, rate = bucket(account)
-  if tokens >= 1 then
-    spend(account, tokens, rate, 1)
-    return 1
-  end
-end
-redis.call('HSET', entriesKey, job, entry)
-if redis.call('RPUSH', list, job) == 1 then redis.call('RPUSH', ringKey, account) end
-return 0`;
-
 /** A delivery to schedule: its job id, its account, and its entry value (`sched:entries`). */
 export interface ScheduledEntry {
   jobId: string;
@@ -352,30 +315,21 @@ export interface AdmissionScript {
    * @throws ioredis' errors when Redis cannot be reached
    */
   confirm(jobIds: readonly string[]): Promise<void>;
-  /**
-   * Whether a job the scheduler did not admit runs now (`turnLua`); when not, it is held for its
-   * account's turn.
-   *
-   * @throws ioredis' errors when Redis cannot be reached
-   */
-  turn(job: { jobId: string; accountId: string; requestId?: string }): Promise<boolean>;
 }
 
 type ScriptCommands = {
   webhookAdmit(...args: Array<string | number>): Promise<[string[], number]>;
   webhookConfirm(...args: string[]): Promise<number>;
-  webhookTurn(...args: Array<string | number>): Promise<number>;
 };
 
 /** Registers the scripts on `redis` and returns them, for the scheduler of `keys`. */
 export function createAdmissionScript(
   redis: RedisConnection,
-  keys: ReturnType<typeof accountSchedulerKeys>,
+  keys: SchedulerKeys,
   params: AdmissionParams,
 ): AdmissionScript {
   redis.defineCommand('webhookAdmit', { numberOfKeys: 9, lua: admitLua });
   redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
-  redis.defineCommand('webhookTurn', { numberOfKeys: 4, lua: turnLua });
   const commands = redis as unknown as ScriptCommands;
   return {
     async admit(scheduled, limit) {
@@ -405,21 +359,6 @@ export function createAdmissionScript(
     },
     async confirm(jobIds) {
       if (jobIds.length > 0) await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
-    },
-    async turn({ jobId, accountId, requestId }) {
-      const runs = await commands.webhookTurn(
-        keys.entries,
-        keys.ring,
-        keys.granted,
-        keys.quota,
-        keys.accountListPrefix,
-        keys.bucketPrefix,
-        params.deliveriesPerSecond,
-        jobId,
-        accountId,
-        entryValue({ accountId, ...(requestId === undefined ? {} : { requestId }), held: true }),
-      );
-      return runs === 1;
     },
   };
 }

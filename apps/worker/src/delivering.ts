@@ -1,0 +1,176 @@
+/**
+ * The `deliveries` side of a worker process (part of its composition root, `worker.ts`): the HTTP
+ * sender and the delivery store, and for each consumed shard the per-subscription gate, the
+ * attempt claims and the BullMQ worker running the attempts; and the `verifications` worker,
+ * which sends callback challenges through the same sender.
+ */
+import { createRequire } from 'node:module';
+import { Job, Worker, type WorkerOptions } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Pool } from '@webhooks/db';
+import {
+  createPipelinedConnection,
+  queueNames,
+  resourceLinks,
+  type DeliveryJobData,
+  type RedisConnection,
+  type VerificationJobData,
+} from '@webhooks/shared';
+import type { WorkerConfig } from './config.js';
+import { createAttemptSender } from './delivery/attempt.js';
+import type { DeliveryPolicy } from './delivery/backoff.js';
+import { createAttemptClaims } from './delivery/claim.js';
+import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
+import { createDeliveryGate } from './delivery/gate.js';
+import { createHostGate } from './delivery/host-gate.js';
+import { inSlotWaitRule } from './delivery/in-slot-wait.js';
+import {
+  createDeliveryProcessor,
+  deliveryBackoffStrategy,
+  type DeliveryJobResult,
+} from './delivery/processor.js';
+import { createDeliveryStore } from './delivery/store.js';
+import type { WorkerMetrics } from './metrics.js';
+import type { ShardedQueues } from './shard-queues.js';
+import { createVerificationProcessor, type VerificationResult } from './verification/processor.js';
+
+/**
+ * How long a gate's or the host cap's command may wait for Redis, in ms. Past it the step fails
+ * without an attempt (its job waits and tries again; an inline attempt gets its job), and a
+ * release leaves its lease to expire. A healthy Redis answers in a few ms even under load.
+ */
+const gateCommandTimeoutMs = 2_000;
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
+/** The `User-Agent` of every delivery request. */
+export const userAgent = `webhook-service/${version} (+https://www.standardwebhooks.com)`;
+
+/**
+ * The `deliveries` side of a worker process: its HTTP sender and delivery store, and for each
+ * consumed shard a per-subscription gate and the BullMQ worker running the attempts.
+ */
+export function startDeliveries(
+  config: WorkerConfig,
+  deps: {
+    pool: Pool;
+    producer: RedisConnection;
+    sharded: ShardedQueues;
+    policy: DeliveryPolicy;
+    lockDuration: number;
+    common: Omit<WorkerOptions, 'prefix'>;
+    log: Logger;
+    metrics: WorkerMetrics;
+    fifo: DeliverDeps['fifo'];
+  },
+) {
+  const { sharded, policy, log, metrics } = deps;
+  const sender = createAttemptSender({
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    policy: config.callbackPolicy,
+    // Inline first attempts (as many as WORKER_CONCURRENCY) run beside the jobs' attempts.
+    maxSockets: 2 * config.WORKER_CONCURRENCY,
+    userAgent,
+    dnsServers: config.dnsServers,
+    dnsTimeoutMs: config.DNS_TIMEOUT_MS,
+  });
+  const store = createDeliveryStore(deps.pool, {
+    disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
+    secretBox: config.secretBox,
+    links: resourceLinks(config.PUBLIC_BASE_URL),
+    async enqueueNotices(notices) {
+      try {
+        await sharded.addDeliveries(notices, policy.maxAttempts);
+      } catch (error) {
+        log.warn({ err: error }, 'subscription.disabled deliveries not enqueued; the reconciler will');
+      }
+    },
+  });
+  // The gates' small scripts, four per delivery, go out together when issued in one event-loop
+  // turn: one socket write for the attempts that start or end together, instead of one each.
+  const gateRedis = createPipelinedConnection(config.redis, gateCommandTimeoutMs);
+  gateRedis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
+  const hostGate = createHostGate({
+    redis: gateRedis,
+    prefix: config.keyPrefix,
+    maxInFlight: config.HOST_MAX_IN_FLIGHT,
+    leaseMs: deps.lockDuration,
+    log,
+  });
+  /** The attempt path of each consumed shard, by its queue prefix. */
+  const delivers = new Map<string, ReturnType<typeof createDeliver>>();
+  const workers = sharded.consumed.map((shard) => {
+    const gate = createDeliveryGate({
+      redis: gateRedis,
+      prefix: shard.prefix,
+      bounds: config.inFlightBounds,
+      inFlightLimits: config.SUBSCRIPTION_GATE,
+      leaseMs: deps.lockDuration,
+      // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
+      maxParkMs: 60_000,
+      inSlotWait: inSlotWaitRule(config.WORKER_CONCURRENCY),
+      async wake(jobId) {
+        try {
+          await (await Job.fromId(shard.deliveries, jobId))?.promote();
+        } catch (error) {
+          // Not delayed (it is being parked, or already back): it asks the gate again on its own.
+          log.debug({ err: error, jobId }, 'wake-up of a parked delivery skipped');
+        }
+      },
+      log,
+      metrics,
+    });
+    const deliver = createDeliver({
+      store,
+      sender,
+      claims: createAttemptClaims({
+        redis: gateRedis,
+        prefix: shard.prefix,
+        leaseMs: deps.lockDuration,
+        log,
+      }),
+      gate,
+      hostGate,
+      policy,
+      maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
+      log,
+      metrics,
+      fifo: deps.fifo,
+      turn: (job) => shard.scheduler.turn(job),
+    });
+    delivers.set(shard.prefix, deliver);
+    return new Worker<DeliveryJobData, DeliveryJobResult>(
+      queueNames.deliveries,
+      createDeliveryProcessor({ deliver, policy, log }),
+      {
+        ...deps.common,
+        prefix: shard.prefix,
+        settings: { backoffStrategy: deliveryBackoffStrategy(policy) },
+      },
+    );
+  });
+  // Challenges are rare and each waits on one callback: a few at a time, beside the deliveries.
+  const verifications = new Worker<VerificationJobData, VerificationResult>(
+    queueNames.verifications,
+    createVerificationProcessor({ pool: deps.pool, sender, secretBox: config.secretBox, log }),
+    { ...deps.common, prefix: config.keyPrefix, concurrency: 5 },
+  );
+  verifications.on('failed', (job, error) =>
+    log.info(
+      { subscriptionId: job?.data.subscriptionId, reason: error.message },
+      'callback verification failed',
+    ),
+  );
+  verifications.on('error', (error) => log.error({ err: error }, 'worker error'));
+  return {
+    workers,
+    verifications,
+    /** Closes the HTTP sender and the gates' connection, once the workers are closed. */
+    close() {
+      sender.close();
+      gateRedis.disconnect();
+    },
+    /** The attempt path of a shard (its queue prefix), or null when this process does not consume it. */
+    deliverFor: (prefix: string) => delivers.get(prefix) ?? null,
+  };
+}

@@ -1,0 +1,176 @@
+/**
+ * The statement that records attempts: each attempt, its delivery's new state and, when the
+ * delivery ends, its subscription's run of failures ({@link failureRunChanges}), in one statement
+ * over a batch of concurrent attempts (`batcher` in @webhooks/shared). A subscription this disables
+ * gets a `subscription.disabled` event, stored with its deliveries in the same statement, so that
+ * the notice survives whatever happens after the commit (the reconciler re-drives its deliveries).
+ */
+import type { Pool } from '@webhooks/db';
+import {
+  batcher,
+  operationalKind,
+  receivesEventTypeSql,
+  type BatchOptions,
+  type ResourceLinks,
+} from '@webhooks/shared';
+import { timeIdRange } from '../log-partitions.js';
+import { failureRunChanges, failureRunEffect } from './auto-disable.js';
+import type { AttemptRecord } from './loaded-delivery.js';
+import type { DeliveryKey } from './loaded-delivery.js';
+
+/** The operational event a subscription disabled by its failures produces. */
+const disabledEventType = 'subscription.disabled';
+
+const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'failed' } as const;
+
+/** What the recorder needs besides its database. */
+export interface AttemptRecorderOptions {
+  /** SUBSCRIPTION_DISABLE_AFTER. */
+  disableAfter: number;
+  /** Addresses under PUBLIC_BASE_URL, for the `resource_uri` of `subscription.disabled` events. */
+  links: ResourceLinks;
+  /**
+   * Enqueues the deliveries of `subscription.disabled` events once they are stored. It must not
+   * throw: a delivery it could not enqueue stays pending, and the reconciler re-drives it.
+   */
+  enqueueNotices(deliveries: DeliveryKey[]): Promise<void>;
+  batch?: BatchOptions;
+}
+
+/**
+ * Creates the recorder (`DeliveryStore.record`).
+ *
+ * @returns a function recording one attempt, resolved once its batch's statement committed
+ * @throws (the function) pg's errors; the processor then defers the job without using an attempt
+ */
+export function createAttemptRecorder(
+  pool: Pool,
+  options: AttemptRecorderOptions,
+): (record: AttemptRecord) => Promise<void> {
+  const { disableAfter, batch = {} } = options;
+  return batcher<AttemptRecord, void>(async (records) => {
+    const column = <T>(pick: (r: AttemptRecord) => T) => records.map(pick);
+    const changes = failureRunChanges(
+      records.map((r) => ({
+        subscriptionId: r.delivery.subscription.id,
+        effect: failureRunEffect(r.outcome, r.delivery.subscription.consecutiveFailures),
+      })),
+    );
+    const { rows: notices } = await pool.query<{ event_id: string; subscription_id: string }>({
+      name: 'delivery-record',
+      text: `
+      WITH input AS (
+        SELECT * FROM unnest(
+          $1::uuid[],
+          $2::int[],
+          $3::timestamptz[],
+          $4::int[],
+          $5::int[],
+          $6::text[],
+          $7::text[],
+          $8::text[],
+          $9::int[],
+          $10::text[],
+          $11::timestamptz[]
+        ) AS t(delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
+               response_body, in_flight_limit, status, next_attempt_at)
+      ), live AS (
+        -- Deliveries deleted with their subscription during the attempt are left out (and the
+        -- survivors locked against such a delete), so one deletion cannot fail the whole batch.
+        SELECT i.* FROM input i CROSS JOIN LATERAL (
+          SELECT 1 FROM deliveries d WHERE d.id = i.delivery_id AND d.id BETWEEN $19::uuid AND $20::uuid
+          LIMIT 1 FOR KEY SHARE
+        ) d
+      ), attempts AS (
+        INSERT INTO delivery_attempts
+          (delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
+           in_flight_limit)
+        SELECT delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
+               in_flight_limit
+        FROM live
+      ), deliveries_updated AS (
+        UPDATE deliveries d
+        SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
+            last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
+        FROM live i WHERE d.id = i.delivery_id AND d.id BETWEEN $19::uuid AND $20::uuid
+      ), changes AS (
+        SELECT * FROM unnest(
+          $12::uuid[],
+          $13::boolean[],
+          $14::int[]
+        ) AS c(subscription_id, reset, failures)
+      ), prior AS (
+        -- Locked, so this reads the latest committed status (and the runs below add to the latest
+        -- count): which subscriptions this batch disables is then exact under concurrency. Locked
+        -- in id order, so concurrent batches never deadlock.
+        SELECT s.id, s.status FROM subscriptions s JOIN changes c ON c.subscription_id = s.id
+        ORDER BY s.id FOR NO KEY UPDATE OF s
+      ), runs AS (
+        -- applyFailureRun, as an atomic increment.
+        UPDATE subscriptions s
+        SET consecutive_failures = (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures,
+            -- Only an active subscription is disabled: a pending one (its callback moved, and an
+            -- attempt to the old one failed) stays pending until its new callback is verified.
+            status = CASE
+              WHEN s.status = 'active' AND c.failures > 0
+                AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= $15::int
+              THEN 'disabled'::"SubscriptionStatus" ELSE s.status END,
+            updated_at = now()
+        FROM changes c JOIN prior p ON p.id = c.subscription_id
+        WHERE s.id = c.subscription_id
+        RETURNING s.id, s.account_id, s.callback_url, s.consecutive_failures, p.status AS was, s.status AS now
+      ), disabled AS (
+        SELECT * FROM runs WHERE was = 'active' AND now = 'disabled'
+      ), notices AS (
+        INSERT INTO events (id, account_id, type, data, occurred_at)
+        SELECT uuid_generate_v7(), d.account_id, $16::text,
+               jsonb_build_object(
+                 'subscription_id', d.id, 'resource_uri', $17::text || d.id::text,
+                 -- Without its query and fragment, which may hold the client's token: the notice
+                 -- goes to the account's other callbacks.
+                 'callback_url', substring(d.callback_url from '^[^?#]*'),
+                 'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
+               now()
+        FROM disabled d
+        RETURNING id, account_id
+      ), notice_deliveries AS (
+        INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
+        SELECT delivery_id(n.id, s.id), n.id, s.id, now(), now()
+        FROM notices n
+        JOIN subscriptions s ON s.account_id = n.account_id AND s.status = 'active'
+          AND ${receivesEventTypeSql('s', '$16::text', '$18::text')}
+        WHERE s.id NOT IN (SELECT id FROM disabled)
+        FOR KEY SHARE OF s
+        RETURNING event_id, subscription_id
+      )
+      SELECT event_id::text, subscription_id::text FROM notice_deliveries`,
+      values: [
+        column((r) => r.delivery.id),
+        column((r) => r.delivery.attemptsMade + 1),
+        column((r) => r.result.startedAt.toISOString()),
+        column((r) => r.result.durationMs),
+        column((r) => r.result.statusCode),
+        column((r) => r.result.errorClass),
+        column((r) => r.result.errorMessage),
+        column((r) => r.result.responseBody),
+        column((r) => r.inFlightLimit),
+        column((r) => deliveryStatus[r.outcome.kind]),
+        column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null)),
+        changes.map((c) => c.subscriptionId),
+        changes.map((c) => c.reset),
+        changes.map((c) => c.failures),
+        disableAfter,
+        disabledEventType,
+        options.links.subscription(''),
+        operationalKind,
+        ...timeIdRange(records.map((r) => r.delivery.id)),
+      ],
+    });
+    if (notices.length > 0) {
+      await options.enqueueNotices(
+        notices.map((n) => ({ eventId: n.event_id, subscriptionId: n.subscription_id, round: 0 })),
+      );
+    }
+    return records.map(() => undefined);
+  }, batch);
+}

@@ -1,0 +1,55 @@
+/**
+ * The shapes the delivery path reads and writes: a delivery as an attempt loads it, the record of
+ * an attempt, and a round's key. Apart from the store that reads them (`store.ts`) and the
+ * statement that records attempts (`attempt-record.ts`), which both use them.
+ */
+import type { AttemptResult } from './attempt.js';
+import type { DeliveryOutcome } from './outcome.js';
+
+/** A delivery with what its attempt needs of the event and the subscription. */
+export interface LoadedDelivery {
+  id: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attemptsMade: number;
+  /** The round it is in (0 the first; a retry or recovery starts attempts made + 1). */
+  round: number;
+  event: { id: string; type: string; data: Record<string, unknown>; occurredAt: Date };
+  subscription: {
+    id: string;
+    callbackUrl: string;
+    webhookId: string | null;
+    kind: string | null;
+    /** `pending` while its callback has not answered its challenge (CALLBACK_VERIFICATION). */
+    status: 'active' | 'disabled' | 'pending';
+    secret: string;
+    previousSecret: string | null;
+    previousSecretExpiresAt: Date | null;
+    consecutiveFailures: number;
+    /** Attempts a second at most (`rate_limit`), null for no limit. */
+    rateLimit: number | null;
+    /** `fifo`: one delivery at a time, in acceptance order (fifo.ts). */
+    ordering: 'none' | 'fifo';
+    accountId: string;
+  };
+  /**
+   * For a FIFO subscription, whether this is its head (no earlier pending delivery); always true
+   * otherwise.
+   */
+  isHead: boolean;
+}
+
+/** What {@link DeliveryStore.record} writes for one attempt. */
+export interface AttemptRecord {
+  delivery: LoadedDelivery;
+  result: AttemptResult;
+  outcome: DeliveryOutcome;
+  /** The in-flight limit the attempt was sent under (shows throttling in the delivery log). */
+  inFlightLimit: number;
+}
+
+/** A delivery row's key and round: what names its job. */
+export interface DeliveryKey {
+  eventId: string;
+  subscriptionId: string;
+  round: number;
+}
