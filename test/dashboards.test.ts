@@ -18,7 +18,8 @@ const metricsIn = (expr: string) =>
 let api: TestApi;
 let exported: Set<string>;
 beforeAll(async () => {
-  api = await startTestApi('dashboards');
+  // With REDIS_WAIT_REPLICAS, the API exports the replica watch's metrics too.
+  api = await startTestApi('dashboards', { REDIS_WAIT_REPLICAS: '1' });
   const names = async (registry: { getMetricsAsJSON(): Promise<Array<{ name: string }>> }) =>
     (await registry.getMetricsAsJSON()).map((metric) => metric.name);
   exported = new Set([...(await names(api.app.metrics)), ...(await names(createWorkerMetrics().registry))]);

@@ -46,6 +46,7 @@ import securityHeaders from './plugins/security-headers.js';
 import ipLimits from './plugins/ip-limits.js';
 import loadShedding from './plugins/load-shedding.js';
 import signingSecret from './routes/signing-secret.js';
+import customHeaders from './routes/custom-headers.js';
 import subscriptions from './routes/subscriptions.js';
 
 /** The portal's build (apps/portal/dist), from this module in apps/api/src or apps/api/dist. */
@@ -174,7 +175,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     payloadBytesPerDay: config.ACCOUNT_PAYLOAD_BYTES_PER_DAY,
     overrides: config.accountOverrides,
   });
-  const views = createViews(config.PUBLIC_BASE_URL, config.catalogue);
+  const views = createViews(config.PUBLIC_BASE_URL, config.catalogue, config.secretBox);
   const portalSigningKey = portalKey(config);
   const portalTokens =
     portalSigningKey === null ? null : createPortalTokens(portalSigningKey, clockToleranceMs);
@@ -226,6 +227,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     });
     await accountScope.register(signingSecret, { secretBox });
+    await accountScope.register(customHeaders, { secretBox });
     const backlog = createBacklogWatch(
       app.redis,
       config.shards.prefixes,

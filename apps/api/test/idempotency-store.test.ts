@@ -48,7 +48,7 @@ describe('IDEMPOTENCY_STORE=postgresql', () => {
   it('gives the key back when the event could not be queued, so the retry publishes', async () => {
     const strict = await startTestApi('idem-unqueued', {
       IDEMPOTENCY_STORE: 'postgresql',
-      // No replica will ever acknowledge: every publish fails after being written.
+      // No replica will ever acknowledge: every publish is refused, at once or after being written.
       REDIS_WAIT_REPLICAS: '1',
     });
     try {

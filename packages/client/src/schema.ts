@@ -115,7 +115,7 @@ export interface paths {
     /** One subscription */
     get: operations['getSubscription'];
     /**
-     * Change the callback URL, the webhook_id, the event types, the filter, the rate limit or the status
+     * Change the callback URL, the webhook_id, the event types, the filter, the rate limit, the custom headers or the status
      * @description Setting `status: "active"` re-enables a subscription disabled after failed deliveries.
      */
     put: operations['updateSubscription'];
@@ -175,6 +175,23 @@ export interface paths {
     put?: never;
     /** Replace the signing secret; the old one keeps signing for 24 hours */
     post: operations['rotateSigningSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/webhooks/{id}/headers': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The custom headers sent with every delivery, with their values */
+    get: operations['getCustomHeaders'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -393,6 +410,10 @@ export interface components {
       } | null;
       /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
       ordering: 'none' | 'fifo';
+      /** @description The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them */
+      headers: {
+        [key: string]: '********';
+      };
       /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
       status: 'active' | 'disabled' | 'pending';
       /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -717,6 +738,10 @@ export interface operations {
           } | null;
           /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
           ordering?: 'none' | 'fifo';
+          /** @description null: none */
+          headers?: {
+            [key: string]: string;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -747,6 +772,10 @@ export interface operations {
             } | null;
             /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
             ordering: 'none' | 'fifo';
+            /** @description The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them */
+            headers: {
+              [key: string]: '********';
+            };
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -874,6 +903,10 @@ export interface operations {
           } | null;
           /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
           ordering?: 'none' | 'fifo';
+          /** @description null: none */
+          headers?: {
+            [key: string]: string;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -904,6 +937,10 @@ export interface operations {
             } | null;
             /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
             ordering: 'none' | 'fifo';
+            /** @description The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them */
+            headers: {
+              [key: string]: '********';
+            };
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1031,6 +1068,10 @@ export interface operations {
           } | null;
           /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
           ordering?: 'none' | 'fifo';
+          /** @description null: none */
+          headers?: {
+            [key: string]: string;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1061,6 +1102,10 @@ export interface operations {
             } | null;
             /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
             ordering: 'none' | 'fifo';
+            /** @description The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them */
+            headers: {
+              [key: string]: '********';
+            };
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1188,6 +1233,10 @@ export interface operations {
           } | null;
           /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
           ordering?: 'none' | 'fifo';
+          /** @description null: none */
+          headers?: {
+            [key: string]: string;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1218,6 +1267,10 @@ export interface operations {
             } | null;
             /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
             ordering: 'none' | 'fifo';
+            /** @description The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them */
+            headers: {
+              [key: string]: '********';
+            };
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1348,6 +1401,10 @@ export interface operations {
             } | null;
             /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
             ordering: 'none' | 'fifo';
+            /** @description The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them */
+            headers: {
+              [key: string]: '********';
+            };
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1450,6 +1507,10 @@ export interface operations {
           } | null;
           /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
           ordering?: 'none' | 'fifo';
+          /** @description null: none */
+          headers?: {
+            [key: string]: string;
+          } | null;
         };
       };
     };
@@ -1478,6 +1539,10 @@ export interface operations {
             } | null;
             /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
             ordering: 'none' | 'fifo';
+            /** @description The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them */
+            headers: {
+              [key: string]: '********';
+            };
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1663,6 +1728,10 @@ export interface operations {
             } | null;
             /** @description `fifo`: events reach the callback one at a time, in the order they were accepted for the account; a failing one holds back the later ones until it succeeds or is given up. `none` (default): in parallel, as fast as the callback takes them */
             ordering: 'none' | 'fifo';
+            /** @description The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them */
+            headers: {
+              [key: string]: '********';
+            };
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1833,6 +1902,79 @@ export interface operations {
             secret: string;
             /** @description Until then the secret replaced by the last rotation signs too (a second signature) */
             previous_secret_expires_at: string | null;
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getCustomHeaders: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Every custom header sent with the deliveries, by lower-case name */
+            headers: {
+              [key: string]: string;
+            };
           };
         };
       };

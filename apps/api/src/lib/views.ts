@@ -7,8 +7,11 @@ import type { Delivery, DeliveryAttempt, Event, Subscription as SubscriptionRow 
 import {
   buildDeliveryPayload,
   formatPayloadTimestamp,
+  maskCustomHeaders,
+  openCustomHeaders,
   resourceLinks,
   type Catalogue,
+  type SecretBox,
   type EventFilter,
   type DeliveryThrottle,
   type Delivery as DeliveryView,
@@ -36,9 +39,9 @@ export type Views = ReturnType<typeof createViews>;
 
 /**
  * The presenters under `baseUrl` (PUBLIC_BASE_URL, or `''` for root-relative links), showing the
- * event types of `catalogue`.
+ * event types of `catalogue`, and the names of custom headers that `secretBox` opens.
  */
-export function createViews(baseUrl: string, catalogue: Catalogue) {
+export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: SecretBox) {
   const links = resourceLinks(baseUrl);
 
   /**
@@ -56,6 +59,9 @@ export function createViews(baseUrl: string, catalogue: Catalogue) {
       event_types: row.eventTypes.length > 0 ? row.eventTypes : [...catalogue.typesOfKind(row.kind)],
       filter: row.filter as EventFilter | null,
       ordering: row.ordering as Subscription['ordering'],
+      headers: maskCustomHeaders(
+        openCustomHeaders(row.headers, row.id, secretBox),
+      ) as Subscription['headers'],
       status: row.status,
       rate_limit: row.rateLimit,
       delivery: throttle,

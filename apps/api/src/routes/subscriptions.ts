@@ -29,6 +29,7 @@ import {
   type SecretBox,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
+import { sealedCustomHeaders } from '../lib/custom-headers.js';
 import { pageRequest } from '../lib/pagination.js';
 import {
   checkSubscriptionSelection,
@@ -151,7 +152,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         },
       },
       async (request, reply) => {
-        const { callback_url, webhook_id, rate_limit, account_id, event_types, filter, ordering } =
+        const { callback_url, webhook_id, rate_limit, account_id, event_types, filter, ordering, headers } =
           request.body;
         if (account_id !== undefined && account_id !== request.accountId) {
           throw new HttpProblem(403, 'forbidden', 'account_id differs from the account of the token', [
@@ -160,6 +161,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         }
         rejectBadCallback(callback_url);
         checkSubscriptionSelection(catalogue, kind, event_types, filter);
+        const id = uuidv7();
+        const sealedHeaders = sealedCustomHeaders(headers ?? null, id, options.secretBox);
         const secret = generateSigningSecret();
         const row = await app.prisma.$transaction(async (tx) => {
           // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
@@ -173,7 +176,6 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               `This account has ${existing} subscriptions, the most its max_subscriptions quota allows (${max}); delete one first`,
             );
           }
-          const id = uuidv7();
           return tx.subscription.create({
             data: {
               id,
@@ -185,6 +187,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               filter: storedFilter(filter ?? null),
               ordering: ordering ?? 'none',
               rateLimit: rate_limit ?? null,
+              headers: sealedHeaders,
               secret: options.secretBox.seal(secret, id),
               ...(options.verifyCallbacks ? { status: 'pending' as const } : {}),
             },
@@ -252,7 +255,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         tags: ['subscriptions'],
         operationId: 'updateSubscription',
         summary:
-          'Change the callback URL, the webhook_id, the event types, the filter, the rate limit or the status',
+          'Change the callback URL, the webhook_id, the event types, the filter, the rate limit, the custom headers or the status',
         description: 'Setting `status: "active"` re-enables a subscription disabled after failed deliveries.',
         params: SubscriptionParams,
         body: SubscriptionUpdate,
@@ -268,8 +271,11 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     },
     async (request) => {
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const { callback_url, webhook_id, status, rate_limit, event_types, filter, ordering } = request.body;
+      const { callback_url, webhook_id, status, rate_limit, event_types, filter, ordering, headers } =
+        request.body;
       rejectBadCallback(callback_url);
+      const sealedHeaders =
+        headers === undefined ? undefined : sealedCustomHeaders(headers, current.id, options.secretBox);
       checkSubscriptionSelection(catalogue, current.kind, event_types, filter);
       // Any status change would let an unverified callback through later (pending → disabled → active).
       if (current.status === 'pending' && status !== undefined)
@@ -292,6 +298,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         ...(event_types === undefined ? {} : { eventTypes: event_types }),
         ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
         ...(ordering === undefined ? {} : { ordering }),
+        ...(sealedHeaders === undefined ? {} : { headers: sealedHeaders }),
         // Re-activating starts the failure count afresh, or one more failure would disable it again.
         ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
       });

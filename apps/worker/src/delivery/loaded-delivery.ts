@@ -30,6 +30,8 @@ export interface LoadedDelivery {
     /** `fifo`: one delivery at a time, in acceptance order (fifo.ts). */
     ordering: 'none' | 'fifo';
     accountId: string;
+    /** Custom headers sent with every attempt, by lower-case name (checked when they were set). */
+    headers: Record<string, string>;
   };
   /**
    * For a FIFO subscription, whether this is its head (no earlier pending delivery); always true

@@ -2,7 +2,8 @@
  * The request of one attempt: the JSON body of docs/api.md#what-a-callback-receives and the Standard
  * Webhooks headers (`webhook-id` = the event id, the same on every retry so receivers can
  * de-duplicate; `webhook-timestamp` = unix seconds of this attempt; `webhook-signature`, one
- * signature per live secret).
+ * signature per live secret), after the subscription's custom headers, whose names never collide
+ * with these (`custom-headers.ts` in @webhooks/shared refuses them).
  */
 import { buildDeliveryPayload, formatPayloadTimestamp, signatureHeader } from '@webhooks/shared';
 import type { LoadedDelivery } from './store.js';
@@ -30,6 +31,7 @@ export function buildAttemptRequest(
   return {
     body,
     headers: {
+      ...subscription.headers,
       'content-type': 'application/json',
       'webhook-id': event.id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),

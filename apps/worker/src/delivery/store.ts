@@ -11,7 +11,7 @@
  * prunes the partitions when it runs instead.
  */
 import type { Pool } from '@webhooks/db';
-import { batcher, type SecretBox } from '@webhooks/shared';
+import { batcher, openCustomHeaders, type SecretBox } from '@webhooks/shared';
 import { timeIdRange } from '../log-partitions.js';
 import { createAttemptRecorder, type AttemptRecorderOptions } from './attempt-record.js';
 import { isFifoHeadSql } from './fifo-head.js';
@@ -64,6 +64,8 @@ export type SubscriptionRow = {
   rate_limit: number | null;
   ordering: 'none' | 'fifo';
   account_id: string;
+  /** The custom headers, sealed (`custom-headers.ts` in @webhooks/shared), or null. */
+  headers: string | null;
 };
 
 /** {@link SubscriptionRow}'s columns but its id: each one's expression over `s` (subscriptions). */
@@ -79,6 +81,7 @@ const subscriptionColumns = {
   rate_limit: 's.rate_limit',
   ordering: 's.ordering',
   account_id: 's.account_id',
+  headers: 's.headers',
 } satisfies Record<Exclude<keyof SubscriptionRow, 'subscription_id'>, string>;
 
 /** `<expression> AS <column>` for each of {@link SubscriptionRow}'s columns but its id, over `s`. */
@@ -137,7 +140,10 @@ export function createdDelivery(
   return toLoaded(row, true, secretBox);
 }
 
-/** The row with its secrets opened; a secret no configured key opens fails this delivery alone. */
+/**
+ * The row with its secrets and custom headers opened; a value no configured key opens fails this
+ * delivery alone.
+ */
 function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelivery {
   return {
     id: row.id,
@@ -159,6 +165,7 @@ function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelive
       rateLimit: row.rate_limit,
       ordering: row.ordering,
       accountId: row.account_id,
+      headers: openCustomHeaders(row.headers, row.subscription_id, secretBox),
     },
     isHead,
   };

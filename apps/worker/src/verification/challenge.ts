@@ -18,9 +18,12 @@ export function newChallenge(): string {
   return randomBytes(32).toString('base64url');
 }
 
-/** Body and headers of the challenge request to a subscription, made at `now`. */
+/**
+ * Body and headers of the challenge request to a subscription, made at `now`: with its custom
+ * headers, as its deliveries, so that a gateway in front of the callback lets it through.
+ */
 export function buildChallengeRequest(
-  subscription: { webhookId: string | null; secret: string },
+  subscription: { webhookId: string | null; secret: string; headers: Record<string, string> },
   challenge: string,
   now: Date,
 ): { body: string; headers: Record<string, string> } {
@@ -34,6 +37,7 @@ export function buildChallengeRequest(
   return {
     body,
     headers: {
+      ...subscription.headers,
       'content-type': 'application/json',
       'webhook-id': id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),

@@ -9,7 +9,7 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
-import type { SecretBox, VerificationJobData } from '@webhooks/shared';
+import { openCustomHeaders, type SecretBox, type VerificationJobData } from '@webhooks/shared';
 import type { AttemptSender } from '../delivery/attempt.js';
 import { answersChallenge, buildChallengeRequest, newChallenge } from './challenge.js';
 
@@ -38,14 +38,20 @@ export function createVerificationProcessor(deps: VerificationDeps) {
       webhook_id: string | null;
       status: string;
       secret: string;
-    }>(`SELECT callback_url, webhook_id, status::text, secret FROM subscriptions WHERE id = $1::uuid`, [
-      subscriptionId,
-    ]);
+      headers: string | null;
+    }>(
+      `SELECT callback_url, webhook_id, status::text, secret, headers FROM subscriptions WHERE id = $1::uuid`,
+      [subscriptionId],
+    );
     const [row] = rows;
     if (row === undefined || row.status !== 'pending') return 'not_pending';
     const challenge = newChallenge();
     const { body, headers } = buildChallengeRequest(
-      { webhookId: row.webhook_id, secret: deps.secretBox.open(row.secret, subscriptionId) },
+      {
+        webhookId: row.webhook_id,
+        secret: deps.secretBox.open(row.secret, subscriptionId),
+        headers: openCustomHeaders(row.headers, subscriptionId, deps.secretBox),
+      },
       challenge,
       new Date(),
     );

@@ -2,6 +2,13 @@
 import Type, { type Static } from 'typebox';
 import { maxFilterBytes, maxFilterOperands, maxFilterOperators, maxFilterVisits } from '../event-filter.js';
 import { maxSelectedEventTypes } from '../event-type-selection.js';
+import {
+  maskedHeaderValue,
+  maxCustomHeaderNameLength,
+  maxCustomHeaders,
+  maxCustomHeaderValueLength,
+  maxCustomHeadersBytes,
+} from '../custom-headers.js';
 import { PageQuery } from './pagination.js';
 
 /** Longest callback URL accepted, in characters. */
@@ -57,6 +64,22 @@ const Filter = Type.Union(
   { description: 'null: no filter' },
 );
 
+const CustomHeaders = Type.Union(
+  [
+    Type.Record(
+      Type.String({ maxLength: maxCustomHeaderNameLength }),
+      Type.String({ maxLength: maxCustomHeaderValueLength }),
+      {
+        maxProperties: maxCustomHeaders,
+        description: `Headers sent with every delivery to this callback (an API key for the gateway in front of it, say), stored encrypted. At most ${maxCustomHeaders} and ${maxCustomHeadersBytes} bytes; names are HTTP tokens, values have no control characters; \`webhook-*\`, \`content-*\`, \`host\`, \`user-agent\` and the hop-by-hop headers are refused`,
+        examples: [{ authorization: 'Bearer gateway-key', 'x-tenant': 'acme' }],
+      },
+    ),
+    Type.Null(),
+  ],
+  { description: 'null: none' },
+);
+
 /** Body of `POST /api/webhooks` and `POST /api/webhooks/{kind}`. */
 export const SubscriptionCreate = Type.Object(
   {
@@ -66,6 +89,7 @@ export const SubscriptionCreate = Type.Object(
     event_types: Type.Optional(EventTypes),
     filter: Type.Optional(Filter),
     ordering: Type.Optional(Ordering),
+    headers: Type.Optional(CustomHeaders),
     account_id: Type.Optional(
       Type.String({
         maxLength: 255,
@@ -87,6 +111,7 @@ export const SubscriptionUpdate = Type.Object(
     event_types: Type.Optional(EventTypes),
     filter: Type.Optional(Filter),
     ordering: Type.Optional(Ordering),
+    headers: Type.Optional(CustomHeaders),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -107,6 +132,10 @@ export const Subscription = Type.Object(
     }),
     filter: Filter,
     ordering: Ordering,
+    headers: Type.Record(Type.String(), Type.Literal(maskedHeaderValue), {
+      description:
+        'The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them',
+    }),
     status: SubscriptionState,
     rate_limit: RateLimit,
     delivery: Type.Object(
@@ -137,6 +166,14 @@ export const SigningSecret = Type.Object({
   }),
 });
 export type SigningSecret = Static<typeof SigningSecret>;
+
+/** The custom headers of a subscription with their values (`GET /api/webhooks/{id}/headers`). */
+export const CustomHeadersView = Type.Object({
+  headers: Type.Record(Type.String(), Type.String(), {
+    description: 'Every custom header sent with the deliveries, by lower-case name',
+  }),
+});
+export type CustomHeadersView = Static<typeof CustomHeadersView>;
 
 /** A created subscription: the only answer that carries the signing secret unasked. */
 export const SubscriptionCreated = Type.Object({

@@ -1,0 +1,124 @@
+/**
+ * Custom headers per subscription: what a client may ask the service to send with each delivery
+ * to its callback (an API key for the gateway in front of it, a tenant header), and what it may
+ * not. A name must be an HTTP token (RFC 9110 §5.6.2) and a value a field value without control
+ * characters (RFC 9110 §5.5), so that no header can split a request or smuggle another. Names the
+ * service sets itself, or that would change how the request is framed or routed, are refused:
+ * the Standard Webhooks headers (`webhook-*`, https://www.standardwebhooks.com), `content-type`,
+ * `content-length`, `transfer-encoding`, `host`, `connection` and the other hop-by-hop headers
+ * (RFC 9110 §7.6.1), `expect`, `user-agent` and the proxy's own. Names are case-insensitive, and
+ * stored lower-case.
+ */
+import type { SecretBox } from './secret-box.js';
+
+/** Most custom headers a subscription may have. */
+export const maxCustomHeaders = 20;
+/** Longest name, in characters. */
+export const maxCustomHeaderNameLength = 64;
+/** Longest value, in characters. */
+export const maxCustomHeaderValueLength = 1024;
+/** Most bytes of all names and values together (UTF-8). */
+export const maxCustomHeadersBytes = 4096;
+
+/** Header names the service sets or that frame or route the request. */
+const reservedNames = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  'user-agent',
+  'proxy-authorization',
+  'proxy-connection',
+]);
+
+/** An HTTP token (RFC 9110 §5.6.2). */
+const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/**
+ * A field value: visible ASCII, spaces and tabs inside, and obs-text (one byte each, as Node's
+ * HTTP client sends them); no control character, no space at either end (RFC 9110 §5.5).
+ */
+const fieldValue = /^[\x21-\x7e\x80-\xff]([\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
+
+/** One refused header: the JSON pointer of the field and why. */
+export interface CustomHeaderProblem {
+  pointer: string;
+  detail: string;
+}
+
+/**
+ * Checks custom headers as a client sent them.
+ *
+ * @returns the headers with lower-case names, or the problems found (each naming its field,
+ *   `/headers/<name>`, for RFC 9457 problem details)
+ */
+export function checkCustomHeaders(
+  headers: Record<string, string>,
+): { headers: Record<string, string> } | { problems: CustomHeaderProblem[] } {
+  const problems: CustomHeaderProblem[] = [];
+  const normalized: Record<string, string> = {};
+  const names = Object.keys(headers);
+  if (names.length > maxCustomHeaders)
+    problems.push({ pointer: '/headers', detail: `at most ${maxCustomHeaders} headers` });
+  let bytes = 0;
+  for (const name of names) {
+    const value = headers[name]!;
+    const pointer = `/headers/${name.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    const lower = name.toLowerCase();
+    bytes += Buffer.byteLength(name) + Buffer.byteLength(value);
+    if (!token.test(name) || name.length > maxCustomHeaderNameLength)
+      problems.push({
+        pointer,
+        detail: `a header name is an HTTP token (letters, digits and !#$%&'*+-.^_\`|~) of at most ${maxCustomHeaderNameLength} characters`,
+      });
+    else if (reservedNames.has(lower) || lower.startsWith('webhook-'))
+      problems.push({
+        pointer,
+        detail: `${lower} is set by the service and cannot be sent as a custom header`,
+      });
+    else if (lower in normalized) problems.push({ pointer, detail: `${lower} is given twice` });
+    else if (!fieldValue.test(value) || value.length > maxCustomHeaderValueLength)
+      problems.push({
+        pointer,
+        detail: `a header value has 1 to ${maxCustomHeaderValueLength} characters, no control character and no space at either end`,
+      });
+    else normalized[lower] = value;
+  }
+  if (bytes > maxCustomHeadersBytes)
+    problems.push({
+      pointer: '/headers',
+      detail: `at most ${maxCustomHeadersBytes} bytes of names and values`,
+    });
+  return problems.length > 0 ? { problems } : { headers: normalized };
+}
+
+/** The value shown in place of a custom header's value where it is not asked for explicitly. */
+export const maskedHeaderValue = '********';
+
+/** `headers` with every value masked (what a subscription shows). */
+export function maskCustomHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.keys(headers).map((name) => [name, maskedHeaderValue]));
+}
+
+/**
+ * The custom headers stored for subscription `subscriptionId`: one JSON object sealed by the
+ * secret box and bound to that id (they may hold a gateway's API key), or null for none.
+ *
+ * @returns the headers by lower-case name, `{}` for none
+ * @throws SecretDecryptionError when no configured key opens them
+ */
+export function openCustomHeaders(
+  stored: string | null,
+  subscriptionId: string,
+  secretBox: Pick<SecretBox, 'open'>,
+): Record<string, string> {
+  return stored === null
+    ? {}
+    : (JSON.parse(secretBox.open(stored, subscriptionId)) as Record<string, string>);
+}
