@@ -3,7 +3,9 @@
  *
  * @throws ConfigError from {@link loadWorkerConfig} naming the variable that is invalid.
  */
+import { X509Certificate } from 'node:crypto';
 import { promises as dns } from 'node:dns';
+import { readFileSync } from 'node:fs';
 import Type, { type Static } from 'typebox';
 import {
   catalogueFromEnv,
@@ -55,6 +57,11 @@ export const workerEnvSchema = Type.Object({
     default: '',
     description:
       'Comma-separated DNS servers (`host` or `host:port`) that resolve callback hosts; the system ones when empty',
+  }),
+  CALLBACK_CA_FILE: Type.String({
+    default: '',
+    description:
+      "PEM file of certificate authorities trusted for callbacks' TLS beside Node's bundled ones (receivers on a private PKI); none when empty",
   }),
   DNS_TIMEOUT_MS: Type.Integer({
     default: 2_000,
@@ -166,6 +173,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     secretBox: SecretBox;
     /** DNS_SERVERS as a list; empty for the system's. */
     dnsServers: string[];
+    /** The certificate authorities of CALLBACK_CA_FILE (PEM), or undefined. */
+    callbackCertificateAuthorities: string | undefined;
     /** WORKER_QUEUES as a set. */
     roles: ReadonlySet<WorkerRole>;
     /** WORKER_SHARDS: the shard numbers of `shards` this process consumes. */
@@ -202,6 +211,21 @@ function parseRoles(value: string): Set<WorkerRole> {
   return new Set(names as WorkerRole[]);
 }
 
+/** CALLBACK_CA_FILE's certificates (PEM). @throws ConfigError when it cannot be read or holds none */
+function readCertificateAuthorities(file: string): string | undefined {
+  if (file === '') return undefined;
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+    new X509Certificate(pem);
+  } catch (error) {
+    throw new ConfigError(
+      `Invalid environment variable CALLBACK_CA_FILE=${JSON.stringify(file)}: ${(error as Error).message} (a readable PEM file of one or more certificates)`,
+    );
+  }
+  return pem;
+}
+
 /** DNS_SERVERS split and checked the way the resolver will read it. */
 function parseDnsServers(value: string): string[] {
   const servers = splitList(value);
@@ -230,6 +254,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     secretBox: secretBoxFromEnv(config),
     inFlightBounds: inFlightBoundsFromEnv(config),
     dnsServers: parseDnsServers(config.DNS_SERVERS),
+    callbackCertificateAuthorities: readCertificateAuthorities(config.CALLBACK_CA_FILE),
     roles: parseRoles(config.WORKER_QUEUES),
     workerShards: parseShardList(config.WORKER_SHARDS, config.QUEUE_SHARDS),
     drainShards:

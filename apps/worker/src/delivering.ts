@@ -73,6 +73,9 @@ export function startDeliveries(
     userAgent,
     dnsServers: config.dnsServers,
     dnsTimeoutMs: config.DNS_TIMEOUT_MS,
+    ...(config.callbackCertificateAuthorities === undefined
+      ? {}
+      : { extraCertificateAuthorities: config.callbackCertificateAuthorities }),
   });
   const store = createDeliveryStore(deps.pool, {
     disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,

@@ -115,7 +115,7 @@ export interface paths {
     /** One subscription */
     get: operations['getSubscription'];
     /**
-     * Change the callback URL, the webhook_id, the event types, the filter, the rate limit, the custom headers or the status
+     * Change the callback URL, the webhook_id, the event types, the filter, the rate limit, the custom headers, the client certificate or the status
      * @description Setting `status: "active"` re-enables a subscription disabled after failed deliveries.
      */
     put: operations['updateSubscription'];
@@ -414,6 +414,14 @@ export interface components {
       headers: {
         [key: string]: '********';
       };
+      /** @description The client certificate presented to the callback (mutual TLS), without its key; null: none */
+      client_certificate: {
+        subject: string;
+        issuer: string;
+        /** Format: date-time */
+        valid_to: string;
+        fingerprint_sha256: string;
+      } | null;
       /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
       status: 'active' | 'disabled' | 'pending';
       /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -742,6 +750,13 @@ export interface operations {
           headers?: {
             [key: string]: string;
           } | null;
+          /** @description null: none */
+          client_certificate?: {
+            /** @description PEM certificate (with its chain after it, if any) */
+            certificate: string;
+            /** @description Its unencrypted PEM private key */
+            key: string;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -776,6 +791,14 @@ export interface operations {
             headers: {
               [key: string]: '********';
             };
+            /** @description The client certificate presented to the callback (mutual TLS), without its key; null: none */
+            client_certificate: {
+              subject: string;
+              issuer: string;
+              /** Format: date-time */
+              valid_to: string;
+              fingerprint_sha256: string;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -907,6 +930,13 @@ export interface operations {
           headers?: {
             [key: string]: string;
           } | null;
+          /** @description null: none */
+          client_certificate?: {
+            /** @description PEM certificate (with its chain after it, if any) */
+            certificate: string;
+            /** @description Its unencrypted PEM private key */
+            key: string;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -941,6 +971,14 @@ export interface operations {
             headers: {
               [key: string]: '********';
             };
+            /** @description The client certificate presented to the callback (mutual TLS), without its key; null: none */
+            client_certificate: {
+              subject: string;
+              issuer: string;
+              /** Format: date-time */
+              valid_to: string;
+              fingerprint_sha256: string;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1072,6 +1110,13 @@ export interface operations {
           headers?: {
             [key: string]: string;
           } | null;
+          /** @description null: none */
+          client_certificate?: {
+            /** @description PEM certificate (with its chain after it, if any) */
+            certificate: string;
+            /** @description Its unencrypted PEM private key */
+            key: string;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1106,6 +1151,14 @@ export interface operations {
             headers: {
               [key: string]: '********';
             };
+            /** @description The client certificate presented to the callback (mutual TLS), without its key; null: none */
+            client_certificate: {
+              subject: string;
+              issuer: string;
+              /** Format: date-time */
+              valid_to: string;
+              fingerprint_sha256: string;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1237,6 +1290,13 @@ export interface operations {
           headers?: {
             [key: string]: string;
           } | null;
+          /** @description null: none */
+          client_certificate?: {
+            /** @description PEM certificate (with its chain after it, if any) */
+            certificate: string;
+            /** @description Its unencrypted PEM private key */
+            key: string;
+          } | null;
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1271,6 +1331,14 @@ export interface operations {
             headers: {
               [key: string]: '********';
             };
+            /** @description The client certificate presented to the callback (mutual TLS), without its key; null: none */
+            client_certificate: {
+              subject: string;
+              issuer: string;
+              /** Format: date-time */
+              valid_to: string;
+              fingerprint_sha256: string;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1405,6 +1473,14 @@ export interface operations {
             headers: {
               [key: string]: '********';
             };
+            /** @description The client certificate presented to the callback (mutual TLS), without its key; null: none */
+            client_certificate: {
+              subject: string;
+              issuer: string;
+              /** Format: date-time */
+              valid_to: string;
+              fingerprint_sha256: string;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1511,6 +1587,13 @@ export interface operations {
           headers?: {
             [key: string]: string;
           } | null;
+          /** @description null: none */
+          client_certificate?: {
+            /** @description PEM certificate (with its chain after it, if any) */
+            certificate: string;
+            /** @description Its unencrypted PEM private key */
+            key: string;
+          } | null;
         };
       };
     };
@@ -1543,6 +1626,14 @@ export interface operations {
             headers: {
               [key: string]: '********';
             };
+            /** @description The client certificate presented to the callback (mutual TLS), without its key; null: none */
+            client_certificate: {
+              subject: string;
+              issuer: string;
+              /** Format: date-time */
+              valid_to: string;
+              fingerprint_sha256: string;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1732,6 +1823,14 @@ export interface operations {
             headers: {
               [key: string]: '********';
             };
+            /** @description The client certificate presented to the callback (mutual TLS), without its key; null: none */
+            client_certificate: {
+              subject: string;
+              issuer: string;
+              /** Format: date-time */
+              valid_to: string;
+              fingerprint_sha256: string;
+            } | null;
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */

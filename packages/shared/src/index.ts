@@ -12,6 +12,7 @@ export * from './catalogue-file.js';
 export * from './config.js';
 export * from './delivery-queues.js';
 export * from './env-list.js';
+export * from './client-certificate.js';
 export * from './custom-headers.js';
 export * from './event-filter.js';
 export * from './event-input.js';

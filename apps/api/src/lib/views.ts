@@ -8,7 +8,9 @@ import {
   buildDeliveryPayload,
   formatPayloadTimestamp,
   maskCustomHeaders,
+  openClientCertificate,
   openCustomHeaders,
+  summarizeCertificate,
   resourceLinks,
   type Catalogue,
   type SecretBox,
@@ -44,6 +46,12 @@ export type Views = ReturnType<typeof createViews>;
 export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: SecretBox) {
   const links = resourceLinks(baseUrl);
 
+  /** The summary of a subscription's client certificate, or null for none. */
+  const clientCertificateSummary = (row: SubscriptionRow) => {
+    const stored = openClientCertificate(row.clientTls, row.id, secretBox);
+    return stored === null ? null : summarizeCertificate(stored.certificate);
+  };
+
   /**
    * A subscription row as the API returns it (never with its secret), with its current pacing
    * (`delivery`, read from the delivery gate in Redis).
@@ -62,6 +70,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
       headers: maskCustomHeaders(
         openCustomHeaders(row.headers, row.id, secretBox),
       ) as Subscription['headers'],
+      client_certificate: clientCertificateSummary(row),
       status: row.status,
       rate_limit: row.rateLimit,
       delivery: throttle,

@@ -29,7 +29,7 @@ import {
   type SecretBox,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
-import { sealedCustomHeaders } from '../lib/custom-headers.js';
+import { sealedClientCertificate, sealedCustomHeaders } from '../lib/callback-credentials.js';
 import { pageRequest } from '../lib/pagination.js';
 import {
   checkSubscriptionSelection,
@@ -154,6 +154,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       async (request, reply) => {
         const { callback_url, webhook_id, rate_limit, account_id, event_types, filter, ordering, headers } =
           request.body;
+        const clientCertificate = request.body.client_certificate ?? null;
         if (account_id !== undefined && account_id !== request.accountId) {
           throw new HttpProblem(403, 'forbidden', 'account_id differs from the account of the token', [
             { pointer: '/account_id', detail: 'must equal the token subject, or be left out' },
@@ -163,6 +164,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         checkSubscriptionSelection(catalogue, kind, event_types, filter);
         const id = uuidv7();
         const sealedHeaders = sealedCustomHeaders(headers ?? null, id, options.secretBox);
+        const clientTls = sealedClientCertificate(clientCertificate, id, options.secretBox);
         const secret = generateSigningSecret();
         const row = await app.prisma.$transaction(async (tx) => {
           // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
@@ -188,6 +190,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               ordering: ordering ?? 'none',
               rateLimit: rate_limit ?? null,
               headers: sealedHeaders,
+              clientTls,
               secret: options.secretBox.seal(secret, id),
               ...(options.verifyCallbacks ? { status: 'pending' as const } : {}),
             },
@@ -255,7 +258,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         tags: ['subscriptions'],
         operationId: 'updateSubscription',
         summary:
-          'Change the callback URL, the webhook_id, the event types, the filter, the rate limit, the custom headers or the status',
+          'Change the callback URL, the webhook_id, the event types, the filter, the rate limit, the custom headers, the client certificate or the status',
         description: 'Setting `status: "active"` re-enables a subscription disabled after failed deliveries.',
         params: SubscriptionParams,
         body: SubscriptionUpdate,
@@ -276,6 +279,11 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       rejectBadCallback(callback_url);
       const sealedHeaders =
         headers === undefined ? undefined : sealedCustomHeaders(headers, current.id, options.secretBox);
+      const { client_certificate } = request.body;
+      const clientTls =
+        client_certificate === undefined
+          ? undefined
+          : sealedClientCertificate(client_certificate, current.id, options.secretBox);
       checkSubscriptionSelection(catalogue, current.kind, event_types, filter);
       // Any status change would let an unverified callback through later (pending → disabled → active).
       if (current.status === 'pending' && status !== undefined)
@@ -299,6 +307,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
         ...(ordering === undefined ? {} : { ordering }),
         ...(sealedHeaders === undefined ? {} : { headers: sealedHeaders }),
+        ...(clientTls === undefined ? {} : { clientTls }),
         // Re-activating starts the failure count afresh, or one more failure would disable it again.
         ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
       });

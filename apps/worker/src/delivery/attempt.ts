@@ -21,7 +21,8 @@ import { performance } from 'node:perf_hooks';
 import CacheableLookup from 'cacheable-lookup';
 import got from 'got';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
-import { callbackPort, portAllowed, type CallbackPolicy } from '@webhooks/shared';
+import { rootCertificates } from 'node:tls';
+import { callbackPort, portAllowed, type CallbackPolicy, type ClientCertificate } from '@webhooks/shared';
 import { parseRetryAfter } from './backoff.js';
 
 /** Most bytes of a callback's answer kept for the delivery log (4 KiB). */
@@ -93,6 +94,11 @@ export interface AttemptSenderOptions {
   dnsServers?: string[];
   /** Timeout of one DNS query, in ms (DNS_TIMEOUT_MS); default 2000. */
   dnsTimeoutMs?: number;
+  /**
+   * Certificate authorities trusted for callbacks besides Node's bundled ones (CALLBACK_CA_FILE,
+   * PEM): receivers on a private PKI.
+   */
+  extraCertificateAuthorities?: string;
 }
 
 /** Sends attempts over one keep-alive agent pair shared by the whole worker. */
@@ -101,9 +107,16 @@ export interface AttemptSender {
    * POSTs `body` to `url` with `headers`; never throws, every failure is in the result. A reset on
    * a kept-alive connection the pool reused, before any answer, is not the attempt's result: the
    * request goes again on another connection (at most {@link maxStaleResends} times, all within
-   * the attempt's timeout), and `startedAt` and `durationMs` cover all of it.
+   * the attempt's timeout), and `startedAt` and `durationMs` cover all of it. With
+   * `clientCertificate`, it is presented when the callback's server asks for one (mutual TLS);
+   * connections with it are pooled apart from those without.
    */
-  send(url: string, body: string, headers: Record<string, string>): Promise<AttemptResult>;
+  send(
+    url: string,
+    body: string,
+    headers: Record<string, string>,
+    clientCertificate?: ClientCertificate | null,
+  ): Promise<AttemptResult>;
   /** Closes the kept-alive sockets. */
   close(): void;
 }
@@ -171,11 +184,15 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
     throwHttpErrors: false,
     decompress: false,
     headers: { 'user-agent': options.userAgent },
+    ...(options.extraCertificateAuthorities === undefined
+      ? {}
+      : { https: { certificateAuthority: [...rootCertificates, options.extraCertificateAuthorities] } }),
   });
   const send = (
     url: string,
     body: string,
     headers: Record<string, string>,
+    clientCertificate: ClientCertificate | null = null,
     first = { startedAt: new Date(), start: performance.now(), resends: 0 },
   ) =>
     new Promise<AttemptResult>((resolve) => {
@@ -201,7 +218,7 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
           // answered, most likely never read the request, and the fault is the pool's. Sent again
           // on another connection, within the same attempt (Node's documented pattern for
           // `request.reusedSocket`); if the callback did read it, the webhook-id is the same.
-          resolve(send(url, body, headers, { ...first, resends: first.resends + 1 }));
+          resolve(send(url, body, headers, clientCertificate, { ...first, resends: first.resends + 1 }));
           return;
         }
         const errorClass =
@@ -238,7 +255,14 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
       }
       // The attempt's whole time, resends included, stays within DELIVERY_TIMEOUT_MS.
       const remainingMs = Math.max(1, Math.round(options.timeoutMs - (performance.now() - start)));
-      const stream = client.stream.post(target, { body, headers, timeout: { request: remainingMs } });
+      const stream = client.stream.post(target, {
+        body,
+        headers,
+        timeout: { request: remainingMs },
+        ...(clientCertificate === null
+          ? {}
+          : { https: { certificate: clientCertificate.certificate, key: clientCertificate.key } }),
+      });
       stream.on('request', (request: ClientRequest) => {
         request.on('socket', () => {
           reusedSocket = request.reusedSocket;

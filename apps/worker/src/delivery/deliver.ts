@@ -160,7 +160,12 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
           'url.full': urlForSpan(callbackUrl),
         },
         async (annotate) => {
-          const sent = await deps.sender.send(subscription.callbackUrl, body, headers);
+          const sent = await deps.sender.send(
+            subscription.callbackUrl,
+            body,
+            headers,
+            subscription.clientCertificate,
+          );
           annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
           return sent;
         },

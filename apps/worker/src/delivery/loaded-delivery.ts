@@ -3,6 +3,7 @@
  * an attempt, and a round's key. Apart from the store that reads them (`store.ts`) and the
  * statement that records attempts (`attempt-record.ts`), which both use them.
  */
+import type { ClientCertificate } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import type { DeliveryOutcome } from './outcome.js';
 
@@ -32,6 +33,8 @@ export interface LoadedDelivery {
     accountId: string;
     /** Custom headers sent with every attempt, by lower-case name (checked when they were set). */
     headers: Record<string, string>;
+    /** The client certificate presented to the callback's server (mutual TLS), or null. */
+    clientCertificate: ClientCertificate | null;
   };
   /**
    * For a FIFO subscription, whether this is its head (no earlier pending delivery); always true

@@ -11,7 +11,7 @@
  * prunes the partitions when it runs instead.
  */
 import type { Pool } from '@webhooks/db';
-import { batcher, openCustomHeaders, type SecretBox } from '@webhooks/shared';
+import { batcher, openClientCertificate, openCustomHeaders, type SecretBox } from '@webhooks/shared';
 import { timeIdRange } from '../log-partitions.js';
 import { createAttemptRecorder, type AttemptRecorderOptions } from './attempt-record.js';
 import { isFifoHeadSql } from './fifo-head.js';
@@ -66,6 +66,8 @@ export type SubscriptionRow = {
   account_id: string;
   /** The custom headers, sealed (`custom-headers.ts` in @webhooks/shared), or null. */
   headers: string | null;
+  /** The client certificate and key, sealed (`client-certificate.ts` in @webhooks/shared), or null. */
+  client_tls: string | null;
 };
 
 /** {@link SubscriptionRow}'s columns but its id: each one's expression over `s` (subscriptions). */
@@ -82,6 +84,7 @@ const subscriptionColumns = {
   ordering: 's.ordering',
   account_id: 's.account_id',
   headers: 's.headers',
+  client_tls: 's.client_tls',
 } satisfies Record<Exclude<keyof SubscriptionRow, 'subscription_id'>, string>;
 
 /** `<expression> AS <column>` for each of {@link SubscriptionRow}'s columns but its id, over `s`. */
@@ -141,7 +144,7 @@ export function createdDelivery(
 }
 
 /**
- * The row with its secrets and custom headers opened; a value no configured key opens fails this
+ * The row with its secrets, custom headers and client certificate opened; a value no configured key opens fails this
  * delivery alone.
  */
 function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelivery {
@@ -166,6 +169,7 @@ function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelive
       ordering: row.ordering,
       accountId: row.account_id,
       headers: openCustomHeaders(row.headers, row.subscription_id, secretBox),
+      clientCertificate: openClientCertificate(row.client_tls, row.subscription_id, secretBox),
     },
     isHead,
   };

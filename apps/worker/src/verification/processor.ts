@@ -9,7 +9,12 @@
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
-import { openCustomHeaders, type SecretBox, type VerificationJobData } from '@webhooks/shared';
+import {
+  openClientCertificate,
+  openCustomHeaders,
+  type SecretBox,
+  type VerificationJobData,
+} from '@webhooks/shared';
 import type { AttemptSender } from '../delivery/attempt.js';
 import { answersChallenge, buildChallengeRequest, newChallenge } from './challenge.js';
 
@@ -39,8 +44,9 @@ export function createVerificationProcessor(deps: VerificationDeps) {
       status: string;
       secret: string;
       headers: string | null;
+      client_tls: string | null;
     }>(
-      `SELECT callback_url, webhook_id, status::text, secret, headers FROM subscriptions WHERE id = $1::uuid`,
+      `SELECT callback_url, webhook_id, status::text, secret, headers, client_tls FROM subscriptions WHERE id = $1::uuid`,
       [subscriptionId],
     );
     const [row] = rows;
@@ -55,7 +61,12 @@ export function createVerificationProcessor(deps: VerificationDeps) {
       challenge,
       new Date(),
     );
-    const answer = await deps.sender.send(row.callback_url, body, headers);
+    const answer = await deps.sender.send(
+      row.callback_url,
+      body,
+      headers,
+      openClientCertificate(row.client_tls, subscriptionId, deps.secretBox),
+    );
     if (!answersChallenge(answer, challenge)) {
       const what = answer.statusCode === null ? answer.errorClass : `HTTP ${answer.statusCode}`;
       throw new Error(`the callback did not answer the challenge (${what})`);

@@ -9,6 +9,7 @@ import {
   maxCustomHeaderValueLength,
   maxCustomHeadersBytes,
 } from '../custom-headers.js';
+import { maxClientCertificatePem } from '../client-certificate.js';
 import { PageQuery } from './pagination.js';
 
 /** Longest callback URL accepted, in characters. */
@@ -80,6 +81,30 @@ const CustomHeaders = Type.Union(
   { description: 'null: none' },
 );
 
+const ClientCertificateInput = Type.Union(
+  [
+    Type.Object(
+      {
+        certificate: Type.String({
+          maxLength: maxClientCertificatePem,
+          description: 'PEM certificate (with its chain after it, if any)',
+        }),
+        key: Type.String({
+          maxLength: maxClientCertificatePem,
+          description: 'Its unencrypted PEM private key',
+        }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          "Client certificate (mutual TLS) presented to the callback's server when it asks for one; the key is stored encrypted and never shown again",
+      },
+    ),
+    Type.Null(),
+  ],
+  { description: 'null: none' },
+);
+
 /** Body of `POST /api/webhooks` and `POST /api/webhooks/{kind}`. */
 export const SubscriptionCreate = Type.Object(
   {
@@ -90,6 +115,7 @@ export const SubscriptionCreate = Type.Object(
     filter: Type.Optional(Filter),
     ordering: Type.Optional(Ordering),
     headers: Type.Optional(CustomHeaders),
+    client_certificate: Type.Optional(ClientCertificateInput),
     account_id: Type.Optional(
       Type.String({
         maxLength: 255,
@@ -112,6 +138,7 @@ export const SubscriptionUpdate = Type.Object(
     filter: Type.Optional(Filter),
     ordering: Type.Optional(Ordering),
     headers: Type.Optional(CustomHeaders),
+    client_certificate: Type.Optional(ClientCertificateInput),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -136,6 +163,21 @@ export const Subscription = Type.Object(
       description:
         'The custom headers sent with every delivery, their values masked: `GET /api/webhooks/{id}/headers` reads them',
     }),
+    client_certificate: Type.Union(
+      [
+        Type.Object({
+          subject: Type.String(),
+          issuer: Type.String(),
+          valid_to: Type.String({ format: 'date-time' }),
+          fingerprint_sha256: Type.String(),
+        }),
+        Type.Null(),
+      ],
+      {
+        description:
+          'The client certificate presented to the callback (mutual TLS), without its key; null: none',
+      },
+    ),
     status: SubscriptionState,
     rate_limit: RateLimit,
     delivery: Type.Object(

@@ -1,0 +1,188 @@
+/**
+ * Client certificates (mutual TLS) per subscription, through the real API and worker, to a
+ * receiver on `node:https` that asks for a client certificate and refuses a connection without one
+ * its CA signed (`requestCert`, `rejectUnauthorized`). The test's own CA signs the receiver's and
+ * the client's certificates (openssl), and the worker trusts it through CALLBACK_CA_FILE.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startTestStack, type TestStack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'wh-mtls-'));
+const file = (name: string) => path.join(dir, name);
+const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+
+/** A key and a certificate for `subject`, signed by the test CA, with `extensions` (an openssl -extfile). */
+function issue(name: string, subject: string, extensions: string) {
+  openssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-subj',
+    subject,
+    '-out',
+    `${name}.csr`,
+  );
+  execFileSync('sh', ['-c', `printf '%s' '${extensions}' > ${name}.ext`], { cwd: dir });
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+    '-out',
+    `${name}.pem`,
+  );
+  return {
+    key: readFileSync(file(`${name}.key`), 'utf8'),
+    certificate: readFileSync(file(`${name}.pem`), 'utf8'),
+  };
+}
+
+let stack: TestStack;
+let receiver: Server;
+let receiverUrl: string;
+/** The subject CN of the client certificate of each request the receiver answered. */
+const received: Array<{ path: string; client: string }> = [];
+let client: { key: string; certificate: string };
+let other: { key: string; certificate: string };
+
+beforeAll(async () => {
+  openssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-subj',
+    '/CN=Test Webhooks CA',
+    '-days',
+    '2',
+    '-out',
+    'ca.pem',
+  );
+  const server = issue('server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1');
+  client = issue('client', '/CN=webhook-sender', 'extendedKeyUsage=clientAuth');
+  other = issue('other', '/CN=someone-else', 'extendedKeyUsage=clientAuth');
+  receiver = createServer(
+    {
+      key: server.key,
+      cert: server.certificate,
+      ca: readFileSync(file('ca.pem')),
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
+    (request, response) => {
+      request.resume();
+      request.on('end', () => {
+        const peer = (request.socket as TLSSocket).getPeerCertificate();
+        received.push({ path: request.url ?? '', client: String(peer.subject?.CN) });
+        response.end('ok');
+      });
+    },
+  );
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `https://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  stack = await startTestStack('mtls', { CALLBACK_CA_FILE: file('ca.pem'), DELIVERY_MAX_ATTEMPTS: '1' });
+}, 60_000);
+afterAll(async () => {
+  await stack?.close();
+  await new Promise((resolve) => receiver?.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const create = (account: string, body: object) =>
+  stack.api.app.inject({
+    method: 'POST',
+    url: '/api/webhooks',
+    headers: stack.api.auth(account),
+    payload: body,
+  });
+const deliveryOf = (eventId: string) =>
+  waitFor('the delivery ended', async () => {
+    const row = await stack.api.app.prisma.delivery.findFirst({ where: { eventId } });
+    return row !== null && row.status !== 'pending' && row;
+  });
+
+describe('a client certificate', () => {
+  it('is presented to a receiver that requires it; without one, the receiver refuses the connection', async () => {
+    const created = await create('acct-mtls', {
+      callback_url: `${receiverUrl}/with`,
+      client_certificate: client,
+    });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().client_certificate).toEqual({
+      subject: 'CN=webhook-sender',
+      issuer: 'CN=Test Webhooks CA',
+      valid_to: expect.any(String),
+      fingerprint_sha256: expect.stringMatching(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/),
+    });
+    expect(created.body).not.toContain('PRIVATE KEY');
+    const stored = await stack.api.app.prisma.subscription.findUniqueOrThrow({
+      where: { id: created.json().id },
+    });
+    expect(stored.clientTls).toMatch(/^enc:/);
+    const without = await create('acct-plain', { callback_url: `${receiverUrl}/without` });
+    expect(without.json().client_certificate).toBeNull();
+
+    const sent = await stack.publisher.publish({ accountId: 'acct-mtls', type: 'call.started', data: {} });
+    expect((await deliveryOf(sent.id)).status).toBe('succeeded');
+    expect(received).toEqual([{ path: '/with', client: 'webhook-sender' }]);
+
+    const refused = await stack.publisher.publish({
+      accountId: 'acct-plain',
+      type: 'call.started',
+      data: {},
+    });
+    const failed = await deliveryOf(refused.id);
+    expect(failed.status).toBe('failed');
+    expect(failed.lastStatusCode).toBeNull();
+    expect(received).toHaveLength(1);
+  });
+
+  it.each([
+    [
+      'a key that is not the certificate’s',
+      () => ({ certificate: client.certificate, key: other.key }),
+      '/client_certificate/key',
+    ],
+    [
+      'a certificate that does not parse',
+      () => ({ certificate: 'not a certificate', key: client.key }),
+      '/client_certificate/certificate',
+    ],
+    [
+      'a key that does not parse',
+      () => ({ certificate: client.certificate, key: 'not a key' }),
+      '/client_certificate/key',
+    ],
+  ])('refuses %s, naming the field, and creates nothing', async (_what, given, pointer) => {
+    const answer = await create('acct-bad-mtls', {
+      callback_url: `${receiverUrl}/never`,
+      client_certificate: given(),
+    });
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json().errors).toEqual([expect.objectContaining({ pointer })]);
+    expect(await stack.api.app.prisma.subscription.count({ where: { accountId: 'acct-bad-mtls' } })).toBe(0);
+  });
+});
