@@ -5,7 +5,7 @@
  * receiver).
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -22,6 +22,7 @@ import {
   type EventPublisher,
 } from '@webhooks/shared';
 import { createTokenMinter } from '@webhooks/api';
+import { createWebhookClient, type WebhookClient } from '@webhooks/client';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../scripts/lib/services.js';
 import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
@@ -232,20 +233,31 @@ export async function subscribe(
   return ids;
 }
 
+/** The typed client of each API and token the bench publishes with. */
+const clients = new Map<string, WebhookClient>();
+
 /**
- * Publishes event `n`, a `call.completed`, through `POST /api/events` as the account of `token`.
+ * Publishes event `n`, a `call.completed`, through `POST /api/events` as the account of `token`,
+ * with the typed client as a client app would: under an idempotency key, so that a 503 the API
+ * sheds with `Retry-After` (a saturated event loop, at a stack's start too) is sent again after it.
  *
  * @returns the event id
- * @throws Error when the API answers anything but 202
+ * @throws Error when the API answers anything but 202 after the client's retries
  */
 export async function postEvent(stack: BenchStack, token: string, n: number): Promise<string> {
-  const response = await fetch(`${stack.apiUrl}/api/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ type: 'call.completed', data: { call_id: `c-${n}`, duration_s: n % 600 } }),
+  const key = `${stack.apiUrl} ${token}`;
+  let client = clients.get(key);
+  if (client === undefined) {
+    client = createWebhookClient({ baseUrl: stack.apiUrl, token });
+    clients.set(key, client);
+  }
+  const { data, error, response } = await client.POST('/api/events', {
+    body: { type: 'call.completed', data: { call_id: `c-${n}`, duration_s: n % 600 } },
+    headers: { 'idempotency-key': randomUUID() },
   });
-  if (response.status !== 202) throw new Error(`POST /api/events answered ${response.status}`);
-  return ((await response.json()) as { id: string }).id;
+  if (response.status !== 202 || data === undefined)
+    throw new Error(`POST /api/events answered ${response.status}: ${error?.detail ?? ''}`);
+  return data.id;
 }
 
 /** A delivery-sized JSON body, as both throughput baselines send it. */
