@@ -58,6 +58,11 @@ export const workerEnvSchema = Type.Object({
     description:
       'Comma-separated DNS servers (`host` or `host:port`) that resolve callback hosts; the system ones when empty',
   }),
+  DELIVERY_PROXY_URL: Type.String({
+    default: '',
+    description:
+      'HTTP forward proxy every delivery and challenge goes through (`http://host:port`, credentials in the URL; a CONNECT tunnel per connection), so that callbacks see its source addresses; the proxy must refuse private ranges itself (docs/security.md); none when empty',
+  }),
   CALLBACK_CA_FILE: Type.String({
     default: '',
     description:
@@ -173,6 +178,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     secretBox: SecretBox;
     /** DNS_SERVERS as a list; empty for the system's. */
     dnsServers: string[];
+    /** DELIVERY_PROXY_URL, or undefined. */
+    proxyUrl: string | undefined;
     /** The certificate authorities of CALLBACK_CA_FILE (PEM), or undefined. */
     callbackCertificateAuthorities: string | undefined;
     /** WORKER_QUEUES as a set. */
@@ -209,6 +216,22 @@ function parseRoles(value: string): Set<WorkerRole> {
     );
   }
   return new Set(names as WorkerRole[]);
+}
+
+/** DELIVERY_PROXY_URL checked. @throws ConfigError when it is not an http(s) URL */
+function parseProxyUrl(value: string): string | undefined {
+  if (value === '') return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+    throw new ConfigError(
+      'Invalid environment variable DELIVERY_PROXY_URL: not an http(s) URL (http://host:port, credentials in the URL)',
+    );
+  return value;
 }
 
 /** CALLBACK_CA_FILE's certificates (PEM). @throws ConfigError when it cannot be read or holds none */
@@ -255,6 +278,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     inFlightBounds: inFlightBoundsFromEnv(config),
     dnsServers: parseDnsServers(config.DNS_SERVERS),
     callbackCertificateAuthorities: readCertificateAuthorities(config.CALLBACK_CA_FILE),
+    proxyUrl: parseProxyUrl(config.DELIVERY_PROXY_URL),
     roles: parseRoles(config.WORKER_QUEUES),
     workerShards: parseShardList(config.WORKER_SHARDS, config.QUEUE_SHARDS),
     drainShards:

@@ -76,6 +76,7 @@ export function startDeliveries(
     ...(config.callbackCertificateAuthorities === undefined
       ? {}
       : { extraCertificateAuthorities: config.callbackCertificateAuthorities }),
+    ...(config.proxyUrl === undefined ? {} : { proxyUrl: config.proxyUrl }),
   });
   const store = createDeliveryStore(deps.pool, {
     disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,

@@ -107,3 +107,20 @@ export function addressDenied(policy: Pick<CallbackPolicy, 'denyCidrs'>, address
     return range.kind() === parsed.kind() && parsed.match(range, bits);
   });
 }
+
+/**
+ * Whether a callback may reach the IP address `address`: never in CALLBACK_DENY_CIDRS, never a
+ * link-local address (cloud metadata services, 169.254.169.254), and otherwise only a public
+ * unicast address (ipaddr.js' ranges) unless CALLBACK_ALLOW_PRIVATE. The rule request-filtering-
+ * agent applies at connect time, for the connections it does not make: an attempt through
+ * DELIVERY_PROXY_URL checks the callback host's addresses with it before asking the proxy.
+ */
+export function addressAllowed(
+  policy: Pick<CallbackPolicy, 'allowPrivate' | 'denyCidrs'>,
+  address: string,
+): boolean {
+  if (!ipaddr.isValid(address) || addressDenied(policy, address)) return false;
+  const range = ipaddr.process(address).range();
+  if (range === 'linkLocal') return false;
+  return policy.allowPrivate || range === 'unicast';
+}

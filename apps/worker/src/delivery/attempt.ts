@@ -20,9 +20,17 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import CacheableLookup from 'cacheable-lookup';
 import got from 'got';
+import { HttpProxyAgent, HttpsProxyAgent } from 'hpagent';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
-import { callbackPort, portAllowed, type CallbackPolicy, type ClientCertificate } from '@webhooks/shared';
+import {
+  addressAllowed,
+  callbackPort,
+  portAllowed,
+  type CallbackPolicy,
+  type ClientCertificate,
+} from '@webhooks/shared';
 import { parseRetryAfter } from './backoff.js';
 
 /** Most bytes of a callback's answer kept for the delivery log (4 KiB). */
@@ -99,6 +107,13 @@ export interface AttemptSenderOptions {
    * PEM): receivers on a private PKI.
    */
   extraCertificateAuthorities?: string;
+  /**
+   * DELIVERY_PROXY_URL: every attempt goes through this HTTP forward proxy (a CONNECT tunnel per
+   * connection, hpagent), so that callbacks see the proxy's source addresses. The callback host's
+   * addresses are resolved and checked ({@link addressAllowed}) before the proxy is asked; the
+   * proxy resolves the name again, so it must refuse private ranges itself (docs/security.md).
+   */
+  proxyUrl?: string;
 }
 
 /** Sends attempts over one keep-alive agent pair shared by the whole worker. */
@@ -121,14 +136,17 @@ export interface AttemptSender {
   close(): void;
 }
 
-/** A callback URL on a port outside CALLBACK_PORTS: refused before connecting, as an address is. */
-class RefusedPortError extends Error {
-  override name = 'RefusedPortError';
+/**
+ * A callback URL on a port outside CALLBACK_PORTS, or whose host resolves to an address the policy
+ * refuses when the proxy connects for the worker: refused before connecting, as an address is.
+ */
+class RefusedTargetError extends Error {
+  override name = 'RefusedTargetError';
 }
 
 /** Sorts a request error into the delivery log's error classes. */
 export function classifyError(error: unknown): AttemptErrorClass {
-  if (error instanceof RefusedPortError) return 'blocked_address';
+  if (error instanceof RefusedTargetError) return 'blocked_address';
   const {
     code,
     name,
@@ -168,17 +186,39 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
     allowPrivateIPAddress: options.policy.allowPrivate,
     denyIPAddressList: [...options.policy.denyCidrs],
   };
-  const agent = {
-    http: new RequestFilteringHttpAgent(agentOptions),
-    https: new RequestFilteringHttpsAgent(agentOptions),
-  };
+  const { proxyUrl } = options;
+  const agent =
+    proxyUrl === undefined
+      ? {
+          http: new RequestFilteringHttpAgent(agentOptions),
+          https: new RequestFilteringHttpsAgent(agentOptions),
+        }
+      : {
+          http: new HttpProxyAgent({ ...agentOptions, proxy: proxyUrl }),
+          https: new HttpsProxyAgent({ ...agentOptions, proxy: proxyUrl }),
+        };
   const resolver = new dns.Resolver({ timeout: options.dnsTimeoutMs ?? 2_000, tries: 2 });
   if (options.dnsServers !== undefined && options.dnsServers.length > 0)
     resolver.setServers(options.dnsServers);
+  const dnsCache = new CacheableLookup({ resolver });
+  /**
+   * Through the proxy, the SSRF guard's check of the addresses the worker would connect to: every
+   * address the callback host resolves to must be one a callback may reach.
+   *
+   * @throws the resolver's error (classified `dns`), or RefusedTargetError naming the address
+   */
+  const checkHost = async (hostname: string) => {
+    const host = hostname.replace(/^\[|\]$/g, '');
+    const addresses =
+      isIP(host) === 0 ? await dnsCache.lookupAsync(host, { all: true }) : [{ address: host }];
+    const refused = addresses.find(({ address }) => !addressAllowed(options.policy, address));
+    if (refused !== undefined) throw new RefusedTargetError(`address ${refused.address} is not allowed`);
+  };
   // Built once: what every attempt shares is merged here, not per request.
   const client = got.extend({
     agent,
-    dnsCache: new CacheableLookup({ resolver }),
+    // Through a proxy, the proxy resolves the callback's name; the worker resolves it only to check it.
+    ...(proxyUrl === undefined ? { dnsCache } : {}),
     retry: { limit: 0 },
     followRedirect: false,
     throwHttpErrors: false,
@@ -250,42 +290,51 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
       }
       const port = callbackPort(target);
       if (!portAllowed(options.policy, port)) {
-        finish(new RefusedPortError(`port ${port} is not in CALLBACK_PORTS`));
+        finish(new RefusedTargetError(`port ${port} is not in CALLBACK_PORTS`));
         return;
       }
-      // The attempt's whole time, resends included, stays within DELIVERY_TIMEOUT_MS.
-      const remainingMs = Math.max(1, Math.round(options.timeoutMs - (performance.now() - start)));
-      const stream = client.stream.post(target, {
-        body,
-        headers,
-        timeout: { request: remainingMs },
-        ...(clientCertificate === null
-          ? {}
-          : { https: { certificate: clientCertificate.certificate, key: clientCertificate.key } }),
-      });
-      stream.on('request', (request: ClientRequest) => {
-        request.on('socket', () => {
-          reusedSocket = request.reusedSocket;
+      /** Sends the request to `to` and follows its answer. */
+      const post = (to: URL) => {
+        // The attempt's whole time, resends included, stays within DELIVERY_TIMEOUT_MS.
+        const remainingMs = Math.max(1, Math.round(options.timeoutMs - (performance.now() - start)));
+        const stream = client.stream.post(to, {
+          body,
+          headers,
+          timeout: { request: remainingMs },
+          ...(clientCertificate === null
+            ? {}
+            : { https: { certificate: clientCertificate.certificate, key: clientCertificate.key } }),
         });
-      });
-      stream.on('response', (response: IncomingMessage) => {
-        statusCode = response.statusCode ?? null;
-        if (statusCode !== null && retryAfterStatuses.has(statusCode))
-          retryAfterMs = parseRetryAfter(response.headers['retry-after'], new Date());
-      });
-      stream.on('data', (chunk: Buffer) => {
-        if (kept < keptResponseBytes) {
-          chunks.push(chunk.subarray(0, keptResponseBytes - kept));
-          kept += chunk.length;
-        }
-        // The rest of an oversized answer is not worth reading: the status is known already.
-        if (kept >= keptResponseBytes) {
-          finish();
-          stream.destroy();
-        }
-      });
-      stream.on('end', () => finish());
-      stream.on('error', (error: Error) => finish(error));
+        stream.on('request', (request: ClientRequest) => {
+          request.on('socket', () => {
+            reusedSocket = request.reusedSocket;
+          });
+        });
+        stream.on('response', (response: IncomingMessage) => {
+          statusCode = response.statusCode ?? null;
+          if (statusCode !== null && retryAfterStatuses.has(statusCode))
+            retryAfterMs = parseRetryAfter(response.headers['retry-after'], new Date());
+        });
+        stream.on('data', (chunk: Buffer) => {
+          if (kept < keptResponseBytes) {
+            chunks.push(chunk.subarray(0, keptResponseBytes - kept));
+            kept += chunk.length;
+          }
+          // The rest of an oversized answer is not worth reading: the status is known already.
+          if (kept >= keptResponseBytes) {
+            finish();
+            stream.destroy();
+          }
+        });
+        stream.on('end', () => finish());
+        stream.on('error', (error: Error) => finish(error));
+      };
+      // Through the proxy, a resend after a stale connection was checked already.
+      if (proxyUrl !== undefined && first.resends === 0) {
+        checkHost(target.hostname).then(() => post(target), finish);
+        return;
+      }
+      post(target);
     });
 
   return {

@@ -1,0 +1,128 @@
+/**
+ * Egress through a forward proxy (DELIVERY_PROXY_URL), with a real proxy (the `proxy` package)
+ * started on a free port: deliveries to http and https callbacks go through CONNECT tunnels (TLS
+ * end to end with the callback, the proxy sees only the host and port); and the SSRF guard still
+ * refuses a callback whose address it would refuse, before the proxy is asked anything.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createProxy } from 'proxy';
+import { createAttemptSender, userAgent } from '@webhooks/worker';
+import { startTestStack, type TestStack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'wh-proxy-'));
+let proxy: HttpServer;
+let proxyUrl: string;
+/** What the proxy was asked, in order: `CONNECT host:port`, or `<method> <absolute URL>`. */
+const asked: string[] = [];
+let tlsReceiver: HttpsServer;
+let tlsUrl: string;
+const tlsReceived: string[] = [];
+let stack: TestStack;
+
+const listen = async (server: HttpServer | HttpsServer) => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+};
+
+beforeAll(async () => {
+  proxy = createProxy(createHttpServer());
+  proxy.prependListener('request', (request) => asked.push(`${request.method} ${request.url}`));
+  proxy.prependListener('connect', (request) => asked.push(`CONNECT ${request.url}`));
+  proxyUrl = `http://127.0.0.1:${await listen(proxy)}`;
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      'tls.key',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-days',
+      '2',
+      '-out',
+      'tls.pem',
+    ],
+    { cwd: dir, stdio: 'pipe' },
+  );
+  tlsReceiver = createHttpsServer(
+    { key: readFileSync(path.join(dir, 'tls.key')), cert: readFileSync(path.join(dir, 'tls.pem')) },
+    (request, response) => {
+      request.resume();
+      request.on('end', () => {
+        tlsReceived.push(String(request.headers['webhook-id']));
+        response.end('ok');
+      });
+    },
+  );
+  tlsUrl = `https://127.0.0.1:${await listen(tlsReceiver)}`;
+  stack = await startTestStack('egress-proxy', {
+    DELIVERY_PROXY_URL: proxyUrl,
+    CALLBACK_CA_FILE: path.join(dir, 'tls.pem'),
+  });
+}, 60_000);
+afterAll(async () => {
+  await stack?.close();
+  await new Promise((resolve) => tlsReceiver?.close(resolve));
+  proxy?.closeAllConnections();
+  await new Promise((resolve) => proxy?.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('deliveries through DELIVERY_PROXY_URL', () => {
+  it('reach an http and an https callback through CONNECT tunnels', async () => {
+    await stack.subscribe('acct-proxy', { callback_url: `${stack.receiver.url}/via-proxy` });
+    await stack.subscribe('acct-proxy', { callback_url: `${tlsUrl}/via-tunnel` });
+    const { id } = await stack.publisher.publish({ accountId: 'acct-proxy', type: 'call.started', data: {} });
+    await waitFor(
+      'both deliveries',
+      () => stack.receiver.at('/via-proxy').length === 1 && tlsReceived.length === 1,
+    );
+    expect(stack.receiver.at('/via-proxy')[0]!.headers['webhook-id']).toBe(id);
+    expect(tlsReceived).toEqual([id]);
+    expect(asked).toEqual(
+      expect.arrayContaining([
+        `CONNECT ${new URL(stack.receiver.url).host}`,
+        `CONNECT ${new URL(tlsUrl).host}`,
+      ]),
+    );
+  });
+});
+
+describe('the SSRF guard through a proxy', () => {
+  it('refuses a callback whose host resolves to an address it would refuse, before asking the proxy', async () => {
+    const sender = createAttemptSender({
+      timeoutMs: 2_000,
+      policy: { allowPrivate: false, ports: [[1, 65535]], denyCidrs: [] },
+      userAgent,
+      proxyUrl,
+    });
+    try {
+      const before = asked.length;
+      for (const url of [
+        `${stack.receiver.url}/guarded`,
+        `http://localhost:${new URL(stack.receiver.url).port}/guarded`,
+      ]) {
+        const result = await sender.send(url, '{}', { 'content-type': 'application/json' });
+        expect(result.errorClass).toBe('blocked_address');
+      }
+      expect(asked.length).toBe(before);
+      expect(stack.receiver.at('/guarded')).toHaveLength(0);
+    } finally {
+      sender.close();
+    }
+  });
+});
