@@ -422,6 +422,8 @@ export interface components {
         valid_to: string;
         fingerprint_sha256: string;
       } | null;
+      /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+      signature_scheme: 'v1' | 'v1a';
       /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
       status: 'active' | 'disabled' | 'pending';
       /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -757,6 +759,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+          signature_scheme?: 'v1' | 'v1a';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -799,6 +803,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+            signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -814,7 +820,7 @@ export interface operations {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
-            /** @description Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64) */
+            /** @description Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64), or for `v1a` the public key that verifies them (`whpk_` + base64) */
             secret: string;
           };
         };
@@ -937,6 +943,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+          signature_scheme?: 'v1' | 'v1a';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -979,6 +987,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+            signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -994,7 +1004,7 @@ export interface operations {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
-            /** @description Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64) */
+            /** @description Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64), or for `v1a` the public key that verifies them (`whpk_` + base64) */
             secret: string;
           };
         };
@@ -1117,6 +1127,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+          signature_scheme?: 'v1' | 'v1a';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1159,6 +1171,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+            signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1174,7 +1188,7 @@ export interface operations {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
-            /** @description Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64) */
+            /** @description Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64), or for `v1a` the public key that verifies them (`whpk_` + base64) */
             secret: string;
           };
         };
@@ -1297,6 +1311,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+          signature_scheme?: 'v1' | 'v1a';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
           account_id?: string;
         };
@@ -1339,6 +1355,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+            signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1354,7 +1372,7 @@ export interface operations {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
-            /** @description Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64) */
+            /** @description Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64), or for `v1a` the public key that verifies them (`whpk_` + base64) */
             secret: string;
           };
         };
@@ -1481,6 +1499,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+            signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1634,6 +1654,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+            signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1831,6 +1853,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
+            signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
             status: 'active' | 'disabled' | 'pending';
             /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1924,7 +1948,7 @@ export interface operations {
         };
         content: {
           'application/json': {
-            /** @description Current signing secret */
+            /** @description Current signing secret (`whsec_`), or for `v1a` the public key that verifies (`whpk_`) */
             secret: string;
             /** @description Until then the secret replaced by the last rotation signs too (a second signature) */
             previous_secret_expires_at: string | null;
@@ -1997,7 +2021,7 @@ export interface operations {
         };
         content: {
           'application/json': {
-            /** @description Current signing secret */
+            /** @description Current signing secret (`whsec_`), or for `v1a` the public key that verifies (`whpk_`) */
             secret: string;
             /** @description Until then the secret replaced by the last rotation signs too (a second signature) */
             previous_secret_expires_at: string | null;

@@ -1,6 +1,7 @@
 /**
  * The signing secret of a subscription: read it (`GET /api/webhooks/{id}/secret`) or replace it
- * (`POST /api/webhooks/{id}/secret/rotate`). After a rotation the old secret keeps signing beside
+ * (`POST /api/webhooks/{id}/secret/rotate`). For a `v1a` (Ed25519) subscription, what is read is
+ * the public key (`whpk_`), and a rotation makes a new key pair. After a rotation the old secret keeps signing beside
  * the new one for 24 hours (both signatures sent), so receivers can switch without losing events.
  *
  * Secrets are stored sealed by the {@link SecretBox} (AES-256-GCM) and every answer
@@ -11,8 +12,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import {
   generateSigningSecret,
+  schemeOfSecret,
   secretRotationOverlapMs,
   SigningSecret,
+  verificationKey,
   type SecretBox,
 } from '@webhooks/shared';
 import { noStore } from '../lib/headers.js';
@@ -28,7 +31,7 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
     response: { 200: SigningSecret, ...problemResponses },
   });
   const view = (id: string, secret: string, previousExpiresAt: Date | null): SigningSecret => ({
-    secret: secretBox.open(secret, id),
+    secret: verificationKey(secretBox.open(secret, id)),
     previous_secret_expires_at:
       previousExpiresAt && previousExpiresAt > new Date() ? previousExpiresAt.toISOString() : null,
   });
@@ -51,11 +54,14 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
       ),
     },
     async (request, reply) => {
+      // A new key of the subscription's own scheme: an Ed25519 subscription stays one.
+      const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      const scheme = schemeOfSecret(secretBox.open(current.secret, current.id));
       const row = await rotateOwnSigningSecret(
         app.prisma,
         request.accountId,
         request.params.id,
-        secretBox.seal(generateSigningSecret(), request.params.id),
+        secretBox.seal(generateSigningSecret(scheme), request.params.id),
         new Date(Date.now() + secretRotationOverlapMs),
       );
       return reply.headers(noStore).send(view(request.params.id, row.secret, row.previous_secret_expires_at));

@@ -15,6 +15,7 @@ import type { Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   createDeliveryThrottleReader,
   generateSigningSecret,
+  verificationKey,
   Page,
   Subscription,
   SubscriptionCreate,
@@ -165,7 +166,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         const id = uuidv7();
         const sealedHeaders = sealedCustomHeaders(headers ?? null, id, options.secretBox);
         const clientTls = sealedClientCertificate(clientCertificate, id, options.secretBox);
-        const secret = generateSigningSecret();
+        const secret = generateSigningSecret(request.body.signature_scheme ?? 'v1');
         const row = await app.prisma.$transaction(async (tx) => {
           // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
           await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${request.accountId}, 0))`;
@@ -197,7 +198,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           });
         });
         if (row.status === 'pending') await requestVerification(row.id, row.callbackUrl, request.log);
-        const body = { ...(await presentOne(row)), secret };
+        const body = { ...(await presentOne(row)), secret: verificationKey(secret) };
         return reply.code(201).headers(noStore).header('location', body.resource_uri).send(body);
       },
     );

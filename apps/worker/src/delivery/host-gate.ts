@@ -51,12 +51,12 @@ const acquireLua = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local member, lease, cap, account, memory = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-if redis.call('ZSCORE', KEYS[1], member) then
-  redis.call('ZADD', KEYS[1], now + lease, member)
-  return 1
-end
 local held = redis.call('ZCARD', KEYS[1])
 if held >= cap then
+  if redis.call('ZSCORE', KEYS[1], member) then
+    redis.call('ZADD', KEYS[1], now + lease, member)
+    return 1
+  end
   local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
   for _, gone in ipairs(expired) do
     local owner = string.sub(gone, 1, string.find(gone, '\t', 1, true) - 1)
@@ -65,24 +65,31 @@ if held >= cap then
   end
   held = held - #expired
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - memory)
-local mine = tonumber(redis.call('HGET', KEYS[2], account) or '0')
-local sharing = redis.call('HLEN', KEYS[2])
-if mine == 0 then sharing = sharing + 1 end
+-- Shares matter only while another account waits: the usual admission reads one more key.
 local othersAsking = false
-for _, asker in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-  if asker ~= account then
-    othersAsking = true
-    if redis.call('HEXISTS', KEYS[2], asker) == 0 then sharing = sharing + 1 end
+local sharing = 0
+local anyAsking = redis.call('ZCARD', KEYS[3]) > 0
+if anyAsking then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - memory)
+  for _, asker in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    if asker ~= account then
+      othersAsking = true
+      if redis.call('HEXISTS', KEYS[2], asker) == 0 then sharing = sharing + 1 end
+    end
   end
 end
-local share = math.max(1, math.floor(cap / sharing))
-if held < cap and (mine < share or not othersAsking) then
+local admitted = held < cap
+if admitted and othersAsking then
+  local mine = tonumber(redis.call('HGET', KEYS[2], account) or '0')
+  sharing = sharing + redis.call('HLEN', KEYS[2]) + (mine == 0 and 1 or 0)
+  admitted = mine < math.max(1, math.floor(cap / sharing))
+end
+if admitted then
   redis.call('ZADD', KEYS[1], now + lease, member)
   redis.call('HINCRBY', KEYS[2], account, 1)
-  redis.call('ZREM', KEYS[3], account)
   redis.call('PEXPIRE', KEYS[1], lease)
   redis.call('PEXPIRE', KEYS[2], lease)
+  if anyAsking then redis.call('ZREM', KEYS[3], account) end
   return 1
 end
 redis.call('ZADD', KEYS[3], now, account)

@@ -105,6 +105,11 @@ const ClientCertificateInput = Type.Union(
   { description: 'null: none' },
 );
 
+const SignatureSchemeField = Type.Union([Type.Literal('v1'), Type.Literal('v1a')], {
+  description:
+    'Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation',
+});
+
 /** Body of `POST /api/webhooks` and `POST /api/webhooks/{kind}`. */
 export const SubscriptionCreate = Type.Object(
   {
@@ -116,6 +121,7 @@ export const SubscriptionCreate = Type.Object(
     ordering: Type.Optional(Ordering),
     headers: Type.Optional(CustomHeaders),
     client_certificate: Type.Optional(ClientCertificateInput),
+    signature_scheme: Type.Optional(SignatureSchemeField),
     account_id: Type.Optional(
       Type.String({
         maxLength: 255,
@@ -178,6 +184,7 @@ export const Subscription = Type.Object(
           'The client certificate presented to the callback (mutual TLS), without its key; null: none',
       },
     ),
+    signature_scheme: SignatureSchemeField,
     status: SubscriptionState,
     rate_limit: RateLimit,
     delivery: Type.Object(
@@ -202,7 +209,9 @@ export type Subscription = Static<typeof Subscription>;
 
 /** The signing secret, Standard Webhooks format `whsec_` + base64. */
 export const SigningSecret = Type.Object({
-  secret: Type.String({ description: 'Current signing secret' }),
+  secret: Type.String({
+    description: 'Current signing secret (`whsec_`), or for `v1a` the public key that verifies (`whpk_`)',
+  }),
   previous_secret_expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
     description: 'Until then the secret replaced by the last rotation signs too (a second signature)',
   }),
@@ -221,7 +230,8 @@ export type CustomHeadersView = Static<typeof CustomHeadersView>;
 export const SubscriptionCreated = Type.Object({
   ...Subscription.properties,
   secret: Type.String({
-    description: 'Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64)',
+    description:
+      'Signing secret of the deliveries (Standard Webhooks, `whsec_` + base64), or for `v1a` the public key that verifies them (`whpk_` + base64)',
   }),
 });
 export type SubscriptionCreated = Static<typeof SubscriptionCreated>;
