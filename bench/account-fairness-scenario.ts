@@ -44,7 +44,7 @@ export interface AccountFloodRun {
   /** B's deliveries expected and arrived. */
   expected: number;
   arrived: number;
-  /** The neighbour's deliveries published and arrived (0 alone). */
+  /** The neighbour's requests expected and arrived (0 alone): with `failing`, every attempt. */
   neighbourExpected: number;
   neighbourArrived: number;
   steps: StepLatencies;
@@ -52,11 +52,24 @@ export interface AccountFloodRun {
 
 export const steadySubscriptions = 10;
 
-/** A second account beside B: `subscriptions` of its own, `rate` events/s, each to all of them. */
+/**
+ * A second account beside B: `subscriptions` of its own, `rate` events/s, each to all of them;
+ * `failing`: its callbacks answer 500, so each delivery is attempted {@link failingAttempts} times.
+ */
 export interface Neighbour {
   subscriptions: number;
   rate: number;
+  failing?: boolean;
 }
+
+/** DELIVERY_MAX_ATTEMPTS of a run whose neighbour fails: each of its deliveries, 4 attempts. */
+export const failingAttempts = 4;
+
+/** A flood whose callbacks fail: 100 subscriptions at 10 events/s, 4,000 attempts/s asked with the retries. */
+export const failingFlood: Neighbour = { subscriptions: 100, rate: 10, failing: true };
+
+/** The same failing subscriptions at 1 event/s: 400 attempts/s, within what the machine sends. */
+export const failingWithinCapacity: Neighbour = { subscriptions: 100, rate: 1, failing: true };
 
 /** Account A's flood: 300 subscriptions at its default rate limit, 3,000 deliveries/s asked. */
 export const flood: Neighbour = { subscriptions: 300, rate: 10 };
@@ -127,7 +140,11 @@ export async function accountFloodRun(
   seconds: number,
   progress: Progress,
 ): Promise<AccountFloodRun> {
-  const label = neighbour === null ? 'alone' : `${neighbour.subscriptions}x${neighbour.rate}/s`;
+  const failing = neighbour?.failing === true;
+  const label =
+    neighbour === null
+      ? 'alone'
+      : `${neighbour.subscriptions}x${neighbour.rate}/s${failing ? ' failing' : ''}`;
   const subscriptions = neighbour?.subscriptions ?? 0;
   return withBenchStack(
     {
@@ -136,9 +153,18 @@ export async function accountFloodRun(
       env: {
         WORKER_CONCURRENCY: '50',
         ACCOUNT_OVERRIDES: JSON.stringify({ neighbour: { max_subscriptions: subscriptions } }),
+        // Retries come back within the run, and the failing subscriptions stay enabled.
+        ...(failing
+          ? {
+              DELIVERY_MAX_ATTEMPTS: String(failingAttempts),
+              DELIVERY_BACKOFF_MS: '200',
+              SUBSCRIPTION_DISABLE_AFTER: '1000000',
+            }
+          : {}),
       },
     },
     async (stack, publisher, receiver) => {
+      if (failing) receiver.script('/neighbour', [500]);
       const steadyPaths = Array.from({ length: steadySubscriptions }, (_, i) => `/steady-${i}`);
       for (const path of steadyPaths) await subscribe(stack, 'steady', `${receiver.url}${path}`);
       if (subscriptions > 0) await subscribe(stack, 'neighbour', `${receiver.url}/neighbour`, subscriptions);
@@ -163,8 +189,8 @@ export async function accountFloodRun(
       });
       await publishing;
 
-      const everyRequest =
-        rate * (warmupSeconds + seconds) * steadySubscriptions + neighbourEvents * subscriptions;
+      const neighbourRequests = neighbourEvents * subscriptions * (failing ? failingAttempts : 1);
+      const everyRequest = rate * (warmupSeconds + seconds) * steadySubscriptions + neighbourRequests;
       await waitFor(
         'every delivery of both accounts',
         () => receiver.received >= everyRequest,
@@ -185,13 +211,17 @@ export async function accountFloodRun(
         p99Ms: percentile(latencies, 99),
         expected: sentAt.size * steadySubscriptions,
         arrived: latencies.length,
-        neighbourExpected: neighbourEvents * subscriptions,
+        neighbourExpected: neighbourRequests,
         neighbourArrived: receiver.received - steadyRequests,
         steps: await stepLatencies(stack, 'steady', sentAt, receiver.confirmedAt),
       };
     },
   );
 }
+
+/** Whether every delivery of B and every request of its neighbour arrived in `run`. */
+const everyArrived = (run: AccountFloodRun) =>
+  run.arrived === run.expected && run.neighbourArrived >= run.neighbourExpected;
 
 /**
  * The three runs, and whether B's p99 beside the flood stayed within 2× of B's alone with nothing
@@ -219,14 +249,36 @@ export async function accountFairness(
   const beside = await accountFloodRun(withinCapacity, rate, seconds, progress);
   const flooded = await accountFloodRun(flood, rate, seconds, progress);
   const p99Ratio = flooded.p99Ms / alone.p99Ms;
-  const complete =
-    flooded.arrived === flooded.expected && flooded.neighbourArrived >= flooded.neighbourExpected;
   return {
     flood: flooded,
     alone,
     withinCapacity: beside,
     p99Ratio,
     p99OverNeighbour: flooded.p99Ms / beside.p99Ms,
-    met: p99Ratio <= 2 && complete,
+    met: p99Ratio <= 2 && everyArrived(flooded),
   };
+}
+
+/** A failing flood beside B against a failing neighbour within capacity, and the ratio of B's p99s. */
+export interface RetryFairnessResult {
+  flood: AccountFloodRun;
+  withinCapacity: AccountFloodRun;
+  p99Ratio: number;
+  met: boolean;
+}
+
+/**
+ * Runs B beside {@link failingWithinCapacity}, then beside {@link failingFlood}, whose retries
+ * take their account's turns: B's p99 beside the flood stays within 2× of its p99 beside the
+ * neighbour within capacity, and every request of both arrives.
+ */
+export async function retryFairness(
+  rate: number,
+  seconds: number,
+  progress: Progress,
+): Promise<RetryFairnessResult> {
+  const beside = await accountFloodRun(failingWithinCapacity, rate, seconds, progress);
+  const flooded = await accountFloodRun(failingFlood, rate, seconds, progress);
+  const p99Ratio = flooded.p99Ms / beside.p99Ms;
+  return { flood: flooded, withinCapacity: beside, p99Ratio, met: p99Ratio <= 2 && everyArrived(flooded) };
 }

@@ -22,6 +22,7 @@ import { tracingCost } from './tracing-scenario.js';
 import { catalogueCost } from './catalogue-scenario.js';
 import {
   accountFairness,
+  retryFairness,
   steadySubscriptions as accountSteadySubscriptions,
   type AccountFloodRun,
   type StepPercentiles,
@@ -356,6 +357,24 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         ratio: run.p99OverNeighbour,
         target: null,
         met: null,
+      },
+    ];
+  },
+  async retries() {
+    const capacity = await endToEndCapacity();
+    const rate = Math.max(1, Math.round((0.25 * capacity) / accountSteadySubscriptions));
+    const run = await retryFairness(rate, size.fairnessSeconds, progress);
+    results.retries = run;
+    const { flood, withinCapacity } = run;
+    return [
+      {
+        scenario:
+          'fairness across accounts: a flood whose callbacks fail (100 subscriptions at 10 events/s, 4 attempts each) beside a steady account',
+        figure: `steady account p50 ${flood.p50Ms.toFixed(0)} ms, p99 ${flood.p99Ms.toFixed(0)} ms; ${flood.arrived} of ${flood.expected} arrived, and ${flood.neighbourArrived} of the flood's ${flood.neighbourExpected} attempts`,
+        baseline: `beside the same failing subscriptions at 1 event/s: p50 ${withinCapacity.p50Ms.toFixed(0)} ms, p99 ${withinCapacity.p99Ms.toFixed(0)} ms; ${withinCapacity.arrived} of ${withinCapacity.expected} arrived`,
+        ratio: run.p99Ratio,
+        target: 'p99 ≤ 2× and all arrived',
+        met: run.met,
       },
     ];
   },

@@ -17,8 +17,6 @@ export interface PublishBurst {
   /** Ids of the events answered 202, in the order answered. */
   accepted: string[];
   refused: RefusedPublish[];
-  /** The longest a publish took to be answered, in ms. */
-  slowestMs(): number;
   /** Stops after the round in progress, and resolves once it is answered. */
   stop(): Promise<void>;
 }
@@ -30,20 +28,17 @@ export interface PublishBurst {
 export function startPublishBurst(api: TestApi, accounts: readonly string[], pauseMs = 5): PublishBurst {
   const accepted: string[] = [];
   const refused: RefusedPublish[] = [];
-  let slowest = 0;
   let publishing = true;
   const running = (async () => {
     while (publishing) {
       await Promise.all(
         accounts.map(async (account) => {
-          const started = performance.now();
           const response = await api.app.inject({
             method: 'POST',
             url: '/api/events',
             headers: api.auth(account),
             payload: { type: 'call.started', data: {} },
           });
-          slowest = Math.max(slowest, performance.now() - started);
           if (response.statusCode === 202) accepted.push(response.json().id);
           else refused.push({ status: response.statusCode, retryAfter: response.headers['retry-after'] });
         }),
@@ -54,7 +49,6 @@ export function startPublishBurst(api: TestApi, accounts: readonly string[], pau
   return {
     accepted,
     refused,
-    slowestMs: () => slowest,
     async stop() {
       publishing = false;
       await running;

@@ -84,9 +84,9 @@ export function startDeliveries(
     links: resourceLinks(config.PUBLIC_BASE_URL),
     async enqueueNotices(notices) {
       try {
-        await sharded.addDeliveries(notices, policy.maxAttempts);
+        await sharded.addEvents(notices);
       } catch (error) {
-        log.warn({ err: error }, 'subscription.disabled deliveries not enqueued; the reconciler will');
+        log.warn({ err: error }, 'subscription.disabled events not fanned out yet; the reconciler will');
       }
     },
   });

@@ -6,6 +6,8 @@
  *   again, under its deterministic id (`deliveryJobId`). Of a FIFO subscription, only the head
  *   (`delivery/fifo.ts`): the later ones wait for their turn without a job.
  * - A fan-out job in the failed set is retried with fresh attempts.
+ * - A `subscription.disabled` notice stored with no delivery and no fan-out job (its job was lost
+ *   between the record statement's commit and its publish) is published again.
  *
  * It looks in every queue shard (`shard-queues.ts`), those of a layout being drained included, so a
  * delivery whose job sits in another shard than its subscription's now is not taken for lost.
@@ -17,9 +19,10 @@ import type { DeliveryJobData, RedisConnection } from '@webhooks/shared';
 import type { Logger } from 'pino';
 import { Prisma, type PrismaClient } from '@webhooks/db';
 import type { WorkerMetrics } from './metrics.js';
+import { noticeEvent, type StoredNotice } from './delivery/attempt-record.js';
 import { isFifoHeadSql } from './delivery/fifo-head.js';
 import type { ShardedQueues, ShardQueues } from './shard-queues.js';
-import { deliveryJobId, layoutOf } from '@webhooks/shared';
+import { deliveryJobId, finishedJobRetention, layoutOf, subscriptionDisabledType } from '@webhooks/shared';
 
 /** What the reconciler needs. */
 export interface ReconcilerDeps {
@@ -33,6 +36,8 @@ export interface ReconcilerDeps {
   shards: ReadonlyArray<Pick<ShardQueues, 'deliveries' | 'events' | 'scheduler'>>;
   /** Adds re-created jobs, each to its subscription's shard. */
   addDeliveries: ShardedQueues['addDeliveries'];
+  /** Adds fan-out jobs again, each to its account's shard. */
+  addEvents: ShardedQueues['addEvents'];
   /** DELIVERY_MAX_ATTEMPTS, for the jobs it re-creates. */
   maxAttempts: number;
   /** RECONCILE_GRACE_MS: how far past its `next_attempt_at` a pending delivery must be, in ms. */
@@ -47,6 +52,21 @@ export interface ReconcileReport {
   deliveries: number;
   /** Failed fan-out jobs retried. */
   fanOuts: number;
+  /** `subscription.disabled` notices published again. */
+  notices: number;
+}
+
+/**
+ * How far back the reconciler looks for notices without a fan-out, in ms: the retention of
+ * completed fan-out jobs, so that a notice whose fan-out ran and found no subscription still has
+ * its job to be told apart by.
+ */
+const noticeLookbackMs = finishedJobRetention.completed.age * 1000;
+
+/** The least UUIDv7 of the time `at` (RFC 9562 §5.7): ids from it on were made at `at` or later. */
+export function firstIdAt(at: Date): string {
+  const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
 
 /** Rows read per query, and job checks per Redis pipeline. */
@@ -155,11 +175,42 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
     return retried;
   };
 
+  const republishNotices = async (): Promise<number> => {
+    const rows = await deps.prisma.$queryRaw<StoredNotice[]>`
+      SELECT e.id::text, e.account_id, e.type, e.data, e.occurred_at FROM events e
+      WHERE e.type = ${subscriptionDisabledType}
+        AND e.id >= ${firstIdAt(new Date(Date.now() - noticeLookbackMs))}::uuid
+        AND e.created_at < now() - make_interval(secs => ${deps.graceMs / 1000})
+        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+      ORDER BY e.id
+      LIMIT ${pageSize}`;
+    if (rows.length === 0) return 0;
+    const alive = new Set<string>();
+    for (const { events } of deps.shards) {
+      const layout = layoutOf(events);
+      const pipeline = deps.redis.pipeline();
+      for (const row of rows) pipeline.exists(layout.job(row.id));
+      const answers = (await pipeline.exec()) ?? [];
+      for (const [i, [error, exists]] of answers.entries()) {
+        if (error) throw error;
+        if (exists === 1) alive.add(rows[i]!.id);
+      }
+    }
+    const lost = rows.filter((row) => !alive.has(row.id));
+    if (lost.length > 0) await deps.addEvents(lost.map(noticeEvent));
+    return lost.length;
+  };
+
   return async () => {
-    const report = { deliveries: await redriveDeliveries(), fanOuts: await retryFanOuts() };
+    const report = {
+      deliveries: await redriveDeliveries(),
+      fanOuts: await retryFanOuts(),
+      notices: await republishNotices(),
+    };
     deps.metrics.redriven.inc({ kind: 'delivery' }, report.deliveries);
     deps.metrics.redriven.inc({ kind: 'fan_out' }, report.fanOuts);
-    if (report.deliveries > 0 || report.fanOuts > 0)
+    deps.metrics.redriven.inc({ kind: 'notice' }, report.notices);
+    if (report.deliveries > 0 || report.fanOuts > 0 || report.notices > 0)
       deps.log.warn(report, 'reconciler re-drove stranded work');
     return report;
   };

@@ -8,6 +8,7 @@
 import { Queue, type QueueOptions } from 'bullmq';
 import {
   createDeliveryQueues,
+  eventJob,
   queueNames,
   type AccountOverride,
   type DeliveryJobData,
@@ -63,6 +64,11 @@ export interface ShardedQueues {
    * heads, re-driven and notice deliveries (`DeliveryQueues.add`).
    */
   addDeliveries: DeliveryQueues['add'];
+  /**
+   * Adds fan-out jobs (`eventJob`), each to its account's shard: the worker's own events
+   * (`subscription.disabled`). @throws BullMQ's errors when Redis cannot be reached
+   */
+  addEvents(events: readonly EventJobData[]): Promise<void>;
   /** Closes every scheduler, then every queue. */
   close(): Promise<void>;
 }
@@ -155,6 +161,14 @@ export function createShardedQueues(options: ShardedQueuesOptions): ShardedQueue
       for (const shard of all) shard.dispatch.attemptWith(attempts, { background: consumed.includes(shard) });
     },
     addDeliveries: deliveryQueues.add,
+    async addEvents(events) {
+      const byShard = new Map<ShardQueues, EventJobData[]>();
+      for (const event of events) {
+        const shard = current[shards.ofAccount(event.accountId)]!;
+        byShard.set(shard, [...(byShard.get(shard) ?? []), event]);
+      }
+      await Promise.all([...byShard].map(([shard, group]) => shard.events.addBulk(group.map(eventJob))));
+    },
     async close() {
       await Promise.all(all.map((shard) => shard.scheduler.close()));
       await Promise.all(all.flatMap((shard) => [shard.events.close(), shard.deliveries.close()]));

@@ -198,6 +198,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     redis: producer,
     shards: sharded.all,
     addDeliveries: sharded.addDeliveries,
+    addEvents: sharded.addEvents,
     maxAttempts: policy.maxAttempts,
     graceMs: config.RECONCILE_GRACE_MS,
     log,

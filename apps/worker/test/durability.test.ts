@@ -58,8 +58,8 @@ describe('the reconciler', () => {
       expect(await queue.getJob(deliveryJobId(id, sub.id))).toBeUndefined();
       await waitFor('its next attempt to be due', () => Date.now() > delivery.nextAttemptAt!.getTime());
 
-      expect(await stack.worker.reconcile()).toEqual({ deliveries: 1, fanOuts: 0 });
-      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 1, fanOuts: 0, notices: 0 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0 });
       await waitFor('the delivery', () => allAre(stack, sub.id, 1, 'succeeded'));
       expect(stack.receiver.at('/lost').map((r) => r.headers['webhook-id'])).toEqual([id, id]);
     } finally {
@@ -91,16 +91,40 @@ describe('the reconciler', () => {
       expect(await queue.getJobState(data.id)).toBe('failed');
       for (const worker of stack.worker.events) worker.resume();
 
-      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 1 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 1, notices: 0 });
       await waitFor('the delivery', () => stack.receiver.at('/fan').length === 1);
       expect(stack.receiver.at('/fan')[0]!.headers['webhook-id']).toBe(data.id);
       await waitFor('its record', () => allAre(stack, sub.id, 1, 'succeeded'));
-      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0 });
     } finally {
       await taker.close();
       await queue.close();
       connection.disconnect();
     }
+  });
+
+  it('publishes again a subscription.disabled notice stored without its fan-out, once', async () => {
+    const ops = await stack.subscribe(
+      'acct-notice',
+      { callback_url: `${stack.receiver.url}/notice` },
+      'operational',
+    );
+    // As the record statement stores it, with the worker gone before its fan-out job was added.
+    const id = uuidv7();
+    await stack.api.app.prisma.event.create({
+      data: {
+        id,
+        accountId: 'acct-notice',
+        type: 'subscription.disabled',
+        data: { subscription_id: ops.id, reason: 'consecutive_failures', failure_count: 20 },
+        occurredAt: new Date(),
+      },
+    });
+    expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 1 });
+    await waitFor('the notice', () => stack.receiver.at('/notice').length === 1);
+    expect(stack.receiver.at('/notice')[0]!.headers['webhook-id']).toBe(id);
+    await waitFor('its record', () => allAre(stack, ops.id, 1, 'succeeded'));
+    expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0 });
   });
 
   it('does not store an event no subscription receives', async () => {
@@ -314,6 +338,12 @@ describe('auto-disable', () => {
         { callback_url: `${stack.receiver.url}/ops` },
         'operational',
       );
+      // Notices go through the fan-out as any event: a content filter that does not match keeps them.
+      await stack.subscribe(
+        'acct-ops',
+        { callback_url: `${stack.receiver.url}/ops-filtered`, filter: { 'data.reason': 'manual' } },
+        'operational',
+      );
       const other = await stack.subscribe('acct-other', { callback_url: `${stack.receiver.url}/other` });
       for (let i = 0; i < 2; i++)
         await stack.publisher.publish({ accountId: 'acct-ops', type: 'call.started', data: { i } });
@@ -336,6 +366,7 @@ describe('auto-disable', () => {
       expect(row.status).toBe('disabled');
       await waitFor('its delivery to be recorded', () => allAre(stack, ops.id, 1, 'succeeded'));
       expect(stack.receiver.at('/ops')).toHaveLength(1);
+      expect(stack.receiver.at('/ops-filtered')).toHaveLength(0);
       expect(await statuses(stack, other.id)).toEqual(new Map());
 
       const spoofed = await stack.api.app.inject({

@@ -65,6 +65,9 @@ export interface Catalogue {
   checkData(type: string, data: unknown, limit?: number): DataError[];
 }
 
+/** The operational event the worker emits when it disables a subscription after failing deliveries. */
+export const subscriptionDisabledType = 'subscription.disabled';
+
 /** The service's own kind, appended to every catalogue. */
 const operational: EventKindEntry = {
   kind: operationalKind,
@@ -72,11 +75,11 @@ const operational: EventKindEntry = {
     'About your subscriptions, emitted by the service: subscription.disabled when one is disabled after failing deliveries.',
   types: [
     {
-      type: 'subscription.disabled',
+      type: subscriptionDisabledType,
       kind: operationalKind,
       description: 'A subscription was disabled after failing deliveries.',
       schema: null,
-      // The fields the worker sends (delivery/store.ts).
+      // The fields the worker sends (delivery/attempt-record.ts).
       example: {
         subscription_id: '0193a5c4-0000-7000-8000-000000000000',
         resource_uri: '/api/webhooks/0193a5c4-0000-7000-8000-000000000000',

@@ -15,7 +15,7 @@ import { layoutOf } from './bullmq-layout.js';
 import { eventsPublishedCounter, type EventSource } from './events-metric.js';
 import type { Catalogue } from './catalogue.js';
 import { checkEventInput, type EventInput } from './event-input.js';
-import { defaultQueuePrefix, finishedJobRetention, queueNames, type EventJobData } from './queues.js';
+import { defaultQueuePrefix, eventJobOptions, queueNames, type EventJobData } from './queues.js';
 import { createQueueShards } from './queue-shards.js';
 import type { ReplicaWatch } from './replica-watch.js';
 import {
@@ -160,14 +160,7 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
       connection,
       prefix,
       ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
-      defaultJobOptions: {
-        // The fan-out waits out PostgreSQL and Redis faults without using attempts; these
-        // are for anything else, and the reconciler retries a fan-out that still fails.
-        attempts: 10,
-        backoff: { type: 'exponential', delay: 1000 },
-        removeOnComplete: finishedJobRetention.completed,
-        removeOnFail: finishedJobRetention.failed,
-      },
+      defaultJobOptions: eventJobOptions,
     });
     queue.on('error', () => {});
     return queue;

@@ -143,6 +143,24 @@ export const finishedJobRetention = {
 } as const;
 
 /**
+ * The options of every fan-out job, whoever publishes it (the publisher, the worker's
+ * `subscription.disabled` notices): the fan-out waits out PostgreSQL and Redis faults without
+ * using attempts; these are for anything else, and the reconciler retries a fan-out that still
+ * fails.
+ */
+export const eventJobOptions = {
+  attempts: 10,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: finishedJobRetention.completed,
+  removeOnFail: finishedJobRetention.failed,
+} as const satisfies JobsOptions;
+
+/** The fan-out job of event `data`, under its id, for `Queue.addBulk`. */
+export function eventJob(data: EventJobData): { name: 'event'; data: EventJobData; opts: JobsOptions } {
+  return { name: 'event', data, opts: { ...eventJobOptions, jobId: data.id } };
+}
+
+/**
  * The round a manual retry or a recovery starts, after `attemptsMade` attempts in all: one past
  * them, so its job id ({@link deliveryJobId}) is new, and two concurrent requests name one round.
  */

@@ -2,26 +2,44 @@
  * The statement that records attempts: each attempt, its delivery's new state and, when the
  * delivery ends, its subscription's run of failures ({@link failureRunChanges}), in one statement
  * over a batch of concurrent attempts (`batcher` in @webhooks/shared). A subscription this disables
- * gets a `subscription.disabled` event, stored with its deliveries in the same statement, so that
- * the notice survives whatever happens after the commit (the reconciler re-drives its deliveries).
+ * gets a `subscription.disabled` event, stored in the same statement, then fanned out as any event
+ * (`enqueueNotices`); should its fan-out job be lost after the commit, the reconciler publishes it
+ * again.
  */
 import type { Pool } from '@webhooks/db';
 import {
   batcher,
-  operationalKind,
-  receivesEventTypeSql,
+  formatPayloadTimestamp,
+  subscriptionDisabledType,
   type BatchOptions,
+  type EventJobData,
   type ResourceLinks,
 } from '@webhooks/shared';
 import { timeIdRange } from '../log-partitions.js';
 import { failureRunChanges, failureRunEffect } from './auto-disable.js';
 import type { AttemptRecord } from './loaded-delivery.js';
-import type { DeliveryKey } from './loaded-delivery.js';
-
-/** The operational event a subscription disabled by its failures produces. */
-const disabledEventType = 'subscription.disabled';
 
 const deliveryStatus = { succeeded: 'succeeded', retry: 'pending', given_up: 'failed' } as const;
+
+/** A `subscription.disabled` event as the record statement stores it (a row of `events`). */
+export interface StoredNotice {
+  id: string;
+  account_id: string;
+  type: string;
+  data: Record<string, unknown>;
+  occurred_at: Date;
+}
+
+/** A stored notice as its fan-out job carries it. */
+export function noticeEvent(row: StoredNotice): EventJobData {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    type: row.type,
+    data: row.data,
+    timestamp: formatPayloadTimestamp(row.occurred_at),
+  };
+}
 
 /** What the recorder needs besides its database. */
 export interface AttemptRecorderOptions {
@@ -30,10 +48,12 @@ export interface AttemptRecorderOptions {
   /** Addresses under PUBLIC_BASE_URL, for the `resource_uri` of `subscription.disabled` events. */
   links: ResourceLinks;
   /**
-   * Enqueues the deliveries of `subscription.disabled` events once they are stored. It must not
-   * throw: a delivery it could not enqueue stays pending, and the reconciler re-drives it.
+   * Publishes the fan-out jobs of `subscription.disabled` events once they are stored, so that
+   * they reach the account's subscriptions as any event does (types, content filters, ordering,
+   * the account scheduler). It must not throw: an event it could not publish is published again
+   * by the reconciler.
    */
-  enqueueNotices(deliveries: DeliveryKey[]): Promise<void>;
+  enqueueNotices(events: EventJobData[]): Promise<void>;
   batch?: BatchOptions;
 }
 
@@ -56,7 +76,7 @@ export function createAttemptRecorder(
         effect: failureRunEffect(r.outcome, r.delivery.subscription.consecutiveFailures),
       })),
     );
-    const { rows: notices } = await pool.query<{ event_id: string; subscription_id: string }>({
+    const { rows: notices } = await pool.query<StoredNotice>({
       name: 'delivery-record',
       text: `
       WITH input AS (
@@ -78,7 +98,7 @@ export function createAttemptRecorder(
         -- Deliveries deleted with their subscription during the attempt are left out (and the
         -- survivors locked against such a delete), so one deletion cannot fail the whole batch.
         SELECT i.* FROM input i CROSS JOIN LATERAL (
-          SELECT 1 FROM deliveries d WHERE d.id = i.delivery_id AND d.id BETWEEN $19::uuid AND $20::uuid
+          SELECT 1 FROM deliveries d WHERE d.id = i.delivery_id AND d.id BETWEEN $18::uuid AND $19::uuid
           LIMIT 1 FOR KEY SHARE
         ) d
       ), attempts AS (
@@ -92,7 +112,7 @@ export function createAttemptRecorder(
         UPDATE deliveries d
         SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
             last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
-        FROM live i WHERE d.id = i.delivery_id AND d.id BETWEEN $19::uuid AND $20::uuid
+        FROM live i WHERE d.id = i.delivery_id AND d.id BETWEEN $18::uuid AND $19::uuid
       ), changes AS (
         SELECT * FROM unnest(
           $12::uuid[],
@@ -132,18 +152,9 @@ export function createAttemptRecorder(
                  'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
                now()
         FROM disabled d
-        RETURNING id, account_id
-      ), notice_deliveries AS (
-        INSERT INTO deliveries (id, event_id, subscription_id, next_attempt_at, updated_at)
-        SELECT delivery_id(n.id, s.id), n.id, s.id, now(), now()
-        FROM notices n
-        JOIN subscriptions s ON s.account_id = n.account_id AND s.status = 'active'
-          AND ${receivesEventTypeSql('s', '$16::text', '$18::text')}
-        WHERE s.id NOT IN (SELECT id FROM disabled)
-        FOR KEY SHARE OF s
-        RETURNING event_id, subscription_id
+        RETURNING id, account_id, type, data, occurred_at
       )
-      SELECT event_id::text, subscription_id::text FROM notice_deliveries`,
+      SELECT id::text, account_id, type, data, occurred_at FROM notices`,
       values: [
         column((r) => r.delivery.id),
         column((r) => r.delivery.attemptsMade + 1),
@@ -160,16 +171,13 @@ export function createAttemptRecorder(
         changes.map((c) => c.reset),
         changes.map((c) => c.failures),
         disableAfter,
-        disabledEventType,
+        subscriptionDisabledType,
         options.links.subscription(''),
-        operationalKind,
         ...timeIdRange(records.map((r) => r.delivery.id)),
       ],
     });
     if (notices.length > 0) {
-      await options.enqueueNotices(
-        notices.map((n) => ({ eventId: n.event_id, subscriptionId: n.subscription_id, round: 0 })),
-      );
+      await options.enqueueNotices(notices.map(noticeEvent));
     }
     return records.map(() => undefined);
   }, batch);
