@@ -8,7 +8,7 @@ import { createPublicKey, verify } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { ReceivedRequest } from '../scripts/lib/receiver.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../scripts/lib/wait.js';
 
 let stack: TestStack;
 beforeAll(async () => {

@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../scripts/lib/wait.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'wh-mtls-'));
 const file = (name: string) => path.join(dir, name);

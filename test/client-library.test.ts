@@ -15,7 +15,7 @@ import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { documentPath, documentSource, schemaPath, schemaSource } from '../scripts/openapi.js';
 import { repositoryRoot } from '../scripts/lib/repository-root.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../scripts/lib/wait.js';
 
 let stack: TestStack;
 let client: WebhookClient;

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createProxy } from 'proxy';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../scripts/lib/wait.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'wh-proxy-'));
 let proxy: HttpServer;

@@ -19,7 +19,7 @@ import { entries } from '../scripts/lib/services.js';
 import { testEnv } from './support/api.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { testRedisUrl } from './support/redis.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../scripts/lib/wait.js';
 
 const billingCatalogue = 'test/fixtures/billing-catalogue.yaml';
 

@@ -9,7 +9,7 @@ import { context, propagation, trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { queueTelemetry } from '@webhooks/shared';
 import { startProcessStack, type ProcessStack } from './support/process-stack.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../scripts/lib/wait.js';
 import { instrumentPreload } from './support/worker-process.js';
 
 const provider = new NodeTracerProvider();

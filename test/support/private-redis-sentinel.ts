@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../../scripts/lib/services.js';
 import { pingRedis, spawnRedisServer } from '../../scripts/lib/private-redis.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../scripts/lib/wait.js';
 
 /** A running master, replica and sentinel. */
 export interface PrivateRedisSentinel {

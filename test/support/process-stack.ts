@@ -13,7 +13,7 @@ import {
   type CreatedSubscription,
   type TestApi,
 } from './api.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../scripts/lib/wait.js';
 import { spawnWorker, type WorkerProcess } from './worker-process.js';
 import { startReceiver, type Receiver } from '../../scripts/lib/receiver.js';
 

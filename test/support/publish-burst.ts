@@ -4,7 +4,7 @@
  */
 import type { ReceivedRequest } from '../../scripts/lib/receiver.js';
 import type { TestApi } from './api.js';
-import { sleep } from './wait.js';
+import { sleep } from '../../scripts/lib/wait.js';
 
 /** One refused publish: its status and its `Retry-After` header (undefined when absent). */
 export interface RefusedPublish {

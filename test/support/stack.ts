@@ -17,7 +17,7 @@ import {
 } from './api.js';
 import { startReceiver, type Receiver } from '../../scripts/lib/receiver.js';
 import { testRedisUrl } from './redis.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../scripts/lib/wait.js';
 
 /** A running stack. */
 export interface TestStack {

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createSigner } from 'fast-jwt';
 import { startTestApi, testJwtSecret, type TestApi } from '../../../test/support/api.js';
-import { sleep } from '../../../test/support/wait.js';
+import { sleep } from '../../../scripts/lib/wait.js';
 import { clockToleranceMs } from '../src/plugins/auth.js';
 
 let api: TestApi;

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 
 let stack: TestStack;
 let url: string;

@@ -9,7 +9,7 @@ import { sealSigningSecrets } from '@webhooks/db';
 import { createSecretBox } from '@webhooks/shared';
 import { testEncryptionKey } from '../../../test/support/api.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 let stack: TestStack;
 let db: pg.Client;

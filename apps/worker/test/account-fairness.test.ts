@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 
 let stack: TestStack;

@@ -24,7 +24,7 @@ import {
   type AccountSchedulerOptions,
 } from '../src/scheduling/account-scheduler.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 const redis = new Redis(testRedisUrl);
 let prefix: string;

@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { answersChallenge } from '../src/verification/challenge.js';
 import { echoChallenge } from '../../../test/support/challenge.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 let stack: TestStack;
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 
 const backoffMs = 200;
 const maxAttempts = 3;

@@ -15,7 +15,7 @@ import { deleteExpiredRows } from '../src/retention.js';
 import { afterStartupRetention, startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { insertFailedDeliveries } from '../../../test/support/failed-deliveries.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 const silent = pino({ level: 'silent' });
 

@@ -9,7 +9,7 @@ import { queueNames, subscriptionGateKeys, type EventJobData } from '@webhooks/s
 import { startTestDnsServer, type TestDnsServer } from '../../../test/support/dns-server.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 
 let stack: TestStack;
 let dns: TestDnsServer;

@@ -23,7 +23,7 @@ import { testEnv, testJwtSecret } from '../../../test/support/api.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../../../test/support/private-postgres.js';
 import { startPrivateRedis, type PrivateRedis } from '../../../scripts/lib/private-redis.js';
 import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 
 const prefix = 'faults';

@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../../../scripts/lib/receiver.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 
 /** The `seq` of each request's event, in arrival order. */

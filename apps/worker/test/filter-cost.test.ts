@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { maxFilterOperands } from '@webhooks/shared';
 import { startProcessStack, type ProcessStack } from '../../../test/support/process-stack.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 
 let stack: ProcessStack;
 beforeAll(async () => {

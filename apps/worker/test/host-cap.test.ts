@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { subscriptionGateKeys } from '@webhooks/shared';
 import { hostCapKey, hostWaitMs } from '../src/delivery/host-gate.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 let stack: TestStack;
 

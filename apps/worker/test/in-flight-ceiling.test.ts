@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 const base = 2;
 const ceiling = 6;

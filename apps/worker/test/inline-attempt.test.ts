@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Job, Queue } from 'bullmq';
 import { deliveryJob, deliveryJobId, queueNames } from '@webhooks/shared';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { sleep, waitFor } from '../../../test/support/wait.js';
+import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 
 const maxAttempts = 3;
 const backoffMs = 100;

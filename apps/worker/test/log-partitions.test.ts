@@ -10,7 +10,7 @@ import { loadSql } from '../src/delivery/store.js';
 import { createLogPartitions, logPartitionDays, timeIdRange, utcDay } from '../src/log-partitions.js';
 import { deleteExpiredRows } from '../src/retention.js';
 import { afterStartupRetention, startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 const dayMs = 86_400_000;
 const partitionOf = (table: string, at: number) => `${table}_p${utcDay(new Date(at)).replace(/-/g, '')}`;

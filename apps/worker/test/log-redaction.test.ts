@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { spawnWorker } from '../../../test/support/worker-process.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 let api: TestApi;
 beforeAll(async () => {

@@ -10,7 +10,7 @@ import { startTestApi, testEncryptionKey, testEnv, type TestApi } from '../../..
 import { startPrivateRedis } from '../../../scripts/lib/private-redis.js';
 import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 import { freePort } from '../../../scripts/lib/services.js';
 
 const metricsToken = 'worker-metrics-token';

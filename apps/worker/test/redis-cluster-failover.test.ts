@@ -22,7 +22,7 @@ import {
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { deliveredEventIds, startPublishBurst } from '../../../test/support/publish-burst.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 
 let cluster: PrivateRedisCluster;

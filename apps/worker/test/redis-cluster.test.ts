@@ -10,7 +10,7 @@ import {
   type PrivateRedisCluster,
 } from '../../../scripts/lib/private-redis-cluster.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 let cluster: PrivateRedisCluster;
 let stack: TestStack;

@@ -10,7 +10,7 @@ import {
 } from '../../../test/support/private-redis-sentinel.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { deliveredEventIds, startPublishBurst } from '../../../test/support/publish-burst.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 let redis: PrivateRedisSentinel;
 let stack: TestStack;

@@ -8,7 +8,7 @@ import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.j
 import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 import { freePort } from '../../../scripts/lib/services.js';
 
 let api: TestApi;

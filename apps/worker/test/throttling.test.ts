@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { v7 as uuidv7 } from 'uuid';
 import { testEnv } from '../../../test/support/api.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 
 const env = {

@@ -9,7 +9,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { jobDataField, queueLayout } from '../src/bullmq-layout.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 const redis = new Redis(testRedisUrl);
 const prefix = newQueuePrefix('bullmq-layout');

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import { freePort } from '../../../scripts/lib/services.js';
-import { waitFor } from '../../../test/support/wait.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 import { createWorkerConnection, type RedisTopology } from '../src/index.js';
 
 /** A cluster topology whose only node has nothing listening. */
