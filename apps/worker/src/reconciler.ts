@@ -64,7 +64,7 @@ export interface ReconcileReport {
 const noticeLookbackMs = finishedJobRetention.completed.age * 1000;
 
 /** The least UUIDv7 of the time `at` (RFC 9562 §5.7): ids from it on were made at `at` or later. */
-export function firstIdAt(at: Date): string {
+function firstIdAt(at: Date): string {
   const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
 }
