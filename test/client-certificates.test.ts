@@ -4,91 +4,34 @@
  * its CA signed (`requestCert`, `rejectUnauthorized`). The test's own CA signs the receiver's and
  * the client's certificates (openssl), and the worker trusts it through CALLBACK_CA_FILE.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { testCertificates, type TestCertificate } from './support/certificates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'wh-mtls-'));
-const file = (name: string) => path.join(dir, name);
-const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-
-/** A key and a certificate for `subject`, signed by the test CA, with `extensions` (an openssl -extfile). */
-function issue(name: string, subject: string, extensions: string) {
-  openssl(
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-subj',
-    subject,
-    '-out',
-    `${name}.csr`,
-  );
-  execFileSync('sh', ['-c', `printf '%s' '${extensions}' > ${name}.ext`], { cwd: dir });
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    `${name}.csr`,
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    `${name}.ext`,
-    '-out',
-    `${name}.pem`,
-  );
-  return {
-    key: readFileSync(file(`${name}.key`), 'utf8'),
-    certificate: readFileSync(file(`${name}.pem`), 'utf8'),
-  };
-}
+const certificates = testCertificates();
 
 let stack: TestStack;
 let receiver: Server;
 let receiverUrl: string;
 /** The subject CN of the client certificate of each request the receiver answered. */
 const received: Array<{ path: string; client: string }> = [];
-let client: { key: string; certificate: string };
-let other: { key: string; certificate: string };
+let client: TestCertificate;
+let other: TestCertificate;
 
 beforeAll(async () => {
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-subj',
-    '/CN=Test Webhooks CA',
-    '-days',
-    '2',
-    '-out',
-    'ca.pem',
-  );
-  const server = issue('server', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1');
-  client = issue('client', '/CN=webhook-sender', 'extendedKeyUsage=clientAuth');
-  other = issue('other', '/CN=someone-else', 'extendedKeyUsage=clientAuth');
+  const ca = certificates.selfSigned('ca', '/CN=Test Webhooks CA');
+  const server = certificates.issue('server', ca, '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1');
+  client = certificates.issue('client', ca, '/CN=webhook-sender', 'extendedKeyUsage=clientAuth');
+  other = certificates.issue('other', ca, '/CN=someone-else', 'extendedKeyUsage=clientAuth');
   receiver = createServer(
     {
       key: server.key,
       cert: server.certificate,
-      ca: readFileSync(file('ca.pem')),
+      ca: ca.certificate,
       requestCert: true,
       rejectUnauthorized: true,
     },
@@ -103,12 +46,12 @@ beforeAll(async () => {
   );
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   receiverUrl = `https://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  stack = await startTestStack('mtls', { CALLBACK_CA_FILE: file('ca.pem'), DELIVERY_MAX_ATTEMPTS: '1' });
+  stack = await startTestStack('mtls', { CALLBACK_CA_FILE: ca.file, DELIVERY_MAX_ATTEMPTS: '1' });
 }, 60_000);
 afterAll(async () => {
   await stack?.close();
   await new Promise((resolve) => receiver?.close(resolve));
-  rmSync(dir, { recursive: true, force: true });
+  certificates.remove();
 });
 
 const create = (account: string, body: object) =>
@@ -128,7 +71,7 @@ describe('a client certificate', () => {
   it('is presented to a receiver that requires it; without one, the receiver refuses the connection', async () => {
     const created = await create('acct-mtls', {
       callback_url: `${receiverUrl}/with`,
-      client_certificate: client,
+      client_certificate: { certificate: client.certificate, key: client.key },
     });
     expect(created.statusCode).toBe(201);
     expect(created.json().client_certificate).toEqual({

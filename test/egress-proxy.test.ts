@@ -4,20 +4,17 @@
  * end to end with the callback, the proxy sees only the host and port); and the SSRF guard still
  * refuses a callback whose address it would refuse, before the proxy is asked anything.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createProxy } from 'proxy';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
+import { testCertificates } from './support/certificates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
-const dir = mkdtempSync(path.join(tmpdir(), 'wh-proxy-'));
+const certificates = testCertificates();
 let proxy: HttpServer;
 let proxyUrl: string;
 /** What the proxy was asked, in order: `CONNECT host:port`, or `<method> <absolute URL>`. */
@@ -37,41 +34,18 @@ beforeAll(async () => {
   proxy.prependListener('request', (request) => asked.push(`${request.method} ${request.url}`));
   proxy.prependListener('connect', (request) => asked.push(`CONNECT ${request.url}`));
   proxyUrl = `http://127.0.0.1:${await listen(proxy)}`;
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      'tls.key',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-days',
-      '2',
-      '-out',
-      'tls.pem',
-    ],
-    { cwd: dir, stdio: 'pipe' },
-  );
-  tlsReceiver = createHttpsServer(
-    { key: readFileSync(path.join(dir, 'tls.key')), cert: readFileSync(path.join(dir, 'tls.pem')) },
-    (request, response) => {
-      request.resume();
-      request.on('end', () => {
-        tlsReceived.push(String(request.headers['webhook-id']));
-        response.end('ok');
-      });
-    },
-  );
+  const tls = certificates.selfSigned('tls', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1');
+  tlsReceiver = createHttpsServer({ key: tls.key, cert: tls.certificate }, (request, response) => {
+    request.resume();
+    request.on('end', () => {
+      tlsReceived.push(String(request.headers['webhook-id']));
+      response.end('ok');
+    });
+  });
   tlsUrl = `https://127.0.0.1:${await listen(tlsReceiver)}`;
   stack = await startTestStack('egress-proxy', {
     DELIVERY_PROXY_URL: proxyUrl,
-    CALLBACK_CA_FILE: path.join(dir, 'tls.pem'),
+    CALLBACK_CA_FILE: tls.file,
   });
 }, 60_000);
 afterAll(async () => {
@@ -79,7 +53,7 @@ afterAll(async () => {
   await new Promise((resolve) => tlsReceiver?.close(resolve));
   proxy?.closeAllConnections();
   await new Promise((resolve) => proxy?.close(resolve));
-  rmSync(dir, { recursive: true, force: true });
+  certificates.remove();
 });
 
 describe('deliveries through DELIVERY_PROXY_URL', () => {
