@@ -20,6 +20,13 @@ export interface PrivateRedis {
   shutdown(): Promise<void>;
   /** SIGKILL: whatever the fsync policy had not written is lost. */
   kill(): Promise<void>;
+  /**
+   * SIGSTOP: the server keeps its connections but answers nothing, as a black-holed or overloaded
+   * Redis does, until {@link PrivateRedis.resume}.
+   */
+  pause(): void;
+  /** SIGCONT after {@link PrivateRedis.pause}: it answers what it was sent meanwhile. */
+  resume(): void;
   /** Stops it for good and removes its folder. */
   destroy(): Promise<void>;
 }
@@ -90,7 +97,10 @@ export async function startPrivateRedis(
     // redis-server answers SIGTERM with the same orderly SHUTDOWN as the command.
     shutdown: () => stop('SIGTERM'),
     kill: () => stop('SIGKILL'),
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
     async destroy() {
+      child?.kill('SIGCONT');
       await stop('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     },

@@ -16,6 +16,7 @@ import {
 } from '@webhooks/shared';
 import { buildApp, createTokenMinter, loadApiConfig } from '../src/index.js';
 import { isInfrastructureError } from '../src/lib/infrastructure-error.js';
+import { startPrivateRedis, type PrivateRedis } from '../../../scripts/lib/private-redis.js';
 import { freePort } from '../../../scripts/lib/services.js';
 import { startTestApi, testEnv, testJwtSecret, type TestApi } from '../../../test/support/api.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../../../test/support/private-postgres.js';
@@ -171,6 +172,41 @@ describe('Redis unreachable from the start', () => {
     } finally {
       await publisher.close();
     }
+  });
+});
+
+describe('Redis connected but not answering', () => {
+  let redis: PrivateRedis;
+  let api: TestApi;
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis('everysec');
+    api = await startTestApi('redis-paused', { REDIS_URL: redis.url });
+  });
+  afterAll(async () => {
+    await api.close();
+    await redis.destroy();
+  });
+
+  it('refuses a write the rate limit could not count with 503, and still answers reads', async () => {
+    const counted = await api.app.inject({ url: '/api/webhooks', headers: api.auth('paused') });
+    expect(counted.statusCode).toBe(200);
+    redis.pause();
+    try {
+      const write = await api.app.inject({
+        method: 'POST',
+        url: '/api/webhooks',
+        headers: api.auth('paused'),
+        payload: { callback_url: 'https://a.example/hooks' },
+      });
+      expect(write.statusCode).toBe(503);
+      expect(write.headers['retry-after']).toMatch(/^\d+$/);
+      const read = await api.app.inject({ url: '/api/event-types', headers: api.auth('paused') });
+      expect(read.statusCode).toBe(200);
+    } finally {
+      redis.resume();
+    }
+    expect(await api.app.prisma.subscription.count({ where: { accountId: 'paused' } })).toBe(0);
   });
 });
 

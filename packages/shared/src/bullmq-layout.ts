@@ -24,12 +24,18 @@ export interface QueueLayout {
   failed: string;
   /** The queue's metadata hash (what `WAIT` after a write covers). */
   meta: string;
-  /** The hash of job `id`; its {@link jobDataField} holds the job's data as JSON. */
+  /**
+   * The hash of job `id`; its {@link jobDataField} holds the job's data as JSON, its
+   * {@link jobNameField} its name.
+   */
   job(id: string): string;
 }
 
 /** The field of a job's hash that holds its data, as JSON. */
 export const jobDataField = 'data';
+
+/** The field of a job's hash that holds its name. */
+export const jobNameField = 'name';
 
 /** The layout of queue `name` under the effective key prefix `prefix` (QUEUE_PREFIX, or a shard's). */
 export function queueLayout(prefix: string, name: string): QueueLayout {

@@ -15,7 +15,14 @@ import { layoutOf } from './bullmq-layout.js';
 import { eventsPublishedCounter, type EventSource } from './events-metric.js';
 import type { Catalogue } from './catalogue.js';
 import { checkEventInput, type EventInput } from './event-input.js';
-import { defaultQueuePrefix, eventJobOptions, queueNames, type EventJobData } from './queues.js';
+import {
+  defaultQueuePrefix,
+  eventJob,
+  eventJobOptions,
+  queueNames,
+  type EventJobData,
+  type EventJobName,
+} from './queues.js';
 import { createQueueShards } from './queue-shards.js';
 import type { ReplicaWatch } from './replica-watch.js';
 import {
@@ -156,7 +163,7 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
   const base = options.prefix ?? defaultQueuePrefix;
   const shards = createQueueShards(base, effectiveKeyPrefix(connection, base), options.shards ?? 1);
   const queues = shards.prefixes.map((prefix) => {
-    const queue = new Queue<EventJobData, unknown, 'event'>(queueNames.events, {
+    const queue = new Queue<EventJobData, unknown, EventJobName>(queueNames.events, {
       connection,
       prefix,
       ...(options.telemetry === undefined ? {} : { telemetry: options.telemetry }),
@@ -179,18 +186,20 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
   const adders = queues.map((queue) =>
     batcher<Entry, Job<EventJobData>>(async (entries) => {
       const jobs = await queue.addBulk(
-        entries.map(({ data, idempotencyKey, traceMetadata }) => ({
-          name: 'event' as const,
-          data,
-          opts: {
-            jobId: data.id,
-            ...(traceMetadata === undefined ? {} : { telemetry: { metadata: traceMetadata } }),
-            deduplication:
-              idempotencyKey === undefined
-                ? undefined
-                : { id: idempotencyId(data.accountId, idempotencyKey), ttl: idempotencyWindowMs },
-          },
-        })),
+        entries.map(({ data, idempotencyKey, traceMetadata }) => {
+          const job = eventJob(data);
+          return {
+            ...job,
+            opts: {
+              ...job.opts,
+              ...(traceMetadata === undefined ? {} : { telemetry: { metadata: traceMetadata } }),
+              deduplication:
+                idempotencyKey === undefined
+                  ? undefined
+                  : { id: idempotencyId(data.accountId, idempotencyKey), ttl: idempotencyWindowMs },
+            },
+          };
+        }),
       );
       if (waitReplicas > 0) await awaitReplicas(connection, layoutOf(queue).meta, waitReplicas, timeoutMs);
       return jobs;

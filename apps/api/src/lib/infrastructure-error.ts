@@ -42,9 +42,9 @@ const sqlState = /^(08|53|57P|57014$)/;
 /** Node and ioredis socket errors. */
 const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 
-/** ioredis messages of a connection that is not there (no error code of their own). */
+/** ioredis messages of a connection that is not there or not answering (no error code of their own). */
 const redisMessages =
-  /Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries|LOADING|READONLY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN/;
+  /Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries|LOADING|READONLY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|Command timed out/;
 
 /** Whether `error` (or an error in its `cause` chain) says PostgreSQL or Redis is unavailable. */
 export function isInfrastructureError(error: unknown): boolean {

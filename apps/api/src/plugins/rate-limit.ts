@@ -1,24 +1,32 @@
 /**
  * Per-account rate limiting (RATE_LIMIT_PER_MINUTE requests a minute) with @fastify/rate-limit on
- * a Redis store, so every API instance shares the count. Registered inside the account scope of
- * app.ts, after authentication: it attaches to exactly the authenticated routes (never by URL
- * prefix), keyed on the verified account, so nobody can spend another account's allowance. Over the
- * limit: 429 with `Retry-After` (seconds).
+ * a Redis count, so every API instance shares it. Registered inside the account scope of app.ts,
+ * after authentication: it attaches to exactly the authenticated routes (never by URL prefix),
+ * keyed on the verified account, so nobody can spend another account's allowance. Over the limit:
+ * 429 with `Retry-After` (seconds).
  *
  * The count goes through the app's auto-pipelined counting connection (`createPipelinedConnection`
  * in @webhooks/shared, shared with the payload quota), so the increments of concurrent requests
- * reach Redis as one write. Its command timeout bounds the wait: past it a read passes uncounted
- * (`skipOnError`). While that connection is not up, reads pass uncounted and writes answer 503
- * with `Retry-After`: the limit fails closed for what changes state.
+ * reach Redis as one write. Its command timeout bounds the wait. When the count fails (Redis down,
+ * or up but past the command timeout), a read passes uncounted (`skipOnError`) and a write answers
+ * 503 with `Retry-After`: the limit fails closed for what changes state. While the connection is
+ * known down, writes get that 503 at once instead of after the timeout.
  */
 import fp from 'fastify-plugin';
-import rateLimit from '@fastify/rate-limit';
+import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
+import type { RouteOptions } from 'fastify';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
 import { serviceUnavailable } from '../lib/infrastructure-error.js';
 import { HttpProblem } from '../lib/problem.js';
 
-/** Methods that change nothing: they pass uncounted while Redis is away. */
+/** Methods that change nothing: they pass uncounted while Redis cannot count them. */
 const readMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Whether a route changes state (any of its methods is not a read). */
+export function isWriteRoute(method: RouteOptions['method']): boolean {
+  return (Array.isArray(method) ? method : [method]).some((m) => !readMethods.has(m.toUpperCase()));
+}
 
 /** Options of the rate-limit plugin. */
 export interface RateLimitOptions {
@@ -30,16 +38,51 @@ export interface RateLimitOptions {
   redis: RedisConnection;
 }
 
+/**
+ * The plugin's store over rate-limiter-flexible: one count per account for all routes. The
+ * plugin's own Redis store gives each route with settings of its own (the writes' `skipOnError`)
+ * a counter of its own, which would multiply the limit by the number of routes.
+ */
+function accountCountStore(limiter: RateLimiterRedis): FastifyRateLimitStore {
+  const store: FastifyRateLimitStore = {
+    incr(key, callback) {
+      limiter.consume(key).then(
+        (res) => callback(null, { current: res.consumedPoints, ttl: res.msBeforeNext }),
+        (refusal: unknown) =>
+          refusal instanceof RateLimiterRes
+            ? callback(null, { current: refusal.consumedPoints, ttl: refusal.msBeforeNext })
+            : callback(refusal instanceof Error ? refusal : new Error(String(refusal))),
+      );
+    },
+    child: () => store,
+  };
+  return store;
+}
+
 export default fp<RateLimitOptions>(
   async (app, options) => {
+    const limiter = new RateLimiterRedis({
+      storeClient: options.redis,
+      points: options.max,
+      duration: 60,
+      keyPrefix: '',
+    });
+    const store = accountCountStore(limiter);
+    // Before the plugin's own route hook, which reads this setting: an uncounted write could be
+    // one of a flood the limit exists to stop, so a failed count refuses it (503).
+    app.addHook('onRoute', (route) => {
+      if (isWriteRoute(route.method)) route.config = { ...route.config, rateLimit: { skipOnError: false } };
+    });
     await app.register(rateLimit, {
       max: options.max,
       timeWindow: 60_000,
       hook: 'preValidation',
-      redis: options.redis,
-      nameSpace: '',
-      // A Redis outage must not take reads down with it: they pass uncounted meanwhile (writes are
-      // refused below).
+      store: class {
+        constructor() {
+          return store;
+        }
+      } as never,
+      // A Redis outage must not take reads down with it: they pass uncounted meanwhile.
       skipOnError: true,
       keyGenerator: (request) =>
         `${options.keyPrefixOf(request.accountId)}:rate-limit:account:${request.accountId}`,
@@ -52,7 +95,6 @@ export default fp<RateLimitOptions>(
           { 'retry-after': String(Math.ceil(context.ttl / 1000)) },
         ),
     });
-    // Fail closed for writes: an uncounted write could be one of a flood the limit exists to stop.
     app.addHook('preValidation', (request, _reply, done) => {
       if (readMethods.has(request.method) || !redisConnectionDown(options.redis)) return done();
       done(

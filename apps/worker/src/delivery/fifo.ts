@@ -16,7 +16,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { Pool } from '@webhooks/db';
-import { jobDataField, layoutOf, type RedisConnection } from '@webhooks/shared';
+import { eventJobName, jobNameField, layoutOf, type RedisConnection } from '@webhooks/shared';
 import type { ShardedQueues } from '../shard-queues.js';
 
 /** Ensures that the heads of FIFO subscriptions have their jobs. */
@@ -63,11 +63,17 @@ export function createFifoHeads(
 /** How many of the oldest waiting and delayed fan-out jobs {@link createFanOutWatch} looks at. */
 const watchedWaiting = 100;
 
+/** The name fan-out jobs had before they carried their account's: whose they are is unknown. */
+const unattributedName = 'event';
+
 /**
  * Whether an earlier event of an account is still waiting for or in its fan-out: a job of the
  * account's `events` queue (`eventsOf`: its shard's) older than the event (job ids are event ids,
- * UUIDv7, so they sort by acceptance) of the same account, active, among the oldest waiting (the wait list is taken oldest first, and a stalled
- * job goes back to its oldest end) or among the first delayed (a fan-out deferred by an outage).
+ * UUIDv7, so they sort by acceptance), active, among the oldest waiting (the wait list is taken
+ * oldest first, and a stalled job goes back to its oldest end) or among the first delayed (a
+ * fan-out deferred by an outage), and named for the account ({@link eventJobName}). Only the jobs'
+ * names are read, never other accounts' event data. A job queued under the old unattributed name
+ * counts as the account's, which can only make a head wait for it.
  */
 export function createFanOutWatch(redis: RedisConnection, eventsOf: (accountId: string) => Queue) {
   return async (accountId: string, eventId: string): Promise<boolean> => {
@@ -86,13 +92,12 @@ export function createFanOutWatch(redis: RedisConnection, eventsOf: (accountId: 
       .filter((id) => id < eventId);
     if (earlier.length === 0) return false;
     const pipeline = redis.pipeline();
-    for (const id of earlier) pipeline.hget(events.job(id), jobDataField);
-    const data = (await pipeline.exec()) ?? [];
-    return data.some(([error, value]) => {
+    for (const id of earlier) pipeline.hget(events.job(id), jobNameField);
+    const names = (await pipeline.exec()) ?? [];
+    const own = eventJobName(accountId);
+    return names.some(([error, name]) => {
       if (error) throw error;
-      return (
-        typeof value === 'string' && (JSON.parse(value) as { accountId?: string }).accountId === accountId
-      );
+      return name === own || name === unattributedName;
     });
   };
 }
