@@ -156,7 +156,7 @@ export function startDeliveries(
   // Challenges are rare and each waits on one callback: a few at a time, beside the deliveries.
   const verifications = new Worker<VerificationJobData, VerificationResult>(
     queueNames.verifications,
-    createVerificationProcessor({ pool: deps.pool, sender, secretBox: config.secretBox, log }),
+    createVerificationProcessor({ pool: deps.pool, sender, secretBox: config.secretBox, hostGate, log }),
     { ...deps.common, prefix: config.keyPrefix, concurrency: 5 },
   );
   verifications.on('failed', (job, error) =>

@@ -170,3 +170,41 @@ describe('answersChallenge', () => {
     expect(answersChallenge(answer, 'abc')).toBe(expected);
   });
 });
+
+describe('a challenge to a host at its cap', () => {
+  const answerAfterMs = 1_500;
+  let capped: TestStack;
+  beforeAll(async () => {
+    capped = await startTestStack('verification-host-cap', {
+      CALLBACK_VERIFICATION: 'challenge',
+      HOST_MAX_IN_FLIGHT: '1',
+    });
+  });
+  afterAll(() => capped.close(), 60_000);
+
+  it("waits for a slot of the host's cap, as a delivery does", async () => {
+    const { receiver } = capped;
+    receiver.script('/held', [echoChallenge, { status: 200, afterMs: answerAfterMs }]);
+    const holder = await capped.subscribe('acct-cap-holder', { callback_url: `${receiver.url}/held` });
+    await waitFor('the holder verified', () => receiver.at('/held').length === 1);
+    await waitFor('the holder active', async () => {
+      const response = await capped.api.app.inject({
+        url: `/api/webhooks/${holder.id}`,
+        headers: capped.api.auth('acct-cap-holder'),
+      });
+      return response.json().status === 'active';
+    });
+    await capped.publisher.publish({ accountId: 'acct-cap-holder', type: 'call.completed', data: {} });
+    await waitFor(
+      "the holder's delivery holding the host's only slot",
+      () => receiver.at('/held').length === 2,
+    );
+
+    receiver.script('/newcomer', [echoChallenge]);
+    await capped.subscribe('acct-cap-newcomer', { callback_url: `${receiver.url}/newcomer` });
+    await waitFor('the challenge', () => receiver.at('/newcomer').length === 1);
+    expect(receiver.at('/newcomer')[0]!.at).toBeGreaterThanOrEqual(
+      receiver.at('/held')[1]!.at + answerAfterMs,
+    );
+  });
+});

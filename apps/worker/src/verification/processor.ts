@@ -5,8 +5,12 @@
  * deleted, or whose callback URL changed since is left alone. Anything else throws, and BullMQ
  * tries again with its exponential backoff (`verificationRetry` in @webhooks/shared); after the
  * last try the subscription stays `pending` until the client asks for another verification.
+ *
+ * A challenge takes a slot of its host's cap, in its account's share, as a delivery does: one
+ * account's verifications cannot aim more at a host than its deliveries could, nor keep other
+ * accounts off it. A challenge over the cap waits in BullMQ's delayed set without using a try.
  */
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
 import {
@@ -16,6 +20,7 @@ import {
   type VerificationJobData,
 } from '@webhooks/shared';
 import type { AttemptSender } from '../delivery/attempt.js';
+import type { HostGate } from '../delivery/host-gate.js';
 import { answersChallenge, buildChallengeRequest, newChallenge } from './challenge.js';
 
 /** What a verification job came to. */
@@ -26,6 +31,8 @@ export interface VerificationDeps {
   pool: Pool;
   sender: AttemptSender;
   secretBox: SecretBox;
+  /** The deliveries' host cap. */
+  hostGate: HostGate;
   log: Logger;
 }
 
@@ -33,12 +40,14 @@ export interface VerificationDeps {
  * Creates the processor.
  *
  * @throws Error when the callback did not answer the challenge (BullMQ retries), or when
- *   PostgreSQL failed
+ *   PostgreSQL or Redis failed
+ * @throws DelayedError when the host's cap holds the challenge back (no try is used)
  */
 export function createVerificationProcessor(deps: VerificationDeps) {
-  return async (job: Job<VerificationJobData>): Promise<VerificationResult> => {
+  return async (job: Job<VerificationJobData>, token?: string): Promise<VerificationResult> => {
     const { subscriptionId } = job.data;
     const { rows } = await deps.pool.query<{
+      account_id: string;
       callback_url: string;
       webhook_id: string | null;
       status: string;
@@ -46,27 +55,39 @@ export function createVerificationProcessor(deps: VerificationDeps) {
       headers: string | null;
       client_tls: string | null;
     }>(
-      `SELECT callback_url, webhook_id, status::text, secret, headers, client_tls FROM subscriptions WHERE id = $1::uuid`,
+      `SELECT account_id, callback_url, webhook_id, status::text, secret, headers, client_tls FROM subscriptions WHERE id = $1::uuid`,
       [subscriptionId],
     );
     const [row] = rows;
     if (row === undefined || row.status !== 'pending') return 'not_pending';
+    const { hostname } = new URL(row.callback_url);
+    const slotId = `verification:${job.id ?? subscriptionId}`;
+    const hostWaitMs = await deps.hostGate.acquire(hostname, row.account_id, slotId);
+    if (hostWaitMs > 0) {
+      await job.moveToDelayed(Date.now() + hostWaitMs, token);
+      throw new DelayedError();
+    }
+    let answer: Awaited<ReturnType<AttemptSender['send']>>;
     const challenge = newChallenge();
-    const { body, headers } = buildChallengeRequest(
-      {
-        webhookId: row.webhook_id,
-        secret: deps.secretBox.open(row.secret, subscriptionId),
-        headers: openCustomHeaders(row.headers, subscriptionId, deps.secretBox),
-      },
-      challenge,
-      new Date(),
-    );
-    const answer = await deps.sender.send(
-      row.callback_url,
-      body,
-      headers,
-      openClientCertificate(row.client_tls, subscriptionId, deps.secretBox),
-    );
+    try {
+      const { body, headers } = buildChallengeRequest(
+        {
+          webhookId: row.webhook_id,
+          secret: deps.secretBox.open(row.secret, subscriptionId),
+          headers: openCustomHeaders(row.headers, subscriptionId, deps.secretBox),
+        },
+        challenge,
+        new Date(),
+      );
+      answer = await deps.sender.send(
+        row.callback_url,
+        body,
+        headers,
+        openClientCertificate(row.client_tls, subscriptionId, deps.secretBox),
+      );
+    } finally {
+      await deps.hostGate.release(hostname, row.account_id, slotId);
+    }
     if (!answersChallenge(answer, challenge)) {
       const what = answer.statusCode === null ? answer.errorClass : `HTTP ${answer.statusCode}`;
       throw new Error(`the callback did not answer the challenge (${what})`);
