@@ -9,7 +9,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import isSafeRegex from 'safe-regex2';
+import { RE2JS } from 're2js';
 import Type, { type Static } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { findInJson, jsonPointerSegment, type JsonProblem } from './json-walk.js';
@@ -34,6 +34,61 @@ export const maxSchemaBytes = 64 * 1024;
 export const maxSchemaDepth = 32;
 /** Longest regular expression (`pattern`, a `patternProperties` key) in a schema, in characters. */
 export const maxSchemaPatternLength = 256;
+/**
+ * Most items of an array whose `uniqueItems` compares whole values: Ajv checks such an array by
+ * comparing every pair (quadratic), and takes a linear path only when `items` has a scalar `type`.
+ */
+export const maxUniqueItemsCompared = 100;
+
+/** The JSON Schema types whose `uniqueItems` Ajv checks in linear time, with a hash. */
+const scalarTypes = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+
+/**
+ * Why a schema node's `uniqueItems` would cost a quadratic check without a bound, or null: it is
+ * fine when `items` declares only scalar types, or when `maxItems` is at most
+ * {@link maxUniqueItemsCompared}.
+ */
+export function unboundedUniqueItems(node: unknown): string | null {
+  if (node === null || typeof node !== 'object' || Array.isArray(node)) return null;
+  const { uniqueItems, items, maxItems } = node as {
+    uniqueItems?: unknown;
+    items?: unknown;
+    maxItems?: unknown;
+  };
+  if (uniqueItems !== true) return null;
+  const type = items !== null && typeof items === 'object' ? (items as { type?: unknown }).type : undefined;
+  const types = Array.isArray(type) ? type : [type];
+  if (type !== undefined && types.every((t) => typeof t === 'string' && scalarTypes.has(t))) return null;
+  if (typeof maxItems === 'number' && maxItems <= maxUniqueItemsCompared) return null;
+  return `uniqueItems over items not all of a scalar type compares every pair: give the array maxItems of at most ${maxUniqueItemsCompared}, or items a scalar type`;
+}
+
+/**
+ * Ajv's regular expression engine for catalogue schemas (`pattern`, `patternProperties`): RE2
+ * (re2js), which matches in time linear in the input, so no pattern can backtrack
+ * catastrophically. RE2 refuses what it cannot match in linear time (backreferences,
+ * lookarounds); JSON Schema's `pattern` is unanchored, as RE2's `test` is.
+ *
+ * @throws RE2JSSyntaxException for a pattern RE2 cannot compile
+ */
+export const linearRegExp = Object.assign(
+  (pattern: string) => {
+    const compiled = RE2JS.compile(pattern);
+    // Ajv keys its compiled patterns by their string form: each pattern needs its own.
+    return { test: (input: string) => compiled.test(input), toString: () => `re2:${pattern}` };
+  },
+  { code: 'RE2JS.compile' },
+);
+
+/** Why RE2 cannot compile `pattern`, or null. */
+function nonLinearPattern(pattern: string): string | null {
+  try {
+    linearRegExp(pattern);
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
 
 /** An event type: `<resource>.<action>`, lowercase words of letters, digits and underscores. */
 export const eventTypeName = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
@@ -81,11 +136,13 @@ export class CatalogueError extends Error {
 }
 
 /**
- * The first reason `schema` is too costly to use: too deep, or a regular expression (`pattern`, a
- * `patternProperties` key) that is too long or can backtrack catastrophically (safe-regex2,
- * Fastify's own ReDoS check).
+ * The first reason `schema` is too costly to use: too deep, a regular expression (`pattern`, a
+ * `patternProperties` key) that is too long or that RE2 cannot match in linear time
+ * ({@link linearRegExp}), or an unbounded quadratic `uniqueItems` ({@link unboundedUniqueItems}).
  */
 function hostileSchemaPart(schema: unknown, pointer: string): JsonProblem | null {
+  const atRoot = unboundedUniqueItems(schema);
+  if (atRoot !== null) return { pointer, detail: atRoot };
   return findInJson(
     schema,
     maxSchemaDepth,
@@ -100,18 +157,20 @@ function hostileSchemaPart(schema: unknown, pointer: string): JsonProblem | null
         if (pattern.length > maxSchemaPatternLength) {
           return `regular expression longer than ${maxSchemaPatternLength} characters`;
         }
-        if (!isSafeRegex(pattern)) {
-          return `regular expression ${JSON.stringify(pattern)} can backtrack catastrophically`;
+        const nonLinear = nonLinearPattern(pattern);
+        if (nonLinear !== null) {
+          return `regular expression ${JSON.stringify(pattern)} cannot be matched in linear time (RE2 syntax): ${nonLinear}`;
         }
       }
-      return null;
+      return unboundedUniqueItems(value);
     },
     pointer,
   );
 }
 
 /**
- * The Ajv instance of catalogue schemas: draft 2020-12, every error listed, standard formats.
+ * The Ajv instance of catalogue schemas: draft 2020-12, every error listed, standard formats,
+ * patterns matched by RE2 ({@link linearRegExp}).
  * Unknown keywords are refused (a misspelt `required` would otherwise check nothing); Ajv's
  * stricter rules on types and tuples, which refuse valid schemas, are off.
  */
@@ -122,6 +181,7 @@ function createAjv(): Ajv2020 {
     strictTypes: false,
     strictTuples: false,
     strictRequired: false,
+    code: { regExp: linearRegExp },
   });
   addFormats.default(ajv);
   return ajv;

@@ -105,10 +105,30 @@ describe('the catalogue file', () => {
       /does not match/,
     ],
     [
-      'a catastrophic pattern',
-      oneType("        description: x\n        schema: { properties: { a: { pattern: '(a+)+$' } } }\n"),
+      'a pattern with a backreference, which no linear-time engine matches',
+      oneType("        description: x\n        schema: { properties: { a: { pattern: '(a+)\\1' } } }\n"),
       '/kinds/invoices/types/invoice.paid/schema/properties/a/pattern',
-      /backtrack/,
+      /linear time/,
+    ],
+    [
+      'a lookahead',
+      oneType("        description: x\n        schema: { patternProperties: { '^(?=a)': {} } }\n"),
+      '/kinds/invoices/types/invoice.paid/schema/patternProperties',
+      /linear time/,
+    ],
+    [
+      'uniqueItems over objects without a bound',
+      oneType(
+        '        description: x\n        schema: { properties: { list: { type: array, uniqueItems: true, items: { type: object } } } }\n',
+      ),
+      '/kinds/invoices/types/invoice.paid/schema/properties/list',
+      /maxItems of at most 100/,
+    ],
+    [
+      'uniqueItems over untyped items at the root',
+      oneType('        description: x\n        schema: { uniqueItems: true, maxItems: 101 }\n'),
+      '/kinds/invoices/types/invoice.paid/schema',
+      /maxItems of at most 100/,
     ],
     [
       'a long pattern',
@@ -123,6 +143,33 @@ describe('the catalogue file', () => {
     expect(error.pointer || '/').toBe(pointer);
     expect(error.reason).toMatch(reason);
     expect(error.message).toContain(error.file);
+  });
+
+  it('matches patterns in linear time: nested and repeated quantifiers answer at once on hostile data', () => {
+    const catalogue = load(
+      oneType(
+        "        description: x\n        schema: { properties: { a: { pattern: '^(a+)+$' }, b: { pattern: '^\\d*\\d*\\d*x$' } } }\n",
+      ),
+    );
+    // A backtracking engine takes about 2^40 steps on the first and 50,000^3 on the second.
+    const hostile = { a: `${'a'.repeat(40)}!`, b: '1'.repeat(50_000) };
+    expect(catalogue.checkData('invoice.paid', hostile).map((e) => e.pointer)).toEqual([
+      '/data/a',
+      '/data/b',
+    ]);
+    expect(catalogue.checkData('invoice.paid', { a: 'aaa', b: '12x' })).toEqual([]);
+  });
+
+  it('accepts uniqueItems where Ajv checks it in linear time or over a bounded array', () => {
+    const catalogue = load(
+      oneType(
+        '        description: x\n        schema: { properties: { tags: { type: array, uniqueItems: true, items: { type: [string, integer] } }, pairs: { type: array, uniqueItems: true, maxItems: 100 } } }\n',
+      ),
+    );
+    expect(catalogue.checkData('invoice.paid', { tags: ['a', 'a'] }).map((e) => e.pointer)).toEqual([
+      '/data/tags',
+    ]);
+    expect(catalogue.checkData('invoice.paid', { pairs: [{ x: 1 }, { x: 2 }] })).toEqual([]);
   });
 
   it('refuses a %YAML 1.1 directive, and reads a merge key as the plain key YAML 1.2 has', () => {
