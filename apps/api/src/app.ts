@@ -34,6 +34,7 @@ import storableInput from './plugins/storable-input.js';
 import swagger from './plugins/swagger.js';
 import validation from './plugins/validation.js';
 import deliveries from './routes/deliveries.js';
+import eventLog from './routes/event-log.js';
 import events from './routes/events.js';
 import eventTypes from './routes/event-types.js';
 import health from './routes/health.js';
@@ -240,6 +241,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       quotas,
       idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(app.prisma) : null,
     });
+    await accountScope.register(eventLog, { views, catalogue: config.catalogue });
     await accountScope.register(testEvents, { catalogue: config.catalogue, admission: { backlog, quotas } });
     await accountScope.register(filterTests, { catalogue: config.catalogue });
     await accountScope.register(deliveries, {

@@ -22,7 +22,13 @@ import type { WorkerMetrics } from './metrics.js';
 import { noticeEvent, type StoredNotice } from './delivery/attempt-record.js';
 import { isFifoHeadSql } from './delivery/fifo-head.js';
 import type { ShardedQueues, ShardQueues } from './shard-queues.js';
-import { deliveryJobId, finishedJobRetention, layoutOf, subscriptionDisabledType } from '@webhooks/shared';
+import {
+  deliveryJobId,
+  finishedJobRetention,
+  firstIdAt,
+  layoutOf,
+  subscriptionDisabledType,
+} from '@webhooks/shared';
 
 /** What the reconciler needs. */
 export interface ReconcilerDeps {
@@ -62,12 +68,6 @@ export interface ReconcileReport {
  * its job to be told apart by.
  */
 const noticeLookbackMs = finishedJobRetention.completed.age * 1000;
-
-/** The least UUIDv7 of the time `at` (RFC 9562 §5.7): ids from it on were made at `at` or later. */
-function firstIdAt(at: Date): string {
-  const hex = Math.max(0, at.getTime()).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`;
-}
 
 /** Rows read per query, and job checks per Redis pipeline. */
 const pageSize = 1_000;
@@ -181,6 +181,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
       WHERE e.type = ${subscriptionDisabledType}
         AND e.id >= ${firstIdAt(new Date(Date.now() - noticeLookbackMs))}::uuid
         AND e.created_at < now() - make_interval(secs => ${deps.graceMs / 1000})
+        AND e.payload_expunged_at IS NULL
         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
       ORDER BY e.id
       LIMIT ${pageSize}`;

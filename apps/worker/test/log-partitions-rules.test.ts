@@ -1,6 +1,7 @@
 /** Which days of the delivery log are created ahead and which retention drops (pure rules). */
 import { describe, expect, it } from '@jest/globals';
-import { daysToCreate, expiredDays, timeIdRange, utcDay } from '../src/log-partitions.js';
+import { timeIdRange } from '@webhooks/shared';
+import { daysToCreate, expiredDays, utcDay } from '../src/log-partitions.js';
 
 describe('delivery log partition days', () => {
   it('creates today and the days ahead, in UTC, across a month end', () => {

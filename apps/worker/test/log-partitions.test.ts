@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { loadSql } from '../src/delivery/store.js';
-import { createLogPartitions, logPartitionDays, timeIdRange, utcDay } from '../src/log-partitions.js';
+import { firstIdAt, timeIdRange } from '@webhooks/shared';
+import { createLogPartitions, logPartitionDays, utcDay } from '../src/log-partitions.js';
 import { deleteExpiredRows } from '../src/retention.js';
 import { afterStartupRetention, startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../scripts/lib/wait.js';
@@ -145,6 +146,49 @@ describe('the delivery log partitioned by day', () => {
       headers: stack.api.auth('acct-log'),
     });
     expect(listed.json().results).toHaveLength(1);
+  });
+
+  it('reads only the days an events list covers, and one day for an event with its deliveries', async () => {
+    const sub = await stack.subscribe('acct-log', { callback_url: `${stack.receiver.url}/event-plans` });
+    const now = Date.now();
+    await createDays(now - 5 * dayMs, now);
+    const twoDaysAgo = await storeDeliveryAt(sub.id, now - 2 * dayMs);
+    await storeDeliveryAt(sub.id, now - 4 * dayMs);
+    await storeDeliveryAt(sub.id, now);
+
+    // The list's query (event-log.ts): the account's events between the id bounds of since and
+    // until (firstIdAt), newest first.
+    const since = firstIdAt(new Date(now - 3 * dayMs));
+    const until = firstIdAt(new Date(now - dayMs));
+    const listed = await tablesRead(
+      `SELECT * FROM events WHERE account_id = 'acct-log' AND id >= $1 AND id < $2 ORDER BY id DESC LIMIT 20`,
+      [since, until],
+    );
+    expect(listed).toContain(partitionOf('events', now - 2 * dayMs));
+    for (const other of [now - 4 * dayMs, now]) expect(listed).not.toContain(partitionOf('events', other));
+    const [low, high] = timeIdRange([twoDaysAgo.eventId]);
+    expect(
+      await tablesRead('SELECT * FROM deliveries WHERE event_id = $1 AND id >= $2 AND id <= $3', [
+        twoDaysAgo.eventId,
+        low,
+        high,
+      ]),
+    ).toEqual([partitionOf('deliveries', now - 2 * dayMs)]);
+
+    const sinceIso = new Date(now - 3 * dayMs).toISOString();
+    const untilIso = new Date(now - dayMs).toISOString();
+    const page = await stack.api.app.inject({
+      url: `/api/events?since=${sinceIso}&until=${untilIso}`,
+      headers: stack.api.auth('acct-log'),
+    });
+    const ids = page.json().results.map((e: { id: string }) => e.id);
+    expect(ids).toContain(twoDaysAgo.eventId);
+    expect(ids.every((id: string) => id >= since && id < until)).toBe(true);
+    const detail = await stack.api.app.inject({
+      url: `/api/events/${twoDaysAgo.eventId}`,
+      headers: stack.api.auth('acct-log'),
+    });
+    expect(detail.json().deliveries.map((d: { id: string }) => d.id)).toEqual([twoDaysAgo.deliveryId]);
   });
 
   it("reads one day of each log table when the worker's batch load runs from a cached plan", async () => {

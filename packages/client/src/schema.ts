@@ -205,11 +205,49 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** The account's events, newest first */
+    get: operations['listEvents'];
     put?: never;
     /** Publish an event to the subscriptions of your account */
     post: operations['publishEvent'];
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/events/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One event, its data, and its delivery to each subscription */
+    get: operations['getEvent'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/events/{id}/payload': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Expunge an event's data
+     * @description Empties the event's `data` for good, for a privacy request. Its deliveries and attempts stay in the log, marked `payload_expunged`; those still pending are cancelled (`last_error: "expunged"`), never sent with an empty body. An attempt already on its way when this is called still completes. Repeating it changes nothing.
+     */
+    delete: operations['expungeEventPayload'];
     options?: never;
     head?: never;
     patch?: never;
@@ -2148,6 +2186,110 @@ export interface operations {
       };
     };
   };
+  listEvents: {
+    parameters: {
+      query?: {
+        /** @description Page number, from 1 */
+        page?: number;
+        /** @description Items per page */
+        page_size?: number;
+        /**
+         * @description Only events of these types, comma-separated (at most 20)
+         * @example call.completed,call.failed
+         */
+        event_type?: string;
+        /** @description Only events accepted at or after this time */
+        since?: string;
+        /** @description Only events accepted before this time */
+        until?: string;
+        /** @description Only the events listed after this one (newest first): the `id` of the last event seen, to read on past the deepest page */
+        before?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Total number of items across pages */
+            count: number;
+            /** @description Address of the next page, or null */
+            next: string | null;
+            /** @description Address of the previous page, or null */
+            previous: string | null;
+            results: {
+              /** @description Also the `webhook-id` header of every delivery of it */
+              id: string;
+              resource_uri: string;
+              type: string;
+              /** @description When the event occurred: UTC, ISO 8601, no zone designator */
+              timestamp: string;
+              /**
+               * Format: date-time
+               * @description When the service accepted it
+               */
+              created_at: string;
+              /** @description True once the event's data was expunged (`DELETE /api/events/{id}/payload`) */
+              payload_expunged: boolean;
+              payload_expunged_at: string | null;
+            }[];
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
   publishEvent: {
     parameters: {
       query?: never;
@@ -2249,6 +2391,187 @@ export interface operations {
         };
       };
       /** @description PostgreSQL or Redis is unavailable, the service holds as much undelivered work as it accepts (type `/problems/backlog-full`), or it is saturated (type `/problems/overloaded`): nothing was accepted; retry after `Retry-After` seconds with the same idempotency_key */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The event id (`webhook-id`) */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Also the `webhook-id` header of every delivery of it */
+            id: string;
+            resource_uri: string;
+            type: string;
+            /** @description When the event occurred: UTC, ISO 8601, no zone designator */
+            timestamp: string;
+            /**
+             * Format: date-time
+             * @description When the service accepted it
+             */
+            created_at: string;
+            /** @description True once the event's data was expunged (`DELETE /api/events/{id}/payload`) */
+            payload_expunged: boolean;
+            payload_expunged_at: string | null;
+            /** @description The content of the event; `{}` once expunged */
+            data: {
+              [key: string]: unknown;
+            };
+            /** @description One per subscription it went to, oldest subscription first */
+            deliveries: {
+              id: string;
+              /** @description The delivery in its subscription's delivery log */
+              resource_uri: string;
+              subscription: {
+                id: string;
+                resource_uri: string;
+              };
+              /** @description pending: attempts remain; succeeded: a 200 was received; failed: given up (after its last attempt, or `expired` unsent after DELIVERY_MAX_AGE); cancelled: subscription disabled */
+              status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+              attempts_made: number;
+              last_status_code: number | null;
+              /** @description The last attempt's error class; `expired` or `expunged` for one given up unsent */
+              last_error: string | null;
+              next_attempt_at: string | null;
+              /** Format: date-time */
+              updated_at: string;
+            }[];
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  expungeEventPayload: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The event id (`webhook-id`) */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Expunged (or already expunged) */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Portal session tokens cannot expunge events */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
       503: {
         headers: {
           [name: string]: unknown;
@@ -2606,6 +2929,8 @@ export interface operations {
             /** Format: date-time */
             updated_at: string;
             payload: components['schemas']['WebhookPayload'];
+            /** @description True once the event's data was expunged: `payload.data` is then `{}`, not what was sent */
+            payload_expunged: boolean;
             attempts: {
               /** @description From 1, counted across retry rounds */
               attempt_number: number;

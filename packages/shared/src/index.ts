@@ -18,6 +18,7 @@ export * from './event-filter.js';
 export * from './event-input.js';
 export * from './event-type-selection.js';
 export * from './events-metric.js';
+export * from './log-ids.js';
 export * from './log-redaction.js';
 export * from './logger-options.js';
 export * from './operator-token.js';

@@ -73,6 +73,16 @@ export interface EventPublisher<Events extends CatalogueEventMap = AnyCatalogueE
   publish<Type extends keyof Events & string>(
     input: EventInput & { type: Type; data: Events[Type] },
   ): Promise<PublishedEvent>;
+  /**
+   * Removes the finished fan-out job of `accountId`'s event `id` from Redis, where a completed one
+   * keeps the event's data for an hour and a failed one for a week (`finishedJobRetention`): what
+   * payload expunge calls after emptying the event in PostgreSQL. A job still waiting or running
+   * is left alone.
+   *
+   * @returns whether a job was removed
+   * @throws PublishUnavailableError when Redis cannot be reached within the publisher's `timeoutMs`
+   */
+  discardFinished(accountId: string, id: string): Promise<boolean>;
   /** Closes the queue, and the Redis connection when the publisher opened it. */
   close(): Promise<void>;
 }
@@ -247,6 +257,18 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
       }
       const first = job.id === undefined ? undefined : await queues[shard]!.getJob(job.id);
       return { id: job.id ?? data.id, timestamp: first?.data.timestamp ?? null, duplicate: true };
+    },
+    async discardFinished(accountId, id) {
+      const queue = queues[shards.ofAccount(accountId)]!;
+      const discard = async () => {
+        const job = await queue.getJob(id);
+        if (job === undefined || job.data.accountId !== accountId) return false;
+        const state = await job.getState();
+        if (state !== 'completed' && state !== 'failed') return false;
+        await job.remove();
+        return true;
+      };
+      return withRedisTimeout(discard(), timeoutMs, "the event's fan-out job");
     },
     async close() {
       await Promise.all(queues.map((queue) => queue.close()));

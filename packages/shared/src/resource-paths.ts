@@ -18,6 +18,10 @@ export interface ResourceLinks {
   kindSubscriptions(kind: string): string;
   /** The subscriber portal page, `{base}/portal/`. */
   portal: string;
+  /** The account's events, `{base}/api/events`. */
+  events: string;
+  /** One event, `{base}/api/events/{id}`. */
+  event(id: string): string;
 }
 
 /**
@@ -36,5 +40,7 @@ export function resourceLinks(baseUrl: string): ResourceLinks {
     delivery: (subscriptionId, id) => `${deliveries(subscriptionId)}/${id}`,
     kindSubscriptions: (kind) => `${subscriptions}/${kind}`,
     portal: `${base}/portal/`,
+    events: `${base}/api/events`,
+    event: (id) => `${base}/api/events/${id}`,
   };
 }

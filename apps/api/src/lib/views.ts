@@ -20,6 +20,9 @@ import {
   type Delivery as DeliveryView,
   type DeliveryDetail,
   type EventCatalogueResponse,
+  type EventDelivery,
+  type EventDetail,
+  type EventSummary,
   type Subscription,
 } from '@webhooks/shared';
 
@@ -99,9 +102,48 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
     };
   }
 
+  /** An event row as listed. */
+  function event(
+    row: Pick<Event, 'id' | 'type' | 'occurredAt' | 'createdAt' | 'payloadExpungedAt'>,
+  ): EventSummary {
+    return {
+      id: row.id,
+      resource_uri: links.event(row.id),
+      type: row.type,
+      timestamp: formatPayloadTimestamp(row.occurredAt),
+      created_at: row.createdAt.toISOString(),
+      payload_expunged: row.payloadExpungedAt !== null,
+      payload_expunged_at: row.payloadExpungedAt?.toISOString() ?? null,
+    };
+  }
+
   return {
     subscription,
     delivery,
+    event,
+    /** An event with its data and its delivery to each subscription. */
+    eventDetail: (row: Event, deliveries: Delivery[]): EventDetail => ({
+      ...event(row),
+      data: row.data as Record<string, unknown>,
+      deliveries: deliveries.map((d): EventDelivery => ({
+        id: d.id,
+        resource_uri: links.delivery(d.subscriptionId, d.id),
+        subscription: { id: d.subscriptionId, resource_uri: links.subscription(d.subscriptionId) },
+        status: d.status,
+        attempts_made: d.attemptsMade,
+        last_status_code: d.lastStatusCode,
+        last_error: accountErrorClass(d.lastError),
+        next_attempt_at: d.nextAttemptAt?.toISOString() ?? null,
+        updated_at: d.updatedAt.toISOString(),
+      })),
+    }),
+    /** One page of the account's events, with links carrying the query's filters. */
+    eventsPage: (
+      query: Record<string, unknown>,
+      page: PageRequest,
+      count: number,
+      rows: Parameters<typeof event>[0][],
+    ) => pageEnvelope(links.events, query, page, count, rows.map(event)),
     /**
      * The event catalogue: every kind, its subscription endpoint, its types with their
      * description, schema and deprecation, and their example data.
@@ -139,6 +181,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
       return {
         ...delivery(row),
         payload: { ...payload },
+        payload_expunged: row.event.payloadExpungedAt !== null,
         attempts: row.attempts.map((attempt) => ({
           attempt_number: attempt.attemptNumber,
           started_at: attempt.startedAt.toISOString(),

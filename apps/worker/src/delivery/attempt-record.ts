@@ -14,8 +14,8 @@ import {
   type BatchOptions,
   type EventJobData,
   type ResourceLinks,
+  timeIdRange,
 } from '@webhooks/shared';
-import { timeIdRange } from '../log-partitions.js';
 import { failureRunChanges, failureRunEffect } from './auto-disable.js';
 import type { AttemptRecord } from './loaded-delivery.js';
 

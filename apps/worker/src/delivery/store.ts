@@ -11,8 +11,13 @@
  * prunes the partitions when it runs instead.
  */
 import type { Pool } from '@webhooks/db';
-import { batcher, openClientCertificate, openCustomHeaders, type SecretBox } from '@webhooks/shared';
-import { timeIdRange } from '../log-partitions.js';
+import {
+  batcher,
+  openClientCertificate,
+  openCustomHeaders,
+  timeIdRange,
+  type SecretBox,
+} from '@webhooks/shared';
 import { createAttemptRecorder, type AttemptRecorderOptions } from './attempt-record.js';
 import { isFifoHeadSql } from './fifo-head.js';
 import type { AttemptRecord, DeliveryKey, LoadedDelivery } from './loaded-delivery.js';

@@ -2,7 +2,8 @@
 import Type, { type Static } from 'typebox';
 import { PageQuery } from './pagination.js';
 
-const DeliveryStatus = Type.Union(
+/** A delivery's status. */
+export const DeliveryStatus = Type.Union(
   [Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')],
   {
     description:
@@ -78,6 +79,9 @@ export type WebhookPayload = Static<typeof WebhookPayload>;
 export const DeliveryDetail = Type.Object({
   ...Delivery.properties,
   payload: WebhookPayload,
+  payload_expunged: Type.Boolean({
+    description: "True once the event's data was expunged: `payload.data` is then `{}`, not what was sent",
+  }),
   attempts: Type.Array(DeliveryAttempt),
 });
 export type DeliveryDetail = Static<typeof DeliveryDetail>;

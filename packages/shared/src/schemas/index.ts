@@ -1,6 +1,7 @@
 /** TypeBox schemas of the wire format, used for validation, serialization and the OpenAPI document. */
 export * from './delivery.js';
 export * from './event.js';
+export * from './event-log.js';
 export * from './pagination.js';
 export * from './problem.js';
 export * from './subscription.js';

@@ -1,0 +1,200 @@
+/**
+ * The events API: an account's events, and each one's deliveries across its subscriptions, so that
+ * a client or the portal can answer "did event X go out, and where?" without knowing the
+ * subscription; and payload expunge for privacy requests.
+ *
+ * - `GET /api/events`: newest first by id (UUIDv7: acceptance order), filtered by `event_type`,
+ *   `since` and `until` (acceptance time), paged, and read on past the deepest page with `before`.
+ *   Time bounds and the cursor become bounds on the id, which the delivery log is partitioned by,
+ *   so PostgreSQL reads only the days they cover.
+ * - `GET /api/events/{id}`: the event, its data, and its delivery to each subscription. Both read
+ *   one day of the log: the event by its id, its deliveries by ids sharing its time.
+ * - `DELETE /api/events/{id}/payload`: empties the event's data and records when, in one
+ *   transaction that cancels its pending deliveries (`last_error: "expunged"`), so none is ever sent
+ *   with an empty body; deliveries and attempts stay in the log. Then the event's finished fan-out
+ *   job, which keeps the data in Redis up to an hour, is removed. 204, and again 204 when repeated.
+ *
+ * An event is listed once the worker has fanned it out to at least one subscription (usually
+ * milliseconds after it was accepted); before, and for an event no subscription received (nothing
+ * went out, and the log does not keep it), its id answers 404.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { validate as isUuid } from 'uuid';
+import {
+  EventDetail,
+  EventListQuery,
+  EventParams,
+  EventSummary,
+  firstIdAt,
+  maxListedEventTypes,
+  Page,
+  timeIdRange,
+  type Catalogue,
+} from '@webhooks/shared';
+import { pageRequest } from '../lib/pagination.js';
+import { HttpProblem, notFound } from '../lib/problem.js';
+import { problemResponse, problemResponses } from '../lib/route-schemas.js';
+import type { Views } from '../lib/views.js';
+
+/** Most events counted for a list's `count`: past it the count says "at least this many". */
+const eventCountWindow = 10_000;
+
+/** Options of the events API's routes. */
+export interface EventLogRoutesOptions {
+  views: Views;
+  catalogue: Catalogue;
+}
+
+/** A 400 naming query parameter `name`. */
+const badQuery = (name: string, detail: string) =>
+  new HttpProblem(400, 'validation', `${name} ${detail}`, [{ pointer: `/${name}`, detail }]);
+
+/**
+ * The event types of a list's `event_type` (comma-separated), each a type of `catalogue`.
+ *
+ * @throws HttpProblem 400 naming `event_type` for an unknown type or too many
+ */
+export function listedEventTypes(
+  value: string | undefined,
+  catalogue: Pick<Catalogue, 'entry'>,
+): string[] | null {
+  if (value === undefined) return null;
+  const types = [...new Set(value.split(',').map((t) => t.trim()))];
+  if (types.length > maxListedEventTypes)
+    throw badQuery('event_type', `names more than ${maxListedEventTypes} types`);
+  const unknown = types.find((t) => catalogue.entry(t) === undefined);
+  if (unknown !== undefined)
+    throw badQuery(
+      'event_type',
+      `names ${JSON.stringify(unknown)}, which is not an event type of the catalogue`,
+    );
+  return types;
+}
+
+/**
+ * The id bounds of a list query: events accepted at or after `since`, before `until`, and listed
+ * after `before` (ids below it). Null when the range is empty.
+ */
+export function listedIdRange(query: { since?: string; until?: string; before?: string }) {
+  const gte = query.since === undefined ? undefined : firstIdAt(new Date(query.since));
+  const bounds = [
+    query.until === undefined ? undefined : firstIdAt(new Date(query.until)),
+    query.before?.toLowerCase(),
+  ];
+  const lt = bounds.filter((b): b is string => b !== undefined).sort()[0];
+  if (gte !== undefined && lt !== undefined && gte >= lt) return null;
+  return { ...(gte === undefined ? {} : { gte }), ...(lt === undefined ? {} : { lt }) };
+}
+
+const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (app, { views, catalogue }) => {
+  const findEvent = async (accountId: string, id: string) => {
+    const row = isUuid(id)
+      ? await app.prisma.event.findUnique({ where: { id: id.toLowerCase(), accountId } })
+      : null;
+    if (row === null) throw notFound(`Event ${id}`);
+    return row;
+  };
+
+  app.get(
+    '/api/events',
+    {
+      schema: {
+        tags: ['events'],
+        operationId: 'listEvents',
+        summary: "The account's events, newest first",
+        querystring: EventListQuery,
+        response: { 200: Page(EventSummary), ...problemResponses },
+      },
+    },
+    async (request) => {
+      const page = pageRequest(
+        request.query,
+        'narrow the query with event_type, since or until, or read on with before set to the id of the last event seen',
+      );
+      const types = listedEventTypes(request.query.event_type, catalogue);
+      const ids = listedIdRange(request.query);
+      if (ids === null) return views.eventsPage(request.query, page, 0, []);
+      const where = {
+        accountId: request.accountId,
+        id: ids,
+        ...(types === null ? {} : { type: { in: types } }),
+      };
+      const [count, rows] = await app.prisma.$transaction([
+        app.prisma.event.count({ where, take: page.skip + eventCountWindow }),
+        app.prisma.event.findMany({
+          where,
+          select: { id: true, type: true, occurredAt: true, createdAt: true, payloadExpungedAt: true },
+          orderBy: { id: 'desc' },
+          skip: page.skip,
+          take: page.pageSize,
+        }),
+      ]);
+      return views.eventsPage(request.query, page, count, rows);
+    },
+  );
+
+  app.get(
+    '/api/events/:id',
+    {
+      schema: {
+        tags: ['events'],
+        operationId: 'getEvent',
+        summary: 'One event, its data, and its delivery to each subscription',
+        params: EventParams,
+        response: { 200: EventDetail, ...problemResponses },
+      },
+    },
+    async (request) => {
+      const event = await findEvent(request.accountId, request.params.id);
+      const [low, high] = timeIdRange([event.id]);
+      const deliveries = await app.prisma.delivery.findMany({
+        where: { eventId: event.id, id: { gte: low, lte: high } },
+        orderBy: { subscriptionId: 'asc' },
+      });
+      return views.eventDetail(event, deliveries);
+    },
+  );
+
+  app.delete(
+    '/api/events/:id/payload',
+    {
+      config: { portalRefused: true },
+      schema: {
+        tags: ['events'],
+        operationId: 'expungeEventPayload',
+        summary: "Expunge an event's data",
+        description:
+          'Empties the event\'s `data` for good, for a privacy request. Its deliveries and attempts stay in the log, marked `payload_expunged`; those still pending are cancelled (`last_error: "expunged"`), never sent with an empty body. An attempt already on its way when this is called still completes. Repeating it changes nothing.',
+        params: EventParams,
+        response: {
+          204: { type: 'null', description: 'Expunged (or already expunged)' },
+          403: problemResponse('Portal session tokens cannot expunge events'),
+          ...problemResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const event = await findEvent(request.accountId, request.params.id);
+      const [low, high] = timeIdRange([event.id]);
+      await app.prisma.$transaction([
+        app.prisma.$executeRaw`UPDATE events SET data = '{}'::jsonb,
+            payload_expunged_at = coalesce(payload_expunged_at, now())
+          WHERE id = ${event.id}::uuid AND account_id = ${request.accountId}`,
+        app.prisma.$executeRaw`UPDATE deliveries SET status = 'cancelled', last_error = 'expunged',
+            next_attempt_at = NULL, updated_at = now()
+          WHERE event_id = ${event.id}::uuid AND id BETWEEN ${low}::uuid AND ${high}::uuid AND status = 'pending'`,
+      ]);
+      try {
+        await app.publisher.discardFinished(request.accountId, event.id);
+      } catch (error) {
+        request.log.warn(
+          { err: error, eventId: event.id },
+          "the expunged event's fan-out job stays in Redis until its retention ends",
+        );
+      }
+      return reply.code(204).send(null);
+    },
+  );
+};
+
+export default eventLog;
