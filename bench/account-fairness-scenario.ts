@@ -12,6 +12,7 @@ import { eventAcceptedAt } from '@webhooks/worker';
 import { percentile } from '../scripts/lib/stats.js';
 import { sleep, waitFor } from '../scripts/lib/wait.js';
 import { postEvent, publishAtSteadyRate, subscribe, withBenchStack, type BenchStack } from './harness.js';
+import { recoverAll, seedFailedDeliveries } from './recover-neighbour.js';
 import type { Progress } from './delivery-scenarios.js';
 
 /** A step's p50 and p99, in ms. */
@@ -60,6 +61,11 @@ export interface Neighbour {
   subscriptions: number;
   rate: number;
   failing?: boolean;
+  /**
+   * Instead of publishing: this many failed deliveries of each subscription, stored before the
+   * run and recovered at once through the API over its middle (`recover-neighbour.ts`).
+   */
+  recover?: number;
 }
 
 /** DELIVERY_MAX_ATTEMPTS of a run whose neighbour fails: each of its deliveries, 4 attempts. */
@@ -70,6 +76,12 @@ export const failingFlood: Neighbour = { subscriptions: 100, rate: 10, failing: 
 
 /** The same failing subscriptions at 1 event/s: 400 attempts/s, within what the machine sends. */
 export const failingWithinCapacity: Neighbour = { subscriptions: 100, rate: 1, failing: true };
+
+/** A recover of 10,000 deliveries: 100 failed of each of 100 subscriptions, recovered at once. */
+export const recoverFlood: Neighbour = { subscriptions: 100, rate: 0, recover: 100 };
+
+/** A recover of 1,000 deliveries of the same subscriptions: within what the machine delivers. */
+export const recoverWithinCapacity: Neighbour = { subscriptions: 100, rate: 0, recover: 10 };
 
 /** Account A's flood: 300 subscriptions at its default rate limit, 3,000 deliveries/s asked. */
 export const flood: Neighbour = { subscriptions: 300, rate: 10 };
@@ -141,10 +153,13 @@ export async function accountFloodRun(
   progress: Progress,
 ): Promise<AccountFloodRun> {
   const failing = neighbour?.failing === true;
+  const recover = neighbour?.recover ?? 0;
   const label =
     neighbour === null
       ? 'alone'
-      : `${neighbour.subscriptions}x${neighbour.rate}/s${failing ? ' failing' : ''}`;
+      : recover > 0
+        ? `${neighbour.subscriptions}x${recover} recovered`
+        : `${neighbour.subscriptions}x${neighbour.rate}/s${failing ? ' failing' : ''}`;
   const subscriptions = neighbour?.subscriptions ?? 0;
   return withBenchStack(
     {
@@ -161,18 +176,27 @@ export async function accountFloodRun(
               SUBSCRIPTION_DISABLE_AFTER: '1000000',
             }
           : {}),
+        ...(recover > 0 ? { RECOVER_ROUNDS_PER_MINUTE: String(100 * recover * subscriptions) } : {}),
       },
     },
     async (stack, publisher, receiver) => {
       if (failing) receiver.script('/neighbour', [500]);
       const steadyPaths = Array.from({ length: steadySubscriptions }, (_, i) => `/steady-${i}`);
       for (const path of steadyPaths) await subscribe(stack, 'steady', `${receiver.url}${path}`);
-      if (subscriptions > 0) await subscribe(stack, 'neighbour', `${receiver.url}/neighbour`, subscriptions);
+      const neighbourIds =
+        subscriptions > 0
+          ? await subscribe(stack, 'neighbour', `${receiver.url}/neighbour`, subscriptions)
+          : [];
+      if (recover > 0) await seedFailedDeliveries(stack, 'neighbour', neighbourIds, recover);
       const token = stack.token('steady');
       let neighbourEvents = 0;
       const publishing = (async () => {
         if (neighbour === null) return;
         await sleep((warmupSeconds + 3) * 1000);
+        if (recover > 0) {
+          neighbourEvents = (await recoverAll(stack, stack.token('neighbour'), neighbourIds)) / subscriptions;
+          return;
+        }
         const until = Date.now() + Math.max(1, seconds - 6) * 1000;
         for (let next = Date.now(); next < until; next += 1000 / neighbour.rate) {
           await sleep(next - Date.now());
@@ -259,8 +283,8 @@ export async function accountFairness(
   };
 }
 
-/** A failing flood beside B against a failing neighbour within capacity, and the ratio of B's p99s. */
-export interface RetryFairnessResult {
+/** A flood beside B against a neighbour of its kind within capacity, and the ratio of B's p99s. */
+export interface PairedFairnessResult {
   flood: AccountFloodRun;
   withinCapacity: AccountFloodRun;
   p99Ratio: number;
@@ -268,17 +292,32 @@ export interface RetryFairnessResult {
 }
 
 /**
- * Runs B beside {@link failingWithinCapacity}, then beside {@link failingFlood}, whose retries
- * take their account's turns: B's p99 beside the flood stays within 2× of its p99 beside the
- * neighbour within capacity, and every request of both arrives.
+ * Runs B beside `withinCapacity`, then beside `flood`: B's p99 beside the flood stays within 2× of
+ * its p99 beside the neighbour within capacity, and every request of both arrives.
  */
-export async function retryFairness(
+async function pairedFairness(
+  withinCapacity: Neighbour,
+  flood: Neighbour,
   rate: number,
   seconds: number,
   progress: Progress,
-): Promise<RetryFairnessResult> {
-  const beside = await accountFloodRun(failingWithinCapacity, rate, seconds, progress);
-  const flooded = await accountFloodRun(failingFlood, rate, seconds, progress);
+): Promise<PairedFairnessResult> {
+  const beside = await accountFloodRun(withinCapacity, rate, seconds, progress);
+  const flooded = await accountFloodRun(flood, rate, seconds, progress);
   const p99Ratio = flooded.p99Ms / beside.p99Ms;
   return { flood: flooded, withinCapacity: beside, p99Ratio, met: p99Ratio <= 2 && everyArrived(flooded) };
 }
+
+/**
+ * B beside {@link failingWithinCapacity}, then beside {@link failingFlood}, whose retries take
+ * their account's turns.
+ */
+export const retryFairness = (rate: number, seconds: number, progress: Progress) =>
+  pairedFairness(failingWithinCapacity, failingFlood, rate, seconds, progress);
+
+/**
+ * B beside {@link recoverWithinCapacity}, then beside {@link recoverFlood}, whose recovered rounds
+ * take their account's turns.
+ */
+export const recoverFairness = (rate: number, seconds: number, progress: Progress) =>
+  pairedFairness(recoverWithinCapacity, recoverFlood, rate, seconds, progress);

@@ -7,6 +7,7 @@ import AxeBuilder from '@axe-core/playwright';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { repositoryRoot } from '../scripts/lib/repository-root.js';
 import { startTestStack, type TestStack } from './support/stack.js';
+import { waitFor } from '../scripts/lib/wait.js';
 
 /** Debian's chromium (scripts/ensure-chromium.sh installs it). */
 const chromiumPath = '/usr/bin/chromium';
@@ -62,6 +63,12 @@ async function openPortal(account: string, width = 1440): Promise<Page> {
 async function openSubscription(page: Page, callbackUrl: string): Promise<void> {
   await page.getByRole('link', { name: callbackUrl }).click();
   await page.getByRole('heading', { name: callbackUrl }).waitFor();
+}
+
+/** The first `count` requests `path` received, once they have arrived. */
+async function waitForRequests(path: string, count: number) {
+  await waitFor(`${count} requests at ${path}`, () => stack.receiver.at(path).length >= count);
+  return stack.receiver.at(path);
 }
 
 async function seriousViolations(page: Page) {
@@ -216,6 +223,57 @@ describe('the subscriber portal in a browser', () => {
     await page.getByRole('button', { name: 'Delete subscription' }).click();
     await page.getByText('No subscriptions yet').waitFor();
     expect((await read()).statusCode).toBe(404);
+    await page.context().close();
+  });
+
+  it('sets the custom headers a gateway needs, shows them on request, and the deliveries carry them', async () => {
+    const callbackUrl = `${stack.receiver.url}/gateway`;
+    const created = await stack.subscribe('gateway', {
+      callback_url: callbackUrl,
+      headers: { 'x-old': 'o' },
+    });
+    const page = await openPortal('gateway');
+    await openSubscription(page, callbackUrl);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByRole('button', { name: 'Show current headers' }).click();
+    expect(await page.getByLabel('Custom headers').inputValue()).toBe('x-old: o');
+    await page.getByLabel('Custom headers').fill('Host: elsewhere');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    expect(await page.locator('#headers-error').textContent()).toMatch(/host/i);
+    await page.getByLabel('Custom headers').fill('X-Gateway-Key: k1');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('button', { name: 'Edit' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await stack.publisher.publish({ accountId: 'gateway', type: 'call.completed', data: {} });
+    const [delivered] = await waitForRequests('/gateway', 1);
+    expect(delivered!.headers['x-gateway-key']).toBe('k1');
+    expect(delivered!.headers['x-old']).toBeUndefined();
+    const read = await stack.api.app.inject({
+      url: `/api/webhooks/${created.id}`,
+      headers: stack.api.auth('gateway'),
+    });
+    expect(read.json().headers).toEqual({ 'x-gateway-key': '********' });
+    await page.context().close();
+  });
+
+  it('lists the events and shows where one went, across subscriptions', async () => {
+    for (const name of ['one', 'two'])
+      await stack.subscribe('eventful', { callback_url: `${stack.receiver.url}/eventful/${name}` });
+    const { id } = await stack.publisher.publish({
+      accountId: 'eventful',
+      type: 'call.completed',
+      data: { n: 1 },
+    });
+    await waitForRequests('/eventful/one', 1);
+    await waitForRequests('/eventful/two', 1);
+    const page = await openPortal('eventful');
+    await page.getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('link', { name: id }).click();
+    await page.getByRole('heading', { name: `Event ${id}` }).waitFor();
+    const rows = page.getByRole('row').filter({ hasText: 'succeeded' });
+    await rows.nth(1).waitFor();
+    expect(await rows.count()).toBe(2);
+    expect(await seriousViolations(page)).toEqual([]);
     await page.context().close();
   });
 

@@ -205,6 +205,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
           ? null
           : { tokens: portalTokens, revoked: (id: string) => portalLinks.revoked(id) },
     });
+    accountScope.addHook('onRequest', app.shedOverShare);
     await accountScope.register(rateLimit, {
       max: config.RATE_LIMIT_PER_MINUTE,
       keyPrefixOf: config.shards.accountPrefix,

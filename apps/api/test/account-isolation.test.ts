@@ -17,6 +17,7 @@ afterAll(() => api.close());
 interface Owned {
   account: string;
   subscriptionId: string;
+  eventId: string;
   deliveryId: string;
   callbackUrl: string;
 }
@@ -38,7 +39,7 @@ async function ownResources(account: string): Promise<Owned> {
   await api.app.prisma.delivery.create({
     data: { id: deliveryId, eventId, subscriptionId, status: 'failed', attemptsMade: 5 },
   });
-  return { account, subscriptionId, deliveryId, callbackUrl };
+  return { account, subscriptionId, eventId, deliveryId, callbackUrl };
 }
 
 /** The operations with a path parameter, from the API's own OpenAPI document. */
@@ -68,7 +69,9 @@ describe('account isolation under concurrent requests', () => {
     const request = (caller: Owned, target: Owned, method: string, path: string) =>
       api.app.inject({
         method: method as 'GET',
-        url: path.replace('{id}', target.subscriptionId).replace('{delivery_id}', target.deliveryId),
+        url: path
+          .replace('{id}', path.startsWith('/api/events/') ? target.eventId : target.subscriptionId)
+          .replace('{delivery_id}', target.deliveryId),
         headers: api.auth(caller.account),
         ...(bodies[`${method} ${path}`] ? { payload: bodies[`${method} ${path}`]!(target) as object } : {}),
       });
@@ -97,6 +100,7 @@ describe('account isolation under concurrent requests', () => {
           expect([what, answer.statusCode === 404]).toEqual([what, false]);
           expect(answer.body).not.toContain(other.subscriptionId);
           expect(answer.body).not.toContain(other.deliveryId);
+          expect(answer.body).not.toContain(other.eventId);
         }
       });
     }

@@ -1,7 +1,8 @@
 /**
  * The API sheds a spike instead of queueing it: while its event loop is saturated, publishes are
- * answered 503 with `Retry-After` at once, health and the subscription API keep answering, no
- * client sees a connection error, and every accepted event is delivered exactly once. The clients
+ * answered 503 with `Retry-After` at once, a quiet account's publishes are still accepted beside the
+ * flood, health and the subscription API keep answering, no client sees a connection error, and
+ * every accepted event is delivered exactly once. The clients
  * run in a process of their own, so that their requests wait in the kernel while this process's
  * event loop is held; the saturation is made by holding it, not by how fast the machine is.
  */
@@ -27,7 +28,7 @@ afterAll(() => stack.close());
 
 /** One answer the client process saw: the route, the status (0: a connection error), Retry-After and the body. */
 interface Seen {
-  route: 'publish' | 'health' | 'list';
+  route: 'publish' | 'quiet-publish' | 'health' | 'list';
   status: number;
   retryAfter: string | null;
   id?: string;
@@ -39,7 +40,7 @@ interface Seen {
  * subscription listings, until its standard input closes; prints every answer as JSON.
  */
 const clientSource = `
-const [url, token, concurrency] = process.argv.slice(1);
+const [url, token, concurrency, quietToken] = process.argv.slice(1);
 const seen = [];
 let sent = 0;
 let stopped = false;
@@ -47,11 +48,11 @@ process.stdin.on('end', () => {
   stopped = true;
 });
 process.stdin.resume();
-const call = async (route, method, path, body) => {
+const call = async (route, method, path, body, as = token) => {
   try {
     const response = await fetch(url + path, {
       method,
-      headers: { authorization: 'Bearer ' + token, 'content-type': 'application/json' },
+      headers: { authorization: 'Bearer ' + as, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
@@ -68,16 +69,32 @@ const lane = async () => {
     if (sent % 10 === 0) await Promise.all([call('health', 'GET', '/healthz'), call('list', 'GET', '/api/webhooks')]);
   }
 };
-await Promise.all(Array.from({ length: Number(concurrency) }, lane));
+// A quiet account beside the flood: one publish at a time, 50 ms apart.
+const quiet = async () => {
+  while (!stopped) {
+    await call('quiet-publish', 'POST', '/api/events', { type: 'call.completed', data: { call_id: 'quiet' } }, quietToken);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+};
+await Promise.all([...Array.from({ length: Number(concurrency) }, lane), quiet()]);
 process.stdout.write(JSON.stringify(seen));
 `;
 
 describe('a publish spike the API cannot keep up with', () => {
-  it('gets 202 or 503 with Retry-After at once, never a connection error, and health and the subscription API keep answering', async () => {
+  it('gets 202 or 503 with Retry-After at once, never a connection error, sheds the flood and not a quiet account, and health and the subscription API keep answering', async () => {
     await stack.subscribe('acct-spike', { callback_url: `${stack.receiver.url}/spike` });
+    await stack.subscribe('acct-spike-quiet', { callback_url: `${stack.receiver.url}/spike-quiet` });
     const client = spawn(
       process.execPath,
-      ['--input-type=module', '-e', clientSource, url, stack.api.token('acct-spike'), '20'],
+      [
+        '--input-type=module',
+        '-e',
+        clientSource,
+        url,
+        stack.api.token('acct-spike'),
+        '20',
+        stack.api.token('acct-spike-quiet'),
+      ],
       { stdio: ['pipe', 'pipe', 'inherit'] },
     );
     const output: Buffer[] = [];
@@ -102,8 +119,12 @@ describe('a publish spike the API cannot keep up with', () => {
     expect(publishes.length).toBeGreaterThan(0);
     expect(new Set(publishes.map(({ status }) => status))).toEqual(new Set([202, 503]));
     expect(publishes.filter(({ status, retryAfter }) => status === 503 && retryAfter === null)).toEqual([]);
+    // The quiet account asks far less than an equal share: none of its publishes is shed.
+    const quiet = seen.filter(({ route }) => route === 'quiet-publish');
+    expect(quiet.length).toBeGreaterThan(0);
+    expect(new Set(quiet.map(({ status }) => status))).toEqual(new Set([202]));
     // Health and the subscription API are never shed.
-    const others = seen.filter(({ route }) => route !== 'publish');
+    const others = seen.filter(({ route }) => route === 'health' || route === 'list');
     expect(new Set(others.map(({ status }) => status))).toEqual(new Set([200]));
 
     const accepted = publishes.flatMap(({ id }) => (id === undefined ? [] : [id]));
@@ -115,5 +136,16 @@ describe('a publish spike the API cannot keep up with', () => {
     await sleep(500);
     const delivered = stack.receiver.at('/spike').map((request) => String(request.headers['webhook-id']));
     expect(delivered.sort()).toEqual(accepted.sort());
+    const quietAccepted = quiet.flatMap(({ id }) => (id === undefined ? [] : [id]));
+    await waitFor(
+      'every quiet event delivered',
+      () => stack.receiver.at('/spike-quiet').length >= quietAccepted.length,
+    );
+    expect(
+      stack.receiver
+        .at('/spike-quiet')
+        .map((r) => String(r.headers['webhook-id']))
+        .sort(),
+    ).toEqual(quietAccepted.sort());
   }, 120_000);
 });

@@ -2,6 +2,7 @@
 import type { WebhookClient } from '@webhooks/client';
 import { Catalogue } from './catalogue.js';
 import { DeliveryPage } from './delivery.js';
+import { EventPage, Events } from './events.js';
 import { href, useRoute, type Route } from './route.js';
 import { SubscriptionForm } from './subscription-form.js';
 import { SubscriptionPage } from './subscription-page.js';
@@ -25,6 +26,9 @@ export function App({ client, failure }: { client: WebhookClient | null; failure
               aria-current={current(['subscriptions', 'subscription', 'delivery', 'new-subscription'])}
             >
               Subscriptions
+            </a>
+            <a href={href({ page: 'events' })} aria-current={current(['events', 'event'])}>
+              Events
             </a>
             <a href={href({ page: 'catalogue' })} aria-current={current(['catalogue'])}>
               Event catalogue
@@ -69,5 +73,9 @@ function Page({ client, route }: { client: WebhookClient; route: Route }) {
       return <DeliveryPage client={client} id={route.id} deliveryId={route.deliveryId} />;
     case 'catalogue':
       return <Catalogue client={client} />;
+    case 'events':
+      return <Events client={client} />;
+    case 'event':
+      return <EventPage key={route.id} client={client} id={route.id} />;
   }
 }

@@ -77,7 +77,11 @@ export function DeliveryPage({
           )}
           {message && <p role="status">{message}</p>}
           <h3>Payload</h3>
-          <Json value={loaded.data.payload} label="Payload" />
+          {loaded.data.payload_expunged ? (
+            <p class="muted">The event's payload was expunged; what was sent is no longer kept.</p>
+          ) : (
+            <Json value={loaded.data.payload} label="Payload" />
+          )}
           <h3>Attempts</h3>
           {loaded.data.attempts.length === 0 ? (
             <p class="empty">No attempt yet.</p>

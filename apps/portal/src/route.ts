@@ -10,7 +10,9 @@ export type Route =
   | { page: 'new-subscription' }
   | { page: 'subscription'; id: string }
   | { page: 'delivery'; id: string; deliveryId: string }
-  | { page: 'catalogue' };
+  | { page: 'catalogue' }
+  | { page: 'events' }
+  | { page: 'event'; id: string };
 
 /** The hash of a route, for `href`s and `navigate`. */
 export function href(route: Route): string {
@@ -25,6 +27,10 @@ export function href(route: Route): string {
       return `#/subscriptions/${encodeURIComponent(route.id)}/deliveries/${encodeURIComponent(route.deliveryId)}`;
     case 'catalogue':
       return '#/catalogue';
+    case 'events':
+      return '#/events';
+    case 'event':
+      return `#/events/${encodeURIComponent(route.id)}`;
   }
 }
 
@@ -32,6 +38,8 @@ export function href(route: Route): string {
 export function parseRoute(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'catalogue') return { page: 'catalogue' };
+  if (parts[0] === 'events')
+    return parts[1] === undefined ? { page: 'events' } : { page: 'event', id: parts[1] };
   if (parts[0] === 'subscriptions' && parts[1] === 'new') return { page: 'new-subscription' };
   if (parts[0] === 'subscriptions' && parts[1] !== undefined) {
     if (parts[2] === 'deliveries' && parts[3] !== undefined)

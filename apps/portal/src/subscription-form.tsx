@@ -6,7 +6,9 @@ import { useState } from 'preact/hooks';
 import type { Problem, Subscription, WebhookClient } from '@webhooks/client';
 import { fieldError, outcome, useLoaded } from './api-call.js';
 import { EventTypePicker, pickableTypes } from './event-type-picker.js';
+import { Field } from './field.js';
 import { navigate } from './route.js';
+import { ReceiverAccess, receiverAccessBody, useReceiverAccess } from './receiver-access.js';
 
 /**
  * The choice of `subscription` among `all` (its kind's types): null when it takes every one, or
@@ -25,43 +27,6 @@ function initialChoice(subscription: Subscription | undefined, all: string[]): s
 function filterError(problem: Problem | undefined): string | undefined {
   const error = problem?.errors?.find((e) => e.pointer === '/filter' || e.pointer.startsWith('/filter/'));
   return error && `${error.pointer.slice('/filter'.length) || 'The filter'} ${error.detail}`;
-}
-
-/** One labelled input with its error, linked for screen readers. */
-function Field({
-  id,
-  label,
-  hint,
-  error,
-  children,
-}: {
-  id: string;
-  label: string;
-  hint?: string;
-  error?: string;
-  children: (attributes: Record<string, unknown>) => preact.JSX.Element;
-}) {
-  const described = [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(' ');
-  return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      {hint && (
-        <p id={`${id}-hint`} class="hint">
-          {hint}
-        </p>
-      )}
-      {children({
-        id,
-        'aria-invalid': error ? 'true' : undefined,
-        'aria-describedby': described || undefined,
-      })}
-      {error && (
-        <p id={`${id}-error`} class="field-error">
-          {error}
-        </p>
-      )}
-    </div>
-  );
 }
 
 /**
@@ -98,6 +63,8 @@ export function SubscriptionForm({
   const [webhookId, setWebhookId] = useState(subscription?.webhook_id ?? '');
   const [rateLimit, setRateLimit] = useState(subscription?.rate_limit?.toString() ?? '');
   const [ordering, setOrdering] = useState<'none' | 'fifo'>(subscription?.ordering ?? 'none');
+  const [access, setAccess] = useReceiverAccess();
+  const [accessError, setAccessError] = useState<string | undefined>();
   const [problem, setProblem] = useState<Problem | undefined>();
   const [failure, setFailure] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
@@ -114,6 +81,12 @@ export function SubscriptionForm({
       }
     }
     setFilterParseError(undefined);
+    const accessBody = receiverAccessBody(access);
+    if ('error' in accessBody) {
+      setAccessError(accessBody.error);
+      return;
+    }
+    setAccessError(undefined);
     setBusy(true);
     const limit = rateLimit.trim() === '' ? null : Number(rateLimit);
     // Untouched: nothing to send (the default on create, the stored wildcards on edit); all of
@@ -130,6 +103,7 @@ export function SubscriptionForm({
               ordering,
               filter,
               ...(eventTypes === undefined ? {} : { event_types: eventTypes }),
+              ...accessBody.body,
             },
           }),
         )
@@ -144,6 +118,7 @@ export function SubscriptionForm({
               ...(eventTypes === undefined ? {} : { event_types: eventTypes }),
               ...(filter === null ? {} : { filter }),
               ...(ordering === 'none' ? {} : { ordering }),
+              ...accessBody.body,
             },
           }),
         );
@@ -282,6 +257,14 @@ export function SubscriptionForm({
           </select>
         )}
       </Field>
+      <ReceiverAccess
+        client={client}
+        {...(subscription ? { subscription } : {})}
+        state={access}
+        onChange={setAccess}
+        {...(problem ? { problem } : {})}
+        {...(accessError ? { localError: accessError } : {})}
+      />
       <div class="actions">
         <button class="primary" type="submit" disabled={busy}>
           {subscription ? 'Save changes' : 'Create subscription'}

@@ -12,6 +12,7 @@ import {
   createPipelinedConnection,
   queueNames,
   resourceLinks,
+  subscriptionOfDeliveryJob,
   type DeliveryJobData,
   type RedisConnection,
   type VerificationJobData,
@@ -99,6 +100,17 @@ export function startDeliveries(
     prefix: config.keyPrefix,
     maxInFlight: config.HOST_MAX_IN_FLIGHT,
     leaseMs: deps.lockDuration,
+    // A delivery waiting for its host's slot is a delayed job of its subscription's shard; a
+    // challenge waiting for one asks again on its own.
+    async wake(jobId) {
+      const subscriptionId = subscriptionOfDeliveryJob(jobId);
+      if (subscriptionId === null) return;
+      try {
+        await (await Job.fromId(sharded.ofSubscription(subscriptionId).deliveries, jobId))?.promote();
+      } catch (error) {
+        log.debug({ err: error, jobId }, 'wake-up of a delivery waiting for its host skipped');
+      }
+    },
     log,
   });
   /** The attempt path of each consumed shard, by its queue prefix. */

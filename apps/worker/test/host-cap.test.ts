@@ -133,11 +133,11 @@ describe('a delivery its subscription holds back', () => {
   });
 });
 
-describe('the wait of an attempt over its host cap', () => {
-  it('is 50 to 150 ms, spread by the random number', () => {
-    expect(hostWaitMs(0)).toBe(50);
-    expect(hostWaitMs(0.5)).toBe(100);
-    expect(hostWaitMs(0.999)).toBe(150);
+describe('the wait of an attempt over its host cap, when no freed slot wakes it', () => {
+  it('is 250 to 750 ms, spread by the random number', () => {
+    expect(hostWaitMs(0)).toBe(250);
+    expect(hostWaitMs(0.5)).toBe(500);
+    expect(hostWaitMs(0.999)).toBe(750);
   });
 });
 

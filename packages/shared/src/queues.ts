@@ -100,6 +100,19 @@ export function deliveryJobId(eventId: string, subscriptionId: string, round = 0
 }
 
 /**
+ * The subscription of a delivery job id ({@link deliveryJobId}), which names its queue shard; null
+ * for an id of another shape.
+ */
+export function subscriptionOfDeliveryJob(jobId: string): string | null {
+  const [eventId, subscriptionId, round, ...rest] = jobId.split('.');
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  if (rest.length > 0 || eventId === undefined || subscriptionId === undefined) return null;
+  if (!uuid.test(eventId) || !uuid.test(subscriptionId)) return null;
+  if (round !== undefined && !/^r\d+$/.test(round)) return null;
+  return subscriptionId;
+}
+
+/**
  * The account scheduler's hash of every first delivery it holds (apps/worker's
  * scheduling/account-scheduler.ts), under the effective key prefix: its length is how many wait
  * for their account's turn, which the API's backlog bound reads too.

@@ -3,8 +3,11 @@
  * across all subscriptions, accounts and workers, so that the service cannot be turned into a
  * flood on a third party however many subscriptions point at it. The cap counts a host by its
  * registrable domain ({@link hostCapKey}: ports, paths, letter case, a trailing dot and wildcard
- * subdomains of one domain share it), or by its address for an IP literal. An attempt over the cap waits in BullMQ's delayed set
- * without using an attempt, and asks again after {@link hostWaitMs}.
+ * subdomains of one domain share it), or by its address for an IP literal. An attempt over the cap
+ * waits in BullMQ's delayed set without using an attempt, and is woken when a slot of its host
+ * frees (`releaseLua` names one waiting attempt, preferring the account holding the fewest slots,
+ * and the worker promotes its job); it asks again on its own after {@link hostWaitMs} only in case
+ * that wake-up was lost.
  *
  * Accounts share a host's slots fairly: while other accounts wait for one, an account takes no
  * more than its share of the cap (`acquireLua`), so one account pointing many subscriptions at a
@@ -19,13 +22,15 @@ import { getDomain } from 'tldts';
 import type { RedisConnection } from '@webhooks/shared';
 
 /**
- * How long an attempt over its host's cap waits before asking again, in ms: 50 to 150, spread so
- * that the waiting attempts of many subscriptions do not all return at once.
+ * How long an attempt over its host's cap waits at most before asking again, in ms: 250 to 750,
+ * spread so that the waiting attempts of many subscriptions do not all return at once. A freed slot
+ * wakes a waiting attempt before that; this bounds what a lost wake-up (its job not yet delayed, a
+ * worker gone) costs.
  *
  * @param random a number in [0, 1) (Math.random)
  */
 export function hostWaitMs(random: number): number {
-  return Math.round(50 + 100 * random);
+  return Math.round(250 + 500 * random);
 }
 
 /**
@@ -37,8 +42,9 @@ const askedMemoryMs = 1_000;
 
 /**
  * KEYS: leases (`<account>\t<job id>` → lease end ms), counts (account → slots held), asking
- * (account → when it was last refused, ms). ARGV: the member, lease ms, cap, account, asked memory
- * ms. Returns 1 and takes a slot, else 0.
+ * (account → when it was last refused, ms), waiting (`<account>\t<job id>` → when it first waited,
+ * ms). ARGV: the member, lease ms, cap, account, asked memory ms. Returns 1 and takes a slot, else
+ * 0 and the member waits to be woken.
  *
  * Max-min fairness between the accounts sharing the host: each has a share of the cap, the cap
  * over the accounts holding slots or refused lately (at least 1). An account under its share takes
@@ -89,19 +95,39 @@ if admitted then
   redis.call('HINCRBY', KEYS[2], account, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
   redis.call('PEXPIRE', KEYS[2], lease)
-  if anyAsking then redis.call('ZREM', KEYS[3], account) end
+  if anyAsking then
+    redis.call('ZREM', KEYS[3], account)
+    redis.call('ZREM', KEYS[4], member)
+  end
   return 1
 end
 redis.call('ZADD', KEYS[3], now, account)
 redis.call('PEXPIRE', KEYS[3], memory)
+redis.call('ZADD', KEYS[4], 'NX', now, member)
+redis.call('PEXPIRE', KEYS[4], lease)
 return 0`;
 
-/** KEYS: leases, counts. ARGV: the member, its account. Gives the member's slot back, once. */
+/** Most waiting attempts a release looks at to choose the one it wakes. */
+const wakeCandidates = 32;
+
+/**
+ * KEYS: leases, counts, waiting. ARGV: the member, its account. Gives the member's slot back,
+ * once, and then names the waiting member to wake (removed from the waiting set), or returns
+ * false: among the oldest {@link wakeCandidates}, the oldest of the account holding the fewest
+ * slots, so that a freed slot goes to an account under its share before a flood's next attempt.
+ */
 const releaseLua = `
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
-  if redis.call('HINCRBY', KEYS[2], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[2], ARGV[2]) end
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return false end
+if redis.call('HINCRBY', KEYS[2], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[2], ARGV[2]) end
+local best, fewest = false, nil
+for _, waiter in ipairs(redis.call('ZRANGE', KEYS[3], 0, ${wakeCandidates - 1})) do
+  local owner = string.sub(waiter, 1, string.find(waiter, '\t', 1, true) - 1)
+  local held = tonumber(redis.call('HGET', KEYS[2], owner) or '0')
+  if fewest == nil or held < fewest then best, fewest = waiter, held end
+  if held == 0 then break end
 end
-return 0`;
+if best then redis.call('ZREM', KEYS[3], best) end
+return best`;
 
 /** Options of {@link createHostGate}. */
 export interface HostGateOptions {
@@ -113,6 +139,11 @@ export interface HostGateOptions {
   maxInFlight: number;
   /** How long a slot is held at most, in ms: longer than the longest attempt. */
   leaseMs: number;
+  /**
+   * Wakes the attempt of job `jobId`, waiting for a slot that just freed (promotes its delayed
+   * job). Never throws: a wake-up that finds nothing to wake is dropped.
+   */
+  wake: (jobId: string) => Promise<void>;
   log: Logger;
 }
 
@@ -126,7 +157,10 @@ export interface HostGate {
    * @throws ioredis' errors when Redis cannot be reached
    */
   acquire(hostname: string, accountId: string, jobId: string): Promise<number>;
-  /** Gives the slot back. Never throws: when Redis fails, the lease expires on its own. */
+  /**
+   * Gives the slot back and wakes an attempt waiting for one. Never throws: when Redis fails, the
+   * lease expires on its own.
+   */
   release(hostname: string, accountId: string, jobId: string): Promise<void>;
 }
 
@@ -142,20 +176,28 @@ export function hostCapKey(hostname: string): string {
   return getDomain(host, { allowPrivateDomains: true }) ?? host;
 }
 
-/** The Redis keys of a host's slots: the leases, the slots each account holds, the accounts refused lately. */
+/**
+ * The Redis keys of a host's slots: the leases, the slots each account holds, the accounts refused
+ * lately, and the attempts waiting to be woken.
+ */
 export function hostCapKeys(prefix: string, hostname: string) {
   const host = `${prefix}:host:${hostCapKey(hostname)}`;
-  return { leases: `${host}:leases`, counts: `${host}:accounts`, asking: `${host}:asking` };
+  return {
+    leases: `${host}:leases`,
+    counts: `${host}:accounts`,
+    asking: `${host}:asking`,
+    waiting: `${host}:waiting`,
+  };
 }
 
 /** Creates the host cap on `options.redis` (registering its scripts there). */
 export function createHostGate(options: HostGateOptions): HostGate {
-  const { redis, prefix, maxInFlight, leaseMs, log } = options;
-  redis.defineCommand('webhookHostAcquire', { numberOfKeys: 3, lua: acquireLua });
-  redis.defineCommand('webhookHostRelease', { numberOfKeys: 2, lua: releaseLua });
+  const { redis, prefix, maxInFlight, leaseMs, wake, log } = options;
+  redis.defineCommand('webhookHostAcquire', { numberOfKeys: 4, lua: acquireLua });
+  redis.defineCommand('webhookHostRelease', { numberOfKeys: 3, lua: releaseLua });
   const commands = redis as unknown as {
     webhookHostAcquire(...args: Array<string | number>): Promise<number>;
-    webhookHostRelease(...args: string[]): Promise<number>;
+    webhookHostRelease(...args: string[]): Promise<string | null>;
   };
   return {
     async acquire(hostname, accountId, jobId) {
@@ -164,6 +206,7 @@ export function createHostGate(options: HostGateOptions): HostGate {
         keys.leases,
         keys.counts,
         keys.asking,
+        keys.waiting,
         `${accountId}\t${jobId}`,
         leaseMs,
         maxInFlight,
@@ -174,11 +217,19 @@ export function createHostGate(options: HostGateOptions): HostGate {
     },
     async release(hostname, accountId, jobId) {
       const keys = hostCapKeys(prefix, hostname);
+      let woken: string | null = null;
       try {
-        await commands.webhookHostRelease(keys.leases, keys.counts, `${accountId}\t${jobId}`, accountId);
+        woken = await commands.webhookHostRelease(
+          keys.leases,
+          keys.counts,
+          keys.waiting,
+          `${accountId}\t${jobId}`,
+          accountId,
+        );
       } catch (error) {
         log.warn({ err: error, hostname }, 'host slot release failed; its lease will expire');
       }
+      if (woken !== null) await wake(woken.slice(woken.indexOf('\t') + 1));
     },
   };
 }

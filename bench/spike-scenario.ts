@@ -1,0 +1,149 @@
+/**
+ * An API spike: `POST /api/events` asked at 3× the API's own measured ingest capacity (autocannon,
+ * 200 connections, a 5 s client timeout) by one account into 2 subscriptions, while a steady
+ * account publishes beside it through the typed client. Paired in the same run with the same load
+ * at half the capacity, the neighbour within capacity. The API must shed, not stall: only 202, 429
+ * and 503 answers, no client timeout or connection error, its p99 within 5× of its p99 at half
+ * capacity, the steady account's delivery p99 within 2× of its p99 then, and every accepted event
+ * delivered.
+ */
+import autocannon from 'autocannon';
+import { percentile } from '../scripts/lib/stats.js';
+import { waitUntilReady } from '../scripts/lib/services.js';
+import { ingestRate } from './api-scenarios.js';
+import { postEvent, publishAtSteadyRate, subscribe, waitForSucceeded, withBenchStack } from './harness.js';
+
+/** Subscriptions of the spiking account, each receiving every event. */
+const spikeSubscriptions = 2;
+
+/** The event both accounts publish. */
+const event = { type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } };
+
+/** Limits the load never reaches: the spike measures saturation, not the rate limits. */
+const unlimited = { RATE_LIMIT_PER_MINUTE: '100000000', OPEN_REQUESTS_PER_MINUTE_PER_IP: '100000000' };
+
+/** What one run measured. */
+export interface SpikeRun {
+  /** Events a second asked of the API by the spiking account. */
+  rate: number;
+  apiP50Ms: number;
+  apiP99Ms: number;
+  /** The spiking account's answers by HTTP status; errors and timeouts apart. */
+  statuses: Record<string, number>;
+  errors: number;
+  timeouts: number;
+  /** Deliveries of accepted events expected (both accounts) and delivered. */
+  expected: number;
+  delivered: number;
+  /** The steady account's publish → receipt latencies, ms. */
+  steadyP50Ms: number;
+  steadyP99Ms: number;
+  steadyExpected: number;
+  steadyArrived: number;
+}
+
+/** One run: the spiking account at `rate` events/s and the steady one at `steadyRate`, for `seconds`. */
+async function spikeRun(rate: number, steadyRate: number, seconds: number, step: (name: string) => void) {
+  return withBenchStack(
+    { tag: 'spike', workers: 2, env: { LOG_LEVEL: 'error', ...unlimited } },
+    async (stack, _publisher, receiver): Promise<SpikeRun> => {
+      await waitUntilReady(stack.apiUrl);
+      await subscribe(stack, 'spike', `${receiver.url}/spike`, spikeSubscriptions);
+      await subscribe(stack, 'steady', `${receiver.url}/steady`);
+      step(`spike: ${rate} events/s`);
+      const token = stack.token('steady');
+      const [load, steady] = await Promise.all([
+        autocannon({
+          url: `${stack.apiUrl}/api/events`,
+          method: 'POST',
+          connections: 200,
+          overallRate: rate,
+          duration: seconds,
+          timeout: 5,
+          headers: { authorization: `Bearer ${stack.token('spike')}`, 'content-type': 'application/json' },
+          body: JSON.stringify(event),
+        }),
+        publishAtSteadyRate({
+          rate: steadyRate,
+          warmupSeconds: 0,
+          seconds,
+          publish: (i) => postEvent(stack, token, i),
+        }),
+      ]);
+      const statuses: Record<string, number> = Object.fromEntries(
+        Object.entries(load.statusCodeStats ?? {}).map(([status, { count }]) => [status, count ?? 0]),
+      );
+      step('spike: draining');
+      // Requests autocannon stopped counting may have been accepted too: what was stored counts.
+      const accepted = await stack.prisma.event.count({ where: { accountId: 'spike' } });
+      const expected = accepted * spikeSubscriptions + steady.sentAt.size;
+      const delivered = await waitForSucceeded(stack, expected, 600_000).catch(() =>
+        stack.prisma.delivery.count({ where: { status: 'succeeded' } }),
+      );
+      const latencies = [...(receiver.confirmedAt.get('/steady') ?? [])].flatMap(([id, at]) => {
+        const sent = steady.sentAt.get(id);
+        return sent === undefined ? [] : [at - sent];
+      });
+      return {
+        rate,
+        apiP50Ms: load.latency.p50,
+        apiP99Ms: load.latency.p99,
+        statuses,
+        errors: load.errors,
+        timeouts: load.timeouts,
+        expected,
+        delivered,
+        steadyP50Ms: percentile(latencies, 50),
+        steadyP99Ms: percentile(latencies, 99),
+        steadyExpected: steady.sentAt.size,
+        steadyArrived: latencies.length,
+      };
+    },
+  );
+}
+
+/** The spike against half capacity, and whether the targets were met. */
+export interface SpikeResult {
+  /** The API's ingest capacity, requests/s (`ingestRate`, no worker). */
+  capacity: number;
+  half: SpikeRun;
+  spike: SpikeRun;
+  apiP99Ratio: number;
+  steadyP99Ratio: number;
+  /** Statuses other than 202, 429 and 503 in the spike. */
+  unexpected: string[];
+  met: boolean;
+}
+
+/**
+ * Measures the API's ingest capacity, then runs half of it and 3× it, each for `seconds`, beside a
+ * steady account at `steadyRate` events/s.
+ */
+export async function apiSpike(
+  seconds: number,
+  steadyRate: number,
+  step: (name: string) => void,
+): Promise<SpikeResult> {
+  step('spike: ingest capacity');
+  const capacity = await ingestRate('spike-capacity', Math.min(seconds, 10), unlimited, event);
+  const half = await spikeRun(Math.round(capacity / 2), steadyRate, seconds, step);
+  const spike = await spikeRun(Math.round(3 * capacity), steadyRate, seconds, step);
+  const unexpected = Object.keys(spike.statuses).filter((s) => !['202', '429', '503'].includes(s));
+  const apiP99Ratio = spike.apiP99Ms / half.apiP99Ms;
+  const steadyP99Ratio = spike.steadyP99Ms / half.steadyP99Ms;
+  return {
+    capacity,
+    half,
+    spike,
+    apiP99Ratio,
+    steadyP99Ratio,
+    unexpected,
+    met:
+      unexpected.length === 0 &&
+      spike.errors + spike.timeouts === 0 &&
+      apiP99Ratio <= 5 &&
+      steadyP99Ratio <= 2 &&
+      spike.steadyArrived === spike.steadyExpected &&
+      spike.delivered >= spike.expected,
+  };
+}
