@@ -20,6 +20,7 @@ import {
 import { fairness, fairnessRate } from './fairness-scenario.js';
 import { tracingCost } from './tracing-scenario.js';
 import { apiSpike, type SpikeRun } from './spike-scenario.js';
+import { createTransformationRunner } from '@webhooks/shared';
 import { catalogueCost } from './catalogue-scenario.js';
 import {
   accountFairness,
@@ -456,6 +457,50 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         `${cost.fanOut.filtered.toFixed(0)} deliveries/s filtered`,
         `${cost.fanOut.unfiltered.toFixed(0)} deliveries/s unfiltered`,
         cost.fanOut.filtered / cost.fanOut.unfiltered,
+      ),
+    ];
+  },
+  async transformations() {
+    const load = { events: size.fanOutEvents, accounts: 1, subscriptions: 100 };
+    const plain = await deliveryThroughput('fan-out plain', load, progress);
+    const identity =
+      'function handler(webhook) { webhook.payload = { text: JSON.stringify(webhook.payload.data) }; return webhook; }';
+    const transformed = await deliveryThroughput(
+      'fan-out transformed',
+      { ...load, fields: { transformation: identity } },
+      progress,
+    );
+    // The worst case: a function that loops runs its whole budget, on the transformation thread.
+    const budgetMs = 50;
+    const runner = createTransformationRunner({
+      timeoutMs: budgetMs,
+      memoryBytes: 16 * 1024 * 1024,
+      threads: 1,
+    });
+    const runs = 20;
+    const started = performance.now();
+    for (let i = 0; i < runs; i++)
+      await runner.run('function handler(w) { for (;;) {} }', {
+        payload: {},
+        headers: {},
+        url: 'https://bench.example/hook',
+        event_type: 'call.completed',
+      });
+    const looping = { budgetMs, msPerRun: (performance.now() - started) / runs };
+    await runner.close();
+    results.transformations = { plain, transformed, looping };
+    return [
+      reportedRow(
+        'transformation cost: fan-out 1 → 100, a transformation on every subscription / none',
+        `${transformed.deliveriesPerSecond.toFixed(0)} deliveries/s transformed (QuickJS, one thread)`,
+        `${plain.deliveriesPerSecond.toFixed(0)} deliveries/s untransformed`,
+        transformed.deliveriesPerSecond / plain.deliveriesPerSecond,
+      ),
+      reportedRow(
+        'transformation worst case: a function that loops, per run / its budget',
+        `${looping.msPerRun.toFixed(1)} ms of the transformation thread per run, the attempt failed`,
+        `TRANSFORMATION_TIMEOUT_MS ${budgetMs} ms`,
+        looping.msPerRun / budgetMs,
       ),
     ];
   },

@@ -256,6 +256,28 @@ describe('the subscriber portal in a browser', () => {
     await page.context().close();
   });
 
+  it('writes a transformation, tries it on a catalogue example, and saves it', async () => {
+    const callbackUrl = `${stack.receiver.url}/transformed`;
+    const created = await stack.subscribe('shaper', { callback_url: callbackUrl }, 'calls');
+    const page = await openPortal('shaper');
+    await openSubscription(page, callbackUrl);
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page
+      .getByLabel('Transformation (optional)')
+      .fill('function handler(w) { w.payload = { text: w.event_type }; return w; }');
+    await page.getByRole('button', { name: /Try it on a call\.\w+ example/ }).click();
+    await page.getByLabel('What the transformation makes of the example').getByText('"text"').waitFor();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByRole('button', { name: 'Edit' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    const read = await stack.api.app.inject({
+      url: `/api/webhooks/${created.id}`,
+      headers: stack.api.auth('shaper'),
+    });
+    expect(read.json().transformation).toMatch(/w\.payload = \{ text: w\.event_type \}/);
+    await page.context().close();
+  });
+
   it('lists the events and shows where one went, across subscriptions', async () => {
     for (const name of ['one', 'two'])
       await stack.subscribe('eventful', { callback_url: `${stack.receiver.url}/eventful/${name}` });

@@ -16,7 +16,12 @@ import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { FastifyOtelInstrumentation } from '@fastify/otel';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { createPipelinedConnection, serviceLoggerOptions } from '@webhooks/shared';
+import {
+  createPipelinedConnection,
+  createTransformationRunner,
+  serviceLoggerOptions,
+  transformationLimitsFromEnv,
+} from '@webhooks/shared';
 import { apiServerUrl, type ApiConfig } from './config.js';
 import { createAccountQuotas } from './lib/account-quotas.js';
 import { createBacklogWatch } from './lib/backlog.js';
@@ -35,6 +40,7 @@ import swagger from './plugins/swagger.js';
 import validation from './plugins/validation.js';
 import deliveries from './routes/deliveries.js';
 import eventLog from './routes/event-log.js';
+import transformationTests from './routes/transformation-tests.js';
 import events from './routes/events.js';
 import eventTypes from './routes/event-types.js';
 import health from './routes/health.js';
@@ -121,6 +127,11 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     countingRedis.disconnect();
   });
+  // The sandbox that checks and tries transformations; its threads start at its first use.
+  const transformations = config.TRANSFORMATIONS
+    ? createTransformationRunner(transformationLimitsFromEnv(config))
+    : null;
+  app.addHook('onClose', async () => transformations?.close());
 
   // First, so that its spans cover every hook and route registered after it.
   if (config.tracing) await app.register(new FastifyOtelInstrumentation().plugin());
@@ -220,6 +231,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
           ? ' (in development, CALLBACK_ALLOW_PRIVATE=true allows local callbacks)'
           : '',
       secretBox,
+      transformations,
       shards: config.shards,
       inFlightBounds: config.inFlightBounds,
       maxPerAccount: quotas.maxSubscriptions,
@@ -245,6 +257,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     await accountScope.register(eventLog, { views, catalogue: config.catalogue });
     await accountScope.register(testEvents, { catalogue: config.catalogue, admission: { backlog, quotas } });
     await accountScope.register(filterTests, { catalogue: config.catalogue });
+    await accountScope.register(transformationTests, { transformations, secretBox });
     await accountScope.register(deliveries, {
       maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
       views,

@@ -23,6 +23,7 @@ import {
   type Catalogue,
   type RedisSettings,
   type SecretBox,
+  transformationEnv,
 } from '@webhooks/shared';
 import { parseTrustProxy, type TrustProxy } from './lib/client-address.js';
 
@@ -32,6 +33,7 @@ export const developmentJwtSecret = 'development-only-secret-do-not-use-in-produ
 /** Environment variables of the API service. */
 export const apiEnvSchema = Type.Object({
   ...commonEnv,
+  ...transformationEnv,
   PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535, description: 'API listen port' }),
   JWT_SECRET: Type.String({
     default: '',

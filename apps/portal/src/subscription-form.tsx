@@ -9,6 +9,7 @@ import { EventTypePicker, pickableTypes } from './event-type-picker.js';
 import { Field } from './field.js';
 import { navigate } from './route.js';
 import { ReceiverAccess, receiverAccessBody, useReceiverAccess } from './receiver-access.js';
+import { TransformationEditor } from './transformation-editor.js';
 
 /**
  * The choice of `subscription` among `all` (its kind's types): null when it takes every one, or
@@ -64,6 +65,13 @@ export function SubscriptionForm({
   const [rateLimit, setRateLimit] = useState(subscription?.rate_limit?.toString() ?? '');
   const [ordering, setOrdering] = useState<'none' | 'fifo'>(subscription?.ordering ?? 'none');
   const [access, setAccess] = useReceiverAccess();
+  const [transformation, setTransformation] = useState(subscription?.transformation ?? '');
+  const transformationChanged = transformation !== (subscription?.transformation ?? '');
+  const sampleType = types[0];
+  const sample =
+    sampleType === undefined
+      ? null
+      : { type: sampleType.type, data: (sampleType.example ?? {}) as Record<string, unknown> };
   const [accessError, setAccessError] = useState<string | undefined>();
   const [problem, setProblem] = useState<Problem | undefined>();
   const [failure, setFailure] = useState<string | undefined>();
@@ -104,6 +112,9 @@ export function SubscriptionForm({
               filter,
               ...(eventTypes === undefined ? {} : { event_types: eventTypes }),
               ...accessBody.body,
+              ...(transformationChanged
+                ? { transformation: transformation.trim() === '' ? null : transformation }
+                : {}),
             },
           }),
         )
@@ -119,6 +130,7 @@ export function SubscriptionForm({
               ...(filter === null ? {} : { filter }),
               ...(ordering === 'none' ? {} : { ordering }),
               ...accessBody.body,
+              ...(transformation.trim() === '' ? {} : { transformation }),
             },
           }),
         );
@@ -257,6 +269,14 @@ export function SubscriptionForm({
           </select>
         )}
       </Field>
+      <TransformationEditor
+        client={client}
+        {...(subscription ? { subscription } : {})}
+        value={transformation}
+        onChange={setTransformation}
+        sample={sample}
+        {...(problem ? { problem } : {})}
+      />
       <ReceiverAccess
         client={client}
         {...(subscription ? { subscription } : {})}

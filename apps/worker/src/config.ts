@@ -28,6 +28,7 @@ import {
   type QueueShards,
   type RedisSettings,
   type SecretBox,
+  transformationEnv,
 } from '@webhooks/shared';
 import { heapLimitEnv } from './heap-limit.js';
 
@@ -35,6 +36,7 @@ import { heapLimitEnv } from './heap-limit.js';
 export const workerEnvSchema = Type.Object({
   ...commonEnv,
   ...heapLimitEnv,
+  ...transformationEnv,
   WORKER_CONCURRENCY: Type.Integer({
     default: 50,
     minimum: 1,

@@ -12,7 +12,9 @@ import {
   createPipelinedConnection,
   queueNames,
   resourceLinks,
+  createTransformationRunner,
   subscriptionOfDeliveryJob,
+  transformationLimitsFromEnv,
   type DeliveryJobData,
   type RedisConnection,
   type VerificationJobData,
@@ -79,6 +81,9 @@ export function startDeliveries(
       : { extraCertificateAuthorities: config.callbackCertificateAuthorities }),
     ...(config.proxyUrl === undefined ? {} : { proxyUrl: config.proxyUrl }),
   });
+  const transformations = config.TRANSFORMATIONS
+    ? createTransformationRunner(transformationLimitsFromEnv(config))
+    : null;
   const store = createDeliveryStore(deps.pool, {
     disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
     secretBox: config.secretBox,
@@ -147,6 +152,7 @@ export function startDeliveries(
       }),
       gate,
       hostGate,
+      transformations,
       policy,
       maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
       log,
@@ -181,10 +187,14 @@ export function startDeliveries(
   return {
     workers,
     verifications,
-    /** Closes the HTTP sender and the gates' connection, once the workers are closed. */
+    /**
+     * Closes the HTTP sender, the gates' connection and the transformation threads, once the
+     * workers are closed.
+     */
     close() {
       sender.close();
       gateRedis.disconnect();
+      void transformations?.close();
     },
     /** The attempt path of a shard (its queue prefix), or null when this process does not consume it. */
     deliverFor: (prefix: string) => delivers.get(prefix) ?? null,

@@ -290,6 +290,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/webhooks/{id}/transformation-tests': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * What the transformation makes of a sample payload
+     * @description Runs the subscription’s transformation, or the `transformation` sent, on `payload` as the worker would before sending it. Sends and stores nothing.
+     */
+    post: operations['testSubscriptionTransformation'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/webhooks/{id}/deliveries': {
     parameters: {
       query?: never;
@@ -460,6 +480,8 @@ export interface components {
         valid_to: string;
         fingerprint_sha256: string;
       } | null;
+      /** @description The JavaScript run on each webhook before it is sent; null: none */
+      transformation: string | null;
       /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
       signature_scheme: 'v1' | 'v1a';
       /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -797,6 +819,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description null: none */
+          transformation?: string | null;
           /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
           signature_scheme?: 'v1' | 'v1a';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
@@ -841,6 +865,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description The JavaScript run on each webhook before it is sent; null: none */
+            transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
             signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -981,6 +1007,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description null: none */
+          transformation?: string | null;
           /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
           signature_scheme?: 'v1' | 'v1a';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
@@ -1025,6 +1053,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description The JavaScript run on each webhook before it is sent; null: none */
+            transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
             signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -1165,6 +1195,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description null: none */
+          transformation?: string | null;
           /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
           signature_scheme?: 'v1' | 'v1a';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
@@ -1209,6 +1241,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description The JavaScript run on each webhook before it is sent; null: none */
+            transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
             signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -1349,6 +1383,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description null: none */
+          transformation?: string | null;
           /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
           signature_scheme?: 'v1' | 'v1a';
           /** @description Must equal the token subject when sent; taken from the token otherwise */
@@ -1393,6 +1429,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description The JavaScript run on each webhook before it is sent; null: none */
+            transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
             signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -1537,6 +1575,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description The JavaScript run on each webhook before it is sent; null: none */
+            transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
             signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -1652,6 +1692,8 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description null: none */
+          transformation?: string | null;
         };
       };
     };
@@ -1692,6 +1734,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description The JavaScript run on each webhook before it is sent; null: none */
+            transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
             signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -1891,6 +1935,8 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description The JavaScript run on each webhook before it is sent; null: none */
+            transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
             signature_scheme: 'v1' | 'v1a';
             /** @description `pending` until the callback answers the signed challenge (with CALLBACK_VERIFICATION=challenge), receiving nothing meanwhile; `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -2733,6 +2779,113 @@ export interface operations {
             filter: {
               [key: string]: unknown;
             } | null;
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  testSubscriptionTransformation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /**
+           * @description A payload as the callback would receive it without the transformation
+           * @example {
+           *       "type": "call.completed",
+           *       "data": {
+           *         "direction": "inbound",
+           *         "duration_seconds": 184
+           *       }
+           *     }
+           */
+          payload: {
+            /** @description Event type of the sample */
+            type: string;
+            timestamp?: string;
+            webhook_id?: string;
+            data: {
+              [key: string]: unknown;
+            };
+          };
+          /** @description A candidate to try before saving it; the subscription's own when left out */
+          transformation?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description `transformed`: what would be sent; `cancelled`: the function cancels this delivery; `failed`: the attempt would fail with `error` */
+            result: 'transformed' | 'cancelled' | 'failed';
+            /** @description The body that would be sent */
+            payload?: unknown;
+            /** @description Its custom headers */
+            headers?: {
+              [key: string]: string;
+            };
+            /** @description Where it would be sent */
+            url?: string;
+            /** @description Why the run failed */
+            error?: string;
           };
         };
       };

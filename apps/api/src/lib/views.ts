@@ -75,6 +75,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
         openCustomHeaders(row.headers, row.id, secretBox),
       ) as Subscription['headers'],
       client_certificate: clientCertificateSummary(row),
+      transformation: row.transformation,
       signature_scheme: schemeOfSecret(secretBox.open(row.secret, row.id)),
       status: row.status,
       rate_limit: row.rateLimit,

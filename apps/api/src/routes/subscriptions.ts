@@ -28,6 +28,7 @@ import {
   type InFlightBounds,
   type QueueShards,
   type SecretBox,
+  type TransformationRunner,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
 import { sealedClientCertificate, sealedCustomHeaders } from '../lib/callback-credentials.js';
@@ -47,6 +48,7 @@ import {
 import { deleteOwnSubscription, findOwnSubscription, updateIfUnchanged } from '../lib/subscription-lookup.js';
 import type { Views } from '../lib/views.js';
 import { noStore } from '../lib/headers.js';
+import { checkTransformation } from '../lib/transformation-check.js';
 
 /** Options of the subscription routes. */
 export interface SubscriptionRoutesOptions {
@@ -56,6 +58,8 @@ export interface SubscriptionRoutesOptions {
   callbackHint: string;
   /** Seals the signing secret of a new subscription for storage. */
   secretBox: SecretBox;
+  /** The sandbox a `transformation` is checked in; null when TRANSFORMATIONS=false. */
+  transformations: TransformationRunner | null;
   /** QUEUE_SHARDS: where the delivery gates live. */
   shards: QueueShards;
   /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING: what `delivery.in_flight_limit` is read against. */
@@ -163,6 +167,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         }
         rejectBadCallback(callback_url);
         checkSubscriptionSelection(catalogue, kind, event_types, filter);
+        await checkTransformation(options.transformations, request.body.transformation);
         const id = uuidv7();
         const sealedHeaders = sealedCustomHeaders(headers ?? null, id, options.secretBox);
         const clientTls = sealedClientCertificate(clientCertificate, id, options.secretBox);
@@ -192,6 +197,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               rateLimit: rate_limit ?? null,
               headers: sealedHeaders,
               clientTls,
+              transformation: request.body.transformation ?? null,
               secret: options.secretBox.seal(secret, id),
               ...(options.verifyCallbacks ? { status: 'pending' as const } : {}),
             },
@@ -286,6 +292,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           ? undefined
           : sealedClientCertificate(client_certificate, current.id, options.secretBox);
       checkSubscriptionSelection(catalogue, current.kind, event_types, filter);
+      const { transformation } = request.body;
+      await checkTransformation(options.transformations, transformation);
       // Any status change would let an unverified callback through later (pending → disabled → active).
       if (current.status === 'pending' && status !== undefined)
         throw new HttpProblem(
@@ -309,6 +317,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         ...(ordering === undefined ? {} : { ordering }),
         ...(sealedHeaders === undefined ? {} : { headers: sealedHeaders }),
         ...(clientTls === undefined ? {} : { clientTls }),
+        ...(transformation === undefined ? {} : { transformation }),
         // Re-activating starts the failure count afresh, or one more failure would disable it again.
         ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
       });

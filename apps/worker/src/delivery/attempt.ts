@@ -38,7 +38,14 @@ export const keptResponseBytes = 4096;
 
 /** Why an attempt got no HTTP answer, or why the answer did not confirm. */
 export type AttemptErrorClass =
-  'timeout' | 'connection_refused' | 'connection_reset' | 'dns' | 'blocked_address' | 'http_status' | 'other';
+  | 'timeout'
+  | 'connection_refused'
+  | 'connection_reset'
+  | 'dns'
+  | 'blocked_address'
+  | 'http_status'
+  | 'transformation_failed'
+  | 'other';
 
 /** What one attempt came to. */
 export interface AttemptResult {
@@ -74,7 +81,10 @@ const unreachableAddressMessage =
  * the library's messages carry the resolved address and host name of a refused callback, and
  * their wording tells open ports from closed ones.
  */
-export const attemptErrorMessages: Record<Exclude<AttemptErrorClass, 'http_status'>, string> = {
+export const attemptErrorMessages: Record<
+  Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed'>,
+  string
+> = {
   timeout: 'the callback did not answer in time',
   connection_refused: 'the callback refused the connection',
   connection_reset: 'the connection to the callback was closed before it answered',
@@ -145,7 +155,9 @@ class RefusedTargetError extends Error {
 }
 
 /** Sorts a request error into the delivery log's error classes. */
-export function classifyError(error: unknown): AttemptErrorClass {
+export function classifyError(
+  error: unknown,
+): Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed'> {
   if (error instanceof RefusedTargetError) return 'blocked_address';
   const {
     code,

@@ -24,7 +24,13 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { SpanKind } from '@opentelemetry/api';
-import { attemptsBeforeRound, congestionSignal, inSpan, urlForSpan } from '@webhooks/shared';
+import {
+  attemptsBeforeRound,
+  congestionSignal,
+  inSpan,
+  urlForSpan,
+  type TransformationRunner,
+} from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import { claimedWaitMs, type AttemptClaims } from './claim.js';
@@ -36,6 +42,7 @@ import type { HostGate } from './host-gate.js';
 import { decideOutcome, type DeliveryOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
 import { attemptStatusClass } from './status-class.js';
+import { cancelledByTransformation, transformStep } from './transform-step.js';
 import type { DeliveryStep, EndedWithoutAttempt, RoundRef } from './step.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
 
@@ -47,6 +54,8 @@ export interface DeliverDeps {
   claims: AttemptClaims;
   gate: DeliveryGate;
   hostGate: HostGate;
+  /** Runs subscriptions' transformations; null when TRANSFORMATIONS=false. */
+  transformations: TransformationRunner | null;
   /** Backoff (the attempts are the round's own, {@link RoundRef.maxAttempts}). */
   policy: Pick<DeliveryPolicy, 'backoffMs'>;
   /** DELIVERY_MAX_AGE, in ms. */
@@ -136,8 +145,15 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       });
       if (waitMs > 0) return { kind: 'wait', waitMs };
     }
-    // The host's slot first: an attempt the cap holds back must not count in the rate window.
-    const callbackUrl = new URL(subscription.callbackUrl);
+    // The transformation first: the URL it returns names the host whose slot is taken.
+    const transformed = await transformStep(deps.transformations, delivery);
+    if (transformed.kind === 'cancel') {
+      await deps.store.cancel(delivery.id, cancelledByTransformation);
+      return { kind: 'done', result: 'cancelled', fifo };
+    }
+    if (transformed.kind === 'failed') return { kind: 'sent', delivery, result: transformed.result };
+    // The host's slot next: an attempt the cap holds back must not count in the rate window.
+    const callbackUrl = new URL(transformed.url);
     const { hostname } = callbackUrl;
     const hostWaitMs = await deps.hostGate.acquire(hostname, subscription.accountId, ref.jobId);
     if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
@@ -146,7 +162,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
         const waitMs = await deps.gate.pace(subscription.id, ref.jobId, subscription.rateLimit);
         if (waitMs > 0) return { kind: 'wait', waitMs };
       }
-      const { body, headers } = buildAttemptRequest(event, subscription, new Date());
+      const { body, headers } = buildAttemptRequest(event, subscription, new Date(), transformed.transformed);
       // A span per attempt, retries included, in the trace the job carries (the event's).
       const result = await inSpan(
         'webhooks-worker',
@@ -160,12 +176,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
           'url.full': urlForSpan(callbackUrl),
         },
         async (annotate) => {
-          const sent = await deps.sender.send(
-            subscription.callbackUrl,
-            body,
-            headers,
-            subscription.clientCertificate,
-          );
+          const sent = await deps.sender.send(transformed.url, body, headers, subscription.clientCertificate);
           annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
           return sent;
         },

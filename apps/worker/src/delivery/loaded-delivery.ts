@@ -35,6 +35,8 @@ export interface LoadedDelivery {
     headers: Record<string, string>;
     /** The client certificate presented to the callback's server (mutual TLS), or null. */
     clientCertificate: ClientCertificate | null;
+    /** The transformation run on each webhook before it is sent (transformation.ts), or null. */
+    transformation: string | null;
   };
   /**
    * For a FIFO subscription, whether this is its head (no earlier pending delivery); always true

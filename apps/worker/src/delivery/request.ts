@@ -8,22 +8,29 @@
 import { buildDeliveryPayload, formatPayloadTimestamp, signatureHeader } from '@webhooks/shared';
 import type { LoadedDelivery } from './store.js';
 
-/** Body and headers of an attempt made at `now`. */
+/** The JSON body the callback gets for `event` (docs/api.md#what-a-callback-receives). */
+export function attemptPayload(
+  event: LoadedDelivery['event'],
+  subscription: LoadedDelivery['subscription'],
+): unknown {
+  return buildDeliveryPayload(
+    { timestamp: formatPayloadTimestamp(event.occurredAt), type: event.type, data: event.data },
+    subscription,
+  );
+}
+
+/**
+ * Body and headers of an attempt made at `now`: `payload` (the event's, or what the transformation
+ * made of it) signed as it is sent, after `customHeaders` (the subscription's, or the
+ * transformation's).
+ */
 export function buildAttemptRequest(
   event: LoadedDelivery['event'],
   subscription: LoadedDelivery['subscription'],
   now: Date,
+  transformed?: { payload: unknown; headers: Record<string, string> },
 ): { body: string; headers: Record<string, string> } {
-  const body = JSON.stringify(
-    buildDeliveryPayload(
-      {
-        timestamp: formatPayloadTimestamp(event.occurredAt),
-        type: event.type,
-        data: event.data,
-      },
-      subscription,
-    ),
-  );
+  const body = JSON.stringify(transformed?.payload ?? attemptPayload(event, subscription));
   const secrets = [subscription.secret];
   const previousLive =
     subscription.previousSecretExpiresAt !== null && subscription.previousSecretExpiresAt > now;
@@ -31,7 +38,7 @@ export function buildAttemptRequest(
   return {
     body,
     headers: {
-      ...subscription.headers,
+      ...(transformed?.headers ?? subscription.headers),
       'content-type': 'application/json',
       'webhook-id': event.id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),

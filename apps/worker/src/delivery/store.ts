@@ -28,8 +28,11 @@ export type { AttemptRecord, DeliveryKey, LoadedDelivery } from './loaded-delive
 export interface DeliveryStore {
   /** The delivery of `eventId` to `subscriptionId`, or null when it no longer exists (subscription deleted). */
   load(key: { eventId: string; subscriptionId: string }): Promise<LoadedDelivery | null>;
-  /** Marks a pending delivery cancelled (its subscription is disabled): nothing more is tried for it. */
-  cancel(deliveryId: string): Promise<void>;
+  /**
+   * Marks a pending delivery cancelled (its subscription is disabled, or its transformation
+   * cancelled it, `reason` then its `last_error`): nothing more is tried for it.
+   */
+  cancel(deliveryId: string, reason?: string): Promise<void>;
   /**
    * Gives up a delivery still pending in `key.round` as `expired` (not sent within
    * DELIVERY_MAX_AGE); its subscription's run of failures is left alone.
@@ -73,6 +76,8 @@ export type SubscriptionRow = {
   headers: string | null;
   /** The client certificate and key, sealed (`client-certificate.ts` in @webhooks/shared), or null. */
   client_tls: string | null;
+  /** The transformation's source, or null. */
+  transformation: string | null;
 };
 
 /** {@link SubscriptionRow}'s columns but its id: each one's expression over `s` (subscriptions). */
@@ -90,6 +95,7 @@ const subscriptionColumns = {
   account_id: 's.account_id',
   headers: 's.headers',
   client_tls: 's.client_tls',
+  transformation: 's.transformation',
 } satisfies Record<Exclude<keyof SubscriptionRow, 'subscription_id'>, string>;
 
 /** `<expression> AS <column>` for each of {@link SubscriptionRow}'s columns but its id, over `s`. */
@@ -175,6 +181,7 @@ function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelive
       accountId: row.account_id,
       headers: openCustomHeaders(row.headers, row.subscription_id, secretBox),
       clientCertificate: openClientCertificate(row.client_tls, row.subscription_id, secretBox),
+      transformation: row.transformation,
     },
     isHead,
   };
@@ -248,11 +255,11 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         [eventId, subscriptionId, round],
       );
     },
-    async cancel(deliveryId) {
+    async cancel(deliveryId, reason) {
       await pool.query(
-        `UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL, updated_at = now()
+        `UPDATE deliveries SET status = 'cancelled', last_error = $2, next_attempt_at = NULL, updated_at = now()
          WHERE id = $1::uuid AND status = 'pending'`,
-        [deliveryId],
+        [deliveryId, reason ?? null],
       );
     },
   };

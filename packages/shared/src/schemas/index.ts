@@ -6,3 +6,4 @@ export * from './pagination.js';
 export * from './problem.js';
 export * from './subscription.js';
 export * from './portal.js';
+export * from './transformation.js';

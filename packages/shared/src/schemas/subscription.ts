@@ -11,6 +11,7 @@ import {
 } from '../custom-headers.js';
 import { maxClientCertificatePem } from '../client-certificate.js';
 import { PageQuery } from './pagination.js';
+import { TransformationField } from './transformation.js';
 
 /** Longest callback URL accepted, in characters. */
 export const maxCallbackUrlLength = 2048;
@@ -121,6 +122,7 @@ export const SubscriptionCreate = Type.Object(
     ordering: Type.Optional(Ordering),
     headers: Type.Optional(CustomHeaders),
     client_certificate: Type.Optional(ClientCertificateInput),
+    transformation: Type.Optional(TransformationField),
     signature_scheme: Type.Optional(SignatureSchemeField),
     account_id: Type.Optional(
       Type.String({
@@ -145,6 +147,7 @@ export const SubscriptionUpdate = Type.Object(
     ordering: Type.Optional(Ordering),
     headers: Type.Optional(CustomHeaders),
     client_certificate: Type.Optional(ClientCertificateInput),
+    transformation: Type.Optional(TransformationField),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -184,6 +187,9 @@ export const Subscription = Type.Object(
           'The client certificate presented to the callback (mutual TLS), without its key; null: none',
       },
     ),
+    transformation: Type.Union([Type.String(), Type.Null()], {
+      description: 'The JavaScript run on each webhook before it is sent; null: none',
+    }),
     signature_scheme: SignatureSchemeField,
     status: SubscriptionState,
     rate_limit: RateLimit,

@@ -1,0 +1,82 @@
+/**
+ * `POST /api/webhooks/{id}/transformation-tests`: runs the subscription's transformation (or a
+ * candidate sent with the sample, to try before saving it) on a sample payload in the same sandbox
+ * and under the same limits as the worker, and answers what would be sent, a cancellation, or the
+ * error the attempt would fail with. Nothing is published, stored or sent. The sample's `data` is
+ * held to the limits of a published event (400 or 413 naming `/payload/data`).
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import {
+  buildDeliveryPayload,
+  checkEventData,
+  formatPayloadTimestamp,
+  openCustomHeaders,
+  TransformationTestCreate,
+  TransformationTestResult,
+  type SecretBox,
+  type TransformationRunner,
+} from '@webhooks/shared';
+import { publishProblem } from '../lib/publish-problem.js';
+import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
+import { findOwnSubscription } from '../lib/subscription-lookup.js';
+import { transformationProblem } from '../lib/transformation-check.js';
+
+/** Options: the sandbox (null when TRANSFORMATIONS=false) and what opens stored headers. */
+export interface TransformationTestsOptions {
+  transformations: TransformationRunner | null;
+  secretBox: SecretBox;
+}
+
+const transformationTests: FastifyPluginAsyncTypebox<TransformationTestsOptions> = async (
+  app,
+  { transformations, secretBox },
+) => {
+  app.post(
+    '/api/webhooks/:id/transformation-tests',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        operationId: 'testSubscriptionTransformation',
+        summary: 'What the transformation makes of a sample payload',
+        description:
+          'Runs the subscription’s transformation, or the `transformation` sent, on `payload` as the worker would before sending it. Sends and stores nothing.',
+        params: SubscriptionParams,
+        body: TransformationTestCreate,
+        response: { 200: TransformationTestResult, ...problemResponses },
+      },
+    },
+    async (request) => {
+      const subscription = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
+      const { payload, transformation: candidate } = request.body;
+      try {
+        checkEventData(payload.data, '/payload/data');
+      } catch (error) {
+        throw publishProblem(error, request.log);
+      }
+      if (transformations === null)
+        throw transformationProblem('cannot run: transformations are turned off in this deployment');
+      const source = candidate ?? subscription.transformation;
+      if (source === null) throw transformationProblem('is not set on this subscription; send one to try');
+      const result = await transformations.run(source, {
+        payload: buildDeliveryPayload(
+          {
+            timestamp: payload.timestamp ?? formatPayloadTimestamp(new Date()),
+            type: payload.type,
+            data: payload.data,
+          },
+          { webhookId: payload.webhook_id ?? subscription.webhookId },
+        ),
+        headers: openCustomHeaders(subscription.headers, subscription.id, secretBox),
+        url: subscription.callbackUrl,
+        event_type: payload.type,
+      });
+      if (result.kind === 'transformed')
+        return { result: 'transformed', payload: result.payload, headers: result.headers, url: result.url };
+      return result.kind === 'cancelled'
+        ? { result: 'cancelled' }
+        : { result: 'failed', error: result.error };
+    },
+  );
+};
+
+export default transformationTests;

@@ -1,0 +1,34 @@
+import { describe, expect, it } from '@jest/globals';
+import { checkTransformationOutput } from '../src/transformation.js';
+
+const url = 'https://hooks.slack.example/services/T0';
+
+describe('what a transformation returns', () => {
+  it('is the webhook to send: any JSON payload, headers the custom headers’ rules accept, an http(s) URL', () => {
+    expect(checkTransformationOutput({ payload: { text: 'hi' }, headers: { 'X-Team': 'a' }, url })).toEqual({
+      kind: 'transformed',
+      payload: { text: 'hi' },
+      headers: { 'x-team': 'a' },
+      url,
+    });
+  });
+
+  it('cancels the delivery with cancel: true, whatever else it holds', () => {
+    expect(checkTransformationOutput({ cancel: true })).toEqual({ kind: 'cancelled' });
+  });
+
+  it.each([
+    [5, /must return the webhook object/],
+    [null, /must return the webhook object/],
+    [{ headers: {}, url }, /no payload/],
+    [{ payload: 1, headers: { a: 1 }, url }, /object of strings/],
+    [{ payload: 1, headers: { 'webhook-signature': 'forged' }, url }, /webhook-signature is refused/],
+    [{ payload: 1, headers: { host: 'elsewhere' }, url }, /host is refused/],
+    [{ payload: 1, headers: {}, url: '/relative' }, /not an absolute URL/],
+    [{ payload: 1, headers: {}, url: 'file:///etc/passwd' }, /http or https/],
+  ])('fails the attempt for %j', (value, error) => {
+    const result = checkTransformationOutput(value);
+    expect(result.kind).toBe('failed');
+    expect(result.kind === 'failed' && result.error).toMatch(error);
+  });
+});
