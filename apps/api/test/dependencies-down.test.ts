@@ -188,9 +188,14 @@ describe('Redis connected but not answering', () => {
     await redis.destroy();
   });
 
-  it('refuses a write the rate limit could not count with 503, and still answers reads', async () => {
-    const counted = await api.app.inject({ url: '/api/webhooks', headers: api.auth('paused') });
-    expect(counted.statusCode).toBe(200);
+  it('refuses a write the rate limit could not count with 503, answers reads, and a read needing Redis with 503 in time', async () => {
+    const counted = await api.app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers: api.auth('paused'),
+      payload: { callback_url: 'https://a.example/first' },
+    });
+    expect(counted.statusCode).toBe(201);
     redis.pause();
     try {
       const write = await api.app.inject({
@@ -203,10 +208,14 @@ describe('Redis connected but not answering', () => {
       expect(write.headers['retry-after']).toMatch(/^\d+$/);
       const read = await api.app.inject({ url: '/api/event-types', headers: api.auth('paused') });
       expect(read.statusCode).toBe(200);
+      // A read that needs Redis (the subscriptions' pacing) answers 503 within its bound, not never.
+      const listed = await api.app.inject({ url: '/api/webhooks', headers: api.auth('paused') });
+      expect(listed.statusCode).toBe(503);
+      expect(listed.headers['retry-after']).toMatch(/^\d+$/);
     } finally {
       redis.resume();
     }
-    expect(await api.app.prisma.subscription.count({ where: { accountId: 'paused' } })).toBe(0);
+    expect(await api.app.prisma.subscription.count({ where: { accountId: 'paused' } })).toBe(1);
   });
 });
 

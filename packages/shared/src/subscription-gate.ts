@@ -62,11 +62,7 @@ export async function readDeliveryThrottles(
     ids.forEach((id, i) => {
       const [error, value] = replies[i] ?? [null, null];
       if (error) throw error;
-      const allowance = typeof value === 'string' ? Number(value) : bounds.base;
-      throttles.set(id, {
-        in_flight_limit: inFlightLimit(allowance, bounds.ceiling),
-        state: throttleState(allowance, bounds.base),
-      });
+      throttles.set(id, throttleOf(typeof value === 'string' ? Number(value) : bounds.base, bounds));
     });
   }
   return throttles;
@@ -81,6 +77,19 @@ export async function readDeliveryThrottles(
  * @returns a function from subscription ids to their throttling; it rejects with ioredis' errors
  *   when Redis cannot be reached
  */
+/** The pacing of a subscription whose gate allows `allowance` attempts in flight. */
+function throttleOf(allowance: number, bounds: InFlightBounds): DeliveryThrottle {
+  return {
+    in_flight_limit: inFlightLimit(allowance, bounds.ceiling),
+    state: throttleState(allowance, bounds.base),
+  };
+}
+
+/** The pacing every subscription starts with (no gate state yet): the base limit, healthy. */
+export function startingThrottle(bounds: InFlightBounds): DeliveryThrottle {
+  return throttleOf(bounds.base, bounds);
+}
+
 export function createDeliveryThrottleReader(
   redis: RedisConnection,
   shards: Pick<QueueShards, 'subscriptionPrefix'>,

@@ -11,9 +11,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger } from 'fastify';
 import Type from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
-import type { Subscription as SubscriptionRow } from '@webhooks/db';
 import {
-  createDeliveryThrottleReader,
   generateSigningSecret,
   verificationKey,
   Page,
@@ -48,6 +46,7 @@ import {
 import { deleteOwnSubscription, findOwnSubscription, updateIfUnchanged } from '../lib/subscription-lookup.js';
 import type { Views } from '../lib/views.js';
 import { noStore } from '../lib/headers.js';
+import { createSubscriptionPresenter } from '../lib/subscription-presenter.js';
 import { checkTransformation } from '../lib/transformation-check.js';
 
 /** Options of the subscription routes. */
@@ -93,12 +92,12 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
   };
 
-  const readThrottles = createDeliveryThrottleReader(app.redis, options.shards, options.inFlightBounds);
-  const present = async (rows: SubscriptionRow[]) => {
-    const throttles = await readThrottles(rows.map((row) => row.id));
-    return rows.map((row) => options.views.subscription(row, throttles.get(row.id)!));
-  };
-  const presentOne = async (row: SubscriptionRow) => (await present([row]))[0]!;
+  const { present, presentOne, presentWritten } = createSubscriptionPresenter(
+    app.redis,
+    options.shards,
+    options.inFlightBounds,
+    options.views,
+  );
 
   /**
    * Queues the challenge of a pending subscription. A Redis fault leaves it pending and is logged:
@@ -204,7 +203,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           });
         });
         if (row.status === 'pending') await requestVerification(row.id, row.callbackUrl, request.log);
-        const body = { ...(await presentOne(row)), secret: verificationKey(secret) };
+        const body = { ...(await presentWritten(row)), secret: verificationKey(secret) };
         return reply.code(201).headers(noStore).header('location', body.resource_uri).send(body);
       },
     );
@@ -323,7 +322,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       });
       if (moved) await requestVerification(row.id, row.callbackUrl, request.log);
       if (current.ordering === 'fifo' && row.ordering === 'none') await releaseWaiting(row.id, request.log);
-      return presentOne(row);
+      return presentWritten(row);
     },
   );
 
