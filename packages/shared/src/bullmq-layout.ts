@@ -37,6 +37,15 @@ export const jobDataField = 'data';
 /** The field of a job's hash that holds its name. */
 export const jobNameField = 'name';
 
+/**
+ * The scores of the prioritized set's jobs of BullMQ priority `priority`, `[min, max]` inclusive:
+ * BullMQ 6.7 scores a prioritized job `priority × 2^32 + a counter` (its `getPriorityScore`
+ * script), so a `ZCOUNT` over this range counts one priority's jobs.
+ */
+export function prioritizedScores(priority: number): [min: number, max: number] {
+  return [priority * 2 ** 32, (priority + 1) * 2 ** 32 - 1];
+}
+
 /** The layout of queue `name` under the effective key prefix `prefix` (QUEUE_PREFIX, or a shard's). */
 export function queueLayout(prefix: string, name: string): QueueLayout {
   return layoutOf({ qualifiedName: `${prefix}:${name}` });

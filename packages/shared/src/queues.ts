@@ -216,16 +216,23 @@ export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOpti
 
 /**
  * The BullMQ priority of the `deliveries` queue's back lane: a backlogged account's admitted
- * deliveries, and recovered rounds. BullMQ's workers take the wait list (jobs without a priority,
- * the front lane: quiet accounts' deliveries) before the prioritized set, and a job keeps its
+ * deliveries. BullMQ's workers take the wait list (jobs without a priority, the front lane: quiet
+ * accounts' deliveries) before the prioritized set, lower priorities first, and a job keeps its
  * priority through its retries and waits, so it keeps its lane.
  */
 export const backLanePriority = 1;
 
 /**
+ * The BullMQ priority of recovered rounds, behind the back lane: they are not admitted yet (each
+ * asks its account's turn when it runs), so the account scheduler's admission room does not count
+ * them, and a recovery of thousands leaves the other accounts' admissions alone.
+ */
+export const recoveryPriority = 2;
+
+/**
  * The job of one round of a delivery: its deterministic id ({@link deliveryJobId}) and options,
- * for `Queue.add` or `addBulk`; `backLane` puts it behind quiet accounts' deliveries
- * ({@link backLanePriority}).
+ * for `Queue.add` or `addBulk`; `recovered` puts it behind every admitted delivery
+ * ({@link recoveryPriority}).
  */
 export function deliveryJob(
   delivery: {
@@ -233,11 +240,11 @@ export function deliveryJob(
     subscriptionId: string;
     round: number;
     requestId?: string;
-    backLane?: boolean;
+    recovered?: boolean;
   },
   maxAttempts: number,
 ): { name: 'delivery'; data: DeliveryJobData; opts: JobsOptions } {
-  const { eventId, subscriptionId, round, requestId, backLane } = delivery;
+  const { eventId, subscriptionId, round, requestId, recovered } = delivery;
   return {
     name: 'delivery',
     data: {
@@ -248,7 +255,7 @@ export function deliveryJob(
     },
     opts: {
       ...deliveryJobOptions(maxAttempts, deliveryJobId(eventId, subscriptionId, round)),
-      ...(backLane === true ? { priority: backLanePriority } : {}),
+      ...(recovered === true ? { priority: recoveryPriority } : {}),
     },
   };
 }

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { jobDataField, queueLayout } from '../src/bullmq-layout.js';
+import { jobDataField, jobNameField, prioritizedScores, queueLayout } from '../src/bullmq-layout.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 import { waitFor } from '../../../scripts/lib/wait.js';
 
@@ -50,7 +50,16 @@ describe("BullMQ's Redis layout", () => {
     expect(await redis.type(layout.delayed)).toBe('zset');
     expect(await redis.zrange(layout.delayed, 0, -1)).toEqual(['job-delayed']);
     expect(JSON.parse((await redis.hget(layout.job('job-plain'), jobDataField))!)).toEqual(data);
+    expect(await redis.hget(layout.job('job-plain'), jobNameField)).toBe('plain');
     expect(await redis.exists(layout.job('job-plain'))).toBe(1);
+  });
+
+  it('scores prioritized jobs by priority, so that a score range counts one priority', async () => {
+    for (let i = 0; i < 3; i++) await queue.add('second', {}, { jobId: `job-priority-2-${i}`, priority: 2 });
+    const [min1, max1] = prioritizedScores(1);
+    const [min2, max2] = prioritizedScores(2);
+    expect(await redis.zrangebyscore(layout.prioritized, min1, max1)).toEqual(['job-prioritized']);
+    expect(await redis.zcount(layout.prioritized, min2, max2)).toBe(3);
   });
 
   it('lists a running job as active, and a failed one in the failed set', async () => {

@@ -35,8 +35,9 @@ export interface RedeliveryDeps {
 /**
  * Starts a new round for each of `candidates` that is still failed or cancelled, with
  * `attempts_made` unchanged since it was read (two concurrent requests start one round).
- * `backLane`: the rounds' jobs wait behind quiet accounts' deliveries (a recovery of many); the
- * worker then sends them on in their account's turns, as it does every new round.
+ * `recovered`: the rounds' jobs wait behind every admitted delivery (a recovery of many,
+ * `recoveryPriority`); the worker then sends them on in their account's turns, as it does every
+ * new round.
  *
  * @returns the ids of the deliveries now pending in their new round
  * @throws PublishUnavailableError when Redis does not take the jobs within 2 s, Prisma's errors
@@ -45,13 +46,13 @@ export interface RedeliveryDeps {
 export async function startRounds(
   deps: RedeliveryDeps,
   candidates: RedeliveryCandidate[],
-  options: { backLane: boolean },
+  options: { recovered: boolean },
 ): Promise<string[]> {
   if (candidates.length === 0) return [];
   const rounds = candidates.map((c) => ({
     ...c,
     round: nextRound(c.attemptsMade),
-    backLane: options.backLane,
+    recovered: options.recovered,
   }));
   await withRedisTimeout(
     deps.queues.add(rounds, deps.maxAttempts),

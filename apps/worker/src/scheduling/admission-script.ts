@@ -6,6 +6,8 @@
  * when to call them.
  */
 import {
+  backLanePriority,
+  prioritizedScores,
   schedulerAccountListKey,
   schedulerAccountListPrefix,
   schedulerAdmittingKey,
@@ -110,8 +112,8 @@ end`;
  * Admission is deficit round robin (Shreedhar and Varghese, 1996): each turn adds quantum × weight
  * to the account's deficit and admits that many, at least one, of its oldest entries, as far as
  * its quota's token bucket allows; an account without a token is passed over without gaining
- * deficit. It admits only when the queue (both lanes and unconfirmed admissions) is at most half
- * the target, and fills it to the target or up to the caller's limit, whichever is less. An
+ * deficit. It admits only when the queue (both lanes and unconfirmed admissions; not recovered
+ * rounds, which wait behind both lanes for turns of their own) is at most half the target, and fills it to the target or up to the caller's limit, whichever is less. An
  * account with more than a share waiting goes to the back lane (prioritized behind the wait list),
  * one with a share or less to the front.
  * An admitted entry behind {@link heldMark} is a job BullMQ holds: its turn is granted
@@ -119,6 +121,9 @@ end`;
  * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting},
  * with the lanes of {@link lanes}.
  */
+/** The prioritized set's score range of the back lane's jobs (recovered rounds are outside it). */
+const backLaneScores = prioritizedScores(backLanePriority);
+
 const admitLua = `${inChunksLua}
 local ringKey, entriesKey, admittingKey, deficitKey, weightKey, waitKey, quotaKey, prioritizedKey, grantedKey = unpack(KEYS)
 local listPrefix, bucketPrefix, defaultRate = ARGV[1], ARGV[6], ARGV[5]
@@ -202,7 +207,7 @@ for _, job in ipairs(stale) do
     redis.call('ZREM', admittingKey, job)
   end
 end
-local room = target - redis.call('LLEN', waitKey) - redis.call('ZCARD', prioritizedKey) - redis.call('ZCARD', admittingKey)
+local room = target - redis.call('LLEN', waitKey) - redis.call('ZCOUNT', prioritizedKey, ${backLaneScores[0]}, ${backLaneScores[1]}) - redis.call('ZCARD', admittingKey)
 if room * 2 < target then return {out, redis.call('LLEN', ringKey)} end
 room = math.min(room, limit)
 local progressed = true
