@@ -59,6 +59,10 @@ const bodies: Record<string, (owned: Owned) => unknown> = {
   'POST /api/webhooks/{id}/recover': () => ({ since: '2020-01-01T00:00:00Z' }),
   'POST /api/webhooks/{id}/test-events': () => ({}),
   'POST /api/webhooks/{id}/filter-tests': () => ({ payload: { type: 'call.started', data: {} } }),
+  'POST /api/webhooks/{id}/transformation-tests': () => ({
+    payload: { type: 'call.started', data: {} },
+    transformation: 'function handler(webhook) { return webhook; }',
+  }),
 };
 
 describe('account isolation under concurrent requests', () => {

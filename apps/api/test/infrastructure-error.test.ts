@@ -24,6 +24,12 @@ describe('isInfrastructureError', () => {
       new Error('outer', { cause: Object.assign(new Error('x'), { code: 'ECONNREFUSED' }) }),
     ],
     ['a publish that timed out', new PublishUnavailableError('Redis did not take the event within 2000 ms')],
+    ['a Redis command past its timeout', new Error('Command timed out')],
+    [
+      'a cluster whose master is gone',
+      new Error('Too many Cluster redirections. Last error: Error: Connection is closed.'),
+    ],
+    ['a cluster without its slot map', new Error('Failed to refresh slots cache.')],
   ])('is true for %s', (_, error) => {
     expect(isInfrastructureError(error)).toBe(true);
   });

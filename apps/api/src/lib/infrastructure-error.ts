@@ -44,7 +44,7 @@ const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
 
 /** ioredis messages of a connection that is not there or not answering (no error code of their own). */
 const redisMessages =
-  /Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries|LOADING|READONLY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|Command timed out/;
+  /Connection is closed|Stream isn't writeable|enableOfflineQueue|Reached the max retries|LOADING|READONLY|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|Command timed out|Too many Cluster redirections|Failed to refresh slots cache|None of startup nodes is available|Cluster isn't ready/;
 
 /** Whether `error` (or an error in its `cause` chain) says PostgreSQL or Redis is unavailable. */
 export function isInfrastructureError(error: unknown): boolean {

@@ -23,6 +23,12 @@ import { HttpProblem } from '../lib/problem.js';
 /** Methods that change nothing: they pass uncounted while Redis cannot count them. */
 const readMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/** The 503 of a write the rate limit could not count. */
+const uncounted = () =>
+  serviceUnavailable(
+    'Redis is unavailable, so the rate limit cannot count this request; nothing was accepted or changed. Retry later.',
+  );
+
 /** Whether a route changes state (any of its methods is not a read). */
 export function isWriteRoute(method: RouteOptions['method']): boolean {
   return (Array.isArray(method) ? method : [method]).some((m) => !readMethods.has(m.toUpperCase()));
@@ -41,7 +47,9 @@ export interface RateLimitOptions {
 /**
  * The plugin's store over rate-limiter-flexible: one count per account for all routes. The
  * plugin's own Redis store gives each route with settings of its own (the writes' `skipOnError`)
- * a counter of its own, which would multiply the limit by the number of routes.
+ * a counter of its own, which would multiply the limit by the number of routes. A count that
+ * fails, whatever Redis or its client says (a timeout, a cluster without a master), is the 503
+ * of an uncounted request.
  */
 function accountCountStore(limiter: RateLimiterRedis): FastifyRateLimitStore {
   const store: FastifyRateLimitStore = {
@@ -51,7 +59,7 @@ function accountCountStore(limiter: RateLimiterRedis): FastifyRateLimitStore {
         (refusal: unknown) =>
           refusal instanceof RateLimiterRes
             ? callback(null, { current: refusal.consumedPoints, ttl: refusal.msBeforeNext })
-            : callback(refusal instanceof Error ? refusal : new Error(String(refusal))),
+            : callback(uncounted()),
       );
     },
     child: () => store,
@@ -97,11 +105,7 @@ export default fp<RateLimitOptions>(
     });
     app.addHook('preValidation', (request, _reply, done) => {
       if (readMethods.has(request.method) || !redisConnectionDown(options.redis)) return done();
-      done(
-        serviceUnavailable(
-          'Redis is unavailable, so the rate limit cannot count this request; nothing was accepted or changed. Retry later.',
-        ),
-      );
+      done(uncounted());
     });
   },
   { name: 'rate-limit', dependencies: ['auth'] },
