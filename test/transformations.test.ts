@@ -19,6 +19,8 @@ beforeAll(async () => {
     DELIVERY_BACKOFF_MS: '100',
     DELIVERY_MAX_ATTEMPTS: '2',
     SUBSCRIPTION_DISABLE_AFTER: '1000',
+    // Room for a one-line function on a busy CI machine; the looping one still runs out.
+    TRANSFORMATION_TIMEOUT_MS: '250',
   });
 });
 afterAll(() => stack.close(), 60_000);

@@ -28,7 +28,7 @@ export const transformationEnv = {
       "Subscriptions' `transformation` functions, run in a QuickJS sandbox on each webhook before it is sent; `false` refuses new ones (400) and fails the attempts of subscriptions that have one",
   }),
   TRANSFORMATION_TIMEOUT_MS: Type.Integer({
-    default: 50,
+    default: 100,
     minimum: 1,
     maximum: 5_000,
     description: 'CPU time one run of a transformation may take, in ms; past it the attempt fails',
