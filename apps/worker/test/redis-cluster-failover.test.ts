@@ -166,15 +166,19 @@ describe('a Redis Cluster master killed mid-burst', () => {
     expect((await readiness()).checks.redis_replicas).toBe('ok');
     // A repaired shard may still refuse for a moment after readiness first says so (a CI run saw
     // two refusals there): asked again until each account's publish is accepted.
+    let lastRefusals: string[] = [];
     await waitFor(
       "every account's publish accepted again",
       async () => {
         const again = await Promise.all(accounts.map(publishAs));
         for (const answer of again) if (answer.statusCode === 202) accepted.push(answer.json().id as string);
-        return again.every((answer) => answer.statusCode === 202);
+        lastRefusals = again.filter((a) => a.statusCode !== 202).map((a) => `${a.statusCode} ${a.body}`);
+        return lastRefusals.length === 0;
       },
-      30_000,
-    );
+      60_000,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}; the last refusals: ${lastRefusals.join(' | ')}`);
+    });
     await waitFor(
       'every accepted event delivered',
       () => {
