@@ -1,15 +1,20 @@
 /**
  * Who is asking to publish, lately, in this API process: the demand fair shedding divides. Counts
  * of shed-able requests (publishes, test events) per account in the current bucket and the one
- * before it; a bucket closes once {@link demandWindowMs} has passed since it opened, at the next
- * request. Buckets are counted in requests seen, not in wall time: after a pause (an event loop
- * held, an idle minute) the bucket before still holds the last demand seen, so the first requests
- * after it are weighed against that demand instead of each looking like the only one. Memory is
- * bounded by the accounts of two buckets.
+ * before it; a bucket closes at the next request once {@link demandWindowMs} has passed since it
+ * opened and it counted at least {@link demandMinRequests}. Buckets are counted in requests seen,
+ * not in wall time: after a pause (an event loop held, an idle minute) the bucket before still
+ * holds the last demand seen, so the first requests after it are weighed against that demand
+ * instead of each looking like the only one; and a bucket that saw only a request or two before a
+ * pause never becomes the whole measure, where a quiet account's one request would look like half
+ * the demand. Memory is bounded by the accounts of two buckets.
  */
 
-/** How long a counting bucket stays open, in ms, once it saw a request. */
+/** How long a counting bucket stays open at least, in ms, once it saw a request. */
 export const demandWindowMs = 500;
+
+/** How many requests a counting bucket holds at least before it closes. */
+export const demandMinRequests = 20;
 
 /**
  * Whether an account with `own` of the recent requests is over its fair share of them while the
@@ -51,7 +56,7 @@ export function createPublishDemand(): PublishDemand {
   };
   return {
     record(accountId, now = Date.now()) {
-      if (now - bucketStart >= demandWindowMs) rotate(now);
+      if (now - bucketStart >= demandWindowMs && total - previousTotal >= demandMinRequests) rotate(now);
       const before = current.get(accountId) ?? 0;
       if (before === 0 && !previous.has(accountId)) accounts += 1;
       current.set(accountId, before + 1);
