@@ -2,7 +2,7 @@
  * The backlog bound through the API and a worker: past BACKLOG_MAX_EVENTS waiting events,
  * `POST /api/events` and test events answer 503 with `Retry-After` and accept nothing, until the
  * worker has drained the backlog; past BACKLOG_MAX_DELIVERIES, the accounts that filled it are
- * refused first. (The pure rules are apps/api/test/backlog-rules.test.ts.)
+ * refused first, their deliveries parked for a retry counted with those waiting. (The pure rules are apps/api/test/backlog-rules.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
@@ -11,6 +11,8 @@ import { pino } from 'pino';
 import { queueNames } from '@webhooks/shared';
 import { loadWorkerConfig, startWorker, type RunningWorker } from '@webhooks/worker';
 import { startTestApi, testEnv, type TestApi } from './support/api.js';
+import { startTestStack, type TestStack } from './support/stack.js';
+import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { testRedisUrl } from './support/redis.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
@@ -123,5 +125,52 @@ describe('past BACKLOG_MAX_DELIVERIES', () => {
     for (let i = 0; i < 3; i++) quiet.push((await publish('acct-quiet')).statusCode);
     expect(quiet).toEqual([202, 202, 202]);
     expect((await publish('acct-flood')).statusCode).toBe(503);
+  });
+});
+
+describe('past BACKLOG_MAX_DELIVERIES, with deliveries parked for their retries', () => {
+  let stack: TestStack;
+  let failing: Receiver;
+  beforeAll(async () => {
+    stack = await startTestStack('backlog-parked', {
+      BACKLOG_MAX_DELIVERIES: '40',
+      BACKLOG_MAX_EVENTS: '0',
+      // Every failed attempt waits its backoff in BullMQ's delayed set for the whole test.
+      DELIVERY_BACKOFF_MS: '600000',
+    });
+    failing = await startReceiver({ answer: { status: 500 } });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await failing.close();
+  });
+
+  const publish = (account: string) =>
+    stack.api.app.inject({
+      method: 'POST',
+      url: '/api/events',
+      headers: stack.api.auth(account),
+      payload: { type: 'call.started', data: {} },
+    });
+
+  it('counts an account whose callbacks fail by its retries waiting their backoff, and refuses it first', async () => {
+    for (let i = 0; i < 10; i++)
+      await stack.subscribe('acct-failing', { callback_url: `${failing.url}/failing/${i}` });
+    await stack.subscribe('acct-calm', { callback_url: `${stack.receiver.url}/calm` });
+
+    // Each event's ten deliveries fail at once and wait their backoff: nothing waits for a worker,
+    // so only the parked retries can fill the bound.
+    const refused = await waitFor('the failing account refused', async () => {
+      const response = await publish('acct-failing');
+      return response.statusCode === 503 ? response : undefined;
+    });
+    expect(refused.json()).toMatchObject({ type: '/problems/backlog-full' });
+    expect(refused.json().detail).toMatch(/this account's, over its share/);
+    expect(failing.requests.length).toBeGreaterThan(0);
+    const calm = [];
+    for (let i = 0; i < 3; i++) calm.push((await publish('acct-calm')).statusCode);
+    expect(calm).toEqual([202, 202, 202]);
+    await waitFor('the calm account delivered', () => stack.receiver.at('/calm').length === 3);
+    expect((await publish('acct-failing')).statusCode).toBe(503);
   });
 });

@@ -66,10 +66,16 @@ async function replicasInSync(ports: number[]): Promise<boolean> {
 
 /**
  * Starts three masters (and `replicas` replicas of each) as `--cluster-enabled yes` servers and
- * joins them into one cluster. A node that stops answering for 1 s is failed over (its replica
- * promoted), instead of after Redis' default 15 s.
+ * joins them into one cluster. A node that stops answering for `nodeTimeoutMs` (default 1 s,
+ * for a failover test, instead of Redis' default 15 s) is failed over (its replica promoted). A
+ * test that does not fail a node over gives Redis' 15 s: on a loaded machine a node busy for a
+ * second would otherwise be failed over, and its shards refuse writes while their new master has
+ * no replica (REDIS_WAIT_REPLICAS).
  */
-export async function startPrivateRedisCluster(replicas: 0 | 1 = 0): Promise<PrivateRedisCluster> {
+export async function startPrivateRedisCluster(
+  replicas: 0 | 1 = 0,
+  { nodeTimeoutMs = 1_000 }: { nodeTimeoutMs?: number } = {},
+): Promise<PrivateRedisCluster> {
   const dir = mkdtempSync(path.join(tmpdir(), 'wh-redis-cluster-'));
   const ports: number[] = [];
   const children: ChildProcess[] = [];
@@ -87,7 +93,7 @@ export async function startPrivateRedisCluster(replicas: 0 | 1 = 0): Promise<Pri
       '--appendonly',
       'no',
       '--cluster-node-timeout',
-      '1000',
+      String(nodeTimeoutMs),
       // A replica's first sync starts at once, not after Redis' default 5 s wait for more replicas.
       '--repl-diskless-sync-delay',
       '0',

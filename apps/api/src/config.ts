@@ -179,7 +179,7 @@ export const apiEnvSchema = Type.Object({
     default: 1_000_000,
     minimum: 0,
     description:
-      'First deliveries waiting for their account’s turn or for a worker (the account scheduler and the `deliveries` queue) past which `POST /api/events` answers 503 with `Retry-After`; 0: no bound',
+      'Deliveries waiting for their account’s turn, for a worker, or in the delayed set for a retry or a gate (the account scheduler and the `deliveries` queue) past which `POST /api/events` answers 503 with `Retry-After`; 0: no bound',
   }),
 });
 

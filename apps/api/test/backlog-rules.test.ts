@@ -6,11 +6,11 @@ import { describe, expect, it } from '@jest/globals';
 import { backlogRefusal, fairShareRefusal } from '../src/lib/backlog.js';
 
 describe('the backlog rule', () => {
-  const backlog = (events: number, deliveries: number, accounts = 0, waitingTurn = 0) => ({
+  const backlog = (events: number, deliveries: number, accounts = 0, waitingOrParked = 0) => ({
     events,
     deliveries,
     accounts,
-    waitingTurn,
+    waitingOrParked,
   });
 
   it('refuses at either bound, names it, and never with a bound of 0', () => {

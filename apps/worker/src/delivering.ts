@@ -27,6 +27,7 @@ import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
 import { createDeliveryGate } from './delivery/gate.js';
 import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
+import { createParkedDeliveries } from './delivery/parked.js';
 import {
   createDeliveryProcessor,
   deliveryBackoffStrategy,
@@ -159,6 +160,7 @@ export function startDeliveries(
       metrics,
       fifo: deps.fifo,
       turn: (job) => shard.scheduler.turn(job),
+      parked: createParkedDeliveries({ redis: gateRedis, prefix: shard.prefix, log }),
     });
     delivers.set(shard.prefix, deliver);
     return new Worker<DeliveryJobData, DeliveryJobResult>(

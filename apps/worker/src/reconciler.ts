@@ -75,6 +75,7 @@ const pageSize = 1_000;
 type Pending = {
   event_id: string;
   subscription_id: string;
+  account_id: string;
   round: number;
   next_attempt_at: Date;
   id: string;
@@ -130,7 +131,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
     let after = { at: new Date(0), id: '00000000-0000-0000-0000-000000000000' };
     for (;;) {
       const rows = await deps.prisma.$queryRaw<Pending[]>`
-        SELECT d.id::text, d.event_id::text, d.subscription_id::text, d.round, d.next_attempt_at
+        SELECT d.id::text, d.event_id::text, d.subscription_id::text, s.account_id, d.round, d.next_attempt_at
         FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
         WHERE d.status = 'pending'
           AND d.next_attempt_at < now() - make_interval(secs => ${deps.graceMs / 1000})
@@ -150,6 +151,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
           lost.map(({ row }) => ({
             eventId: row.event_id,
             subscriptionId: row.subscription_id,
+            accountId: row.account_id,
             round: row.round,
           })),
           deps.maxAttempts,

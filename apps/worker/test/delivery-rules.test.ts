@@ -10,7 +10,9 @@ import { parseRetryAfter, retryDelayMs } from '../src/delivery/backoff.js';
 import { inSlotWaitRule, waitsInSlot } from '../src/delivery/in-slot-wait.js';
 import { followUpJob } from '../src/delivery/inline.js';
 import { decideOutcome } from '../src/delivery/outcome.js';
+import { parkedUntil } from '../src/delivery/parked.js';
 import { needsTurn } from '../src/delivery/processor.js';
+import { entryValue, readEntry } from '../src/scheduling/admission-script.js';
 import { backgroundRoom, worthAdmitting } from '../src/scheduling/admission-room.js';
 
 const now = new Date('2026-11-21T12:00:00.000Z');
@@ -141,7 +143,7 @@ describe('waitsInSlot', () => {
 });
 
 describe('followUpJob', () => {
-  const candidate = { jobId: 'e.s', eventId: 'e', subscriptionId: 's', requestId: 'r-1' };
+  const candidate = { jobId: 'e.s', eventId: 'e', subscriptionId: 's', accountId: 'a', requestId: 'r-1' };
   const at = now.getTime();
 
   it('queues nothing after a confirmed, given-up or ended round', () => {
@@ -171,7 +173,13 @@ describe('followUpJob', () => {
       at,
     );
     expect(job?.opts).toMatchObject({ jobId: 'e.s', attempts: 4, delay: 1_500 });
-    expect(job?.data).toEqual({ eventId: 'e', subscriptionId: 's', requestId: 'r-1', inlineAttempts: 1 });
+    expect(job?.data).toEqual({
+      eventId: 'e',
+      subscriptionId: 's',
+      accountId: 'a',
+      requestId: 'r-1',
+      inlineAttempts: 1,
+    });
   });
 
   it('parks a delivery that must wait its turn, with every attempt still ahead of it', () => {
@@ -191,7 +199,7 @@ describe('followUpJob', () => {
     );
     expect([parked?.opts.priority, retry?.opts.priority]).toEqual([1, 1]);
     expect(followUpJob(candidate, { kind: 'wait', waitMs: 40 }, 5, at)?.opts.priority).toBeUndefined();
-    expect(parked?.data).toEqual({ eventId: 'e', subscriptionId: 's', requestId: 'r-1' });
+    expect(parked?.data).toEqual({ eventId: 'e', subscriptionId: 's', accountId: 'a', requestId: 'r-1' });
   });
 });
 
@@ -223,5 +231,41 @@ describe('needsTurn', () => {
     expect(needsTurn({ ...first, attemptsMade: 1 })).toBe(true);
     expect(needsTurn({ ...first, inlineAttempts: 1 })).toBe(true);
     expect(needsTurn({ ...first, round: 2 })).toBe(true);
+  });
+});
+
+describe('parkedUntil', () => {
+  const at = now.getTime();
+  it("counts a wait and a retry's backoff until they are due, and nothing else", () => {
+    expect(parkedUntil({ kind: 'wait', waitMs: 500 }, at)).toBe(at + 500);
+    const nextAttemptAt = new Date(at + 60_000);
+    expect(
+      parkedUntil({ kind: 'attempted', outcome: { kind: 'retry', nextAttemptAt }, failure: 'http_500' }, at),
+    ).toBe(at + 60_000);
+    // In its account's turn list, it is counted there already.
+    expect(parkedUntil({ kind: 'wait', waitMs: 500, inTurnList: true }, at)).toBeNull();
+    expect(parkedUntil({ kind: 'attempted', outcome: { kind: 'succeeded' }, failure: '' }, at)).toBeNull();
+    expect(parkedUntil({ kind: 'ended', result: 'dropped' }, at)).toBeNull();
+  });
+});
+
+describe("an account scheduler's entry", () => {
+  it('gives back the account, the request id and the marks it was written with', () => {
+    expect(readEntry(entryValue({ accountId: 'acct-a', requestId: 'r-1', created: true }))).toEqual({
+      accountId: 'acct-a',
+      requestId: 'r-1',
+      created: true,
+      held: false,
+    });
+    expect(readEntry(entryValue({ accountId: 'acct-b', held: true }))).toEqual({
+      accountId: 'acct-b',
+      created: false,
+      held: true,
+    });
+    expect(readEntry(entryValue({ accountId: 'acct-c' }))).toEqual({
+      accountId: 'acct-c',
+      created: false,
+      held: false,
+    });
   });
 });

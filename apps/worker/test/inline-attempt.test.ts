@@ -226,7 +226,10 @@ describe('the inline first attempt', () => {
       prefix: stack.api.prefix,
     });
     try {
-      const job = deliveryJob({ eventId, subscriptionId, round: 0 }, maxAttempts);
+      const job = deliveryJob(
+        { eventId, subscriptionId, accountId: 'acct-inline-overlap', round: 0 },
+        maxAttempts,
+      );
       const added = await deliveries.add(job.name, job.data, job.opts);
       await deliveryOnce(subscriptionId, eventId, 'succeeded');
       await waitFor('the job done', async () => (await Job.fromId(deliveries, added.id!)) === undefined);

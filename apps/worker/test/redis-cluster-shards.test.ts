@@ -18,7 +18,7 @@ let cluster: PrivateRedisCluster;
 let stack: TestStack;
 
 beforeAll(async () => {
-  cluster = await startPrivateRedisCluster(1);
+  cluster = await startPrivateRedisCluster(1, { nodeTimeoutMs: 15_000 });
   stack = await startTestStack('shards', {
     REDIS_CLUSTER_NODES: cluster.nodes,
     QUEUE_SHARDS: '6',
@@ -78,7 +78,14 @@ describe('sharded queues on a three-master Redis Cluster', () => {
       for (const { id } of events) published.add(id);
     }
     const spread = () => stack.receiver.requests.filter((request) => request.path.startsWith('/spread/'));
-    await waitFor('10,080 deliveries', () => spread().length >= 10_080, 180_000);
+    await waitFor('10,080 deliveries', () => spread().length >= 10_080, 180_000).catch(
+      async (error: unknown) => {
+        const now = await cluster.masters().catch(() => []);
+        throw new Error(
+          `${String(error)}: ${spread().length} arrived; masters now on ports ${now.map(({ port }) => port).join(', ')}, before ${masters.map(({ port }) => port).join(', ')}`,
+        );
+      },
+    );
 
     const received = spread();
     expect(

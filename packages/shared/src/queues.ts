@@ -36,6 +36,12 @@ export interface DeliveryJobData {
   /** The event's {@link EventJobData.requestId}, when it had one: logged with every attempt. */
   requestId?: string;
   /**
+   * The subscription's account: while the job waits in BullMQ's delayed set (a retry's backoff, a
+   * gate or host cap), it counts in that account's {@link parkedDeliveriesKey}. Absent on jobs
+   * queued by an older version, which are not counted.
+   */
+  accountId?: string;
+  /**
    * Attempts of this round made before the job existed (the fan-out's inline first attempt): its
    * BullMQ `attempts` are that many fewer, so that the round's total stays DELIVERY_MAX_ATTEMPTS.
    */
@@ -140,6 +146,26 @@ export function schedulerAdmittingKey(prefix: string): string {
   return `${prefix}:sched:admitting`;
 }
 
+/**
+ * One account's delivery jobs waiting in a shard's delayed set (a retry's backoff, a gate, a rate
+ * limit, the host cap), under the shard's effective key prefix: a sorted set of job ids scored by
+ * the time each is due (ms since the epoch). The members due in the future are what the account
+ * has parked there; the API's backlog bound counts them with its waiting deliveries. Members past
+ * their time are stale (the job ran, or was removed) and are dropped as the set is written.
+ */
+export function parkedDeliveriesKey(prefix: string, accountId: string): string {
+  return `${prefix}:parked:${accountId}`;
+}
+
+/**
+ * The accounts with delivery jobs parked in a shard's delayed set ({@link parkedDeliveriesKey}),
+ * under the shard's effective key prefix: a sorted set of account ids scored by the time their
+ * latest parked job is due (ms since the epoch). Those scored in the future have jobs parked.
+ */
+export function parkedAccountsKey(prefix: string): string {
+  return `${prefix}:parked-accounts`;
+}
+
 /** The account scheduler's round-robin list of the accounts with deliveries waiting, under `prefix`. */
 export function schedulerRingKey(prefix: string): string {
   return `${prefix}:sched:ring`;
@@ -238,18 +264,20 @@ export function deliveryJob(
   delivery: {
     eventId: string;
     subscriptionId: string;
+    accountId: string;
     round: number;
     requestId?: string;
     recovered?: boolean;
   },
   maxAttempts: number,
 ): { name: 'delivery'; data: DeliveryJobData; opts: JobsOptions } {
-  const { eventId, subscriptionId, round, requestId, recovered } = delivery;
+  const { eventId, subscriptionId, accountId, round, requestId, recovered } = delivery;
   return {
     name: 'delivery',
     data: {
       eventId,
       subscriptionId,
+      accountId,
       ...(round === 0 ? {} : { round }),
       ...(requestId === undefined ? {} : { requestId }),
     },

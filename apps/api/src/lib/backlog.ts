@@ -6,15 +6,18 @@
  * a bound is therefore approximate, by what one interval accepts.
  *
  * Past the deliveries bound, shedding is fair ({@link fairShareRefusal}): an account is refused
- * only while it has at least its share of the deliveries waiting for their accounts' turn (what
- * waits, over the accounts it waits for), so the accounts that filled the bound are refused first
- * and a quiet account's publish is still accepted, up to {@link hardCeilingFactor} times the
- * bound, where every account is refused. Reading an account's waiting deliveries costs one command per
- * queue shard, and only while the bound is passed.
+ * only while it has at least its share of the deliveries waiting for their accounts' turn or parked
+ * in BullMQ's delayed set (a retry's backoff, a gate, the host cap: the worker's `parked.ts`),
+ * over the accounts that wait, so the accounts that filled the bound are refused first and a quiet
+ * account's publish is still accepted, up to {@link hardCeilingFactor} times the bound, where
+ * every account is refused. Reading an account's waiting and parked deliveries costs two commands
+ * per queue shard, and only while the bound is passed.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import {
   queueLayout,
+  parkedAccountsKey,
+  parkedDeliveriesKey,
   queueNames,
   schedulerAccountListKey,
   schedulerAdmittingKey,
@@ -29,14 +32,20 @@ export const backlogSampleMs = 250;
 /** What `Retry-After` says when the backlog is full, in seconds. */
 export const backlogRetryAfterSeconds = 5;
 
-/** The work waiting: events for their fan-out, first deliveries for their turn or a worker. */
+/** The work waiting: events for their fan-out; deliveries for their turn, a worker or their time. */
 export interface Backlog {
   events: number;
   deliveries: number;
-  /** Accounts with deliveries waiting for their turn (the scheduler's ring), summed over shards. */
+  /**
+   * Accounts with deliveries waiting for their turn (the scheduler's ring) or parked, the larger of
+   * the two counts, summed over shards.
+   */
   accounts: number;
-  /** Deliveries waiting for their account's turn (held by the scheduler, not yet admitted). */
-  waitingTurn: number;
+  /**
+   * Deliveries waiting for their account's turn (held by the scheduler, not yet admitted) or
+   * parked in the delayed set; a job parked for its turn counts twice, so this errs high.
+   */
+  waitingOrParked: number;
 }
 
 /** Past this many times BACKLOG_MAX_DELIVERIES, every account is refused, its share or not. */
@@ -50,7 +59,7 @@ export interface BacklogLimits {
 
 /** The sentence of a backlog past BACKLOG_MAX_DELIVERIES. */
 const deliveriesFull = (backlog: Backlog, limits: BacklogLimits) =>
-  `${backlog.deliveries} deliveries are waiting for a worker, the most this service accepts (BACKLOG_MAX_DELIVERIES ${limits.deliveries})`;
+  `${backlog.deliveries} deliveries are waiting for a worker or a retry, the most this service accepts (BACKLOG_MAX_DELIVERIES ${limits.deliveries})`;
 
 /**
  * Why `backlog` refuses a new event (a sentence for the problem details), or null when it is
@@ -67,9 +76,9 @@ export function backlogRefusal(backlog: Backlog, limits: BacklogLimits): string 
 }
 
 /**
- * Past the deliveries bound, why an account with `waiting` deliveries waiting for its turn is
- * refused, or null when it has less than its share and the backlog is under the hard ceiling. The
- * share is what waits for a turn over the accounts it waits for (at least one delivery): the
+ * Past the deliveries bound, why an account with `waiting` deliveries waiting for its turn or
+ * parked is refused, or null when it has less than its share and the backlog is under the hard
+ * ceiling. The share is what waits or is parked over the accounts it is for (at least one): the
  * accounts at or above it are the ones the bound's excess comes from. Below the bound, nothing is
  * refused here.
  */
@@ -77,7 +86,7 @@ export function fairShareRefusal(backlog: Backlog, limits: BacklogLimits, waitin
   if (limits.deliveries === 0 || backlog.deliveries < limits.deliveries) return null;
   const full = deliveriesFull(backlog, limits);
   if (backlog.deliveries >= limits.deliveries * hardCeilingFactor) return full;
-  const share = Math.max(1, Math.ceil(backlog.waitingTurn / Math.max(1, backlog.accounts)));
+  const share = Math.max(1, Math.ceil(backlog.waitingOrParked / Math.max(1, backlog.accounts)));
   return waiting >= share
     ? `${full}, and ${waiting} of them are this account's, over its share of ${share}`
     : null;
@@ -96,8 +105,8 @@ export interface BacklogWatch {
 /**
  * Samples the backlog on `redis`, summed over the queue shards under `prefixes` (their key
  * prefixes): the `events` queue's waiting, prioritized and delayed jobs, and the account
- * scheduler's held deliveries plus the `deliveries` queue's waiting and prioritized jobs (a
- * backlogged account's admitted deliveries are prioritized behind the others). A failed read keeps
+ * scheduler's held deliveries plus the `deliveries` queue's waiting, prioritized (a backlogged
+ * account's admitted deliveries are prioritized behind the others) and delayed jobs. A failed read keeps
  * the last sample (the publish itself then meets the Redis fault and answers 503).
  */
 export function createBacklogWatch(
@@ -107,7 +116,7 @@ export function createBacklogWatch(
   log: FastifyBaseLogger,
 ): BacklogWatch {
   if (limits.events === 0 && limits.deliveries === 0) return { refusal: async () => null, close: () => {} };
-  let latest: Backlog = { events: 0, deliveries: 0, accounts: 0, waitingTurn: 0 };
+  let latest: Backlog = { events: 0, deliveries: 0, accounts: 0, waitingOrParked: 0 };
   // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
   const sampleShard = async (prefix: string): Promise<Backlog> => {
     const events = queueLayout(prefix, queueNames.events);
@@ -120,26 +129,46 @@ export function createBacklogWatch(
       .hlen(schedulerEntriesKey(prefix))
       .llen(deliveries.wait)
       .zcard(deliveries.prioritized)
+      .zcard(deliveries.delayed)
+      .zcount(parkedAccountsKey(prefix), Date.now(), '+inf')
       .llen(schedulerRingKey(prefix))
       .zcard(schedulerAdmittingKey(prefix))
       .exec();
-    const [wait, prioritized, delayed, held, queued, queuedBehind, accounts, admitting] = (answers ?? []).map(
-      ([error, value]) => {
-        if (error) throw error;
-        return Number(value);
-      },
-    );
+    const [
+      wait,
+      prioritized,
+      delayed,
+      held,
+      queued,
+      queuedBehind,
+      parked,
+      parkedAccounts,
+      accounts,
+      admitting,
+    ] = (answers ?? []).map(([error, value]) => {
+      if (error) throw error;
+      return Number(value);
+    });
     return {
       events: wait! + prioritized! + delayed!,
-      deliveries: held! + queued! + queuedBehind!,
-      accounts: accounts!,
-      waitingTurn: Math.max(0, held! - admitting!),
+      deliveries: held! + queued! + queuedBehind! + parked!,
+      // An account may be in both: the larger count is at most their union, so the share errs
+      // large, refusing fewer.
+      accounts: Math.max(accounts!, parkedAccounts!),
+      waitingOrParked: Math.max(0, held! - admitting!) + parked!,
     };
   };
-  /** An account's deliveries waiting for its turn, over every shard (its subscriptions spread). */
+  /**
+   * An account's deliveries waiting for its turn or parked until a time still to come, over every
+   * shard (its subscriptions spread).
+   */
   const waitingOf = async (accountId: string) => {
+    const now = Date.now();
     const counts = await Promise.all(
-      prefixes.map((prefix) => redis.llen(schedulerAccountListKey(prefix, accountId))),
+      prefixes.flatMap((prefix) => [
+        redis.llen(schedulerAccountListKey(prefix, accountId)),
+        redis.zcount(parkedDeliveriesKey(prefix, accountId), now, '+inf'),
+      ]),
     );
     return counts.reduce((sum, count) => sum + count, 0);
   };
@@ -149,7 +178,7 @@ export function createBacklogWatch(
       events: shards.reduce((sum, shard) => sum + shard.events, 0),
       deliveries: shards.reduce((sum, shard) => sum + shard.deliveries, 0),
       accounts: shards.reduce((sum, shard) => sum + shard.accounts, 0),
-      waitingTurn: shards.reduce((sum, shard) => sum + shard.waitingTurn, 0),
+      waitingOrParked: shards.reduce((sum, shard) => sum + shard.waitingOrParked, 0),
     };
   };
   const timer = setInterval(() => {

@@ -45,12 +45,14 @@ export interface RedeliveryDeps {
  */
 export async function startRounds(
   deps: RedeliveryDeps,
+  accountId: string,
   candidates: RedeliveryCandidate[],
   options: { recovered: boolean },
 ): Promise<string[]> {
   if (candidates.length === 0) return [];
   const rounds = candidates.map((c) => ({
     ...c,
+    accountId,
     round: nextRound(c.attemptsMade),
     recovered: options.recovered,
   }));

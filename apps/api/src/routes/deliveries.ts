@@ -185,7 +185,7 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         );
       }
       if (subscription.status !== 'active') throw subscriptionDisabled();
-      await startRounds(redelivery, [delivery], { recovered: false });
+      await startRounds(redelivery, request.accountId, [delivery], { recovered: false });
       const row = await app.prisma.delivery.findUniqueOrThrow({
         where: { id: delivery.id },
         include: { event: { select: { type: true } } },
@@ -300,7 +300,7 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         await recoverRounds()
           .consume(request.accountId, batch.length)
           .catch(() => undefined);
-      const count = (await startRounds(redelivery, batch, { recovered: true })).length;
+      const count = (await startRounds(redelivery, request.accountId, batch, { recovered: true })).length;
       return reply.code(202).send({
         count,
         until: until.toISOString(),

@@ -117,7 +117,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
    * A subscription leaving FIFO ordering: its deliveries that waited for their turn without a job
    * get their jobs now. A Redis fault is logged; the reconciler gives them their jobs then.
    */
-  const releaseWaiting = async (subscriptionId: string, log: FastifyBaseLogger) => {
+  const releaseWaiting = async (subscriptionId: string, accountId: string, log: FastifyBaseLogger) => {
     const waiting = await app.prisma.delivery.findMany({
       where: { subscriptionId, status: 'pending' },
       select: { eventId: true, round: true },
@@ -125,7 +125,9 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     try {
       for (let i = 0; i < waiting.length; i += 1000) {
         await app.deliveryQueues.add(
-          waiting.slice(i, i + 1000).map((d) => ({ eventId: d.eventId, subscriptionId, round: d.round })),
+          waiting
+            .slice(i, i + 1000)
+            .map((d) => ({ eventId: d.eventId, subscriptionId, accountId, round: d.round })),
           options.maxAttempts,
         );
       }
@@ -321,7 +323,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
       });
       if (moved) await requestVerification(row.id, row.callbackUrl, request.log);
-      if (current.ordering === 'fifo' && row.ordering === 'none') await releaseWaiting(row.id, request.log);
+      if (current.ordering === 'fifo' && row.ordering === 'none')
+        await releaseWaiting(row.id, request.accountId, request.log);
       return presentWritten(row);
     },
   );

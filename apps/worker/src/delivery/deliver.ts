@@ -39,6 +39,7 @@ import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
 import type { FifoHeads } from './fifo.js';
 import type { DeliveryGate } from './gate.js';
 import type { HostGate } from './host-gate.js';
+import { parkedUntil, type ParkedDeliveries } from './parked.js';
 import { decideOutcome, type DeliveryOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
 import { attemptStatusClass } from './status-class.js';
@@ -69,6 +70,8 @@ export interface DeliverDeps {
    * now, or how long it waits in ms, held behind its account's waiting work.
    */
   turn: (job: { jobId: string; accountId: string; requestId?: string }) => Promise<number>;
+  /** The shard's count of parked deliveries per account, which the API's backlog bound reads. */
+  parked: ParkedDeliveries;
 }
 
 /**
@@ -95,7 +98,7 @@ const fifoFanOutWaitMs = 50;
 /** What happened while the step held its slot. */
 type WithinSlot =
   | { kind: 'done'; result: Exclude<EndedWithoutAttempt, 'expired'>; fifo: boolean }
-  | { kind: 'wait'; waitMs: number }
+  | { kind: 'wait'; waitMs: number; inTurnList?: boolean }
   | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
 
 /**
@@ -143,7 +146,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
         accountId: subscription.accountId,
         ...(requestId === undefined ? {} : { requestId }),
       });
-      if (waitMs > 0) return { kind: 'wait', waitMs };
+      if (waitMs > 0) return { kind: 'wait', waitMs, inTurnList: true };
     }
     // The transformation first: the URL it returns names the host whose slot is taken.
     const transformed = await transformStep(deps.transformations, delivery);
@@ -295,6 +298,9 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
     }
     if (done.kind === 'ended' && done.result !== 'not_pending')
       deps.metrics.deliveries.inc({ outcome: done.result === 'expired' ? 'given_up' : done.result });
+    const dueAt = parkedUntil(done, Date.now());
+    if (dueAt !== null && ref.accountId !== undefined)
+      await deps.parked.park(ref.accountId, ref.jobId, dueAt);
     return done;
   };
 }

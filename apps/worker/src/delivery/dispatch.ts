@@ -52,6 +52,7 @@ const wakeRetryMs = 200;
  */
 export function candidateOfJob(
   jobId: string,
+  accountId: string,
   requestId: string | undefined,
   backLane: boolean,
 ): InlineCandidate {
@@ -60,6 +61,7 @@ export function candidateOfJob(
     jobId,
     eventId,
     subscriptionId,
+    accountId,
     ...(requestId === undefined || requestId === '' ? {} : { requestId }),
     ...(backLane ? { priority: backLanePriority } : {}),
   };
@@ -83,7 +85,7 @@ function withLoaded(candidate: InlineCandidate, delivery: FanOutDelivery): Inlin
 
 /** A scheduled delivery as an inline attempt's candidate (its first round, front lane). */
 const candidateOf = (d: FanOutDelivery): InlineCandidate => ({
-  ...candidateOfJob(deliveryJobId(d.eventId, d.subscriptionId), d.requestId, false),
+  ...candidateOfJob(deliveryJobId(d.eventId, d.subscriptionId), d.accountId, d.requestId, false),
   ...(d.traceContext === undefined ? {} : { traceContext: d.traceContext }),
 });
 
@@ -213,7 +215,12 @@ export function createDispatch(options: DispatchOptions): Dispatch {
       for (const delivery of admitted) {
         if (delivery.held) continue;
         // The stale lane is the back lane too.
-        const candidate = candidateOfJob(delivery.jobId, delivery.requestId, delivery.lane !== lanes.front);
+        const candidate = candidateOfJob(
+          delivery.jobId,
+          delivery.accountId,
+          delivery.requestId,
+          delivery.lane !== lanes.front,
+        );
         if (delivery.own !== undefined && own !== undefined)
           mineToAttempt.push(withLoaded(candidate, delivery.own));
         else if (background !== undefined && delivery.lane !== lanes.stale && delivery.created)

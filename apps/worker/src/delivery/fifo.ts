@@ -37,9 +37,14 @@ export function createFifoHeads(
   return {
     async ensure(subscriptionIds) {
       if (subscriptionIds.length === 0) return;
-      const { rows } = await pool.query<{ event_id: string; subscription_id: string; round: number }>({
+      const { rows } = await pool.query<{
+        event_id: string;
+        subscription_id: string;
+        account_id: string;
+        round: number;
+      }>({
         name: 'fifo-heads',
-        text: `SELECT DISTINCT ON (d.subscription_id) d.event_id::text, d.subscription_id::text, d.round
+        text: `SELECT DISTINCT ON (d.subscription_id) d.event_id::text, d.subscription_id::text, s.account_id, d.round
          FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id AND s.ordering = 'fifo'
          WHERE d.subscription_id = ANY($1::uuid[]) AND d.status = 'pending'
          ORDER BY d.subscription_id, d.event_id`,
@@ -47,7 +52,12 @@ export function createFifoHeads(
       });
       if (rows.length === 0) return;
       const jobs = await deliveries.addDeliveries(
-        rows.map((row) => ({ eventId: row.event_id, subscriptionId: row.subscription_id, round: row.round })),
+        rows.map((row) => ({
+          eventId: row.event_id,
+          subscriptionId: row.subscription_id,
+          accountId: row.account_id,
+          round: row.round,
+        })),
         maxAttempts,
       );
       // An id BullMQ holds already keeps its job: one parked while it was not the head goes now.

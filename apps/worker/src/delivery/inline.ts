@@ -31,6 +31,8 @@ export interface InlineCandidate {
   jobId: string;
   eventId: string;
   subscriptionId: string;
+  /** The subscription's account (`DeliveryJobData.accountId`). */
+  accountId: string;
   requestId?: string;
   /**
    * Its job's BullMQ priority, for a delivery of a backlogged account (the account scheduler's back

@@ -58,11 +58,12 @@ export function needsTurn(run: { round: number; inlineAttempts: number; attempts
  * before the job existed (`inlineAttempts`), so BullMQ's attempt limit and the outcome's agree.
  */
 export function roundOfJob(job: Job<DeliveryJobData>, defaultAttempts: number): RoundRef {
-  const { eventId, subscriptionId, requestId, inlineAttempts } = job.data;
+  const { eventId, subscriptionId, accountId, requestId, inlineAttempts } = job.data;
   return {
     jobId: job.id!,
     eventId,
     subscriptionId,
+    ...(accountId === undefined ? {} : { accountId }),
     round: job.data.round ?? 0,
     ...(requestId === undefined ? {} : { requestId }),
     enqueuedAt: job.timestamp,

@@ -13,8 +13,11 @@ export type EndedWithoutAttempt = 'dropped' | 'cancelled' | 'not_pending' | 'exp
 export type DeliveryStep =
   /** Nothing more to do for this round, and nothing was sent. */
   | { kind: 'ended'; result: EndedWithoutAttempt }
-  /** Not its turn (gate, rate limit, host cap, FIFO, unverified callback): ask again in `waitMs`. */
-  | { kind: 'wait'; waitMs: number }
+  /**
+   * Not its turn (gate, rate limit, host cap, FIFO, unverified callback, its account's turn): ask
+   * again in `waitMs`. `inTurnList`: it waits in its account's turn list, which counts it already.
+   */
+  | { kind: 'wait'; waitMs: number; inTurnList?: boolean }
   /** An attempt was sent and recorded; `failure` is the operator's text of a failed one. */
   | { kind: 'attempted'; outcome: DeliveryOutcome; failure: string };
 
@@ -24,6 +27,8 @@ export interface RoundRef {
   jobId: string;
   eventId: string;
   subscriptionId: string;
+  /** The subscription's account, as its job says (absent on jobs of an older version). */
+  accountId?: string;
   /** 0 for the first round. */
   round: number;
   requestId?: string;

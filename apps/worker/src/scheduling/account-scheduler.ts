@@ -205,10 +205,11 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
     const { admitted, waitingAccounts } = admission;
     await dispatcher.dispatch(
       admitted.map(({ jobId, entry, lane }): AdmittedDelivery<D> => {
-        const { requestId, created, held } = readEntry(entry);
+        const { accountId, requestId, created, held } = readEntry(entry);
         const own = lane === lanes.front ? fresh.get(jobId) : undefined;
         return {
           jobId,
+          accountId,
           lane,
           created,
           held,

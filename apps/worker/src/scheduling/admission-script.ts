@@ -271,10 +271,18 @@ export function entryValue(delivery: {
   return delivery.created === true ? inlineMark + value : value;
 }
 
-/** What an entry value says: the delivery's request id, and whether its row was new. */
-export function readEntry(entry: string): { requestId?: string; created: boolean; held: boolean } {
-  const requestId = entry.slice(entry.indexOf('\t') + 1);
+/** What an entry value says: the delivery's account and request id, and whether its row was new. */
+export function readEntry(entry: string): {
+  accountId: string;
+  requestId?: string;
+  created: boolean;
+  held: boolean;
+} {
+  const tab = entry.indexOf('\t');
+  const requestId = entry.slice(tab + 1);
+  const marked = entry.startsWith(inlineMark) || entry.startsWith(heldMark);
   return {
+    accountId: entry.slice(marked ? 1 : 0, tab),
     ...(requestId === '' ? {} : { requestId }),
     created: entry.startsWith(inlineMark),
     held: entry.startsWith(heldMark),

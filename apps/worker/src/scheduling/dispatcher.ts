@@ -23,6 +23,8 @@ export interface ScheduledDelivery {
 export interface AdmittedDelivery<D extends ScheduledDelivery> {
   /** Its delivery job id (`<event id>.<subscription id>`). */
   jobId: string;
+  /** Its subscription's account. */
+  accountId: string;
   /** The publishing request's `X-Request-Id`, when it had one. */
   requestId?: string;
   /** The lane it was admitted into. */
