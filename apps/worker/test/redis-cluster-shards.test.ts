@@ -25,8 +25,8 @@ beforeAll(async () => {
     REDIS_WAIT_REPLICAS: '1',
     RATE_LIMIT_PER_MINUTE: '1000000',
     DELIVERY_BACKOFF_MS: '100',
-    RECONCILE_INTERVAL_MS: '500',
-    RECONCILE_GRACE_MS: '1000',
+    // The reconciler at its defaults: run every 500 ms with a 1 s grace, it scanned every pending
+    // delivery of the burst over and over, and on a slow machine slowed the drain it waited for.
   });
 }, 90_000);
 afterAll(async () => {
@@ -78,15 +78,23 @@ describe('sharded queues on a three-master Redis Cluster', () => {
       for (const { id } of events) published.add(id);
     }
     const spread = () => stack.receiver.requests.filter((request) => request.path.startsWith('/spread/'));
-    await waitFor('10,080 deliveries', () => spread().length >= 10_080, 180_000).catch(
-      async (error: unknown) => {
-        const now = await cluster.masters().catch(() => []);
-        throw new Error(
-          `${String(error)}: ${spread().length} arrived; masters now on ports ${now.map(({ port }) => port).join(', ')}, before ${masters.map(({ port }) => port).join(', ')}`,
-        );
-      },
-    );
-
+    // On a timeout, the message tells a stall from a slow drain (arrivals every 20 s) and names
+    // the accounts short of their 1,680 deliveries.
+    const progress: number[] = [];
+    const sampler = setInterval(() => progress.push(spread().length), 20_000);
+    try {
+      await waitFor('10,080 deliveries', () => spread().length >= 10_080, 360_000);
+    } catch (error) {
+      const now = await cluster.masters().catch(() => []);
+      const short = accounts
+        .map((account) => [account, spread().filter((r) => r.path.startsWith(`/spread/${account}/`)).length])
+        .filter(([, count]) => count !== 1_680);
+      throw new Error(
+        `${String(error)}: ${spread().length} arrived (every 20 s: ${progress.join(', ')}); short: ${JSON.stringify(short)}; masters now on ports ${now.map(({ port }) => port).join(', ')}, before ${masters.map(({ port }) => port).join(', ')}`,
+      );
+    } finally {
+      clearInterval(sampler);
+    }
     const received = spread();
     expect(
       new Set(received.map((request) => `${request.path} ${String(request.headers['webhook-id'])}`)).size,
@@ -94,9 +102,15 @@ describe('sharded queues on a three-master Redis Cluster', () => {
     expect(new Set(received.map((request) => String(request.headers['webhook-id'])))).toEqual(published);
     const commands = shares(await Promise.all(masters.map(({ port }) => commandsRun(port))));
     const keys = shares(await Promise.all(masters.map(({ port }) => onNode(port, (node) => node.dbsize()))));
-    for (const fraction of [...commands, ...keys]) {
+    for (const fraction of keys) {
       expect(fraction).toBeGreaterThanOrEqual(0.2);
       expect(fraction).toBeLessThanOrEqual(0.47);
     }
-  }, 240_000);
+    // Every delivery here goes to one callback host, whose cap is one key on one master: two
+    // commands of each attempt go there whatever the shards, so its master runs a little more.
+    for (const fraction of commands) {
+      expect(fraction).toBeGreaterThanOrEqual(0.2);
+      expect(fraction).toBeLessThanOrEqual(0.55);
+    }
+  }, 420_000);
 });
