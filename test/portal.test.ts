@@ -241,7 +241,15 @@ describe('the subscriber portal in a browser', () => {
     await openSubscription(page, callbackUrl);
     await page.getByRole('button', { name: 'Edit' }).click();
     await page.getByRole('button', { name: 'Show current headers' }).click();
-    expect(await page.getByLabel('Custom headers').inputValue()).toBe('x-old: o');
+    // The field is there before the click: its value comes with the API's answer.
+    await waitFor(
+      'the current headers shown',
+      async () => (await page.getByLabel('Custom headers').inputValue()) === 'x-old: o',
+    ).catch(async (error: unknown) => {
+      throw new Error(
+        `${String(error)}; the field holds ${JSON.stringify(await page.getByLabel('Custom headers').inputValue())}`,
+      );
+    });
     await page.getByLabel('Custom headers').fill('Host: elsewhere');
     await page.getByRole('button', { name: 'Save changes' }).click();
     expect(await page.locator('#headers-error').textContent()).toMatch(/host/i);
