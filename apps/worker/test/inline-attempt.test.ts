@@ -76,6 +76,8 @@ describe('the inline first attempt', () => {
     await deliveryOnce(subscriptionId, eventId, 'succeeded');
     expect(stack.receiver.at('/inline-ok')).toHaveLength(1);
     expect(await addedDeliveryJobs()).not.toContain(jobId);
+    // The row is stored inside the attempt; the counter moves once the attempt has returned.
+    await waitFor('the inline attempt counted', async () => (await inlineAttempts('sent')) > sentBefore);
     expect(await inlineAttempts('sent')).toBe(sentBefore + 1);
   });
 
@@ -149,7 +151,9 @@ describe('the inline first attempt', () => {
     subscriptions.forEach((_, i) => expect(stack.receiver.at(`/inline-wide/${i}`)).toHaveLength(1));
     const added = new Set(await addedDeliveryJobs());
     expect(subscriptions.filter((sub) => added.has(deliveryJobId(eventId, sub.id)))).toEqual([]);
-    expect(await inlineAttempts('sent')).toBe(sentBefore + subscriptions.length);
+    const sentAll = sentBefore + subscriptions.length;
+    await waitFor('the inline attempts counted', async () => (await inlineAttempts('sent')) >= sentAll);
+    expect(await inlineAttempts('sent')).toBe(sentAll);
   });
 
   it("keeps inline slots for a quiet account's first attempt while a wide fan-out's attempts hang", async () => {
