@@ -31,4 +31,25 @@ describe('a refused configuration', () => {
       ),
     ]);
   });
+
+  it.each(['api', 'worker'] as const)(
+    'stops the %s with one line when DESTINATION_BROKERS cannot be read',
+    (service) => {
+      const run = spawnSync(process.execPath, [entries[service]], {
+        env: {
+          ...process.env,
+          NODE_ENV: 'development',
+          WORKER_HEALTH_PORT: '0',
+          PORT: '0',
+          DESTINATION_BROKERS: '{"orders": {"type": "kafka", "url": "kafka://h"}}',
+        },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(run.status).toBe(1);
+      expect(run.stderr.trim().split('\n')).toEqual([
+        `${service}: configuration error: Invalid environment variable DESTINATION_BROKERS: broker orders: type must be "rabbitmq" or "nats"`,
+      ]);
+    },
+  );
 });

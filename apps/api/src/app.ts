@@ -239,6 +239,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       views,
       catalogue: config.catalogue,
       maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
+      brokers: config.brokers,
     });
     await accountScope.register(signingSecret, { secretBox });
     await accountScope.register(customHeaders, { secretBox });

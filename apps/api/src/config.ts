@@ -24,6 +24,9 @@ import {
   type RedisSettings,
   type SecretBox,
   transformationEnv,
+  destinationEnv,
+  parseDestinationBrokers,
+  type BrokerConfig,
 } from '@webhooks/shared';
 import { parseTrustProxy, type TrustProxy } from './lib/client-address.js';
 
@@ -34,6 +37,7 @@ export const developmentJwtSecret = 'development-only-secret-do-not-use-in-produ
 export const apiEnvSchema = Type.Object({
   ...commonEnv,
   ...transformationEnv,
+  ...destinationEnv,
   PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535, description: 'API listen port' }),
   JWT_SECRET: Type.String({
     default: '',
@@ -218,6 +222,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     tracing: boolean;
     /** TRUST_PROXY as Fastify's `trustProxy` (lib/client-address.ts). */
     trustProxy: TrustProxy;
+    /** DESTINATION_BROKERS by name: what a subscription's `destination` may name. */
+    brokers: ReadonlyMap<string, BrokerConfig>;
   };
 
 /**
@@ -252,6 +258,7 @@ function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
     callbackPolicy: parseCallbackPolicy(config),
     tracing: tracingRequested(env),
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
+    brokers: parseDestinationBrokers(config.DESTINATION_BROKERS),
   };
   const development = isDevelopmentEnv(config.NODE_ENV);
   const productionRule = `outside NODE_ENV development or test (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`;

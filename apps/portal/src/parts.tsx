@@ -1,5 +1,6 @@
 /** Small pieces every page uses: loading and failure messages, status badges and times. */
 import type { ComponentChildren } from 'preact';
+import type { Subscription } from '@webhooks/client';
 
 /** A message that something is loading, announced to screen readers. */
 export function Loading({ what }: { what: string }) {
@@ -77,4 +78,16 @@ export function Confirm({
       </div>
     </div>
   );
+}
+
+/** A broker destination in words, for the account that reads it. */
+export function describeDestination(destination: Subscription['destination']): string {
+  switch (destination.type) {
+    case 'rabbitmq':
+      return `RabbitMQ ${destination.broker}: exchange "${destination.exchange}", routing key "${destination.routing_key}"`;
+    case 'nats':
+      return `NATS ${destination.broker}: JetStream subject ${destination.subject}`;
+    default:
+      return 'HTTP callback';
+  }
 }

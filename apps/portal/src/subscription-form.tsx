@@ -7,6 +7,7 @@ import type { Problem, Subscription, WebhookClient } from '@webhooks/client';
 import { fieldError, outcome, useLoaded } from './api-call.js';
 import { EventTypePicker, pickableTypes } from './event-type-picker.js';
 import { Field } from './field.js';
+import { describeDestination } from './parts.js';
 import { navigate } from './route.js';
 import { ReceiverAccess, receiverAccessBody, useReceiverAccess } from './receiver-access.js';
 import { TransformationEditor } from './transformation-editor.js';
@@ -61,6 +62,8 @@ export function SubscriptionForm({
   );
   const [filterParseError, setFilterParseError] = useState<string | undefined>();
   const [callbackUrl, setCallbackUrl] = useState(subscription?.callback_url ?? '');
+  // A broker destination is chosen through the API; the portal edits everything else about it.
+  const broker = subscription !== undefined && subscription.destination.type !== 'http';
   const [webhookId, setWebhookId] = useState(subscription?.webhook_id ?? '');
   const [rateLimit, setRateLimit] = useState(subscription?.rate_limit?.toString() ?? '');
   const [ordering, setOrdering] = useState<'none' | 'fifo'>(subscription?.ordering ?? 'none');
@@ -105,7 +108,7 @@ export function SubscriptionForm({
           client.PUT('/api/webhooks/{id}', {
             params: { path: { id: subscription.id } },
             body: {
-              callback_url: callbackUrl,
+              ...(broker ? {} : { callback_url: callbackUrl }),
               webhook_id: webhookId === '' ? null : webhookId,
               rate_limit: limit,
               ordering,
@@ -186,23 +189,30 @@ export function SubscriptionForm({
           error={fieldError(problem, '/event_types')}
         />
       )}
-      <Field
-        id="callback_url"
-        label="Callback URL"
-        hint="An absolute https URL in your application; it must answer 200 to confirm a delivery."
-        error={fieldError(problem, '/callback_url')}
-      >
-        {(attributes) => (
-          <input
-            {...attributes}
-            type="url"
-            required
-            value={callbackUrl}
-            placeholder="https://app.example/webhooks"
-            onInput={(e) => setCallbackUrl(e.currentTarget.value)}
-          />
-        )}
-      </Field>
+      {broker ? (
+        <p>
+          Delivered to {describeDestination(subscription.destination)}; the destination is changed through the
+          API.
+        </p>
+      ) : (
+        <Field
+          id="callback_url"
+          label="Callback URL"
+          hint="An absolute https URL in your application; it must answer 200 to confirm a delivery."
+          error={fieldError(problem, '/callback_url')}
+        >
+          {(attributes) => (
+            <input
+              {...attributes}
+              type="url"
+              required
+              value={callbackUrl}
+              placeholder="https://app.example/webhooks"
+              onInput={(e) => setCallbackUrl(e.currentTarget.value)}
+            />
+          )}
+        </Field>
+      )}
       <Field
         id="webhook_id"
         label="webhook_id (optional)"

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { Subscription, WebhookClient } from '@webhooks/client';
 import { useLoaded } from './api-call.js';
-import { Badge, Failure, Loading } from './parts.js';
+import { Badge, describeDestination, Failure, Loading } from './parts.js';
 import { href } from './route.js';
 
 const pageSize = 20;
@@ -68,6 +68,9 @@ export function SubscriptionFacts({
       <Badge status={subscription.status} />
       {subscription.delivery.state === 'throttled' && <Badge status="throttled" />}
       <span>{subscription.kind ?? 'every event type'}</span>
+      {subscription.destination.type !== 'http' && (
+        <span>{describeDestination(subscription.destination)}</span>
+      )}
       {subscription.webhook_id && <span>webhook_id {subscription.webhook_id}</span>}
       {subscription.rate_limit !== null && <span>at most {subscription.rate_limit}/s</span>}
       <Health client={client} id={subscription.id} />

@@ -29,6 +29,9 @@ import {
   type RedisSettings,
   type SecretBox,
   transformationEnv,
+  destinationEnv,
+  parseDestinationBrokers,
+  type BrokerConfig,
 } from '@webhooks/shared';
 import { heapLimitEnv } from './heap-limit.js';
 
@@ -37,6 +40,7 @@ export const workerEnvSchema = Type.Object({
   ...commonEnv,
   ...heapLimitEnv,
   ...transformationEnv,
+  ...destinationEnv,
   WORKER_CONCURRENCY: Type.Integer({
     default: 50,
     minimum: 1,
@@ -200,6 +204,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     callbackPolicy: CallbackPolicy;
     /** Whether the standard OTEL_* variables ask for traces. */
     tracing: boolean;
+    /** DESTINATION_BROKERS by name: the brokers the worker publishes to. */
+    brokers: ReadonlyMap<string, BrokerConfig>;
   };
 
 /** A queue a worker process may consume (WORKER_QUEUES). */
@@ -291,6 +297,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     catalogue: catalogueFromEnv(config),
     callbackPolicy: parseCallbackPolicy(config),
     tracing: tracingRequested(env),
+    brokers: parseDestinationBrokers(config.DESTINATION_BROKERS),
   };
   requireMetricsToken(worker);
   return worker;

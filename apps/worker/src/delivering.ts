@@ -21,6 +21,7 @@ import {
 } from '@webhooks/shared';
 import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
+import { createBrokerPublishers, createDestinationSender } from './destinations/registry.js';
 import type { DeliveryPolicy } from './delivery/backoff.js';
 import { createAttemptClaims } from './delivery/claim.js';
 import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
@@ -82,6 +83,10 @@ export function startDeliveries(
       : { extraCertificateAuthorities: config.callbackCertificateAuthorities }),
     ...(config.proxyUrl === undefined ? {} : { proxyUrl: config.proxyUrl }),
   });
+  const destinations = createDestinationSender(
+    sender,
+    createBrokerPublishers(config.brokers, { timeoutMs: config.DELIVERY_TIMEOUT_MS, log }),
+  );
   const transformations = config.TRANSFORMATIONS
     ? createTransformationRunner(transformationLimitsFromEnv(config))
     : null;
@@ -144,7 +149,7 @@ export function startDeliveries(
     });
     const deliver = createDeliver({
       store,
-      sender,
+      sender: destinations,
       claims: createAttemptClaims({
         redis: gateRedis,
         prefix: shard.prefix,
@@ -190,11 +195,11 @@ export function startDeliveries(
     workers,
     verifications,
     /**
-     * Closes the HTTP sender, the gates' connection and the transformation threads, once the
+     * Closes the HTTP sender and the broker connections, the gates' connection and the transformation threads, once the
      * workers are closed.
      */
     close() {
-      sender.close();
+      destinations.close();
       gateRedis.disconnect();
       void transformations?.close();
     },

@@ -96,6 +96,14 @@ describe('decideOutcome', () => {
     expect(decideOutcome(result({ statusCode: 201 }), 0, policy, now).kind).toBe('retry');
   });
 
+  it("confirms a broker's confirmation (no HTTP status, no error), and retries a refused publish", () => {
+    expect(decideOutcome(result({ statusCode: null, errorClass: null }), 0, policy, now)).toEqual({
+      kind: 'succeeded',
+    });
+    for (const errorClass of ['broker_refused', 'broker_unroutable', 'broker_unavailable'] as const)
+      expect(decideOutcome(result({ statusCode: null, errorClass }), 0, policy, now).kind).toBe('retry');
+  });
+
   it('schedules the next attempt with the backoff, stretched by Retry-After', () => {
     expect(decideOutcome(result({}), 1, policy, now)).toEqual({
       kind: 'retry',

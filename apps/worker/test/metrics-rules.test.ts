@@ -12,6 +12,10 @@ describe('the status_class of an attempt', () => {
     [{ statusCode: null, errorClass: 'connection_reset' }, 'connect_error'],
     [{ statusCode: null, errorClass: 'dns' }, 'connect_error'],
     [{ statusCode: null, errorClass: 'blocked_address' }, 'blocked'],
+    [{ statusCode: null, errorClass: null }, 'confirmed'],
+    [{ statusCode: null, errorClass: 'broker_unavailable' }, 'connect_error'],
+    [{ statusCode: null, errorClass: 'broker_refused' }, 'refused'],
+    [{ statusCode: null, errorClass: 'broker_unroutable' }, 'refused'],
     [{ statusCode: null, errorClass: 'other' }, 'other'],
   ] as const)('%j is %s', (result, expected) => {
     expect(attemptStatusClass(result)).toBe(expected);

@@ -455,7 +455,31 @@ export interface components {
       id: string;
       /** @description Path of this subscription */
       resource_uri: string;
+      /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
       callback_url: string;
+      /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+      destination:
+        | {
+            /** @enum {string} */
+            type: 'http';
+          }
+        | {
+            /** @enum {string} */
+            type: 'rabbitmq';
+            /** @description A broker the deployment names in DESTINATION_BROKERS */
+            broker: string;
+            /** @description Exchange published to (it must exist); empty: the default exchange */
+            exchange: string;
+            routing_key: string;
+          }
+        | {
+            /** @enum {string} */
+            type: 'nats';
+            /** @description A broker the deployment names in DESTINATION_BROKERS */
+            broker: string;
+            /** @description JetStream subject, no wildcards; a stream must store it */
+            subject: string;
+          };
       webhook_id: string | null;
       account_id: string;
       /** @description null: receives every event type of the account */
@@ -786,10 +810,33 @@ export interface operations {
       content: {
         'application/json': {
           /**
-           * @description Absolute http(s) URL in the client application that receives event payloads
+           * @description Absolute http(s) URL in the client application that receives event payloads; required unless `destination` is a broker, and left out then
            * @example https://client.example/hooks/calls
            */
-          callback_url: string;
+          callback_url?: string;
+          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          destination?:
+            | {
+                /** @enum {string} */
+                type: 'http';
+              }
+            | {
+                /** @enum {string} */
+                type: 'rabbitmq';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Exchange published to (it must exist); empty: the default exchange */
+                exchange: string;
+                routing_key: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'nats';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description JetStream subject, no wildcards; a stream must store it */
+                subject: string;
+              };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -840,7 +887,31 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
             callback_url: string;
+            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            destination:
+              | {
+                  /** @enum {string} */
+                  type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'rabbitmq';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Exchange published to (it must exist); empty: the default exchange */
+                  exchange: string;
+                  routing_key: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'nats';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description JetStream subject, no wildcards; a stream must store it */
+                  subject: string;
+                };
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
@@ -974,10 +1045,33 @@ export interface operations {
       content: {
         'application/json': {
           /**
-           * @description Absolute http(s) URL in the client application that receives event payloads
+           * @description Absolute http(s) URL in the client application that receives event payloads; required unless `destination` is a broker, and left out then
            * @example https://client.example/hooks/calls
            */
-          callback_url: string;
+          callback_url?: string;
+          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          destination?:
+            | {
+                /** @enum {string} */
+                type: 'http';
+              }
+            | {
+                /** @enum {string} */
+                type: 'rabbitmq';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Exchange published to (it must exist); empty: the default exchange */
+                exchange: string;
+                routing_key: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'nats';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description JetStream subject, no wildcards; a stream must store it */
+                subject: string;
+              };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1028,7 +1122,31 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
             callback_url: string;
+            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            destination:
+              | {
+                  /** @enum {string} */
+                  type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'rabbitmq';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Exchange published to (it must exist); empty: the default exchange */
+                  exchange: string;
+                  routing_key: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'nats';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description JetStream subject, no wildcards; a stream must store it */
+                  subject: string;
+                };
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
@@ -1162,10 +1280,33 @@ export interface operations {
       content: {
         'application/json': {
           /**
-           * @description Absolute http(s) URL in the client application that receives event payloads
+           * @description Absolute http(s) URL in the client application that receives event payloads; required unless `destination` is a broker, and left out then
            * @example https://client.example/hooks/calls
            */
-          callback_url: string;
+          callback_url?: string;
+          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          destination?:
+            | {
+                /** @enum {string} */
+                type: 'http';
+              }
+            | {
+                /** @enum {string} */
+                type: 'rabbitmq';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Exchange published to (it must exist); empty: the default exchange */
+                exchange: string;
+                routing_key: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'nats';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description JetStream subject, no wildcards; a stream must store it */
+                subject: string;
+              };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1216,7 +1357,31 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
             callback_url: string;
+            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            destination:
+              | {
+                  /** @enum {string} */
+                  type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'rabbitmq';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Exchange published to (it must exist); empty: the default exchange */
+                  exchange: string;
+                  routing_key: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'nats';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description JetStream subject, no wildcards; a stream must store it */
+                  subject: string;
+                };
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
@@ -1350,10 +1515,33 @@ export interface operations {
       content: {
         'application/json': {
           /**
-           * @description Absolute http(s) URL in the client application that receives event payloads
+           * @description Absolute http(s) URL in the client application that receives event payloads; required unless `destination` is a broker, and left out then
            * @example https://client.example/hooks/calls
            */
-          callback_url: string;
+          callback_url?: string;
+          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          destination?:
+            | {
+                /** @enum {string} */
+                type: 'http';
+              }
+            | {
+                /** @enum {string} */
+                type: 'rabbitmq';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Exchange published to (it must exist); empty: the default exchange */
+                exchange: string;
+                routing_key: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'nats';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description JetStream subject, no wildcards; a stream must store it */
+                subject: string;
+              };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
           /** @description Deliveries a second at most to this callback, across all workers (null: no limit); deliveries held back wait without using attempts */
@@ -1404,7 +1592,31 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
             callback_url: string;
+            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            destination:
+              | {
+                  /** @enum {string} */
+                  type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'rabbitmq';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Exchange published to (it must exist); empty: the default exchange */
+                  exchange: string;
+                  routing_key: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'nats';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description JetStream subject, no wildcards; a stream must store it */
+                  subject: string;
+                };
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
@@ -1550,7 +1762,31 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
             callback_url: string;
+            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            destination:
+              | {
+                  /** @enum {string} */
+                  type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'rabbitmq';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Exchange published to (it must exist); empty: the default exchange */
+                  exchange: string;
+                  routing_key: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'nats';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description JetStream subject, no wildcards; a stream must store it */
+                  subject: string;
+                };
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
@@ -1658,10 +1894,33 @@ export interface operations {
       content: {
         'application/json': {
           /**
-           * @description Absolute http(s) URL in the client application that receives event payloads
+           * @description Absolute http(s) URL in the client application that receives event payloads; required unless `destination` is a broker, and left out then
            * @example https://client.example/hooks/calls
            */
           callback_url?: string;
+          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          destination?:
+            | {
+                /** @enum {string} */
+                type: 'http';
+              }
+            | {
+                /** @enum {string} */
+                type: 'rabbitmq';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Exchange published to (it must exist); empty: the default exchange */
+                exchange: string;
+                routing_key: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'nats';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description JetStream subject, no wildcards; a stream must store it */
+                subject: string;
+              };
           webhook_id?: string | null;
           /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
           status?: 'active' | 'disabled';
@@ -1709,7 +1968,31 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
             callback_url: string;
+            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            destination:
+              | {
+                  /** @enum {string} */
+                  type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'rabbitmq';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Exchange published to (it must exist); empty: the default exchange */
+                  exchange: string;
+                  routing_key: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'nats';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description JetStream subject, no wildcards; a stream must store it */
+                  subject: string;
+                };
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
@@ -1910,7 +2193,31 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
             callback_url: string;
+            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            destination:
+              | {
+                  /** @enum {string} */
+                  type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'rabbitmq';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Exchange published to (it must exist); empty: the default exchange */
+                  exchange: string;
+                  routing_key: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'nats';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description JetStream subject, no wildcards; a stream must store it */
+                  subject: string;
+                };
             webhook_id: string | null;
             account_id: string;
             /** @description null: receives every event type of the account */
@@ -3091,9 +3398,9 @@ export interface operations {
               started_at: string;
               /** @description Milliseconds from connect to the end of the answer or the error */
               duration_ms: number;
-              /** @description HTTP status answered, null when none */
+              /** @description HTTP status answered, null when none (and for a broker destination) */
               status_code: number | null;
-              /** @description timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | other */
+              /** @description timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | transformation_failed | broker_unavailable | broker_refused (a missing exchange or stream, a nack) | broker_unroutable (no queue bound for the routing key) | other */
               error: string | null;
               error_message: string | null;
               /** @description First 4 KiB of the answer */

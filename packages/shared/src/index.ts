@@ -14,6 +14,7 @@ export * from './delivery-queues.js';
 export * from './env-list.js';
 export * from './client-certificate.js';
 export * from './custom-headers.js';
+export * from './destination.js';
 export * from './transformation.js';
 export * from './event-filter.js';
 export * from './event-input.js';

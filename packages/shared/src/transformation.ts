@@ -79,9 +79,10 @@ export type TransformationResult =
 /**
  * Checks what a function returned: an object with `cancel: true`, or with `payload` (any JSON
  * value), `headers` (an object of strings, which the custom headers' rules must accept) and `url`
- * (an absolute http or https URL).
+ * (an absolute http or https URL, or `inputUrl` unchanged: a broker destination's URI, which a
+ * transformation cannot change).
  */
-export function checkTransformationOutput(value: unknown): TransformationResult {
+export function checkTransformationOutput(value: unknown, inputUrl: string): TransformationResult {
   const failed = (error: string): TransformationResult => ({ kind: 'failed', error });
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     return failed('handler must return the webhook object');
@@ -101,6 +102,8 @@ export function checkTransformationOutput(value: unknown): TransformationResult 
     );
   }
   if (typeof url !== 'string') return failed('the returned url must be a string');
+  if (url === inputUrl) return { kind: 'transformed', payload, headers: checked.headers, url };
+  if (!/^https?:/i.test(inputUrl)) return failed('the url of a broker destination cannot be changed');
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -152,7 +155,7 @@ export function createTransformationRunner(limits: TransformationLimits): Transf
         memoryBytes: limits.memoryBytes,
       });
       if (!raw.ok) return { kind: 'failed', error: `the transformation failed: ${raw.error}` };
-      return checkTransformationOutput(raw.value);
+      return checkTransformationOutput(raw.value, input.url);
     },
     async check(source) {
       if (Buffer.byteLength(source) > maxTransformationBytes)

@@ -5,7 +5,8 @@ const url = 'https://hooks.slack.example/services/T0';
 
 describe('what a transformation returns', () => {
   it('is the webhook to send: any JSON payload, headers the custom headers’ rules accept, an http(s) URL', () => {
-    expect(checkTransformationOutput({ payload: { text: 'hi' }, headers: { 'X-Team': 'a' }, url })).toEqual({
+    const returned = { payload: { text: 'hi' }, headers: { 'X-Team': 'a' }, url };
+    expect(checkTransformationOutput(returned, 'https://client.example/hooks')).toEqual({
       kind: 'transformed',
       payload: { text: 'hi' },
       headers: { 'x-team': 'a' },
@@ -14,7 +15,19 @@ describe('what a transformation returns', () => {
   });
 
   it('cancels the delivery with cancel: true, whatever else it holds', () => {
-    expect(checkTransformationOutput({ cancel: true })).toEqual({ kind: 'cancelled' });
+    expect(checkTransformationOutput({ cancel: true }, url)).toEqual({ kind: 'cancelled' });
+  });
+
+  it('keeps a broker destination where it is: its URI back unchanged, and no other URL', () => {
+    const broker = 'rabbitmq://orders/webhooks/order.created';
+    expect(checkTransformationOutput({ payload: 1, headers: {}, url: broker }, broker)).toMatchObject({
+      kind: 'transformed',
+      url: broker,
+    });
+    expect(checkTransformationOutput({ payload: 1, headers: {}, url }, broker)).toEqual({
+      kind: 'failed',
+      error: 'the url of a broker destination cannot be changed',
+    });
   });
 
   it.each([
@@ -27,7 +40,7 @@ describe('what a transformation returns', () => {
     [{ payload: 1, headers: {}, url: '/relative' }, /not an absolute URL/],
     [{ payload: 1, headers: {}, url: 'file:///etc/passwd' }, /http or https/],
   ])('fails the attempt for %j', (value, error) => {
-    const result = checkTransformationOutput(value);
+    const result = checkTransformationOutput(value, 'https://client.example/hooks');
     expect(result.kind).toBe('failed');
     expect(result.kind === 'failed' && result.error).toMatch(error);
   });

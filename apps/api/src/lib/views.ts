@@ -6,6 +6,7 @@
 import type { Delivery, DeliveryAttempt, Event, Subscription as SubscriptionRow } from '@webhooks/db';
 import {
   buildDeliveryPayload,
+  destinationOf,
   formatPayloadTimestamp,
   maskCustomHeaders,
   openClientCertificate,
@@ -65,6 +66,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
       id: row.id,
       resource_uri: links.subscription(row.id),
       callback_url: row.callbackUrl,
+      destination: destinationOf(row.callbackUrl),
       webhook_id: row.webhookId,
       account_id: row.accountId,
       kind: row.kind,

@@ -21,6 +21,7 @@ import {
   SubscriptionListQuery,
   SubscriptionUpdate,
   verificationJob,
+  type BrokerConfig,
   type CallbackPolicy,
   type Catalogue,
   type InFlightBounds,
@@ -29,6 +30,7 @@ import {
   type TransformationRunner,
 } from '@webhooks/shared';
 import { checkCallbackUrl } from '../lib/callback-url.js';
+import { writeTarget } from '../lib/destination-target.js';
 import { sealedClientCertificate, sealedCustomHeaders } from '../lib/callback-credentials.js';
 import { pageRequest } from '../lib/pagination.js';
 import {
@@ -73,6 +75,8 @@ export interface SubscriptionRoutesOptions {
   catalogue: Catalogue;
   /** DELIVERY_MAX_ATTEMPTS, for the jobs of deliveries released from FIFO ordering. */
   maxAttempts: number;
+  /** DESTINATION_BROKERS: the brokers a `destination` may name. */
+  brokers: ReadonlyMap<string, BrokerConfig>;
 }
 
 /**
@@ -84,11 +88,13 @@ export function createSubscriptionOperation(kind: string | null): string {
 }
 
 const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = async (app, options) => {
-  const rejectBadCallback = (url: string | undefined) => {
-    const error: FieldError | null =
-      url === undefined
-        ? null
-        : checkCallbackUrl(url, options.callbackPolicy, '/callback_url', options.callbackHint);
+  const rejectBadCallback = (url: string) => {
+    const error: FieldError | null = checkCallbackUrl(
+      url,
+      options.callbackPolicy,
+      '/callback_url',
+      options.callbackHint,
+    );
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
   };
 
@@ -158,15 +164,14 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         },
       },
       async (request, reply) => {
-        const { callback_url, webhook_id, rate_limit, account_id, event_types, filter, ordering, headers } =
-          request.body;
+        const { webhook_id, rate_limit, account_id, event_types, filter, ordering, headers } = request.body;
         const clientCertificate = request.body.client_certificate ?? null;
         if (account_id !== undefined && account_id !== request.accountId) {
           throw new HttpProblem(403, 'forbidden', 'account_id differs from the account of the token', [
             { pointer: '/account_id', detail: 'must equal the token subject, or be left out' },
           ]);
         }
-        rejectBadCallback(callback_url);
+        const target = writeTarget(request.body, options.brokers, rejectBadCallback, true)!;
         checkSubscriptionSelection(catalogue, kind, event_types, filter);
         await checkTransformation(options.transformations, request.body.transformation);
         const id = uuidv7();
@@ -189,7 +194,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
             data: {
               id,
               accountId: request.accountId,
-              callbackUrl: callback_url,
+              callbackUrl: target.callbackUrl,
               webhookId: webhook_id ?? null,
               kind,
               eventTypes: event_types ?? [],
@@ -200,7 +205,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               clientTls,
               transformation: request.body.transformation ?? null,
               secret: options.secretBox.seal(secret, id),
-              ...(options.verifyCallbacks ? { status: 'pending' as const } : {}),
+              // A broker answers no challenge: the operator named it.
+              ...(options.verifyCallbacks && !target.broker ? { status: 'pending' as const } : {}),
             },
           });
         });
@@ -282,9 +288,9 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     },
     async (request) => {
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const { callback_url, webhook_id, status, rate_limit, event_types, filter, ordering, headers } =
-        request.body;
-      rejectBadCallback(callback_url);
+      const { webhook_id, status, rate_limit, event_types, filter, ordering, headers } = request.body;
+      const target = writeTarget(request.body, options.brokers, rejectBadCallback, false);
+      const callback_url = target?.callbackUrl;
       const sealedHeaders =
         headers === undefined ? undefined : sealedCustomHeaders(headers, current.id, options.secretBox);
       const { client_certificate } = request.body;
@@ -303,7 +309,12 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           'The callback has not answered its challenge yet; answer it, then POST .../verification to ask again',
         );
       const moved =
-        options.verifyCallbacks && callback_url !== undefined && callback_url !== current.callbackUrl;
+        options.verifyCallbacks &&
+        target?.broker === false &&
+        callback_url !== undefined &&
+        callback_url !== current.callbackUrl;
+      // A callback waiting for its challenge that becomes a broker destination has nothing to prove.
+      const toBroker = target?.broker === true && current.status === 'pending';
       // On the state read above only: two updates sent together (a new callback_url, and a status)
       // must not both apply on what each read, or the status would skip the new URL's challenge.
       const row = await updateIfUnchanged(app.prisma, current, {
@@ -311,7 +322,13 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
         // A new callback proves itself before any status applies, or disabling and re-enabling it
         // would skip the challenge.
-        ...(moved ? { status: 'pending' as const } : status === undefined ? {} : { status }),
+        ...(moved
+          ? { status: 'pending' as const }
+          : toBroker
+            ? { status: 'active' as const }
+            : status === undefined
+              ? {}
+              : { status }),
         ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
         ...(event_types === undefined ? {} : { eventTypes: event_types }),
         ...(filter === undefined ? {} : { filter: storedFilter(filter) }),

@@ -45,6 +45,9 @@ export type AttemptErrorClass =
   | 'blocked_address'
   | 'http_status'
   | 'transformation_failed'
+  | 'broker_unavailable'
+  | 'broker_refused'
+  | 'broker_unroutable'
   | 'other';
 
 /** What one attempt came to. */
@@ -52,9 +55,9 @@ export interface AttemptResult {
   startedAt: Date;
   /** Milliseconds from sending to the end of the answer, or to the error. */
   durationMs: number;
-  /** HTTP status of the answer; null when there was none. */
+  /** HTTP status of the answer; null when there was none (always, for a broker destination). */
   statusCode: number | null;
-  /** null when the callback answered 200. */
+  /** null when the callback answered 200, or the broker confirmed the message. */
   errorClass: AttemptErrorClass | null;
   /**
    * What the delivery log shows the account: `HTTP <status>`, or a fixed sentence per error class
@@ -93,6 +96,9 @@ export const attemptErrorMessages: Record<
   dns: unreachableAddressMessage,
   blocked_address: unreachableAddressMessage,
   other: 'the request to the callback failed',
+  broker_unavailable: 'the broker could not be reached',
+  broker_refused: 'the broker refused the message',
+  broker_unroutable: 'the broker routed the message to no queue',
 };
 
 /** HTTP statuses whose `Retry-After` is honoured (RFC 9110 section 10.2.3, RFC 6585 section 4). */

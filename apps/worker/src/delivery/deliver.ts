@@ -26,6 +26,8 @@ import type { Logger } from 'pino';
 import { SpanKind } from '@opentelemetry/api';
 import {
   attemptsBeforeRound,
+  brokerCapHost,
+  brokerTarget,
   congestionSignal,
   inSpan,
   urlForSpan,
@@ -155,9 +157,11 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       return { kind: 'done', result: 'cancelled', fifo };
     }
     if (transformed.kind === 'failed') return { kind: 'sent', delivery, result: transformed.result };
-    // The host's slot next: an attempt the cap holds back must not count in the rate window.
+    // The host's slot next: an attempt the cap holds back must not count in the rate window. A
+    // broker destination's cap is its broker's.
     const callbackUrl = new URL(transformed.url);
-    const { hostname } = callbackUrl;
+    const broker = brokerTarget(transformed.url);
+    const hostname = broker === null ? callbackUrl.hostname : brokerCapHost(broker);
     const hostWaitMs = await deps.hostGate.acquire(hostname, subscription.accountId, ref.jobId);
     if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
     try {

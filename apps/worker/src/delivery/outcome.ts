@@ -1,7 +1,9 @@
 /**
  * The one place that decides what an attempt means for its delivery
  * (docs/api.md#retries-and-limits):
- * - exactly HTTP 200 confirms the delivery;
+ * - exactly HTTP 200 confirms the delivery; to a broker destination, the broker's confirmation
+ *   (publisher confirms on RabbitMQ, JetStream's acknowledgement on NATS): both are a result
+ *   without an error class;
  * - any other answer, a timeout, a refused or reset connection fails the attempt, and it is retried
  *   after the wait of {@link retryDelayMs} while attempts remain; after the last one it is given up;
  * - a callback address refused by the SSRF guard is given up at once: retrying cannot help.
@@ -27,7 +29,7 @@ export function decideOutcome(
   policy: DeliveryPolicy,
   now = new Date(),
 ): DeliveryOutcome {
-  if (result.statusCode === 200 && result.errorClass === null) return { kind: 'succeeded' };
+  if (result.errorClass === null) return { kind: 'succeeded' };
   if (result.errorClass === 'blocked_address') return { kind: 'given_up', reason: 'blocked_address' };
   const failedAttempts = attemptsBefore + 1;
   if (failedAttempts >= policy.maxAttempts) return { kind: 'given_up', reason: 'attempts_exhausted' };

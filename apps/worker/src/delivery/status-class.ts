@@ -7,17 +7,25 @@ import type { AttemptResult } from './attempt.js';
 
 /**
  * The `status_class` of an attempt: `2xx` … `5xx` when the callback answered, otherwise how it
- * failed: `timeout`, `connect_error` (refused, reset, DNS), `blocked` (SSRF guard) or `other`.
+ * failed: `timeout`, `connect_error` (refused, reset, DNS, a broker out of reach), `blocked`
+ * (SSRF guard), `refused` (a broker refused or could not route the message) or `other`; a
+ * broker's confirmation is `confirmed`.
  */
 export function attemptStatusClass(result: Pick<AttemptResult, 'statusCode' | 'errorClass'>): string {
   if (result.statusCode !== null) return httpStatusClass(result.statusCode);
   switch (result.errorClass) {
+    case null:
+      return 'confirmed';
     case 'timeout':
       return 'timeout';
     case 'connection_refused':
     case 'connection_reset':
     case 'dns':
+    case 'broker_unavailable':
       return 'connect_error';
+    case 'broker_refused':
+    case 'broker_unroutable':
+      return 'refused';
     case 'blocked_address':
       return 'blocked';
     default:

@@ -19,11 +19,11 @@ export const DeliveryAttempt = Type.Object({
     description: 'Milliseconds from connect to the end of the answer or the error',
   }),
   status_code: Type.Union([Type.Integer(), Type.Null()], {
-    description: 'HTTP status answered, null when none',
+    description: 'HTTP status answered, null when none (and for a broker destination)',
   }),
   error: Type.Union([Type.String(), Type.Null()], {
     description:
-      'timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | other',
+      'timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | transformation_failed | broker_unavailable | broker_refused (a missing exchange or stream, a nack) | broker_unroutable (no queue bound for the routing key) | other',
   }),
   error_message: Type.Union([Type.String(), Type.Null()]),
   response_body: Type.Union([Type.String(), Type.Null()], { description: 'First 4 KiB of the answer' }),

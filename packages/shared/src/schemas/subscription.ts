@@ -10,6 +10,7 @@ import {
   maxCustomHeadersBytes,
 } from '../custom-headers.js';
 import { maxClientCertificatePem } from '../client-certificate.js';
+import { maxBrokerNameBytes } from '../destination.js';
 import { PageQuery } from './pagination.js';
 import { TransformationField } from './transformation.js';
 
@@ -21,7 +22,8 @@ export const maxWebhookIdLength = 255;
 const CallbackUrl = Type.String({
   minLength: 1,
   maxLength: maxCallbackUrlLength,
-  description: 'Absolute http(s) URL in the client application that receives event payloads',
+  description:
+    'Absolute http(s) URL in the client application that receives event payloads; required unless `destination` is a broker, and left out then',
   examples: ['https://client.example/hooks/calls'],
 });
 const WebhookId = Type.String({
@@ -106,6 +108,56 @@ const ClientCertificateInput = Type.Union(
   { description: 'null: none' },
 );
 
+const BrokerName = Type.String({
+  minLength: 1,
+  maxLength: 63,
+  description: 'A broker the deployment names in DESTINATION_BROKERS',
+});
+const Destination = Type.Union(
+  [
+    Type.Object(
+      { type: Type.Literal('http') },
+      { additionalProperties: false, description: 'POST to `callback_url` (the default)' },
+    ),
+    Type.Object(
+      {
+        type: Type.Literal('rabbitmq'),
+        broker: BrokerName,
+        exchange: Type.String({
+          maxLength: maxBrokerNameBytes,
+          description: 'Exchange published to (it must exist); empty: the default exchange',
+        }),
+        routing_key: Type.String({ maxLength: maxBrokerNameBytes }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'Publish to a RabbitMQ exchange, persistent and mandatory; delivered once the broker confirms it (publisher confirms), failed when no queue is bound for the routing key',
+      },
+    ),
+    Type.Object(
+      {
+        type: Type.Literal('nats'),
+        broker: BrokerName,
+        subject: Type.String({
+          minLength: 1,
+          maxLength: maxBrokerNameBytes,
+          description: 'JetStream subject, no wildcards; a stream must store it',
+        }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'Publish to a NATS JetStream subject; delivered once JetStream acknowledges it (with the `webhook-id` as its message id, so JetStream drops a repeat within its duplicate window)',
+      },
+    ),
+  ],
+  {
+    description:
+      'Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination',
+  },
+);
+
 const SignatureSchemeField = Type.Union([Type.Literal('v1'), Type.Literal('v1a')], {
   description:
     'Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation',
@@ -114,7 +166,8 @@ const SignatureSchemeField = Type.Union([Type.Literal('v1'), Type.Literal('v1a')
 /** Body of `POST /api/webhooks` and `POST /api/webhooks/{kind}`. */
 export const SubscriptionCreate = Type.Object(
   {
-    callback_url: CallbackUrl,
+    callback_url: Type.Optional(CallbackUrl),
+    destination: Type.Optional(Destination),
     webhook_id: Type.Optional(WebhookId),
     rate_limit: Type.Optional(RateLimit),
     event_types: Type.Optional(EventTypes),
@@ -139,6 +192,7 @@ export type SubscriptionCreate = Static<typeof SubscriptionCreate>;
 export const SubscriptionUpdate = Type.Object(
   {
     callback_url: Type.Optional(CallbackUrl),
+    destination: Type.Optional(Destination),
     webhook_id: Type.Optional(Type.Union([WebhookId, Type.Null()])),
     status: Type.Optional(SubscriptionStatus),
     rate_limit: Type.Optional(RateLimit),
@@ -158,7 +212,11 @@ export const Subscription = Type.Object(
   {
     id: Type.String({ description: 'Service-assigned identifier (UUIDv7)' }),
     resource_uri: Type.String({ description: 'Path of this subscription' }),
-    callback_url: Type.String(),
+    callback_url: Type.String({
+      description:
+        'The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`)',
+    }),
+    destination: Destination,
     webhook_id: Type.Union([Type.String(), Type.Null()]),
     account_id: Type.String(),
     kind: Type.Union([Kind, Type.Null()], { description: 'null: receives every event type of the account' }),

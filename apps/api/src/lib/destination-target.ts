@@ -1,0 +1,53 @@
+/**
+ * Where a create or an update sends deliveries: the `callback_url` to store, from the body's
+ * `callback_url` and `destination` (`destination.ts` in @webhooks/shared). An HTTP callback is
+ * checked by the SSRF policy; a broker destination must name a broker of DESTINATION_BROKERS of its
+ * type, and is stored as its URI.
+ */
+import { checkDestination, destinationUrl, type BrokerConfig, type DestinationInput } from '@webhooks/shared';
+import { HttpProblem } from './problem.js';
+
+/** The stored target of a write, or undefined when the write leaves it as it is. */
+export interface WriteTarget {
+  callbackUrl: string;
+  /** A broker destination: no challenge, no client certificate. */
+  broker: boolean;
+}
+
+const refuse = (pointer: string, detail: string) =>
+  new HttpProblem(400, 'validation', `${pointer.slice(1).replaceAll('/', '.')} ${detail}`, [
+    { pointer, detail },
+  ]);
+
+/**
+ * The target of a create (`creating`) or an update.
+ *
+ * @param checkCallback the SSRF check of an http(s) callback URL; throws its 400
+ * @throws HttpProblem 400 naming `/callback_url` (missing on create, or sent beside a broker
+ *   destination), `/destination/...` (an unknown broker, a broker of another type, a bad name), or
+ *   `/client_certificate` (sent with a broker destination)
+ */
+export function writeTarget(
+  body: { callback_url?: string; destination?: DestinationInput; client_certificate?: unknown },
+  brokers: ReadonlyMap<string, BrokerConfig>,
+  checkCallback: (url: string) => void,
+  creating: boolean,
+): WriteTarget | undefined {
+  const { callback_url, destination } = body;
+  if (destination === undefined || destination.type === 'http') {
+    if (callback_url === undefined) {
+      if (creating || destination !== undefined)
+        throw refuse('/callback_url', 'is required, unless `destination` names a broker');
+      return undefined;
+    }
+    checkCallback(callback_url);
+    return { callbackUrl: callback_url, broker: false };
+  }
+  if (callback_url !== undefined)
+    throw refuse('/callback_url', `must be left out with a ${destination.type} destination`);
+  if (body.client_certificate !== undefined && body.client_certificate !== null)
+    throw refuse('/client_certificate', 'applies to http destinations only');
+  const checked = checkDestination(destination, brokers);
+  if ('pointer' in checked) throw refuse(checked.pointer, checked.detail);
+  return { callbackUrl: destinationUrl(checked.target), broker: true };
+}

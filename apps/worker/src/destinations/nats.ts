@@ -1,0 +1,95 @@
+/**
+ * The NATS destination (@nats-io/transport-node, @nats-io/jetstream): each message is published to
+ * its JetStream subject and counts as delivered once JetStream acknowledges it, stored in a stream
+ * (https://docs.nats.io/using-nats/developer/develop_jetstream/model_deep_dive#acknowledgement-models).
+ * The `webhook-id` is its message id (`Nats-Msg-Id`), so a retry of a message JetStream stored,
+ * but whose acknowledgement was lost, is dropped as a duplicate within the stream's duplicate
+ * window. No stream for the subject, an error or no acknowledgement within DELIVERY_TIMEOUT_MS
+ * fail the attempt, which BullMQ retries. The client reconnects on its own after a lost server.
+ */
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import type { BrokerTarget } from '@webhooks/shared';
+import { lazyConnection, publishClock, withDeadline, type BrokerPublisher } from './publisher.js';
+
+interface Session {
+  connection: NatsConnection;
+  js: JetStreamClient;
+}
+
+/**
+ * Whether a publish error says that no stream stores the subject: nothing answers the publish (NATS'
+ * "no responders"), which the client reports as `JetStreamNotEnabled` with a `NoResponders` cause.
+ */
+function noStream(error: unknown): boolean {
+  for (let e = error as { name?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.name === 'NoResponders' || e.name === 'JetStreamNotEnabled') return true;
+  }
+  return false;
+}
+
+/** Creates the publisher of the server at `url` (`nats://host:port`, `user:password@` allowed). */
+export function createNatsPublisher(options: {
+  url: string;
+  /** DELIVERY_TIMEOUT_MS: a publish's whole time, connecting included. */
+  timeoutMs: number;
+  log: Logger;
+}): BrokerPublisher {
+  const { url, timeoutMs, log } = options;
+  const session = lazyConnection<Session>(
+    async (lost) => {
+      const connection = await connect({
+        servers: url,
+        timeout: timeoutMs,
+        name: 'webhooks-worker',
+        // Reconnects for as long as the worker runs; publishes meanwhile wait for their deadline.
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 500,
+      });
+      void connection.closed().then((error) => {
+        if (error) log.warn({ err: error }, 'nats connection closed');
+        lost();
+      });
+      return { connection, js: jetstream(connection, { timeout: timeoutMs }) };
+    },
+    (current) => current.connection.close(),
+  );
+
+  return {
+    async publish(target: BrokerTarget, body, headers) {
+      const clock = publishClock();
+      if (target.type !== 'nats') return clock.failed('other', 'not a nats destination');
+      const attempt = async () => {
+        let current: Session;
+        try {
+          current = await session.get();
+        } catch (error) {
+          return clock.failed('broker_unavailable', undefined, error);
+        }
+        const messageHeaders = natsHeaders();
+        for (const [name, value] of Object.entries(headers)) messageHeaders.set(name, value);
+        try {
+          await current.js.publish(target.subject, body, {
+            msgID: headers['webhook-id'] ?? '',
+            headers: messageHeaders,
+            timeout: clock.remainingMs(timeoutMs),
+          });
+          return clock.confirmed();
+        } catch (error) {
+          if (noStream(error))
+            return clock.failed(
+              'broker_refused',
+              `no JetStream stream stores subject "${target.subject}"`,
+              error,
+            );
+          return clock.failed('broker_refused', 'JetStream did not acknowledge the message', error);
+        }
+      };
+      return withDeadline(attempt(), timeoutMs, () =>
+        clock.failed('timeout', 'JetStream did not acknowledge the message in time'),
+      );
+    },
+    close: () => session.close(),
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * The interface every broker destination type implements, beside the HTTP attempt
+ * (`delivery/attempt.ts`): one publisher per broker of DESTINATION_BROKERS, which turns one
+ * publish into the {@link AttemptResult} the attempt path records, so that the gate, the account
+ * scheduler, the host cap, BullMQ's retries, the delivery log, auto-disable and the metrics are
+ * the HTTP attempt's. A result without an error class means the broker confirmed the message.
+ */
+import { performance } from 'node:perf_hooks';
+import type { BrokerTarget } from '@webhooks/shared';
+import { attemptErrorMessages, type AttemptErrorClass, type AttemptResult } from '../delivery/attempt.js';
+
+/** Publishes to one broker. */
+export interface BrokerPublisher {
+  /**
+   * Publishes `body` (the signed JSON payload) with `headers` (the Standard Webhooks and custom
+   * headers) as message headers, and waits for the broker's confirmation; never throws, every
+   * failure is in the result. Connects, or connects again after a lost connection, as needed.
+   */
+  publish(target: BrokerTarget, body: string, headers: Record<string, string>): Promise<AttemptResult>;
+  /** Closes the broker connection. */
+  close(): Promise<void>;
+}
+
+/** Times one publish and builds its result. */
+export function publishClock() {
+  const startedAt = new Date();
+  const start = performance.now();
+  const result = (
+    errorClass: Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed'> | null,
+    message?: string,
+    detail?: unknown,
+  ): AttemptResult => ({
+    startedAt,
+    durationMs: Math.round(performance.now() - start),
+    statusCode: null,
+    errorClass,
+    errorMessage: errorClass === null ? null : (message ?? attemptErrorMessages[errorClass]),
+    errorDetail: detail === undefined ? null : String((detail as Error).message ?? detail).slice(0, 1024),
+    responseBody: null,
+    retryAfterMs: null,
+  });
+  return {
+    confirmed: () => result(null),
+    failed: result,
+    /** Milliseconds left of `timeoutMs` since the publish started. */
+    remainingMs: (timeoutMs: number) => Math.max(1, Math.round(timeoutMs - (performance.now() - start))),
+  };
+}
+
+/** Resolves with `promise`, or with `onTimeout()` after `ms`. */
+export function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<T>((resolve) => {
+      timer = setTimeout(() => resolve(onTimeout()), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A broker connection opened at its first use, and again at the first use after it was lost.
+ *
+ * @param open opens it; it calls `lost` when the connection ends, so that the next use opens anew
+ * @param close closes an open one (`close()` ignores one that never opened or is closed already)
+ */
+export function lazyConnection<S>(
+  open: (lost: () => void) => Promise<S>,
+  close: (session: S) => Promise<void>,
+) {
+  let session: Promise<S> | null = null;
+  return {
+    /** The open connection; rejects with the error of a failed opening, which the next use retries. */
+    get(): Promise<S> {
+      if (session === null) {
+        const lost = () => {
+          if (session === opening) session = null;
+        };
+        const opening = open(lost);
+        session = opening;
+        opening.catch(lost);
+      }
+      return session;
+    },
+    async close() {
+      const current = session;
+      session = null;
+      if (current === null) return;
+      try {
+        await close(await current);
+      } catch {
+        // Closing what was never opened, or is closed already.
+      }
+    },
+  };
+}

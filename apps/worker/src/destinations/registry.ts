@@ -1,0 +1,73 @@
+/**
+ * The one place that chooses how an attempt is sent, by its destination (`destination.ts` in
+ * @webhooks/shared): an http(s) callback URL goes to the HTTP sender, a broker destination to its
+ * broker's publisher. Adding a destination type is a publisher (`publisher.ts`) and one entry in
+ * {@link publisherFactories} (docs/destinations.md).
+ */
+import type { Logger } from 'pino';
+import { brokerTarget, type BrokerConfig, type BrokerType } from '@webhooks/shared';
+import type { AttemptSender } from '../delivery/attempt.js';
+import { publishClock, type BrokerPublisher } from './publisher.js';
+import { createNatsPublisher } from './nats.js';
+import { createRabbitMqPublisher } from './rabbitmq.js';
+
+/** What a publisher is made from. */
+export interface PublisherOptions {
+  url: string;
+  /** DELIVERY_TIMEOUT_MS. */
+  timeoutMs: number;
+  log: Logger;
+}
+
+/** The publisher of each destination type. */
+export const publisherFactories: Record<BrokerType, (options: PublisherOptions) => BrokerPublisher> = {
+  rabbitmq: createRabbitMqPublisher,
+  nats: createNatsPublisher,
+};
+
+/** One publisher per broker of DESTINATION_BROKERS; each connects at its first publish. */
+export function createBrokerPublishers(
+  brokers: ReadonlyMap<string, BrokerConfig>,
+  options: Omit<PublisherOptions, 'url'>,
+): Map<string, BrokerPublisher> {
+  return new Map(
+    [...brokers].map(([name, broker]) => [
+      name,
+      publisherFactories[broker.type]({
+        ...options,
+        url: broker.url,
+        log: options.log.child({ broker: name }),
+      }),
+    ]),
+  );
+}
+
+/**
+ * The attempt path's sender for every destination: `http` for callback URLs, `publishers` by
+ * broker name for broker destinations. A destination naming a broker this worker does not know
+ * (DESTINATION_BROKERS differs from the API's) fails its attempt, saying so.
+ */
+export function createDestinationSender(
+  http: AttemptSender,
+  publishers: ReadonlyMap<string, BrokerPublisher>,
+): AttemptSender {
+  return {
+    send(url, body, headers, clientCertificate) {
+      const target = brokerTarget(url);
+      if (target === null) return http.send(url, body, headers, clientCertificate);
+      const publisher = publishers.get(target.broker);
+      if (publisher === undefined)
+        return Promise.resolve(
+          publishClock().failed(
+            'broker_unavailable',
+            `this deployment has no broker named "${target.broker}" (DESTINATION_BROKERS)`,
+          ),
+        );
+      return publisher.publish(target, body, headers);
+    },
+    close() {
+      http.close();
+      for (const publisher of publishers.values()) void publisher.close();
+    },
+  };
+}

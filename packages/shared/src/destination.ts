@@ -1,0 +1,169 @@
+/**
+ * Destinations: where a subscription's deliveries go. `http` is the callback URL of the
+ * specification; `rabbitmq` publishes to an exchange with a routing key, and `nats` to a JetStream
+ * subject, on a broker the operator names in DESTINATION_BROKERS (its URL, with credentials, never
+ * travels through the public API). A broker destination is stored, logged and shown as a URI in
+ * `callback_url` ({@link destinationUrl}: `rabbitmq://<broker>/<exchange>/<routing key>`,
+ * `nats://<broker>/<subject>`, each part percent-encoded), so that the delivery log, the host cap
+ * (one per broker) and everything that names a delivery's target read one field.
+ *
+ * Rules: AMQP 0-9-1 names are short strings of at most 255 bytes (the AMQP 0-9-1 specification,
+ * section 4.2.5.3); NATS subjects are dot-separated tokens without whitespace, and a publish names
+ * no wildcard (`*`, `>`) (https://docs.nats.io/nats-concepts/subjects).
+ */
+import Type from 'typebox';
+import { ConfigError } from './config-error.js';
+
+/** The environment variable of destinations, read by the API and the worker. */
+export const destinationEnv = {
+  DESTINATION_BROKERS: Type.String({
+    default: '',
+    description:
+      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}` or `{"type": "nats", "url": "nats://host:4222"}`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
+  }),
+};
+
+/** The broker destination types. */
+export type BrokerType = 'rabbitmq' | 'nats';
+
+/** A destination as the API takes and shows it (snake_case). */
+export type DestinationInput =
+  | { type: 'http' }
+  | { type: 'rabbitmq'; broker: string; exchange: string; routing_key: string }
+  | { type: 'nats'; broker: string; subject: string };
+
+/** A broker destination, as the worker publishes to it. */
+export type BrokerTarget =
+  | { type: 'rabbitmq'; broker: string; exchange: string; routingKey: string }
+  | { type: 'nats'; broker: string; subject: string };
+
+/** One broker of DESTINATION_BROKERS. */
+export interface BrokerConfig {
+  type: BrokerType;
+  /** `amqp(s)://user:password@host:port/vhost` or `nats://host:port` (`user:password@` allowed). */
+  url: string;
+}
+
+/** Longest AMQP exchange name or routing key, and NATS subject, in bytes. */
+export const maxBrokerNameBytes = 255;
+
+const brokerName = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const brokerSchemes: Record<BrokerType, readonly string[]> = {
+  rabbitmq: ['amqp:', 'amqps:'],
+  nats: ['nats:', 'tls:'],
+};
+
+/**
+ * DESTINATION_BROKERS: a JSON object from broker name (lower-case letters, digits and `-`) to
+ * `{"type": "rabbitmq" | "nats", "url": "..."}`; empty or unset for none.
+ *
+ * @throws ConfigError naming DESTINATION_BROKERS and what is wrong
+ */
+export function parseDestinationBrokers(raw: string | undefined): Map<string, BrokerConfig> {
+  const brokers = new Map<string, BrokerConfig>();
+  if (raw === undefined || raw.trim() === '') return brokers;
+  const refuse = (why: string) => new ConfigError(`Invalid environment variable DESTINATION_BROKERS: ${why}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw refuse('not JSON (an object from broker name to {"type", "url"})');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw refuse('must be an object from broker name to {"type", "url"}');
+  for (const [name, value] of Object.entries(parsed)) {
+    if (!brokerName.test(name))
+      throw refuse(`broker name "${name}" must be lower-case letters, digits and -`);
+    const { type, url } = (value ?? {}) as { type?: unknown; url?: unknown };
+    if (type !== 'rabbitmq' && type !== 'nats')
+      throw refuse(`broker ${name}: type must be "rabbitmq" or "nats"`);
+    let scheme: string;
+    try {
+      scheme = new URL(String(url)).protocol;
+    } catch {
+      throw refuse(`broker ${name}: url is not a URL`);
+    }
+    if (!brokerSchemes[type].includes(scheme))
+      throw refuse(`broker ${name}: a ${type} url starts with ${brokerSchemes[type].join(' or ')}//`);
+    brokers.set(name, { type, url: String(url) });
+  }
+  return brokers;
+}
+
+/** The stored `callback_url` of a broker destination. */
+export function destinationUrl(target: BrokerTarget): string {
+  const part = encodeURIComponent;
+  return target.type === 'rabbitmq'
+    ? `rabbitmq://${target.broker}/${part(target.exchange)}/${part(target.routingKey)}`
+    : `nats://${target.broker}/${part(target.subject)}`;
+}
+
+/** The broker destination a stored `callback_url` names, or null for an http(s) callback. */
+export function brokerTarget(callbackUrl: string): BrokerTarget | null {
+  const scheme = /^([a-z]+):\/\//.exec(callbackUrl)?.[1];
+  if (scheme !== 'rabbitmq' && scheme !== 'nats') return null;
+  const url = new URL(callbackUrl);
+  const parts = url.pathname.slice(1).split('/').map(decodeURIComponent);
+  return scheme === 'rabbitmq'
+    ? { type: 'rabbitmq', broker: url.hostname, exchange: parts[0] ?? '', routingKey: parts[1] ?? '' }
+    : { type: 'nats', broker: url.hostname, subject: parts[0] ?? '' };
+}
+
+/** The API's view of a stored `callback_url`. */
+export function destinationOf(callbackUrl: string): DestinationInput {
+  const target = brokerTarget(callbackUrl);
+  if (target === null) return { type: 'http' };
+  return target.type === 'rabbitmq'
+    ? { type: 'rabbitmq', broker: target.broker, exchange: target.exchange, routing_key: target.routingKey }
+    : { type: 'nats', broker: target.broker, subject: target.subject };
+}
+
+/** The name the host cap counts a broker destination under: one cap per broker. */
+export function brokerCapHost(target: BrokerTarget): string {
+  return `${target.type}:${target.broker}`;
+}
+
+const natsSubject = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
+
+/**
+ * Checks a broker destination against the operator's brokers.
+ *
+ * @returns the target, or the problem naming the field under `/destination`
+ */
+export function checkDestination(
+  input: Exclude<DestinationInput, { type: 'http' }>,
+  brokers: ReadonlyMap<string, BrokerConfig>,
+): { target: BrokerTarget } | { pointer: string; detail: string } {
+  const broker = brokers.get(input.broker);
+  if (broker === undefined)
+    return {
+      pointer: '/destination/broker',
+      detail:
+        brokers.size === 0
+          ? 'names no broker: this deployment has none (DESTINATION_BROKERS)'
+          : `names no ${input.type} broker of this deployment (${[...brokers.keys()].join(', ')})`,
+    };
+  if (broker.type !== input.type)
+    return { pointer: '/destination/broker', detail: `is a ${broker.type} broker, not ${input.type}` };
+  const tooLong = (value: string) => Buffer.byteLength(value) > maxBrokerNameBytes;
+  if (input.type === 'rabbitmq') {
+    if (tooLong(input.exchange))
+      return { pointer: '/destination/exchange', detail: `is longer than ${maxBrokerNameBytes} bytes` };
+    if (tooLong(input.routing_key))
+      return { pointer: '/destination/routing_key', detail: `is longer than ${maxBrokerNameBytes} bytes` };
+    return {
+      target: {
+        type: 'rabbitmq',
+        broker: input.broker,
+        exchange: input.exchange,
+        routingKey: input.routing_key,
+      },
+    };
+  }
+  if (tooLong(input.subject) || !natsSubject.test(input.subject))
+    return {
+      pointer: '/destination/subject',
+      detail: `must be dot-separated tokens without whitespace or wildcards (* >), at most ${maxBrokerNameBytes} bytes`,
+    };
+  return { target: { type: 'nats', broker: input.broker, subject: input.subject } };
+}

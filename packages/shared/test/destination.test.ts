@@ -1,0 +1,92 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  brokerCapHost,
+  brokerTarget,
+  checkDestination,
+  destinationOf,
+  destinationUrl,
+  parseDestinationBrokers,
+} from '../src/destination.js';
+
+const brokers = parseDestinationBrokers(
+  JSON.stringify({
+    orders: { type: 'rabbitmq', url: 'amqp://guest:guest@127.0.0.1:5672' },
+    events: { type: 'nats', url: 'nats://127.0.0.1:4222' },
+  }),
+);
+
+describe('DESTINATION_BROKERS', () => {
+  it('names each broker with its type and URL; unset or empty names none', () => {
+    expect([...brokers.keys()]).toEqual(['orders', 'events']);
+    expect(brokers.get('events')).toEqual({ type: 'nats', url: 'nats://127.0.0.1:4222' });
+    expect(parseDestinationBrokers(undefined).size).toBe(0);
+    expect(parseDestinationBrokers(' ').size).toBe(0);
+  });
+
+  it.each([
+    ['{', /not JSON/],
+    ['[]', /must be an object/],
+    ['{"Orders": {"type": "nats", "url": "nats://h:4222"}}', /broker name "Orders"/],
+    ['{"o": {"type": "kafka", "url": "kafka://h"}}', /broker o: type must be/],
+    ['{"o": {"type": "rabbitmq", "url": "nats://h:4222"}}', /starts with amqp: or amqps:/],
+    ['{"o": {"type": "nats"}}', /url is not a URL/],
+  ])('refuses %s with one line naming the variable', (raw, why) => {
+    expect(() => parseDestinationBrokers(raw)).toThrow(/^Invalid environment variable DESTINATION_BROKERS: /);
+    expect(() => parseDestinationBrokers(raw)).toThrow(why);
+  });
+});
+
+describe('a broker destination stored as its URI', () => {
+  it.each([
+    { type: 'rabbitmq' as const, broker: 'orders', exchange: 'web hooks/x', routingKey: 'order.created' },
+    { type: 'rabbitmq' as const, broker: 'orders', exchange: '', routingKey: '' },
+    { type: 'nats' as const, broker: 'events', subject: 'acct-1.orders.created' },
+  ])('reads back as it was written: %j', (target) => {
+    expect(brokerTarget(destinationUrl(target))).toEqual(target);
+  });
+
+  it('is no broker destination for an http(s) callback, which the API shows as http', () => {
+    expect(brokerTarget('https://client.example/hooks')).toBeNull();
+    expect(destinationOf('http://client.example/nats://x')).toEqual({ type: 'http' });
+    expect(destinationOf('nats://events/a.b')).toEqual({ type: 'nats', broker: 'events', subject: 'a.b' });
+  });
+
+  it('has the host cap of its broker, apart from any callback host', () => {
+    expect(brokerCapHost({ type: 'nats', broker: 'events', subject: 'a' })).toBe('nats:events');
+  });
+});
+
+describe('a destination checked at create time', () => {
+  it('takes a broker of its type and valid names', () => {
+    expect(
+      checkDestination({ type: 'rabbitmq', broker: 'orders', exchange: 'hooks', routing_key: 'k' }, brokers),
+    ).toEqual({ target: { type: 'rabbitmq', broker: 'orders', exchange: 'hooks', routingKey: 'k' } });
+  });
+
+  it.each([
+    [{ type: 'nats' as const, broker: 'missing', subject: 'a' }, '/destination/broker', /no nats broker/],
+    [
+      { type: 'nats' as const, broker: 'orders', subject: 'a' },
+      '/destination/broker',
+      /is a rabbitmq broker/,
+    ],
+    [{ type: 'nats' as const, broker: 'events', subject: 'a.*' }, '/destination/subject', /wildcards/],
+    [{ type: 'nats' as const, broker: 'events', subject: 'a..b' }, '/destination/subject', /dot-separated/],
+    [{ type: 'nats' as const, broker: 'events', subject: 'a b' }, '/destination/subject', /whitespace/],
+    [
+      { type: 'rabbitmq' as const, broker: 'orders', exchange: 'é'.repeat(128), routing_key: '' },
+      '/destination/exchange',
+      /255 bytes/,
+    ],
+  ])('refuses %j naming the field', (input, pointer, detail) => {
+    const checked = checkDestination(input, brokers);
+    expect(checked).toMatchObject({ pointer });
+    expect('detail' in checked && checked.detail).toMatch(detail);
+  });
+
+  it('says when the deployment has no broker at all', () => {
+    expect(checkDestination({ type: 'nats', broker: 'events', subject: 'a' }, new Map())).toMatchObject({
+      detail: expect.stringMatching(/has none \(DESTINATION_BROKERS\)/),
+    });
+  });
+});
