@@ -225,7 +225,8 @@ export async function subscribe(
     const response = await fetch(`${stack.apiUrl}/api/webhooks`, {
       method: 'POST',
       headers: { authorization: `Bearer ${stack.token(account)}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ ...fields, callback_url: callbackUrl, webhook_id: `bench-${i}` }),
+      // `fields` may replace the callback (a broker `destination`, with `callback_url: undefined`).
+      body: JSON.stringify({ callback_url: callbackUrl, webhook_id: `bench-${i}`, ...fields }),
     });
     if (response.status !== 201) throw new Error(`subscribe answered ${response.status}`);
     ids.push(((await response.json()) as { id: string }).id);

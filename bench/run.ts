@@ -16,12 +16,14 @@ import {
   steadyLatency,
   sustainedDrainWaitMs,
   sustainedLoad,
+  type DeliveryThroughput,
 } from './delivery-scenarios.js';
 import { fairness, fairnessRate } from './fairness-scenario.js';
 import { tracingCost } from './tracing-scenario.js';
 import { apiSpike, type SpikeRun } from './spike-scenario.js';
 import { createTransformationRunner } from '@webhooks/shared';
 import { catalogueCost } from './catalogue-scenario.js';
+import { destinationCost } from './destinations-scenario.js';
 import {
   accountFairness,
   retryFairness,
@@ -502,6 +504,21 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         `TRANSFORMATION_TIMEOUT_MS ${budgetMs} ms`,
         looping.msPerRun / budgetMs,
       ),
+    ];
+  },
+  async destinations() {
+    const cost = await destinationCost(size.fanOutEvents, progress);
+    results.destinations = cost;
+    const row = (type: string, run: DeliveryThroughput) =>
+      reportedRow(
+        `destination cost: fan-out 1 → 100 to ${type} / to HTTP callbacks`,
+        `${run.deliveriesPerSecond.toFixed(0)} deliveries/s`,
+        `${cost.http.deliveriesPerSecond.toFixed(0)} deliveries/s to the bench's receiver`,
+        run.deliveriesPerSecond / cost.http.deliveriesPerSecond,
+      );
+    return [
+      row('a RabbitMQ exchange, publisher confirms', cost.rabbitmq),
+      row('a NATS JetStream subject, acknowledged', cost.nats),
     ];
   },
   async ordering() {

@@ -25,6 +25,8 @@ beforeAll(async () => {
     DELIVERY_MAX_ATTEMPTS: '2',
     DELIVERY_BACKOFF_MS: '50',
     TRANSFORMATION_TIMEOUT_MS: '2000',
+    // Named only: the broker test below publishes nothing.
+    DESTINATION_BROKERS: JSON.stringify({ events: { type: 'nats', url: 'nats://127.0.0.1:4222' } }),
   });
   await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
   origin = `http://127.0.0.1:${(stack.api.app.server.address() as AddressInfo).port}`;
@@ -266,6 +268,30 @@ describe('the subscriber portal in a browser', () => {
       headers: stack.api.auth('gateway'),
     });
     expect(read.json().headers).toEqual({ 'x-gateway-key': '********' });
+    await page.context().close();
+  });
+
+  it('shows a broker destination, and edits the rest of its subscription without touching it', async () => {
+    const created = await stack.subscribe('broker-owner', {
+      destination: { type: 'nats', broker: 'events', subject: 'acme.calls' },
+    });
+    const page = await openPortal('broker-owner');
+    await openSubscription(page, 'nats://events/acme.calls');
+    await page.getByText('NATS events: JetStream subject acme.calls').first().waitFor();
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await page.getByText('the destination is changed through the API').waitFor();
+    expect(await page.getByLabel('Callback URL').count()).toBe(0);
+    await page.getByLabel('Rate limit (optional)').fill('7');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText('at most 7/s').waitFor();
+    const read = await stack.api.app.inject({
+      url: `/api/webhooks/${created.id}`,
+      headers: stack.api.auth('broker-owner'),
+    });
+    expect(read.json()).toMatchObject({
+      rate_limit: 7,
+      destination: { type: 'nats', broker: 'events', subject: 'acme.calls' },
+    });
     await page.context().close();
   });
 
