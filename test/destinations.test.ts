@@ -45,6 +45,8 @@ beforeAll(async () => {
     DESTINATION_BROKERS: JSON.stringify({
       orders: { type: 'rabbitmq', url: rabbitUrl },
       events: { type: 'nats', url: nats.url },
+      // Kept for one account: the others are told it does not exist.
+      private: { type: 'nats', url: nats.url, accounts: ['acct-private'] },
     }),
     // Quick retries, enough of them to outlast the NATS restart below.
     DELIVERY_BACKOFF_MS: '100',
@@ -318,6 +320,7 @@ describe('creating a broker destination', () => {
   it.each([
     [{ destination: { type: 'nats', broker: 'nowhere', subject: 'a' } }, '/destination/broker'],
     [{ destination: { type: 'nats', broker: 'orders', subject: 'a' } }, '/destination/broker'],
+    [{ destination: { type: 'nats', broker: 'private', subject: 'a' } }, '/destination/broker'],
     [{ destination: { type: 'nats', broker: 'events', subject: 'a.>' } }, '/destination/subject'],
     [{ destination: { type: 'rabbitmq', broker: 'orders', exchange: 'e' } }, '/destination/routing_key'],
     [

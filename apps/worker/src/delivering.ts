@@ -85,6 +85,7 @@ export function startDeliveries(
   });
   const destinations = createDestinationSender(
     sender,
+    config.brokers,
     createBrokerPublishers(config.brokers, { timeoutMs: config.DELIVERY_TIMEOUT_MS, log }),
   );
   const transformations = config.TRANSFORMATIONS

@@ -169,10 +169,13 @@ export function redisSettingsOfEnv(env: Record<string, string | undefined>): Red
 
 /** Variables whose value is a secret, by name (JWT_SECRET, SECRETS_ENCRYPTION_KEY, METRICS_TOKEN…). */
 const secretVariable = /SECRET|TOKEN|PASSWORD|ENCRYPTION_KEY/;
+/** The password of a URL's user information (RFC 3986 section 3.2.1) within a longer text. */
+const embeddedUrlPassword = /([a-z][a-z0-9+.-]*:\/\/[^\s/:@"]*:)[^\s/@"]+@/gi;
 
 /**
  * The effective value of every variable of `schema`, for the one log line each service writes at
- * start-up: secrets show as `redacted` (or empty when unset), and URL passwords too.
+ * start-up: secrets show as `redacted` (or empty when unset), and URL passwords too, also inside
+ * a value that holds URLs among other text (the broker URLs of DESTINATION_BROKERS' JSON).
  */
 export function redactedConfig(schema: TObject, config: object): Record<string, unknown> {
   const shown: Record<string, unknown> = {};
@@ -183,7 +186,8 @@ export function redactedConfig(schema: TObject, config: object): Record<string, 
       const url = new URL(value);
       url.password = 'redacted';
       shown[name] = url.toString();
-    } else shown[name] = value;
+    } else if (typeof value === 'string') shown[name] = value.replace(embeddedUrlPassword, '$1redacted@');
+    else shown[name] = value;
   }
   return shown;
 }

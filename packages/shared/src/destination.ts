@@ -19,7 +19,7 @@ export const destinationEnv = {
   DESTINATION_BROKERS: Type.String({
     default: '',
     description:
-      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}` or `{"type": "nats", "url": "nats://host:4222"}`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
+      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}` or `{"type": "nats", "url": "nats://host:4222"}`, with `"accounts": [...]` to let only those accounts name it; a subscription names one in its `destination`. Empty: HTTP callbacks only',
   }),
 };
 
@@ -42,6 +42,13 @@ export interface BrokerConfig {
   type: BrokerType;
   /** `amqp(s)://user:password@host:port/vhost` or `nats://host:port` (`user:password@` allowed). */
   url: string;
+  /** The accounts that may publish to it; undefined: every account. */
+  accounts?: readonly string[];
+}
+
+/** Whether `accountId` may name `broker`. */
+export function brokerAllows(broker: BrokerConfig, accountId: string): boolean {
+  return broker.accounts === undefined || broker.accounts.includes(accountId);
 }
 
 /** Longest AMQP exchange name or routing key, and NATS subject, in bytes. */
@@ -55,7 +62,7 @@ const brokerSchemes: Record<BrokerType, readonly string[]> = {
 
 /**
  * DESTINATION_BROKERS: a JSON object from broker name (lower-case letters, digits and `-`) to
- * `{"type": "rabbitmq" | "nats", "url": "..."}`; empty or unset for none.
+ * `{"type": "rabbitmq" | "nats", "url": "...", "accounts"?: ["..."]}`; empty or unset for none.
  *
  * @throws ConfigError naming DESTINATION_BROKERS and what is wrong
  */
@@ -74,7 +81,7 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
   for (const [name, value] of Object.entries(parsed)) {
     if (!brokerName.test(name))
       throw refuse(`broker name "${name}" must be lower-case letters, digits and -`);
-    const { type, url } = (value ?? {}) as { type?: unknown; url?: unknown };
+    const { type, url, accounts } = (value ?? {}) as { type?: unknown; url?: unknown; accounts?: unknown };
     if (type !== 'rabbitmq' && type !== 'nats')
       throw refuse(`broker ${name}: type must be "rabbitmq" or "nats"`);
     let scheme: string;
@@ -85,7 +92,16 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
     }
     if (!brokerSchemes[type].includes(scheme))
       throw refuse(`broker ${name}: a ${type} url starts with ${brokerSchemes[type].join(' or ')}//`);
-    brokers.set(name, { type, url: String(url) });
+    if (
+      accounts !== undefined &&
+      !(Array.isArray(accounts) && accounts.every((a) => typeof a === 'string' && a !== ''))
+    )
+      throw refuse(`broker ${name}: accounts must be a list of account ids`);
+    brokers.set(name, {
+      type,
+      url: String(url),
+      ...(accounts === undefined ? {} : { accounts: accounts as string[] }),
+    });
   }
   return brokers;
 }
@@ -126,22 +142,25 @@ export function brokerCapHost(target: BrokerTarget): string {
 const natsSubject = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
 
 /**
- * Checks a broker destination against the operator's brokers.
+ * Checks a broker destination of `accountId` against the operator's brokers. A broker the account
+ * may not name reads as one that does not exist, so that no account learns of another's.
  *
  * @returns the target, or the problem naming the field under `/destination`
  */
 export function checkDestination(
   input: Exclude<DestinationInput, { type: 'http' }>,
   brokers: ReadonlyMap<string, BrokerConfig>,
+  accountId: string,
 ): { target: BrokerTarget } | { pointer: string; detail: string } {
-  const broker = brokers.get(input.broker);
+  const allowed = [...brokers].filter(([, config]) => brokerAllows(config, accountId));
+  const broker = allowed.find(([name]) => name === input.broker)?.[1];
   if (broker === undefined)
     return {
       pointer: '/destination/broker',
       detail:
-        brokers.size === 0
-          ? 'names no broker: this deployment has none (DESTINATION_BROKERS)'
-          : `names no ${input.type} broker of this deployment (${[...brokers.keys()].join(', ')})`,
+        allowed.length === 0
+          ? 'names no broker: this deployment has none for this account (DESTINATION_BROKERS)'
+          : `names no ${input.type} broker of this deployment (${allowed.map(([name]) => name).join(', ')})`,
     };
   if (broker.type !== input.type)
     return { pointer: '/destination/broker', detail: `is a ${broker.type} broker, not ${input.type}` };

@@ -24,6 +24,8 @@ export interface LoggerConfig {
   LOG_PRETTY: boolean;
   DATABASE_URL: string;
   REDIS_URL: string;
+  /** DESTINATION_BROKERS, whose URLs' passwords are redacted too. */
+  brokers?: ReadonlyMap<string, { url: string }>;
 }
 
 /**
@@ -41,7 +43,13 @@ export function serviceLoggerOptions(config: LoggerConfig, name?: string) {
   return {
     level: config.LOG_LEVEL,
     ...(name === undefined ? {} : { name }),
-    hooks: secretRedactingHooks(connectionUrlSecrets([config.DATABASE_URL, config.REDIS_URL])),
+    hooks: secretRedactingHooks(
+      connectionUrlSecrets([
+        config.DATABASE_URL,
+        config.REDIS_URL,
+        ...[...(config.brokers?.values() ?? [])].map((broker) => broker.url),
+      ]),
+    ),
     ...(config.LOG_PRETTY
       ? {
           transport: {

@@ -59,7 +59,11 @@ describe('a broker destination stored as its URI', () => {
 describe('a destination checked at create time', () => {
   it('takes a broker of its type and valid names', () => {
     expect(
-      checkDestination({ type: 'rabbitmq', broker: 'orders', exchange: 'hooks', routing_key: 'k' }, brokers),
+      checkDestination(
+        { type: 'rabbitmq', broker: 'orders', exchange: 'hooks', routing_key: 'k' },
+        brokers,
+        'acct-1',
+      ),
     ).toEqual({ target: { type: 'rabbitmq', broker: 'orders', exchange: 'hooks', routingKey: 'k' } });
   });
 
@@ -79,14 +83,36 @@ describe('a destination checked at create time', () => {
       /255 bytes/,
     ],
   ])('refuses %j naming the field', (input, pointer, detail) => {
-    const checked = checkDestination(input, brokers);
+    const checked = checkDestination(input, brokers, 'acct-1');
     expect(checked).toMatchObject({ pointer });
     expect('detail' in checked && checked.detail).toMatch(detail);
   });
 
   it('says when the deployment has no broker at all', () => {
-    expect(checkDestination({ type: 'nats', broker: 'events', subject: 'a' }, new Map())).toMatchObject({
-      detail: expect.stringMatching(/has none \(DESTINATION_BROKERS\)/),
+    expect(
+      checkDestination({ type: 'nats', broker: 'events', subject: 'a' }, new Map(), 'acct-1'),
+    ).toMatchObject({
+      detail: expect.stringMatching(/has none for this account \(DESTINATION_BROKERS\)/),
     });
+  });
+
+  it("reads a broker kept for other accounts as one that does not exist, and names only the account's", () => {
+    const kept = parseDestinationBrokers(
+      JSON.stringify({
+        shared: { type: 'nats', url: 'nats://h:4222' },
+        acme: { type: 'nats', url: 'nats://acme:4222', accounts: ['acct-acme'] },
+      }),
+    );
+    const input = { type: 'nats' as const, broker: 'acme', subject: 'a' };
+    expect(checkDestination(input, kept, 'acct-acme')).toEqual({
+      target: { type: 'nats', broker: 'acme', subject: 'a' },
+    });
+    expect(checkDestination(input, kept, 'acct-other')).toEqual({
+      pointer: '/destination/broker',
+      detail: 'names no nats broker of this deployment (shared)',
+    });
+    expect(() =>
+      parseDestinationBrokers('{"a": {"type": "nats", "url": "nats://h", "accounts": "x"}}'),
+    ).toThrow(/broker a: accounts must be a list of account ids/);
   });
 });

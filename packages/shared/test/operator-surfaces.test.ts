@@ -50,6 +50,20 @@ describe('the configuration logged at start-up', () => {
       PORT: 3000,
     });
   });
+
+  it('redacts the passwords of URLs inside a value, such as the brokers of DESTINATION_BROKERS', () => {
+    const brokers = Type.Object({ DESTINATION_BROKERS: Type.String() });
+    const value = JSON.stringify({
+      orders: { type: 'rabbitmq', url: 'amqp://hooks:s3cr%40t@rabbit:5672/vhost' },
+      events: { type: 'nats', url: 'nats://nats:4222' },
+    });
+    const shown = redactedConfig(brokers, { DESTINATION_BROKERS: value }).DESTINATION_BROKERS as string;
+    expect(shown).not.toContain('s3cr');
+    expect(JSON.parse(shown)).toEqual({
+      orders: { type: 'rabbitmq', url: 'amqp://hooks:redacted@rabbit:5672/vhost' },
+      events: { type: 'nats', url: 'nats://nats:4222' },
+    });
+  });
 });
 
 describe('configuration lists and status classes', () => {

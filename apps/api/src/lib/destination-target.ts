@@ -20,7 +20,7 @@ const refuse = (pointer: string, detail: string) =>
   ]);
 
 /**
- * The target of a create (`creating`) or an update.
+ * The target of a create (`creating`) or an update by `accountId`.
  *
  * @param checkCallback the SSRF check of an http(s) callback URL; throws its 400
  * @throws HttpProblem 400 naming `/callback_url` (missing on create, or sent beside a broker
@@ -30,6 +30,7 @@ const refuse = (pointer: string, detail: string) =>
 export function writeTarget(
   body: { callback_url?: string; destination?: DestinationInput; client_certificate?: unknown },
   brokers: ReadonlyMap<string, BrokerConfig>,
+  accountId: string,
   checkCallback: (url: string) => void,
   creating: boolean,
 ): WriteTarget | undefined {
@@ -47,7 +48,7 @@ export function writeTarget(
     throw refuse('/callback_url', `must be left out with a ${destination.type} destination`);
   if (body.client_certificate !== undefined && body.client_certificate !== null)
     throw refuse('/client_certificate', 'applies to http destinations only');
-  const checked = checkDestination(destination, brokers);
+  const checked = checkDestination(destination, brokers, accountId);
   if ('pointer' in checked) throw refuse(checked.pointer, checked.detail);
   return { callbackUrl: destinationUrl(checked.target), broker: true };
 }

@@ -171,7 +171,13 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
             { pointer: '/account_id', detail: 'must equal the token subject, or be left out' },
           ]);
         }
-        const target = writeTarget(request.body, options.brokers, rejectBadCallback, true)!;
+        const target = writeTarget(
+          request.body,
+          options.brokers,
+          request.accountId,
+          rejectBadCallback,
+          true,
+        )!;
         checkSubscriptionSelection(catalogue, kind, event_types, filter);
         await checkTransformation(options.transformations, request.body.transformation);
         const id = uuidv7();
@@ -289,7 +295,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     async (request) => {
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       const { webhook_id, status, rate_limit, event_types, filter, ordering, headers } = request.body;
-      const target = writeTarget(request.body, options.brokers, rejectBadCallback, false);
+      const target = writeTarget(request.body, options.brokers, request.accountId, rejectBadCallback, false);
       const callback_url = target?.callbackUrl;
       const sealedHeaders =
         headers === undefined ? undefined : sealedCustomHeaders(headers, current.id, options.secretBox);

@@ -140,13 +140,15 @@ export interface AttemptSender {
    * request goes again on another connection (at most {@link maxStaleResends} times, all within
    * the attempt's timeout), and `startedAt` and `durationMs` cover all of it. With
    * `clientCertificate`, it is presented when the callback's server asks for one (mutual TLS);
-   * connections with it are pooled apart from those without.
+   * connections with it are pooled apart from those without. `accountId`, the account the attempt
+   * is for, matters to a broker destination only (`destinations/registry.ts`).
    */
   send(
     url: string,
     body: string,
     headers: Record<string, string>,
     clientCertificate?: ClientCertificate | null,
+    accountId?: string,
   ): Promise<AttemptResult>;
   /** Closes the kept-alive sockets. */
   close(): void;
@@ -356,7 +358,7 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
     });
 
   return {
-    send,
+    send: (url, body, headers, clientCertificate) => send(url, body, headers, clientCertificate),
     close() {
       agent.http.destroy();
       agent.https.destroy();

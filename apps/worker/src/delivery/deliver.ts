@@ -183,7 +183,13 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
           'url.full': urlForSpan(callbackUrl),
         },
         async (annotate) => {
-          const sent = await deps.sender.send(transformed.url, body, headers, subscription.clientCertificate);
+          const sent = await deps.sender.send(
+            transformed.url,
+            body,
+            headers,
+            subscription.clientCertificate,
+            subscription.accountId,
+          );
           annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
           return sent;
         },

@@ -5,7 +5,7 @@
  * {@link publisherFactories} (docs/destinations.md).
  */
 import type { Logger } from 'pino';
-import { brokerTarget, type BrokerConfig, type BrokerType } from '@webhooks/shared';
+import { brokerAllows, brokerTarget, type BrokerConfig, type BrokerType } from '@webhooks/shared';
 import type { AttemptSender } from '../delivery/attempt.js';
 import { publishClock, type BrokerPublisher } from './publisher.js';
 import { createNatsPublisher } from './nats.js';
@@ -44,23 +44,26 @@ export function createBrokerPublishers(
 
 /**
  * The attempt path's sender for every destination: `http` for callback URLs, `publishers` by
- * broker name for broker destinations. A destination naming a broker this worker does not know
- * (DESTINATION_BROKERS differs from the API's) fails its attempt, saying so.
+ * broker name for broker destinations. A destination naming a broker this worker does not know, or
+ * no longer lets the subscription's account use (DESTINATION_BROKERS changed since the subscription
+ * was created), fails its attempt, saying so.
  */
 export function createDestinationSender(
   http: AttemptSender,
+  brokers: ReadonlyMap<string, BrokerConfig>,
   publishers: ReadonlyMap<string, BrokerPublisher>,
 ): AttemptSender {
   return {
-    send(url, body, headers, clientCertificate) {
+    send(url, body, headers, clientCertificate, accountId) {
       const target = brokerTarget(url);
       if (target === null) return http.send(url, body, headers, clientCertificate);
+      const broker = brokers.get(target.broker);
       const publisher = publishers.get(target.broker);
-      if (publisher === undefined)
+      if (broker === undefined || publisher === undefined || !brokerAllows(broker, accountId ?? ''))
         return Promise.resolve(
           publishClock().failed(
             'broker_unavailable',
-            `this deployment has no broker named "${target.broker}" (DESTINATION_BROKERS)`,
+            `this deployment has no broker named "${target.broker}" for this account (DESTINATION_BROKERS)`,
           ),
         );
       return publisher.publish(target, body, headers);
