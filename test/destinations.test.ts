@@ -170,7 +170,8 @@ describe('a RabbitMQ destination', () => {
         const rows = await deliveriesOf(sub.id);
         return rows.some((d) => d.last_error === error) && rows;
       });
-      expect((await attemptErrors(owner, sub.id, delivery!.id))[0]).toContain(text);
+      // Any of its attempts: on a busy machine, a first one may time out connecting.
+      expect(await attemptErrors(owner, sub.id, delivery!.id)).toContainEqual(expect.stringContaining(text));
     }
     // The channel the good subscription publishes on is intact.
     await publish(account, { order: 4 });
@@ -219,8 +220,8 @@ describe('a NATS JetStream destination', () => {
       const rows = await deliveriesOf(sub.id);
       return rows.some((d) => d.last_error === 'broker_refused') && rows;
     });
-    expect((await attemptErrors(owner, sub.id, delivery!.id))[0]).toContain(
-      `no JetStream stream stores subject "nobody-${run}.calls"`,
+    expect(await attemptErrors(owner, sub.id, delivery!.id)).toContainEqual(
+      expect.stringContaining(`no JetStream stream stores subject "nobody-${run}.calls"`),
     );
   });
 

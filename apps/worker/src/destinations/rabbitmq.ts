@@ -25,6 +25,8 @@ interface Session {
   returned: Set<string>;
   /** Exchanges found, with when they are checked again. */
   exchanges: Map<string, number>;
+  /** Checks in flight, which the attempts to the same exchange share (a fan-out asks at once). */
+  probes: Map<string, Promise<boolean>>;
 }
 
 const noop = () => {};
@@ -57,25 +59,36 @@ export function createRabbitMqPublisher(options: {
         lost();
         connection.close().catch(noop);
       });
-      return { connection, channel, returned, exchanges: new Map() };
+      return { connection, channel, returned, exchanges: new Map(), probes: new Map() };
     },
     (current) => current.connection.close(),
   );
 
   /** Whether `exchange` exists: a passive declare, on a channel that may close without harm. */
-  const exchangeExists = async (current: Session, exchange: string) => {
-    if (exchange === '' || (current.exchanges.get(exchange) ?? 0) > Date.now()) return true;
+  const probeExchange = async (current: Session, exchange: string) => {
     const probe = await current.connection.createChannel();
     probe.on('error', noop);
     try {
       await probe.checkExchange(exchange);
       current.exchanges.set(exchange, Date.now() + knownExchangeMs);
-      await probe.close().catch(noop);
       return true;
     } catch (error) {
       if (replyCode(error) === 404) return false;
       throw error;
+    } finally {
+      // A 404 has closed it already.
+      probe.close().catch(noop);
     }
+  };
+
+  const exchangeExists = (current: Session, exchange: string): Promise<boolean> => {
+    if (exchange === '' || (current.exchanges.get(exchange) ?? 0) > Date.now()) return Promise.resolve(true);
+    let probe = current.probes.get(exchange);
+    if (probe === undefined) {
+      probe = probeExchange(current, exchange).finally(() => current.probes.delete(exchange));
+      current.probes.set(exchange, probe);
+    }
+    return probe;
   };
 
   return {
