@@ -9,9 +9,14 @@
  */
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import type { Logger } from 'pino';
 import type { BrokerTarget } from '@webhooks/shared';
-import { lazyConnection, publishClock, withDeadline, type BrokerPublisher } from './publisher.js';
+import {
+  lazyConnection,
+  publishClock,
+  publishWithin,
+  type BrokerPublisher,
+  type PublisherOptions,
+} from './publisher.js';
 
 interface Session {
   connection: NatsConnection;
@@ -30,12 +35,7 @@ function noStream(error: unknown): boolean {
 }
 
 /** Creates the publisher of the server at `url` (`nats://host:port`, `user:password@` allowed). */
-export function createNatsPublisher(options: {
-  url: string;
-  /** DELIVERY_TIMEOUT_MS: a publish's whole time, connecting included. */
-  timeoutMs: number;
-  log: Logger;
-}): BrokerPublisher {
+export function createNatsPublisher(options: PublisherOptions): BrokerPublisher {
   const { url, timeoutMs, log } = options;
   const session = lazyConnection<Session>(
     async (lost) => {
@@ -60,34 +60,31 @@ export function createNatsPublisher(options: {
     async publish(target: BrokerTarget, body, headers) {
       const clock = publishClock();
       if (target.type !== 'nats') return clock.failed('other', 'not a nats destination');
-      const attempt = async () => {
-        let current: Session;
-        try {
-          current = await session.get();
-        } catch (error) {
-          return clock.failed('broker_unavailable', undefined, error);
-        }
-        const messageHeaders = natsHeaders();
-        for (const [name, value] of Object.entries(headers)) messageHeaders.set(name, value);
-        try {
-          await current.js.publish(target.subject, body, {
-            msgID: headers['webhook-id'] ?? '',
-            headers: messageHeaders,
-            timeout: clock.remainingMs(timeoutMs),
-          });
-          return clock.confirmed();
-        } catch (error) {
-          if (noStream(error))
-            return clock.failed(
-              'broker_refused',
-              `no JetStream stream stores subject "${target.subject}"`,
-              error,
-            );
-          return clock.failed('broker_refused', 'JetStream did not acknowledge the message', error);
-        }
-      };
-      return withDeadline(attempt(), timeoutMs, () =>
-        clock.failed('timeout', 'JetStream did not acknowledge the message in time'),
+      return publishWithin(
+        session,
+        timeoutMs,
+        clock,
+        'JetStream did not acknowledge the message in time',
+        async (current) => {
+          const messageHeaders = natsHeaders();
+          for (const [name, value] of Object.entries(headers)) messageHeaders.set(name, value);
+          try {
+            await current.js.publish(target.subject, body, {
+              msgID: headers['webhook-id'] ?? '',
+              headers: messageHeaders,
+              timeout: clock.remainingMs(timeoutMs),
+            });
+            return clock.confirmed();
+          } catch (error) {
+            if (noStream(error))
+              return clock.failed(
+                'broker_refused',
+                `no JetStream stream stores subject "${target.subject}"`,
+                error,
+              );
+            return clock.failed('broker_refused', 'JetStream did not acknowledge the message', error);
+          }
+        },
       );
     },
     close: () => session.close(),

@@ -6,8 +6,18 @@
  * the HTTP attempt's. A result without an error class means the broker confirmed the message.
  */
 import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
 import type { BrokerTarget } from '@webhooks/shared';
 import { attemptErrorMessages, type AttemptErrorClass, type AttemptResult } from '../delivery/attempt.js';
+
+/** What a publisher is made from: one broker of DESTINATION_BROKERS. */
+export interface PublisherOptions {
+  /** The broker's URL, credentials included. */
+  url: string;
+  /** DELIVERY_TIMEOUT_MS: a publish's whole time, connecting included, in ms. */
+  timeoutMs: number;
+  log: Logger;
+}
 
 /** Publishes to one broker. */
 export interface BrokerPublisher {
@@ -47,8 +57,35 @@ export function publishClock() {
   };
 }
 
+/** The timer and result builder of one publish ({@link publishClock}). */
+export type PublishClock = ReturnType<typeof publishClock>;
+
+/**
+ * One publish on the connection of `session`, opened first if need be, by `send`, within
+ * `timeoutMs`: a connection that cannot be opened fails the attempt as `broker_unavailable`, and
+ * no result in time as `timeout` saying `timeoutMessage`.
+ */
+export function publishWithin<S>(
+  session: { get(): Promise<S> },
+  timeoutMs: number,
+  clock: PublishClock,
+  timeoutMessage: string,
+  send: (current: S) => Promise<AttemptResult>,
+): Promise<AttemptResult> {
+  const attempt = async () => {
+    let current: S;
+    try {
+      current = await session.get();
+    } catch (error) {
+      return clock.failed('broker_unavailable', undefined, error);
+    }
+    return send(current);
+  };
+  return withDeadline(attempt(), timeoutMs, () => clock.failed('timeout', timeoutMessage));
+}
+
 /** Resolves with `promise`, or with `onTimeout()` after `ms`. */
-export function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
+function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     promise,

@@ -11,9 +11,14 @@
  * its own (`checkExchange`), and known ones are remembered for {@link knownExchangeMs}.
  */
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import type { Logger } from 'pino';
 import type { BrokerTarget } from '@webhooks/shared';
-import { lazyConnection, publishClock, withDeadline, type BrokerPublisher } from './publisher.js';
+import {
+  lazyConnection,
+  publishClock,
+  publishWithin,
+  type BrokerPublisher,
+  type PublisherOptions,
+} from './publisher.js';
 
 /** How long an exchange found on the broker is published to without checking it again, in ms. */
 export const knownExchangeMs = 60_000;
@@ -35,12 +40,7 @@ const noop = () => {};
 const replyCode = (error: unknown) => (error as { code?: unknown }).code;
 
 /** Creates the publisher of the broker at `url` (`amqp://user:password@host:port/vhost`). */
-export function createRabbitMqPublisher(options: {
-  url: string;
-  /** DELIVERY_TIMEOUT_MS: a publish's whole time, connecting included. */
-  timeoutMs: number;
-  log: Logger;
-}): BrokerPublisher {
+export function createRabbitMqPublisher(options: PublisherOptions): BrokerPublisher {
   const { url, timeoutMs, log } = options;
   // A lost connection or channel is opened again by the next publish.
   const session = lazyConnection<Session>(
@@ -96,46 +96,43 @@ export function createRabbitMqPublisher(options: {
       const clock = publishClock();
       if (target.type !== 'rabbitmq') return clock.failed('other', 'not a rabbitmq destination');
       const messageId = headers['webhook-id'] ?? '';
-      const attempt = async () => {
-        let current: Session;
-        try {
-          current = await session.get();
-        } catch (error) {
-          return clock.failed('broker_unavailable', undefined, error);
-        }
-        try {
-          if (!(await exchangeExists(current, target.exchange)))
-            return clock.failed('broker_refused', `the broker has no exchange named "${target.exchange}"`);
-          const timestamp = Number(headers['webhook-timestamp']);
-          await new Promise<void>((resolve, reject) => {
-            current.channel.publish(
-              target.exchange,
-              target.routingKey,
-              Buffer.from(body),
-              {
-                persistent: true,
-                mandatory: true,
-                contentType: 'application/json',
-                messageId,
-                ...(Number.isFinite(timestamp) ? { timestamp } : {}),
-                headers,
-              },
-              (error: unknown) => (error ? reject(error) : resolve()),
-            );
-          });
-          if (current.returned.delete(messageId))
-            return clock.failed(
-              'broker_unroutable',
-              `the broker routed the message to no queue: nothing is bound to exchange "${target.exchange}" for routing key "${target.routingKey}"`,
-            );
-          return clock.confirmed();
-        } catch (error) {
-          current.returned.delete(messageId);
-          return clock.failed('broker_refused', 'the broker did not confirm the message', error);
-        }
-      };
-      return withDeadline(attempt(), timeoutMs, () =>
-        clock.failed('timeout', 'the broker did not confirm the message in time'),
+      return publishWithin(
+        session,
+        timeoutMs,
+        clock,
+        'the broker did not confirm the message in time',
+        async (current) => {
+          try {
+            if (!(await exchangeExists(current, target.exchange)))
+              return clock.failed('broker_refused', `the broker has no exchange named "${target.exchange}"`);
+            const timestamp = Number(headers['webhook-timestamp']);
+            await new Promise<void>((resolve, reject) => {
+              current.channel.publish(
+                target.exchange,
+                target.routingKey,
+                Buffer.from(body),
+                {
+                  persistent: true,
+                  mandatory: true,
+                  contentType: 'application/json',
+                  messageId,
+                  ...(Number.isFinite(timestamp) ? { timestamp } : {}),
+                  headers,
+                },
+                (error: unknown) => (error ? reject(error) : resolve()),
+              );
+            });
+            if (current.returned.delete(messageId))
+              return clock.failed(
+                'broker_unroutable',
+                `the broker routed the message to no queue: nothing is bound to exchange "${target.exchange}" for routing key "${target.routingKey}"`,
+              );
+            return clock.confirmed();
+          } catch (error) {
+            current.returned.delete(messageId);
+            return clock.failed('broker_refused', 'the broker did not confirm the message', error);
+          }
+        },
       );
     },
     close: () => session.close(),

@@ -4,20 +4,11 @@
  * broker's publisher. Adding a destination type is a publisher (`publisher.ts`) and one entry in
  * {@link publisherFactories} (docs/destinations.md).
  */
-import type { Logger } from 'pino';
 import { brokerAllows, brokerTarget, type BrokerConfig, type BrokerType } from '@webhooks/shared';
 import type { AttemptSender } from '../delivery/attempt.js';
-import { publishClock, type BrokerPublisher } from './publisher.js';
+import { publishClock, type BrokerPublisher, type PublisherOptions } from './publisher.js';
 import { createNatsPublisher } from './nats.js';
 import { createRabbitMqPublisher } from './rabbitmq.js';
-
-/** What a publisher is made from. */
-export interface PublisherOptions {
-  url: string;
-  /** DELIVERY_TIMEOUT_MS. */
-  timeoutMs: number;
-  log: Logger;
-}
 
 /** The publisher of each destination type. */
 export const publisherFactories: Record<BrokerType, (options: PublisherOptions) => BrokerPublisher> = {
