@@ -8,14 +8,28 @@
  * capacity, the steady account's delivery p99 within 2× of its p99 then, and every accepted event
  * delivered.
  */
+import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
+import { createWebhookClient } from '@webhooks/client';
 import { percentile } from '../scripts/lib/stats.js';
 import { waitUntilReady } from '../scripts/lib/services.js';
 import { requestRate, sheddingOff } from './api-scenarios.js';
-import { postEvent, publishAtSteadyRate, subscribe, waitForSucceeded, withBenchStack } from './harness.js';
+import {
+  publishAtSteadyRate,
+  subscribe,
+  waitForSucceeded,
+  withBenchStack,
+  type BenchStack,
+} from './harness.js';
 
 /** Subscriptions of the spiking account, each receiving every event. */
 const spikeSubscriptions = 2;
+
+/**
+ * Seconds of the same load before either account's figures are taken: each run starts a fresh
+ * API process, whose first seconds (JIT, connection pools) are not the saturation measured.
+ */
+const warmupSeconds = 5;
 
 /** The event both accounts publish. */
 const event = { type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } };
@@ -41,6 +55,43 @@ export interface SpikeRun {
   steadyP99Ms: number;
   steadyExpected: number;
   steadyArrived: number;
+  /** The steady account's publish → 202 latencies (its client's retries included), ms. */
+  steadyAcceptedP99Ms: number;
+  /** The steady account's tries answered other than 202 (each retried by its client), by status. */
+  steadyRefused: Record<string, number>;
+}
+
+/**
+ * The steady account's publisher: the typed client, retrying as it does by default, with every
+ * try's answer counted, and the time each publish from the `from`-th on took to be accepted.
+ */
+function steadyPublisher(stack: BenchStack, from: number) {
+  const refused: Record<string, number> = {};
+  const acceptedMs: number[] = [];
+  const client = createWebhookClient({
+    baseUrl: stack.apiUrl,
+    token: stack.token('steady'),
+    fetch: async (request) => {
+      const response = await globalThis.fetch(request);
+      if (measuring && response.status !== 202)
+        refused[response.status] = (refused[response.status] ?? 0) + 1;
+      return response;
+    },
+  });
+  let measuring = false;
+  const publish = async (n: number): Promise<string> => {
+    if (n >= from) measuring = true;
+    const start = performance.now();
+    const { data, error, response } = await client.POST('/api/events', {
+      body: { type: 'call.completed', data: { call_id: `c-${n}`, duration_s: n % 600 } },
+      headers: { 'idempotency-key': randomUUID() },
+    });
+    if (response.status !== 202 || data === undefined)
+      throw new Error(`POST /api/events answered ${response.status}: ${error?.detail ?? ''}`);
+    if (n >= from) acceptedMs.push(performance.now() - start);
+    return data.id;
+  };
+  return { publish, refused, acceptedMs };
 }
 
 /** One run: the spiking account at `rate` events/s and the steady one at `steadyRate`, for `seconds`. */
@@ -52,23 +103,24 @@ async function spikeRun(rate: number, steadyRate: number, seconds: number, step:
       await subscribe(stack, 'spike', `${receiver.url}/spike`, spikeSubscriptions);
       await subscribe(stack, 'steady', `${receiver.url}/steady`);
       step(`spike: ${rate} events/s`);
-      const token = stack.token('steady');
+      const steadyClient = steadyPublisher(stack, steadyRate * warmupSeconds);
+      const spikeLoad: autocannon.Options = {
+        url: `${stack.apiUrl}/api/events`,
+        method: 'POST',
+        connections: 200,
+        overallRate: rate,
+        duration: seconds,
+        timeout: 5,
+        headers: { authorization: `Bearer ${stack.token('spike')}`, 'content-type': 'application/json' },
+        body: JSON.stringify(event),
+      };
       const [load, steady] = await Promise.all([
-        autocannon({
-          url: `${stack.apiUrl}/api/events`,
-          method: 'POST',
-          connections: 200,
-          overallRate: rate,
-          duration: seconds,
-          timeout: 5,
-          headers: { authorization: `Bearer ${stack.token('spike')}`, 'content-type': 'application/json' },
-          body: JSON.stringify(event),
-        }),
+        autocannon({ ...spikeLoad, duration: warmupSeconds }).then(() => autocannon(spikeLoad)),
         publishAtSteadyRate({
           rate: steadyRate,
-          warmupSeconds: 0,
+          warmupSeconds,
           seconds,
-          publish: (i) => postEvent(stack, token, i),
+          publish: steadyClient.publish,
         }),
       ]);
       const statuses: Record<string, number> = Object.fromEntries(
@@ -79,8 +131,18 @@ async function spikeRun(rate: number, steadyRate: number, seconds: number, step:
       const accepted = await stack.prisma.event.count({ where: { accountId: 'spike' } });
       // The steady account's publishes its client gave up on may have been accepted too.
       const steadyAccepted = await stack.prisma.event.count({ where: { accountId: 'steady' } });
-      const expected = accepted * spikeSubscriptions + steadyAccepted;
+      let expected = accepted * spikeSubscriptions + steadyAccepted;
       await waitForSucceeded(stack, expected, 600_000).catch(() => undefined);
+      // The API may still have been storing requests autocannon had stopped waiting for when the
+      // events were counted: count again once the deliveries have drained, until nothing moves.
+      for (;;) {
+        const now =
+          (await stack.prisma.event.count({ where: { accountId: 'spike' } })) * spikeSubscriptions +
+          (await stack.prisma.event.count({ where: { accountId: 'steady' } }));
+        if (now === expected) break;
+        expected = now;
+        await waitForSucceeded(stack, expected, 600_000).catch(() => undefined);
+      }
       const delivered = await stack.prisma.delivery.count({ where: { status: 'succeeded' } });
       const latencies = [...(receiver.confirmedAt.get('/steady') ?? [])].flatMap(([id, at]) => {
         const sent = steady.sentAt.get(id);
@@ -99,6 +161,8 @@ async function spikeRun(rate: number, steadyRate: number, seconds: number, step:
         steadyP99Ms: percentile(latencies, 99),
         steadyExpected: steady.sentAt.size,
         steadyArrived: latencies.length,
+        steadyAcceptedP99Ms: percentile(steadyClient.acceptedMs, 99),
+        steadyRefused: steadyClient.refused,
       };
     },
   );
