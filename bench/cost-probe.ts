@@ -60,6 +60,10 @@ async function postgresCpuMs(): Promise<number> {
 export async function startCostProbe(stack: BenchStack) {
   const redis = new Redis(stack.redisUrl);
   const db = new pg.Client({ connectionString: stack.databaseUrl });
+  // A scenario that throws drops its stack's database under the probe: the throw is the failure
+  // to report, not the probe's connection ending with it (an unhandled 'error' ends the process).
+  db.on('error', () => undefined);
+  redis.on('error', () => undefined);
   await db.connect();
   const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
   const read = async (): Promise<Counters> => {

@@ -19,7 +19,7 @@
 import { Queue } from 'bullmq';
 import pg from 'pg';
 import { createProducerConnection, queueNames, type EventPublisher } from '@webhooks/shared';
-import { requestLoad, requestRate } from './api-scenarios.js';
+import { requestLoad, requestRate, sheddingOff } from './api-scenarios.js';
 import { startCostProbe } from './cost-probe.js';
 import { deliverLoad, subscribeLoad, type DeliveryThroughput, type Progress } from './delivery-scenarios.js';
 import type { Receiver } from '../scripts/lib/receiver.js';
@@ -106,7 +106,9 @@ async function withLogStack<T>(
     {
       tag,
       workers: 0,
-      env: { LOG_LEVEL: 'error', RETENTION_DAYS: String(historyDays * 2) },
+      // Shedding off: ingest at 50 connections measures what the API processes, and a slow
+      // machine's shed requests would end the run (requestLoad refuses non-2xx answers).
+      env: { LOG_LEVEL: 'error', RETENTION_DAYS: String(historyDays * 2), ...sheddingOff },
       prepareDatabase: layout === 'unpartitioned' ? toUnpartitionedLog : undefined,
     },
     async (stack, publisher, receiver) => {

@@ -23,3 +23,28 @@ export async function waitFor<T>(
     await sleep(intervalMs);
   }
 }
+
+/**
+ * Polls `count` every `intervalMs` ms until it reaches `target`, for as long as it keeps growing:
+ * gives up once it has not grown for `stallMs` ms, so that a backlog drains at whatever pace the
+ * machine allows and only a count that stopped moving (something lost) ends the wait early.
+ *
+ * @returns the last count (below `target` when it stalled)
+ */
+export async function waitWhileGrowing(
+  count: () => number | Promise<number>,
+  target: number,
+  stallMs: number,
+  intervalMs = 250,
+): Promise<number> {
+  let last = await count();
+  let grewAt = Date.now();
+  while (last < target) {
+    await sleep(intervalMs);
+    const now = await count();
+    if (now > last) grewAt = Date.now();
+    else if (Date.now() - grewAt > stallMs) return now;
+    last = now;
+  }
+  return last;
+}

@@ -14,7 +14,7 @@
  */
 import fp from 'fastify-plugin';
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
-import type { RouteOptions } from 'fastify';
+import type { FastifyBaseLogger, RouteOptions } from 'fastify';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
 import { serviceUnavailable } from '../lib/infrastructure-error.js';
@@ -51,15 +51,20 @@ export interface RateLimitOptions {
  * fails, whatever Redis or its client says (a timeout, a cluster without a master), is the 503
  * of an uncounted request.
  */
-function accountCountStore(limiter: RateLimiterRedis): FastifyRateLimitStore {
+function accountCountStore(limiter: RateLimiterRedis, log: FastifyBaseLogger): FastifyRateLimitStore {
   const store: FastifyRateLimitStore = {
     incr(key, callback) {
       limiter.consume(key).then(
         (res) => callback(null, { current: res.consumedPoints, ttl: res.msBeforeNext }),
-        (refusal: unknown) =>
-          refusal instanceof RateLimiterRes
-            ? callback(null, { current: refusal.consumedPoints, ttl: refusal.msBeforeNext })
-            : callback(uncounted()),
+        (refusal: unknown) => {
+          if (refusal instanceof RateLimiterRes) {
+            callback(null, { current: refusal.consumedPoints, ttl: refusal.msBeforeNext });
+            return;
+          }
+          // The 503 says only that Redis could not count; the operator needs what Redis said.
+          log.warn({ err: refusal }, 'rate limit not counted');
+          callback(uncounted());
+        },
       );
     },
     child: () => store,
@@ -75,7 +80,7 @@ export default fp<RateLimitOptions>(
       duration: 60,
       keyPrefix: '',
     });
-    const store = accountCountStore(limiter);
+    const store = accountCountStore(limiter, app.log);
     // Before the plugin's own route hook, which reads this setting: an uncounted write could be
     // one of a flood the limit exists to stop, so a failed count refuses it (503).
     app.addHook('onRoute', (route) => {

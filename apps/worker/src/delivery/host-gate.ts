@@ -41,10 +41,26 @@ export function hostWaitMs(random: number): number {
 const askedMemoryMs = 1_000;
 
 /**
- * KEYS: leases (`<account>\t<job id>` → lease end ms), counts (account → slots held), asking
- * (account → when it was last refused, ms), waiting (`<account>\t<job id>` → when it first waited,
- * ms). ARGV: the member, lease ms, cap, account, asked memory ms. Returns 1 and takes a slot, else
- * 0 and the member waits to be woken.
+ * Lua: `heldByAccount(now)`, a table of account → the live slots it holds, read from the leases
+ * (KEYS[1]; a member names its account). Only the contended paths call it (another account asking,
+ * an attempt waiting to be woken), at most HOST_MAX_IN_FLIGHT members read: the usual admission
+ * and release keep no per-account count, five commands an admission and two a release.
+ */
+const countHeldLua = `
+local function heldByAccount(now)
+  local counts = {}
+  for _, holder in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')) do
+    local owner = string.sub(holder, 1, string.find(holder, '\t', 1, true) - 1)
+    counts[owner] = (counts[owner] or 0) + 1
+  end
+  return counts
+end`;
+
+/**
+ * KEYS: leases (`<account>\t<job id>` → lease end ms), asking (account → when it was last
+ * refused, ms), waiting (`<account>\t<job id>` → when it first waited, ms). ARGV: the member, lease
+ * ms, cap, account, asked memory ms. Returns 1 and takes a slot, else 0 and the member waits to be
+ * woken.
  *
  * Max-min fairness between the accounts sharing the host: each has a share of the cap, the cap
  * over the accounts holding slots or refused lately (at least 1). An account under its share takes
@@ -53,7 +69,7 @@ const askedMemoryMs = 1_000;
  * a newcomer as its attempts end. Expired leases (their holder died) are cleared only at the cap,
  * where they change the answer.
  */
-const acquireLua = `
+const acquireLua = `${countHeldLua}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local member, lease, cap, account, memory = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
@@ -63,70 +79,70 @@ if held >= cap then
     redis.call('ZADD', KEYS[1], now + lease, member)
     return 1
   end
-  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-  for _, gone in ipairs(expired) do
-    local owner = string.sub(gone, 1, string.find(gone, '\t', 1, true) - 1)
-    if redis.call('HINCRBY', KEYS[2], owner, -1) <= 0 then redis.call('HDEL', KEYS[2], owner) end
-    redis.call('ZREM', KEYS[1], gone)
-  end
-  held = held - #expired
+  held = held - redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 end
 -- Shares matter only while another account waits: the usual admission reads one more key.
+local askers = {}
 local othersAsking = false
-local sharing = 0
-local anyAsking = redis.call('ZCARD', KEYS[3]) > 0
+local anyAsking = redis.call('EXISTS', KEYS[2]) == 1
 if anyAsking then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - memory)
-  for _, asker in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - memory)
+  for _, asker in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     if asker ~= account then
       othersAsking = true
-      if redis.call('HEXISTS', KEYS[2], asker) == 0 then sharing = sharing + 1 end
+      askers[#askers + 1] = asker
     end
   end
 end
 local admitted = held < cap
 if admitted and othersAsking then
-  local mine = tonumber(redis.call('HGET', KEYS[2], account) or '0')
-  sharing = sharing + redis.call('HLEN', KEYS[2]) + (mine == 0 and 1 or 0)
+  local counts = heldByAccount(now)
+  local sharing = 0
+  for _ in pairs(counts) do sharing = sharing + 1 end
+  for _, asker in ipairs(askers) do
+    if counts[asker] == nil then sharing = sharing + 1 end
+  end
+  local mine = counts[account] or 0
+  if mine == 0 then sharing = sharing + 1 end
   admitted = mine < math.max(1, math.floor(cap / sharing))
 end
 if admitted then
   redis.call('ZADD', KEYS[1], now + lease, member)
-  redis.call('HINCRBY', KEYS[2], account, 1)
   redis.call('PEXPIRE', KEYS[1], lease)
-  redis.call('PEXPIRE', KEYS[2], lease)
   if anyAsking then
-    redis.call('ZREM', KEYS[3], account)
-    redis.call('ZREM', KEYS[4], member)
+    redis.call('ZREM', KEYS[2], account)
+    redis.call('ZREM', KEYS[3], member)
   end
   return 1
 end
-redis.call('ZADD', KEYS[3], now, account)
-redis.call('PEXPIRE', KEYS[3], memory)
-redis.call('ZADD', KEYS[4], 'NX', now, member)
-redis.call('PEXPIRE', KEYS[4], lease)
+redis.call('ZADD', KEYS[2], now, account)
+redis.call('PEXPIRE', KEYS[2], memory)
+redis.call('ZADD', KEYS[3], 'NX', now, member)
+redis.call('PEXPIRE', KEYS[3], lease)
 return 0`;
 
 /** Most waiting attempts a release looks at to choose the one it wakes. */
 const wakeCandidates = 32;
 
 /**
- * KEYS: leases, counts, waiting. ARGV: the member, its account. Gives the member's slot back,
- * once, and then names the waiting member to wake (removed from the waiting set), or returns
- * false: among the oldest {@link wakeCandidates}, the oldest of the account holding the fewest
- * slots, so that a freed slot goes to an account under its share before a flood's next attempt.
+ * KEYS: leases, waiting. ARGV: the member. Gives the member's slot back, once, and then names the
+ * waiting member to wake (removed from the waiting set), or returns false: among the oldest
+ * {@link wakeCandidates}, the oldest of the account holding the fewest slots, so that a freed slot
+ * goes to an account under its share before a flood's next attempt.
  */
-const releaseLua = `
+const releaseLua = `${countHeldLua}
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return false end
-if redis.call('HINCRBY', KEYS[2], ARGV[2], -1) <= 0 then redis.call('HDEL', KEYS[2], ARGV[2]) end
+local waiters = redis.call('ZRANGE', KEYS[2], 0, ${wakeCandidates - 1})
+if #waiters == 0 then return false end
+local t = redis.call('TIME')
+local counts = heldByAccount(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 local best, fewest = false, nil
-for _, waiter in ipairs(redis.call('ZRANGE', KEYS[3], 0, ${wakeCandidates - 1})) do
-  local owner = string.sub(waiter, 1, string.find(waiter, '\t', 1, true) - 1)
-  local held = tonumber(redis.call('HGET', KEYS[2], owner) or '0')
+for _, waiter in ipairs(waiters) do
+  local held = counts[string.sub(waiter, 1, string.find(waiter, '\t', 1, true) - 1)] or 0
   if fewest == nil or held < fewest then best, fewest = waiter, held end
   if held == 0 then break end
 end
-if best then redis.call('ZREM', KEYS[3], best) end
+redis.call('ZREM', KEYS[2], best)
 return best`;
 
 /** Options of {@link createHostGate}. */
@@ -177,14 +193,13 @@ export function hostCapKey(hostname: string): string {
 }
 
 /**
- * The Redis keys of a host's slots: the leases, the slots each account holds, the accounts refused
- * lately, and the attempts waiting to be woken.
+ * The Redis keys of a host's slots: the leases (whose members name their account), the accounts
+ * refused lately, and the attempts waiting to be woken.
  */
 export function hostCapKeys(prefix: string, hostname: string) {
   const host = `${prefix}:host:${hostCapKey(hostname)}`;
   return {
     leases: `${host}:leases`,
-    counts: `${host}:accounts`,
     asking: `${host}:asking`,
     waiting: `${host}:waiting`,
   };
@@ -193,8 +208,8 @@ export function hostCapKeys(prefix: string, hostname: string) {
 /** Creates the host cap on `options.redis` (registering its scripts there). */
 export function createHostGate(options: HostGateOptions): HostGate {
   const { redis, prefix, maxInFlight, leaseMs, wake, log } = options;
-  redis.defineCommand('webhookHostAcquire', { numberOfKeys: 4, lua: acquireLua });
-  redis.defineCommand('webhookHostRelease', { numberOfKeys: 3, lua: releaseLua });
+  redis.defineCommand('webhookHostAcquire', { numberOfKeys: 3, lua: acquireLua });
+  redis.defineCommand('webhookHostRelease', { numberOfKeys: 2, lua: releaseLua });
   const commands = redis as unknown as {
     webhookHostAcquire(...args: Array<string | number>): Promise<number>;
     webhookHostRelease(...args: string[]): Promise<string | null>;
@@ -204,7 +219,6 @@ export function createHostGate(options: HostGateOptions): HostGate {
       const keys = hostCapKeys(prefix, hostname);
       const taken = await commands.webhookHostAcquire(
         keys.leases,
-        keys.counts,
         keys.asking,
         keys.waiting,
         `${accountId}\t${jobId}`,
@@ -219,13 +233,7 @@ export function createHostGate(options: HostGateOptions): HostGate {
       const keys = hostCapKeys(prefix, hostname);
       let woken: string | null = null;
       try {
-        woken = await commands.webhookHostRelease(
-          keys.leases,
-          keys.counts,
-          keys.waiting,
-          `${accountId}\t${jobId}`,
-          accountId,
-        );
+        woken = await commands.webhookHostRelease(keys.leases, keys.waiting, `${accountId}\t${jobId}`);
       } catch (error) {
         log.warn({ err: error, hostname }, 'host slot release failed; its lease will expire');
       }
