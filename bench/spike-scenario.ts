@@ -1,7 +1,8 @@
 /**
  * An API spike: `POST /api/events` asked at 3× the API's own measured ingest capacity (measured
- * first on a stack of the same shape, shedding off), with autocannon (200 connections, a 5 s
- * client timeout) by one account into 2 subscriptions, while a steady
+ * first on a stack of the same shape, shedding off), after {@link warmupSeconds} of the same load,
+ * with autocannon (a worker thread, 200 connections, a 5 s client timeout) by one account into 2
+ * subscriptions, while a steady
  * account publishes beside it through the typed client. Paired in the same run with the same load
  * at half the capacity, the neighbour within capacity. The API must shed, not stall: only 202, 429
  * and 503 answers, no client timeout or connection error, its p99 within 5× of its p99 at half
