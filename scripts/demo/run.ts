@@ -99,7 +99,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     services.push(startService('api', env), startService('worker', env));
     apiUrl = `http://127.0.0.1:${port}`;
   }
-  const publisher = createEventPublisher({ redis: redisUrl, prefix, catalogue });
+  // An internal service publishing a burst from a loop, as the publisher's `retry` is meant for: a
+  // publish Redis did not take in time (a loaded machine) is tried again under the same event id.
+  const publisher = createEventPublisher({
+    redis: redisUrl,
+    prefix,
+    catalogue,
+    retry: { limit: 5, maxWaitMs: 30_000 },
+  });
   const account = `demo-${randomBytes(4).toString('hex')}`;
   const token = createTokenMinter({ secret: jwtSecret })(account);
   const client = createWebhookClient({ baseUrl: apiUrl, token });
