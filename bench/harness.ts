@@ -239,8 +239,8 @@ const clients = new Map<string, WebhookClient>();
 
 /**
  * Publishes event `n`, a `call.completed`, through `POST /api/events` as the account of `token`,
- * with the typed client as a client app would: under an idempotency key, so that a 503 the API
- * sheds with `Retry-After` (a saturated event loop, at a stack's start too) is sent again after it.
+ * with the typed client as a client app would (see {@link publishWith}), one client per API and
+ * token.
  *
  * @returns the event id
  * @throws Error when the API answers anything but 202 after the client's retries
@@ -252,6 +252,18 @@ export async function postEvent(stack: BenchStack, token: string, n: number): Pr
     client = createWebhookClient({ baseUrl: stack.apiUrl, token });
     clients.set(key, client);
   }
+  return publishWith(client, n);
+}
+
+/**
+ * Publishes event `n`, a `call.completed`, with `client`: under an idempotency key, so that a 503
+ * the API sheds with `Retry-After` (a saturated event loop, at a stack's start too) is sent again
+ * after it.
+ *
+ * @returns the event id
+ * @throws Error when the API answers anything but 202 after the client's retries
+ */
+export async function publishWith(client: WebhookClient, n: number): Promise<string> {
   const { data, error, response } = await client.POST('/api/events', {
     body: { type: 'call.completed', data: { call_id: `c-${n}`, duration_s: n % 600 } },
     headers: { 'idempotency-key': randomUUID() },

@@ -9,7 +9,6 @@
  * capacity, the steady account's delivery p99 within 2× of its p99 then, and every accepted event
  * delivered.
  */
-import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { createWebhookClient } from '@webhooks/client';
 import { percentile } from '../scripts/lib/stats.js';
@@ -17,6 +16,7 @@ import { waitUntilReady } from '../scripts/lib/services.js';
 import { requestRate, sheddingOff } from './api-scenarios.js';
 import {
   publishAtSteadyRate,
+  publishWith,
   subscribe,
   waitForSucceeded,
   withBenchStack,
@@ -83,14 +83,9 @@ function steadyPublisher(stack: BenchStack, from: number) {
   const publish = async (n: number): Promise<string> => {
     if (n >= from) measuring = true;
     const start = performance.now();
-    const { data, error, response } = await client.POST('/api/events', {
-      body: { type: 'call.completed', data: { call_id: `c-${n}`, duration_s: n % 600 } },
-      headers: { 'idempotency-key': randomUUID() },
-    });
-    if (response.status !== 202 || data === undefined)
-      throw new Error(`POST /api/events answered ${response.status}: ${error?.detail ?? ''}`);
+    const id = await publishWith(client, n);
     if (n >= from) acceptedMs.push(performance.now() - start);
-    return data.id;
+    return id;
   };
   return { publish, refused, acceptedMs };
 }
@@ -131,19 +126,15 @@ async function spikeRun(rate: number, steadyRate: number, seconds: number, step:
         Object.entries(load.statusCodeStats ?? {}).map(([status, { count }]) => [status, count ?? 0]),
       );
       step('spike: draining');
-      // Requests autocannon stopped counting may have been accepted too: what was stored counts.
-      const accepted = await stack.prisma.event.count({ where: { accountId: 'spike' } });
-      // The steady account's publishes its client gave up on may have been accepted too.
-      const steadyAccepted = await stack.prisma.event.count({ where: { accountId: 'steady' } });
-      let expected = accepted * spikeSubscriptions + steadyAccepted;
-      await waitForSucceeded(stack, expected, 600_000).catch(() => undefined);
-      // The API may still have been storing requests autocannon had stopped waiting for when the
-      // events were counted: count again once the deliveries have drained, until nothing moves.
-      for (;;) {
-        const now =
-          (await stack.prisma.event.count({ where: { accountId: 'spike' } })) * spikeSubscriptions +
-          (await stack.prisma.event.count({ where: { accountId: 'steady' } }));
-        if (now === expected) break;
+      // Requests autocannon stopped counting may have been accepted too, and so may the steady
+      // account's publishes its client gave up on: what was stored counts.
+      const expectedDeliveries = async () =>
+        (await stack.prisma.event.count({ where: { accountId: 'spike' } })) * spikeSubscriptions +
+        (await stack.prisma.event.count({ where: { accountId: 'steady' } }));
+      // The API may still be storing requests autocannon stopped waiting for: counted again once the
+      // deliveries have drained, until nothing moves.
+      let expected = 0;
+      for (let now = await expectedDeliveries(); now !== expected; now = await expectedDeliveries()) {
         expected = now;
         await waitForSucceeded(stack, expected, 600_000).catch(() => undefined);
       }
