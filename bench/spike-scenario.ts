@@ -58,7 +58,10 @@ export interface SpikeRun {
   steadyArrived: number;
   /** The steady account's publish → 202 latencies (its client's retries included), ms. */
   steadyAcceptedP99Ms: number;
-  /** The steady account's tries answered other than 202 (each retried by its client), by status. */
+  /**
+   * The steady account's tries answered other than 202 (each retried by its client), by status and
+   * problem type (`503 /problems/overloaded`).
+   */
   steadyRefused: Record<string, number>;
 }
 
@@ -74,8 +77,16 @@ function steadyPublisher(stack: BenchStack, from: number) {
     token: stack.token('steady'),
     fetch: async (request) => {
       const response = await globalThis.fetch(request);
-      if (measuring && response.status !== 202)
-        refused[response.status] = (refused[response.status] ?? 0) + 1;
+      if (measuring && response.status !== 202) {
+        // By problem type too: a shed over its share, a full backlog and a slow Redis are
+        // different faults of the fair-shedding contract.
+        const problem = (await response
+          .clone()
+          .json()
+          .catch(() => ({}))) as { type?: string };
+        const kind = `${response.status} ${problem.type ?? 'without a problem type'}`;
+        refused[kind] = (refused[kind] ?? 0) + 1;
+      }
       return response;
     },
   });

@@ -19,7 +19,7 @@ if [ ! -x "$cache/package/bin/node" ]; then
 fi
 node="$cache/package/bin/node"
 echo "test suite on Node $("$node" --version)"
-"$node" --experimental-vm-modules node_modules/jest/bin/jest.js --runInBand \
+"$node" --experimental-vm-modules node_modules/jest/bin/jest.js \
   packages/ \
   apps/api/test/{subscriptions,events,test-events,auth,load-shedding,operations}.test.ts \
   apps/worker/test/{delivery,durability,durability-rules,inline-attempt,log-redaction,operations}.test.ts \
