@@ -283,15 +283,22 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
  * while Redis is away: both end here. A write that times out may still reach Redis later; that is
  * why a retried publish must reuse its idempotency key.
  *
+ * The timeout is decided after the I/O of the event-loop turn in which it fires: Node runs expired
+ * timers before it reads the sockets in each turn (the Node.js docs' "The Node.js Event Loop"), so
+ * after a turn longer than `ms` on a saturated process, a timer would otherwise refuse a write whose
+ * answer from Redis is already waiting to be read. `setImmediate` runs after that read.
+ *
  * @param what what is written, for the error message (`the event`)
  */
 export async function withRedisTimeout<T>(pending: Promise<T>, ms: number, what = 'the event'): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let afterIo: NodeJS.Immediate | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new PublishUnavailableError(`Redis did not take ${what} within ${ms} ms`)),
-      ms,
-    );
+    timer = setTimeout(() => {
+      afterIo = setImmediate(() =>
+        reject(new PublishUnavailableError(`Redis did not take ${what} within ${ms} ms`)),
+      );
+    }, ms);
   });
   try {
     return await Promise.race([pending, timeout]);
@@ -302,6 +309,7 @@ export async function withRedisTimeout<T>(pending: Promise<T>, ms: number, what 
     });
   } finally {
     clearTimeout(timer);
+    clearImmediate(afterIo);
   }
 }
 

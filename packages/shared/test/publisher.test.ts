@@ -7,6 +7,7 @@ import {
   exampleCatalogueFile,
   loadCatalogue,
   type EventPublisher,
+  withRedisTimeout,
 } from '../src/index.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
@@ -61,5 +62,22 @@ describe('createEventPublisher', () => {
     expect(error).toBeInstanceOf(EventInputError);
     expect(error).toMatchObject({ status, pointer });
     expect(await queue.count()).toBe(before);
+  });
+});
+
+describe('withRedisTimeout', () => {
+  it('takes a write Redis answered while a saturated process held its event loop past the timeout', async () => {
+    await redis.ping();
+    const answered = withRedisTimeout(redis.ping(), 50);
+    // One event-loop turn far longer than the timeout, as on an API past its capacity: Redis
+    // answers meanwhile, and its answer waits in the socket while the timer expires.
+    const busyUntil = Date.now() + 1_000;
+    while (Date.now() < busyUntil);
+    await expect(answered).resolves.toBe('PONG');
+  });
+
+  it('refuses a write Redis did not answer within the timeout', async () => {
+    const never = new Promise<string>(() => {});
+    await expect(withRedisTimeout(never, 50)).rejects.toThrow('Redis did not take the event within 50 ms');
   });
 });
