@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -297,17 +298,50 @@ export interface TransportBaseline {
   clientCpuMsPerPost: number;
 }
 
+/** Which client a transport load posts with: the worker's (got), or bare `node:http` for reference. */
+export type TransportClient = 'worker' | 'node-http';
+
+/** One POST of `body` with `headers`, resolved once the answer is read. */
+type Post = (url: string, body: string, headers: Record<string, string>) => Promise<void>;
+
 /**
- * Sends `count` POSTs of a delivery-sized body to `url`, `concurrency` at a time, with the
- * worker's own HTTP client; POSTs a second, and this process's CPU per POST in ms. Run by
- * {@link transportBaseline} in a process of its own (transport-client.ts).
+ * A bare `node:http` POST over `concurrency` keep-alive sockets: no SSRF checks, no timeout, no
+ * error classes. The reference the worker's got client is reported beside.
+ */
+function nodeHttpPost(concurrency: number): { post: Post; close: () => void } {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const post: Post = (url, body, headers) =>
+    new Promise((resolve, reject) => {
+      const req = request(url, { method: 'POST', agent, headers }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  return { post, close: () => agent.destroy() };
+}
+
+/**
+ * Sends `count` POSTs of a delivery-sized body to `url`, `concurrency` at a time, with `client`
+ * (the worker's own HTTP client by default); POSTs a second, and this process's CPU per POST in
+ * ms. Run by {@link transportBaseline} in a process of its own (transport-client.ts).
  */
 export async function sendTransportLoad(
   url: string,
   count: number,
   concurrency: number,
+  client: TransportClient = 'worker',
 ): Promise<TransportBaseline> {
-  const sender = baselineSender(concurrency);
+  let post: Post;
+  let close: () => void;
+  if (client === 'worker') {
+    const sender = baselineSender(concurrency);
+    post = async (to, body, headers) => void (await sender.send(to, body, headers));
+    close = () => sender.close();
+  } else {
+    ({ post, close } = nodeHttpPost(concurrency));
+  }
   let next = 0;
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
@@ -315,13 +349,13 @@ export async function sendTransportLoad(
     Array.from({ length: concurrency }, async () => {
       while (next < count) {
         const id = `baseline-${next++}`;
-        await sender.send(url, baselineBody, { 'content-type': 'application/json', 'webhook-id': id });
+        await post(url, baselineBody, { 'content-type': 'application/json', 'webhook-id': id });
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
-  sender.close();
+  close();
   return { postsPerSecond: count / seconds, clientCpuMsPerPost: (cpu.user + cpu.system) / 1000 / count };
 }
 
@@ -329,24 +363,30 @@ export async function sendTransportLoad(
  * The transport baseline: `count` POSTs of a delivery-sized body, `concurrency` at a time, with
  * the worker's own HTTP client (`createAttemptSender`, its keep-alive agent), straight to the
  * receiver: no queue, no database. The client runs in a process of its own, as a worker does, so
- * that its CPU per POST is the client's alone (the receiver stays in this process).
+ * that its CPU per POST is the client's alone (the receiver stays in this process). `client`
+ * `node-http` posts with bare `node:http` instead, for reference.
  */
-export async function transportBaseline(count: number, concurrency: number): Promise<TransportBaseline> {
+export async function transportBaseline(
+  count: number,
+  concurrency: number,
+  client: TransportClient = 'worker',
+): Promise<TransportBaseline> {
   const receiver = await startBareReceiver();
   try {
-    const client = spawn(
+    const child = spawn(
       process.execPath,
       [
         fileURLToPath(new URL('./transport-client.js', import.meta.url)),
         `${receiver.url}/hook`,
         String(count),
         String(concurrency),
+        client,
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let output = '';
-    client.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const [code] = (await once(client, 'exit')) as [number | null];
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const [code] = (await once(child, 'exit')) as [number | null];
     if (code !== 0) throw new Error(`the transport client exited with ${code}`);
     return JSON.parse(output) as TransportBaseline;
   } finally {
