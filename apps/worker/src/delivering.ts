@@ -26,6 +26,7 @@ import type { DeliveryPolicy } from './delivery/backoff.js';
 import { createAttemptClaims } from './delivery/claim.js';
 import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
 import { createDeliveryGate } from './delivery/gate.js';
+import { createInOrder } from './delivery/in-order.js';
 import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
 import { createParkedDeliveries } from './delivery/parked.js';
@@ -45,6 +46,13 @@ import { createVerificationProcessor, type VerificationResult } from './verifica
  * release leaves its lease to expire. A healthy Redis answers in a few ms even under load.
  */
 const gateCommandTimeoutMs = 2_000;
+
+/**
+ * How many FIFO heads a job that ended one hands over at most (`in-order.ts`) before it ends and
+ * the next head gets a job: long enough that a backlog rarely pays a queue round trip, short
+ * enough that the worker's slot turns over every few seconds at callbacks' usual speed.
+ */
+const orderedHandOverHeads = 100;
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -169,9 +177,20 @@ export function startDeliveries(
       parked: createParkedDeliveries({ redis: gateRedis, prefix: shard.prefix, log }),
     });
     delivers.set(shard.prefix, deliver);
+    const handOver = createInOrder({
+      heads: deps.fifo.heads,
+      loadHead: store.loadHead,
+      deliver,
+      async addJob({ name, data, opts }) {
+        await shard.deliveries.add(name, data, opts);
+      },
+      maxAttempts: policy.maxAttempts,
+      maxHeads: orderedHandOverHeads,
+      log,
+    });
     return new Worker<DeliveryJobData, DeliveryJobResult>(
       queueNames.deliveries,
-      createDeliveryProcessor({ deliver, policy, log }),
+      createDeliveryProcessor({ deliver, handOver, policy, log }),
       {
         ...deps.common,
         prefix: shard.prefix,

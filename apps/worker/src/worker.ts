@@ -140,7 +140,13 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     );
     return rows;
   });
-  const fifoHeads = createFifoHeads(pool, sharded, policy.maxAttempts);
+  const fifoHeads = createFifoHeads({
+    pool,
+    deliveries: sharded,
+    redis: producer,
+    maxAttempts: policy.maxAttempts,
+    leaseMs: lockDuration,
+  });
   const fifo = {
     heads: fifoHeads,
     earlierFanOut: createFanOutWatch(producer, (accountId) => sharded.ofAccount(accountId).events),

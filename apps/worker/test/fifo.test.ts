@@ -145,6 +145,24 @@ describe('FIFO ordering in the delivery log', () => {
     expect(log.json().results).toMatchObject([{ attempts_made: 3 }]);
   });
 
+  it('sends each event once and in order while later ones keep arriving, also after the backlog ran dry', async () => {
+    await stack.subscribe('acct-arriving', {
+      callback_url: `${stack.receiver.url}/arriving`,
+      ordering: 'fifo',
+    });
+    // Bursts published while the earlier ones are delivered, and after they all arrived: the
+    // worker handing each next event over must neither skip one stored meanwhile nor send one twice.
+    let published = 0;
+    for (let burst = 0; burst < 4; burst++) {
+      for (let i = 0; i < 10; i++) await publish('acct-arriving', published++);
+      if (burst % 2 === 1) {
+        await waitFor('the burst delivered', () => stack.receiver.at('/arriving').length >= published);
+      }
+    }
+    await waitFor('every event', () => stack.receiver.at('/arriving').length >= published);
+    expect(sequence(stack.receiver.at('/arriving'))).toEqual(Array.from({ length: published }, (_, i) => i));
+  });
+
   it('keeps a FIFO backlog behind a hanging callback from slowing the account’s other subscriptions', async () => {
     await stack.subscribe('acct-backlog', { callback_url: `${stack.receiver.url}/hangs`, ordering: 'fifo' });
     await stack.subscribe('acct-backlog', { callback_url: `${stack.receiver.url}/quick` });

@@ -12,7 +12,7 @@
  * passes the subscription's `rate_limit` and its callback host's cap (`host-gate.ts`), sends the
  * attempt, gives the slots back and records the attempt with its outcome (`outcome.ts`). A FIFO
  * subscription's delivery waits until it is its subscription's head, and its end gives the next
- * one its job (`fifo.ts`).
+ * one its job (`fifo.ts`), or its turn through the caller (`in-order.ts`).
  *
  * A step claims its round first (`claim.ts`): a second run of the same round waits until the
  * first has recorded its attempt, so no delivery is sent twice without a fault.
@@ -135,10 +135,16 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       if (await deps.fifo.earlierFanOut(subscription.accountId, event.id)) {
         return { kind: 'wait', waitMs: fifoFanOutWaitMs };
       }
-      // The head again, after the watch: an earlier event fanned out between the load above and
-      // the watch was seen by neither.
-      const again = await deps.store.load(ref);
-      if (again?.isHead !== true) return { kind: 'wait', waitMs: fifoTurnWaitMs };
+      // The head again, after the watch and the claim: an earlier event fanned out between the
+      // load and the watch was seen by neither, and a head read before the claim (handed over,
+      // `in-order.ts`) may have been attempted meanwhile by another run, which must not repeat.
+      const unchanged = await deps.store.isUnchangedHead({
+        eventId: event.id,
+        subscriptionId: subscription.id,
+        round: delivery.round,
+        attemptsMade: delivery.attemptsMade,
+      });
+      if (!unchanged) return { kind: 'wait', waitMs: fifoTurnWaitMs };
     }
     // Ordered deliveries keep their subscription's order instead (one in flight at a time).
     if (!fifo && ref.needsTurn === true) {
@@ -202,15 +208,19 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
   };
 
   /**
-   * A FIFO subscription's delivery has ended: its next one gets its job. A fault here is logged,
-   * not thrown (the delivery is recorded already); the reconciler gives the head its job then.
+   * A FIFO subscription's delivery has ended: its next one gets its job, or, when the caller hands
+   * it over itself (`RoundRef.handsOverInOrder`), the step says so. A fault here is logged, not
+   * thrown (the delivery is recorded already); the reconciler gives the head its job then.
    */
-  const nextInOrder = async (subscriptionId: string) => {
+  const nextInOrder = async (ref: RoundRef): Promise<{ nextInOrder?: true }> => {
+    if (ref.handsOverInOrder === true) return { nextInOrder: true };
+    const { subscriptionId } = ref;
     try {
       await deps.fifo.heads.ensure([subscriptionId]);
     } catch (error) {
       deps.log.warn({ err: error, subscriptionId }, 'next ordered delivery not queued; the reconciler will');
     }
+    return {};
   };
 
   /** The recorded attempt's metrics and log line: `info` when confirmed, `warn` when given up. */
@@ -264,8 +274,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
         'delivery given up',
       );
       // Rare enough to look, whatever the subscription's ordering: only a FIFO one has a next head.
-      await nextInOrder(subscriptionId);
-      return { kind: 'ended', result: 'expired' };
+      return { kind: 'ended', result: 'expired', ...(await nextInOrder(ref)) };
     }
     const admission = await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
     if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
@@ -277,10 +286,8 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       const attempt = within?.kind === 'sent' ? { signal: congestionSignal(within.result) } : null;
       await deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt);
     }
-    if (within.kind === 'done') {
-      if (within.fifo) await nextInOrder(subscriptionId);
-      return { kind: 'ended', result: within.result };
-    }
+    if (within.kind === 'done')
+      return { kind: 'ended', result: within.result, ...(within.fifo ? await nextInOrder(ref) : {}) };
     if (within.kind === 'wait') return within;
 
     const { delivery, result } = within;
@@ -291,11 +298,11 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
     await deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
     observe(ref, delivery, result, outcome);
     deps.metrics.attemptInFlightLimit.observe(admission.inFlightLimit);
-    if (outcome.kind !== 'retry' && delivery.subscription.ordering === 'fifo')
-      await nextInOrder(subscriptionId);
+    const next =
+      outcome.kind !== 'retry' && delivery.subscription.ordering === 'fifo' ? await nextInOrder(ref) : {};
     // BullMQ's failed reason is the operator's (queue dashboard), so it keeps the library's detail.
     const failure = `${result.errorClass}: ${result.errorDetail ?? result.errorMessage ?? ''}`;
-    return { kind: 'attempted', outcome, failure };
+    return { kind: 'attempted', outcome, failure, ...next };
   };
 
   return async (ref) => {

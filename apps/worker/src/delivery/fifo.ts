@@ -14,58 +14,132 @@
  * A worker that dies mid-attempt leaves the head where it was: its job stalls, BullMQ gives it to
  * another worker, and the same event is sent again (same `webhook-id`) before any later one.
  */
+import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Pool } from '@webhooks/db';
 import { eventJobName, jobNameField, layoutOf, type RedisConnection } from '@webhooks/shared';
 import type { ShardedQueues } from '../shard-queues.js';
 
-/** Ensures that the heads of FIFO subscriptions have their jobs. */
+/** A FIFO subscription's head: the delivery of `eventId` in `round`. */
+export interface FifoHead {
+  eventId: string;
+  subscriptionId: string;
+  accountId: string;
+  round: number;
+}
+
+/**
+ * A worker's hold on a FIFO subscription's hand-over (`in-order.ts`): while it is held, the
+ * holder gives each next head its turn, and {@link FifoHeads.ensure} gives the heads no job.
+ */
+export interface HandOverLease {
+  /**
+   * Holds it for another lease period, once a third of the period has passed since it was taken
+   * or last renewed ({@link renewalDue}); sooner, it does nothing. @throws ioredis' errors
+   */
+  renew(): Promise<void>;
+  /** Lets it go, if still this holder's. Never throws: a lease Redis did not drop ends with its period. */
+  release(): Promise<void>;
+}
+
+/** Keeps the heads of FIFO subscriptions moving. */
 export interface FifoHeads {
   /**
    * Gives the head of each FIFO subscription of `subscriptionIds` its job, if it has none; a job
-   * already waiting for its turn (a stray or parked one) is woken. Others are ignored.
+   * already waiting for its turn (a stray or parked one) is woken. Others are ignored, and so are
+   * those whose hand-over a worker holds: it gives their heads their turn itself.
    */
   ensure(subscriptionIds: readonly string[]): Promise<void>;
+  /**
+   * Takes the subscription's hand-over for one lease period, or null when another worker holds it.
+   * @throws ioredis' errors
+   */
+  takeHandOver(subscriptionId: string): Promise<HandOverLease | null>;
 }
 
-/** Creates the head keeper; each head's job goes to its subscription's shard. */
-export function createFifoHeads(
-  pool: Pool,
-  deliveries: Pick<ShardedQueues, 'addDeliveries'>,
-  maxAttempts: number,
-): FifoHeads {
-  return {
-    async ensure(subscriptionIds) {
-      if (subscriptionIds.length === 0) return;
-      const { rows } = await pool.query<{
-        event_id: string;
-        subscription_id: string;
-        account_id: string;
-        round: number;
-      }>({
-        name: 'fifo-heads',
-        text: `SELECT DISTINCT ON (d.subscription_id) d.event_id::text, d.subscription_id::text, s.account_id, d.round
+/** Options of {@link createFifoHeads}. */
+export interface FifoHeadsOptions {
+  pool: Pool;
+  /** The heads' jobs go to their subscription's shard, whose prefix the hand-over's key takes. */
+  deliveries: Pick<ShardedQueues, 'addDeliveries' | 'ofSubscription'>;
+  /** The connection of those queues, which holds the hand-overs. */
+  redis: RedisConnection;
+  /** DELIVERY_MAX_ATTEMPTS, for the heads' jobs. */
+  maxAttempts: number;
+  /** How long a hand-over is held without a renewal, in ms: longer than one attempt. */
+  leaseMs: number;
+}
+
+/**
+ * Whether a lease of `leaseMs` taken or renewed at `renewedAt` is due for renewal at `now` (all
+ * ms): once a third of it has passed, so that two slow attempts in a row still find it held.
+ */
+export function renewalDue(renewedAt: number, now: number, leaseMs: number): boolean {
+  return now - renewedAt >= leaseMs / 3;
+}
+
+/** Deletes a key only while it still holds the caller's token. */
+const releaseScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+
+/** Creates the head keeper. */
+export function createFifoHeads(options: FifoHeadsOptions): FifoHeads {
+  const { pool, deliveries, redis, maxAttempts, leaseMs } = options;
+  const handOverKey = (subscriptionId: string) =>
+    `${deliveries.ofSubscription(subscriptionId).prefix}:fifo-hand-over:${subscriptionId}`;
+  const heads = async (subscriptionIds: readonly string[]): Promise<FifoHead[]> => {
+    const { rows } = await pool.query<{
+      event_id: string;
+      subscription_id: string;
+      account_id: string;
+      round: number;
+    }>({
+      name: 'fifo-heads',
+      text: `SELECT DISTINCT ON (d.subscription_id) d.event_id::text, d.subscription_id::text, s.account_id, d.round
          FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id AND s.ordering = 'fifo'
          WHERE d.subscription_id = ANY($1::uuid[]) AND d.status = 'pending'
          ORDER BY d.subscription_id, d.event_id`,
-        values: [[...new Set(subscriptionIds)]],
-      });
+      values: [[...new Set(subscriptionIds)]],
+    });
+    return rows.map((row) => ({
+      eventId: row.event_id,
+      subscriptionId: row.subscription_id,
+      accountId: row.account_id,
+      round: row.round,
+    }));
+  };
+  return {
+    async ensure(subscriptionIds) {
+      const ids = [...new Set(subscriptionIds)];
+      if (ids.length === 0) return;
+      const held = await Promise.all(ids.map((id) => redis.exists(handOverKey(id))));
+      const free = ids.filter((_, i) => held[i] === 0);
+      if (free.length === 0) return;
+      const rows = await heads(free);
       if (rows.length === 0) return;
-      const jobs = await deliveries.addDeliveries(
-        rows.map((row) => ({
-          eventId: row.event_id,
-          subscriptionId: row.subscription_id,
-          accountId: row.account_id,
-          round: row.round,
-        })),
-        maxAttempts,
-      );
+      const jobs = await deliveries.addDeliveries(rows, maxAttempts);
       // An id BullMQ holds already keeps its job: one parked while it was not the head goes now.
       await Promise.all(
         jobs.map(async (job) => {
           if (await job.isDelayed()) await job.promote().catch(() => undefined);
         }),
       );
+    },
+    async takeHandOver(subscriptionId) {
+      const key = handOverKey(subscriptionId);
+      const token = randomUUID();
+      let renewedAt = Date.now();
+      if ((await redis.set(key, token, 'PX', leaseMs, 'NX')) !== 'OK') return null;
+      return {
+        async renew() {
+          const now = Date.now();
+          if (!renewalDue(renewedAt, now, leaseMs)) return;
+          await redis.pexpire(key, leaseMs);
+          renewedAt = now;
+        },
+        async release() {
+          await redis.eval(releaseScript, 1, key, token).catch(() => undefined);
+        },
+      };
     },
   };
 }

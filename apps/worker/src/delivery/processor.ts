@@ -5,7 +5,8 @@
  * BullMQ retries it after the wait the outcome computed; a given-up one fails the job for good.
  *
  * When PostgreSQL or Redis fails anywhere around the attempt, the job is deferred (`deferral.ts`)
- * and tried again later, its attempts untouched.
+ * and tried again later, its attempts untouched. A job that ended a FIFO subscription's head hands
+ * the next heads over before it ends (`in-order.ts`).
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
@@ -80,6 +81,11 @@ export function roundOfJob(job: Job<DeliveryJobData>, defaultAttempts: number): 
 export interface DeliveryProcessorDeps {
   /** One step of a round (`createDeliver`). */
   deliver: (ref: RoundRef) => Promise<DeliveryStep>;
+  /**
+   * Hands a FIFO subscription's next heads over once the job's head ended (`in-order.ts`); never
+   * throws. Without it, the step gives the next head its job.
+   */
+  handOver?: (subscriptionId: string) => Promise<void>;
   /** Attempts of a job that carries none of its own. */
   policy: Pick<DeliveryPolicy, 'maxAttempts'>;
   log: Logger;
@@ -94,7 +100,9 @@ export interface DeliveryProcessorDeps {
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const run = async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
-    const step = await deps.deliver(roundOfJob(job, deps.policy.maxAttempts));
+    const ref = roundOfJob(job, deps.policy.maxAttempts);
+    const step = await deps.deliver(deps.handOver === undefined ? ref : { ...ref, handsOverInOrder: true });
+    if (step.kind !== 'wait' && step.nextInOrder === true) await deps.handOver?.(ref.subscriptionId);
     if (step.kind === 'ended') return step.result;
     if (step.kind === 'wait') {
       await job.moveToDelayed(Date.now() + step.waitMs, token);

@@ -9,17 +9,20 @@ import type { LoadedDelivery } from './store.js';
 /** How a round's step ended without an attempt that confirmed or failed. */
 export type EndedWithoutAttempt = 'dropped' | 'cancelled' | 'not_pending' | 'expired';
 
-/** What one step came to. */
+/**
+ * What one step came to. `nextInOrder`: the step ended a FIFO subscription's head and its ref
+ * asked to hand the next one its turn itself ({@link RoundRef.handsOverInOrder}); the caller must.
+ */
 export type DeliveryStep =
   /** Nothing more to do for this round, and nothing was sent. */
-  | { kind: 'ended'; result: EndedWithoutAttempt }
+  | { kind: 'ended'; result: EndedWithoutAttempt; nextInOrder?: true }
   /**
    * Not its turn (gate, rate limit, host cap, FIFO, unverified callback, its account's turn): ask
    * again in `waitMs`. `inTurnList`: it waits in its account's turn list, which counts it already.
    */
   | { kind: 'wait'; waitMs: number; inTurnList?: boolean }
   /** An attempt was sent and recorded; `failure` is the operator's text of a failed one. */
-  | { kind: 'attempted'; outcome: DeliveryOutcome; failure: string };
+  | { kind: 'attempted'; outcome: DeliveryOutcome; failure: string; nextInOrder?: true };
 
 /** The round a step runs, as a delivery job names it. */
 export interface RoundRef {
@@ -44,8 +47,14 @@ export interface RoundRef {
    */
   needsTurn?: boolean;
   /**
-   * The delivery as the fan-out created it a moment ago, for its inline first attempt: read back
-   * it could only be the same (pending, round 0, no attempt), so the step does not load it.
+   * The delivery as read a moment ago, so the step does not load it again: as the fan-out created
+   * it, for its inline first attempt (read back it could only be the same: pending, round 0, no
+   * attempt), or as a FIFO subscription's head, for its hand-over (`in-order.ts`).
    */
   loaded?: LoadedDelivery;
+  /**
+   * The caller gives a FIFO subscription's next delivery its turn itself once this one ends
+   * (`in-order.ts`): the step says so (`nextInOrder`) instead of giving it a job.
+   */
+  handsOverInOrder?: boolean;
 }

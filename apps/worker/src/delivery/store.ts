@@ -29,6 +29,25 @@ export interface DeliveryStore {
   /** The delivery of `eventId` to `subscriptionId`, or null when it no longer exists (subscription deleted). */
   load(key: { eventId: string; subscriptionId: string }): Promise<LoadedDelivery | null>;
   /**
+   * The head of FIFO subscription `subscriptionId` (its oldest pending delivery, `fifo-head.ts`),
+   * loaded as {@link load} loads it, or null when the subscription is not FIFO or has none pending.
+   * @throws pg's errors, and the secret box's when no configured key opens a stored secret
+   */
+  loadHead(subscriptionId: string): Promise<LoadedDelivery | null>;
+  /**
+   * Whether the delivery of `eventId` to `subscriptionId` is still as it was read (pending, in
+   * `round`, with `attemptsMade` attempts) and is its FIFO subscription's head (`fifo-head.ts`):
+   * checked after the step's claim, so that a delivery read before it (a handed-over head) and
+   * attempted meanwhile by another run is not sent again.
+   * @throws pg's errors
+   */
+  isUnchangedHead(key: {
+    eventId: string;
+    subscriptionId: string;
+    round: number;
+    attemptsMade: number;
+  }): Promise<boolean>;
+  /**
    * Marks a pending delivery cancelled (its subscription is disabled, or its transformation
    * cancelled it, `reason` then its `last_error`): nothing more is tried for it.
    */
@@ -248,6 +267,36 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
   return {
     load,
     record,
+    async loadHead(subscriptionId) {
+      const { rows } = await pool.query<Row>({
+        name: 'delivery-load-fifo-head',
+        text: `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
+                      e.id::text AS event_id, e.type, e.data, e.occurred_at,
+                      s.id::text AS subscription_id, ${subscriptionColumnsSql}
+               FROM subscriptions s
+               CROSS JOIN LATERAL (
+                 SELECT * FROM deliveries
+                 WHERE subscription_id = s.id AND status = 'pending' ORDER BY event_id LIMIT 1
+               ) d
+               CROSS JOIN LATERAL (SELECT * FROM events WHERE id = d.event_id LIMIT 1) e
+               WHERE s.id = $1::uuid AND s.ordering = 'fifo'`,
+        values: [subscriptionId],
+      });
+      const row = rows[0];
+      return row === undefined ? null : toLoaded(row, true, secretBox);
+    },
+    async isUnchangedHead({ eventId, subscriptionId, round, attemptsMade }) {
+      const [low, high] = timeIdRange([eventId]);
+      const { rows } = await pool.query<{ is_head: boolean }>({
+        name: 'delivery-is-unchanged-fifo-head',
+        text: `SELECT d.status = 'pending' AND d.round = $5 AND d.attempts_made = $6
+                      AND ${isFifoHeadSql('d', '$4::uuid')} AS is_head
+               FROM deliveries d
+               WHERE d.id = delivery_id($1::uuid, $2::uuid) AND d.id BETWEEN $3::uuid AND $4::uuid`,
+        values: [eventId, subscriptionId, low, high, round, attemptsMade],
+      });
+      return rows[0]?.is_head === true;
+    },
     async expire({ eventId, subscriptionId, round }) {
       await pool.query(
         `UPDATE deliveries SET status = 'failed', last_error = 'expired', next_attempt_at = NULL, updated_at = now()

@@ -1,0 +1,159 @@
+/**
+ * Ordered delivery's hand-over: when a FIFO subscription's head ends (confirmed, given up,
+ * expired, cancelled), the worker that ended it attempts the next head at once, through the same
+ * attempt path (`deliver.ts`), instead of giving it a job and waiting for a worker to take it. One
+ * at a time stays the contract (`fifo.ts`); a queue round trip between two events is not.
+ *
+ * - One worker at a time hands a subscription's heads over: it holds the subscription's hand-over
+ *   lease ({@link FifoHeads.takeHandOver}), renewed at each head, and while it is held the fan-out
+ *   and the other heads' ends give no job to the head ({@link FifoHeads.ensure}). A worker that
+ *   finds it held leaves the next head to the holder.
+ * - Only a first round is handed over: a later round (a manual retry, a recover) gets its job, as
+ *   it carries its own start.
+ * - A head that does not end in its step (a failed attempt with attempts left, or a wait: its
+ *   round's claim, an earlier event's fan-out, its host's cap, its rate limit) gets the job its
+ *   inline attempt would have ({@link followUpJob}), and the hand-over stops.
+ * - It stops too after `maxHeads` heads, so that the job that started it ends and the worker's
+ *   slot is shared.
+ * - Whenever it stops, it lets the lease go and then gives the head its job: a delivery the
+ *   fan-out stored while the lease was held, and whose job it skipped, is found then.
+ * - A worker that dies mid-way leaves the head without a job; the lease ends with its period and
+ *   the reconciler gives the head its job, as for a lost job.
+ *
+ * Each head is attempted in a trace of its own, never in the trace of the job that started the
+ * hand-over (another event's).
+ */
+import { context, ROOT_CONTEXT } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { deliveryJobId } from '@webhooks/shared';
+import type { FifoHead, FifoHeads, HandOverLease } from './fifo.js';
+import { followUpJob, type DeliveryJobSpec } from './inline.js';
+import type { DeliveryStep, RoundRef } from './step.js';
+import type { LoadedDelivery } from './store.js';
+
+/** The head `loaded` is, as the hand-over's rules name it. */
+export function headOf(loaded: LoadedDelivery): FifoHead {
+  return {
+    eventId: loaded.event.id,
+    subscriptionId: loaded.subscription.id,
+    accountId: loaded.subscription.accountId,
+    round: loaded.round,
+  };
+}
+
+/**
+ * The round a handed-over head runs: its first round under its job's id, as if its job had been
+ * created `now` (ms since the epoch), with `maxAttempts` (DELIVERY_MAX_ATTEMPTS), handing over
+ * its own successor in turn, and starting from `loaded` (the head as just read) when given; null
+ * for a later round, which gets its job instead.
+ */
+export function handedOverRound(
+  head: FifoHead,
+  maxAttempts: number,
+  now: number,
+  loaded?: LoadedDelivery,
+): RoundRef | null {
+  if (head.round !== 0) return null;
+  return {
+    ...(loaded === undefined ? {} : { loaded }),
+    jobId: deliveryJobId(head.eventId, head.subscriptionId, 0),
+    eventId: head.eventId,
+    subscriptionId: head.subscriptionId,
+    accountId: head.accountId,
+    round: 0,
+    enqueuedAt: now,
+    maxAttempts,
+    handsOverInOrder: true,
+  };
+}
+
+/**
+ * What follows a handed-over head's step: `next` when it ended and its successor may go now,
+ * `job` when it did not end and waits in its job (a retry's or a wait's), `stop` otherwise (it
+ * ended and its step did not hand over: nothing of this subscription is left to do here).
+ */
+export function afterHandedOver(
+  head: FifoHead,
+  step: DeliveryStep,
+  maxAttempts: number,
+  now: number,
+): { kind: 'next' } | { kind: 'job'; job: DeliveryJobSpec } | { kind: 'stop' } {
+  const job = followUpJob(
+    { ...head, jobId: deliveryJobId(head.eventId, head.subscriptionId, 0) },
+    step,
+    maxAttempts,
+    now,
+  );
+  if (job !== null) return { kind: 'job', job };
+  if (step.kind !== 'wait' && step.nextInOrder === true) return { kind: 'next' };
+  return { kind: 'stop' };
+}
+
+/** What the hand-over needs. */
+export interface InOrderDeps {
+  heads: Pick<FifoHeads, 'ensure' | 'takeHandOver'>;
+  /** The subscription's head, loaded (`DeliveryStore.loadHead`). */
+  loadHead(subscriptionId: string): Promise<LoadedDelivery | null>;
+  /** The attempt path of the subscriptions' shard. */
+  deliver: (ref: RoundRef) => Promise<DeliveryStep>;
+  /** Adds a head's job to its subscription's shard. @throws BullMQ's errors */
+  addJob(job: DeliveryJobSpec): Promise<void>;
+  /** DELIVERY_MAX_ATTEMPTS. */
+  maxAttempts: number;
+  /** Heads one hand-over attempts at most. */
+  maxHeads: number;
+  log: Logger;
+}
+
+/**
+ * Creates the hand-over.
+ *
+ * @returns a function that hands the subscription's heads over, one after another, until one does
+ *   not end, none is left, or `maxHeads` went; it never throws (a fault is logged, and the head
+ *   gets its job, or from the reconciler when Redis or PostgreSQL refuse that too)
+ */
+export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Promise<void> {
+  const { heads, log } = deps;
+
+  const run = async (subscriptionId: string, lease: HandOverLease) => {
+    for (let handed = 0; handed < deps.maxHeads; handed++) {
+      if (handed > 0) await lease.renew();
+      const loaded = await deps.loadHead(subscriptionId);
+      if (loaded === null) return;
+      const head = headOf(loaded);
+      const ref = handedOverRound(head, deps.maxAttempts, Date.now(), loaded);
+      if (ref === null) return;
+      const step = await context.with(ROOT_CONTEXT, () => deps.deliver(ref));
+      const next = afterHandedOver(head, step, deps.maxAttempts, Date.now());
+      if (next.kind === 'job') {
+        await context.with(ROOT_CONTEXT, () => deps.addJob(next.job));
+        return;
+      }
+      if (next.kind === 'stop') return;
+    }
+  };
+
+  return async (subscriptionId) => {
+    let lease: HandOverLease | null | undefined;
+    try {
+      lease = await heads.takeHandOver(subscriptionId);
+    } catch (error) {
+      log.warn({ err: error, subscriptionId }, 'ordered hand-over not taken; the next delivery gets its job');
+    }
+    if (lease === null) return;
+    if (lease !== undefined) {
+      try {
+        await run(subscriptionId, lease);
+      } catch (error) {
+        log.warn({ err: error, subscriptionId }, 'ordered hand-over stopped by a fault');
+      } finally {
+        await lease.release();
+      }
+    }
+    try {
+      await heads.ensure([subscriptionId]);
+    } catch (error) {
+      log.warn({ err: error, subscriptionId }, 'next ordered delivery not queued; the reconciler will');
+    }
+  };
+}
