@@ -39,6 +39,7 @@ import { overload, overloadSubscriptions } from './overload-scenario.js';
 import { shardedQueues, type ClusterRun } from './sharding-scenario.js';
 import type { DeliveryCost } from './cost-probe.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
+import { operatingPointCost } from './operating-point-scenario.js';
 import { workerMemory } from './memory.js';
 import { formatRow, renderTable, type BenchRow } from './table.js';
 import { percentile } from '../scripts/lib/stats.js';
@@ -75,6 +76,8 @@ const size = quick
       retentionEvents: 25_000,
       historyEvents: 250_000,
       overloadSeconds: 10,
+      operatingWarmup: 200,
+      operatingSeconds: 5,
     }
   : {
       e2e: 20_000,
@@ -89,6 +92,8 @@ const size = quick
       retentionEvents: 250_000,
       historyEvents: 2_500_000,
       overloadSeconds: 30,
+      operatingWarmup: 2_000,
+      operatingSeconds: 20,
     };
 
 const bar = new SingleBar(
@@ -242,6 +247,29 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         met: hot.cost.redisCommands / e2e.cost.redisCommands <= 1.5,
       },
     ];
+  },
+  async operating() {
+    const loads = [
+      { name: 'operating, 20 accounts', load: { events: size.e2e, accounts: 20, subscriptions: 1 } },
+      { name: 'operating, one subscription', load: { events: size.e2e, accounts: 1, subscriptions: 1 } },
+    ];
+    const runs = [];
+    for (const { name, load } of loads)
+      runs.push(await operatingPointCost(name, load, size.operatingWarmup, size.operatingSeconds, progress));
+    results.operating = runs;
+    return runs.flatMap((run, i) =>
+      run.points.map((point) => {
+        const ratio = point.cost.cpuMs.total / run.saturation.cpuMs.total;
+        return {
+          scenario: `CPU per delivery at ${point.fraction * 100}% of capacity / at saturation: ${loads[i]!.load.accounts === 1 ? 'one subscription alone' : 'one subscription per event, 20 accounts'}`,
+          figure: `${cpuFigure(point.cost)} at ${point.rate} events/s (${point.deliveries} deliveries)`,
+          baseline: `${cpuFigure(run.saturation)} at saturation, ${run.capacity.toFixed(0)} deliveries/s`,
+          ratio,
+          target: '≤ 1.5',
+          met: ratio <= 1.5,
+        };
+      }),
+    );
   },
   async latency() {
     const latency = await steadyLatency(200, size.latencySeconds, progress);
@@ -779,6 +807,16 @@ function cpuCostRow(
     target: target === null ? null : `≤ ${target.toFixed(1)}`,
     met: target === null ? null : ratio <= target,
   };
+}
+
+/** A delivery's CPU in ms by process, with its PostgreSQL transactions and Redis commands. */
+function cpuFigure(cost: DeliveryCost): string {
+  const { cpuMs } = cost;
+  return (
+    `${cpuMs.total.toFixed(2)} ms (API ${cpuMs.api.toFixed(2)}, workers ${cpuMs.workers.toFixed(2)}, ` +
+    `Redis ${cpuMs.redis.toFixed(2)}, PostgreSQL ${cpuMs.postgres.toFixed(2)}; ` +
+    `${cost.pgTransactions.toFixed(1)} transactions, ${cost.redisCommands.toFixed(0)} Redis commands)`
+  );
 }
 
 /** Redis commands per delivery, with the most called. */
