@@ -177,6 +177,7 @@ export function startDeliveries(
       parked: createParkedDeliveries({ redis: gateRedis, prefix: shard.prefix, log }),
     });
     delivers.set(shard.prefix, deliver);
+    let worker: Worker<DeliveryJobData, DeliveryJobResult> | undefined;
     const handOver = createInOrder({
       heads: deps.fifo.heads,
       loadHead: store.loadHead,
@@ -186,9 +187,10 @@ export function startDeliveries(
       },
       maxAttempts: policy.maxAttempts,
       maxHeads: orderedHandOverHeads,
+      closing: () => worker?.closing !== undefined,
       log,
     });
-    return new Worker<DeliveryJobData, DeliveryJobResult>(
+    worker = new Worker<DeliveryJobData, DeliveryJobResult>(
       queueNames.deliveries,
       createDeliveryProcessor({ deliver, handOver, policy, log }),
       {
@@ -197,6 +199,7 @@ export function startDeliveries(
         settings: { backoffStrategy: deliveryBackoffStrategy(policy) },
       },
     );
+    return worker;
   });
   // Challenges are rare and each waits on one callback: a few at a time, beside the deliveries.
   const verifications = new Worker<VerificationJobData, VerificationResult>(

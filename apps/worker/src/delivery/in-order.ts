@@ -5,7 +5,7 @@
  * at a time stays the contract (`fifo.ts`); a queue round trip between two events is not.
  *
  * - One worker at a time hands a subscription's heads over: it holds the subscription's hand-over
- *   lease ({@link FifoHeads.takeHandOver}), renewed at each head, and while it is held the fan-out
+ *   lease ({@link FifoHeads.takeHandOver}), renewed as it goes, and while it is held the fan-out
  *   and the other heads' ends give no job to the head ({@link FifoHeads.ensure}). A worker that
  *   finds it held leaves the next head to the holder.
  * - Only a first round is handed over: a later round (a manual retry, a recover) gets its job, as
@@ -14,7 +14,8 @@
  *   round's claim, an earlier event's fan-out, its host's cap, its rate limit) gets the job its
  *   inline attempt would have ({@link followUpJob}), and the hand-over stops.
  * - It stops too after `maxHeads` heads, so that the job that started it ends and the worker's
- *   slot is shared.
+ *   slot is shared, and as soon as the worker is closing, so that a shutdown waits for one
+ *   attempt, not for a backlog.
  * - Whenever it stops, it lets the lease go and then gives the head its job: a delivery the
  *   fan-out stored while the lease was held, and whose job it skipped, is found then.
  * - A worker that dies mid-way leaves the head without a job; the lease ends with its period and
@@ -102,6 +103,8 @@ export interface InOrderDeps {
   maxAttempts: number;
   /** Heads one hand-over attempts at most. */
   maxHeads: number;
+  /** True once the worker is closing: the hand-over stops before its next head, which gets its job. */
+  closing(): boolean;
   log: Logger;
 }
 
@@ -116,7 +119,7 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
   const { heads, log } = deps;
 
   const run = async (subscriptionId: string, lease: HandOverLease) => {
-    for (let handed = 0; handed < deps.maxHeads; handed++) {
+    for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
       if (handed > 0) await lease.renew();
       const loaded = await deps.loadHead(subscriptionId);
       if (loaded === null) return;
