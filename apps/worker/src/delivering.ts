@@ -177,7 +177,6 @@ export function startDeliveries(
       parked: createParkedDeliveries({ redis: gateRedis, prefix: shard.prefix, log }),
     });
     delivers.set(shard.prefix, deliver);
-    let worker: Worker<DeliveryJobData, DeliveryJobResult> | undefined;
     const handOver = createInOrder({
       heads: deps.fifo.heads,
       loadHead: store.loadHead,
@@ -187,10 +186,11 @@ export function startDeliveries(
       },
       maxAttempts: policy.maxAttempts,
       maxHeads: orderedHandOverHeads,
-      closing: () => worker?.closing !== undefined,
+      // Called only while the worker below runs a job.
+      closing: () => worker.closing !== undefined,
       log,
     });
-    worker = new Worker<DeliveryJobData, DeliveryJobResult>(
+    const worker = new Worker<DeliveryJobData, DeliveryJobResult>(
       queueNames.deliveries,
       createDeliveryProcessor({ deliver, handOver, policy, log }),
       {
