@@ -9,7 +9,7 @@ import { startCostProbe, type DeliveryCost } from './cost-probe.js';
 import { publishAtSteadyRate, waitForSucceeded, withBenchStack } from './harness.js';
 import { deliverLoad, subscribeLoad, type DeliveryLoad, type Progress } from './delivery-scenarios.js';
 
-/** The fractions of capacity measured, as the issue of record asks them. */
+/** The fractions of capacity measured: below the 30-50% a platform runs at, and up to it. */
 export const operatingFractions = [0.1, 0.25, 0.5] as const;
 
 /** What one steady rate cost. */
