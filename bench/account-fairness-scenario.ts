@@ -63,7 +63,10 @@ export interface Neighbour {
   failing?: boolean;
   /**
    * Instead of publishing: this many failed deliveries of each subscription, stored before the
-   * run and recovered at once through the API over its middle (`recover-neighbour.ts`).
+   * run and recovered at once through the API over its middle (`recover-neighbour.ts`). The
+   * account's RECOVER_ROUNDS_PER_MINUTE, which is also the recovery's pace, is B's own delivery
+   * rate (a quarter of the run's capacity): a recovery sized, as a platform would size it, to
+   * leave room for live deliveries.
    */
   recover?: number;
 }
@@ -77,7 +80,7 @@ export const failingFlood: Neighbour = { subscriptions: 100, rate: 10, failing: 
 /** The same failing subscriptions at 1 event/s: 400 attempts/s, within what the machine sends. */
 export const failingWithinCapacity: Neighbour = { subscriptions: 100, rate: 1, failing: true };
 
-/** A recover of 10,000 deliveries: 100 failed of each of 100 subscriptions, recovered at once. */
+/** A recover of 10,000 deliveries: 100 failed of each of 100 subscriptions, all asked for at once. */
 export const recoverFlood: Neighbour = { subscriptions: 100, rate: 0, recover: 100 };
 
 /** A recover of 1,000 deliveries of the same subscriptions: within what the machine delivers. */
@@ -180,7 +183,7 @@ export async function accountFloodRun(
               SUBSCRIPTION_DISABLE_AFTER: '1000000',
             }
           : {}),
-        ...(recover > 0 ? { RECOVER_ROUNDS_PER_MINUTE: String(100 * recover * subscriptions) } : {}),
+        ...(recover > 0 ? { RECOVER_ROUNDS_PER_MINUTE: String(rate * steadySubscriptions * 60) } : {}),
       },
     },
     async (stack, publisher, receiver) => {

@@ -171,7 +171,7 @@ export const apiEnvSchema = Type.Object({
     default: 10_000,
     minimum: 1,
     description:
-      'Deliveries the recover calls of one account may send again a minute, all its subscriptions together (429 with `Retry-After` past it); recover calls also count against RATE_LIMIT_PER_MINUTE',
+      'Deliveries the recover calls of one account may send again a minute, all its subscriptions together (429 with `Retry-After` past it), and the pace they are sent at: evenly over the minute, so a recovery leaves room for live deliveries; recover calls also count against RATE_LIMIT_PER_MINUTE',
   }),
   BACKLOG_MAX_EVENTS: Type.Integer({
     default: 100_000,

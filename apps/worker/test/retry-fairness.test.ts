@@ -7,11 +7,15 @@
  *   so each of its events is admitted as a quiet account's would be (the queue's front lane), and
  *   so are the retries that follow: without their turns, they fill the front lane, and B's
  *   deliveries wait behind every one of them.
- * - Recovery: A recovers 2,000 failed deliveries while B publishes; the rounds wait in the back
- *   lane, behind B's deliveries.
+ * - Recovery: A recovers 2,000 failed deliveries, unpaced, while B publishes; the rounds wait
+ *   behind both lanes, behind B's deliveries. And a recovery at its budget's pace leaves a live
+ *   delivery of the same subscription ahead of its later rounds.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Queue } from 'bullmq';
+import { deliveryJobId, nextRound, queueNames } from '@webhooks/shared';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { testRedisUrl } from '../../../test/support/redis.js';
 import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { insertFailedDeliveries } from '../../../test/support/failed-deliveries.js';
@@ -121,6 +125,8 @@ describe('an account recovering many deliveries', () => {
     recovery = await startTestStack('recover-fairness', {
       WORKER_CONCURRENCY: String(concurrency),
       DELIVERY_QUEUE_TARGET: String(queueTarget),
+      // A budget no recovery here reaches, so the rounds are not paced: the lanes alone keep B ahead.
+      RECOVER_ROUNDS_PER_MINUTE: '1000000',
     });
     // A's callbacks answer after 100 ms: at most 2 × concurrency of its rounds per 100 ms.
     slowReceiver = await startReceiver({ answer: { status: 200, afterMs: 100 } });
@@ -170,4 +176,50 @@ describe('an account recovering many deliveries', () => {
       queueTarget + 2 * concurrency,
     );
   }, 180_000);
+
+  it("sends the rounds at the budget's pace, behind a live delivery published after them", async () => {
+    // 6 rounds a minute: one every 10 s.
+    const paced = await startTestStack('recover-pace', { RECOVER_ROUNDS_PER_MINUTE: '6' });
+    const queue = new Queue(queueNames.deliveries, {
+      connection: { url: testRedisUrl },
+      prefix: paced.api.prefix,
+    });
+    try {
+      const { receiver, publisher, api } = paced;
+      const sub = await paced.subscribe('acct-paced', { callback_url: `${receiver.url}/paced` });
+      await insertFailedDeliveries(paced, 'acct-paced', sub.id, 2);
+      const failed = await api.app.prisma.delivery.findMany({
+        where: { subscriptionId: sub.id },
+        orderBy: { id: 'asc' },
+      });
+      const answer = await api.app.inject({
+        method: 'POST',
+        url: `/api/webhooks/${sub.id}/recover`,
+        headers: api.auth('acct-paced'),
+        payload: { since: new Date(Date.now() - 60_000).toISOString() },
+      });
+      expect([answer.statusCode, answer.json().count]).toEqual([202, 2]);
+      // The minute's second round waits its turn in BullMQ's delayed set.
+      const second = await queue.getJob(
+        deliveryJobId(failed[1]!.eventId, sub.id, nextRound(failed[1]!.attemptsMade)),
+      );
+      expect(await second?.getState()).toBe('delayed');
+      await waitFor('the first round', () => receiver.at('/paced').length === 1, 30_000);
+      const live = await publisher.publish({ accountId: 'acct-paced', type: 'call.completed', data: {} });
+
+      await waitFor(
+        'both recovered rounds and the live delivery',
+        () => receiver.at('/paced').length >= 3,
+        60_000,
+      );
+      expect(receiver.at('/paced').map((r) => r.headers['webhook-id'])).toEqual([
+        failed[0]!.eventId,
+        live.id,
+        failed[1]!.eventId,
+      ]);
+    } finally {
+      await queue.close();
+      await paced.close();
+    }
+  }, 90_000);
 });

@@ -389,7 +389,7 @@ export interface paths {
     put?: never;
     /**
      * Send again every failed or cancelled delivery of a time window
-     * @description Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. Deliveries already pending are left as they are, so recovering twice sends nothing twice. One call starts at most 1000 rounds; when more remain, `continue_after` says where the next call starts. At most 10 calls a minute per subscription, and RECOVER_ROUNDS_PER_MINUTE rounds a minute per account, beside the account's request rate limit (429 with Retry-After past either); 503 with Retry-After past the backlog bound.
+     * @description Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. Deliveries already pending are left as they are, so recovering twice sends nothing twice. One call starts at most 1000 rounds; when more remain, `continue_after` says where the next call starts. At most 10 calls a minute per subscription, and RECOVER_ROUNDS_PER_MINUTE rounds a minute per account, beside the account's request rate limit (429 with Retry-After past either); 503 with Retry-After past the backlog bound. The rounds are sent at that pace, evenly over the minute, behind the live deliveries, so a recovery leaves room for them and does not flood a receiver that has just come back.
      */
     post: operations['recoverDeliveries'];
     delete?: never;

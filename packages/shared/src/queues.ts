@@ -258,7 +258,8 @@ export const recoveryPriority = 2;
 /**
  * The job of one round of a delivery: its deterministic id ({@link deliveryJobId}) and options,
  * for `Queue.add` or `addBulk`; `recovered` puts it behind every admitted delivery
- * ({@link recoveryPriority}).
+ * ({@link recoveryPriority}), and `delayMs` (ms, for a recovery's pace) keeps it in BullMQ's
+ * delayed set that long first.
  */
 export function deliveryJob(
   delivery: {
@@ -268,10 +269,11 @@ export function deliveryJob(
     round: number;
     requestId?: string;
     recovered?: boolean;
+    delayMs?: number;
   },
   maxAttempts: number,
 ): { name: 'delivery'; data: DeliveryJobData; opts: JobsOptions } {
-  const { eventId, subscriptionId, accountId, round, requestId, recovered } = delivery;
+  const { eventId, subscriptionId, accountId, round, requestId, recovered, delayMs } = delivery;
   return {
     name: 'delivery',
     data: {
@@ -284,6 +286,7 @@ export function deliveryJob(
     opts: {
       ...deliveryJobOptions(maxAttempts, deliveryJobId(eventId, subscriptionId, round)),
       ...(recovered === true ? { priority: recoveryPriority } : {}),
+      ...(delayMs !== undefined && delayMs > 0 ? { delay: delayMs } : {}),
     },
   };
 }

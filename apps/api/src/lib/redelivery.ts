@@ -15,12 +15,16 @@ import {
   type DeliveryQueues,
 } from '@webhooks/shared';
 
-/** A delivery that may start a new round: its key and the attempts it made so far. */
+/**
+ * A delivery that may start a new round: its key, the attempts it made so far, and how long its
+ * round waits before it is sent (ms; a recovery's pace, none when absent).
+ */
 export interface RedeliveryCandidate {
   id: string;
   eventId: string;
   subscriptionId: string;
   attemptsMade: number;
+  delayMs?: number;
 }
 
 /** What a new round needs. */

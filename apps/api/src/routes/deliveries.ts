@@ -5,6 +5,7 @@
  * 24 hours by status, the health the portal shows.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { RateLimiterRes } from 'rate-limiter-flexible';
 import { validate as isUuid } from 'uuid';
 import {
   Delivery,
@@ -20,6 +21,7 @@ import { backlogRetryAfterSeconds, type BacklogWatch } from '../lib/backlog.js';
 import { pageRequest } from '../lib/pagination.js';
 import { perMinute, spend, tooMany } from '../lib/per-minute-limit.js';
 import { HttpProblem, notFound, subscriptionDisabled } from '../lib/problem.js';
+import { recoveryDelays } from '../lib/recovery-pace.js';
 import { startRounds } from '../lib/redelivery.js';
 import {
   DeliveryParams,
@@ -235,7 +237,8 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
           'Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. ' +
           'Deliveries already pending are left as they are, so recovering twice sends nothing twice. ' +
           `One call starts at most ${recoverBatch} rounds; when more remain, \`continue_after\` says where the next call starts. ` +
-          `At most ${recoverCallsPerMinute} calls a minute per subscription, and RECOVER_ROUNDS_PER_MINUTE rounds a minute per account, beside the account's request rate limit (429 with Retry-After past either); 503 with Retry-After past the backlog bound.`,
+          `At most ${recoverCallsPerMinute} calls a minute per subscription, and RECOVER_ROUNDS_PER_MINUTE rounds a minute per account, beside the account's request rate limit (429 with Retry-After past either); 503 with Retry-After past the backlog bound. ` +
+          'The rounds are sent at that pace, evenly over the minute, behind the live deliveries, so a recovery leaves room for them and does not flood a receiver that has just come back.',
         params: SubscriptionParams,
         body: RecoverRequest,
         response: {
@@ -296,11 +299,26 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         orderBy: { id: 'asc' },
         take,
       });
-      if (batch.length > 0)
-        await recoverRounds()
-          .consume(request.accountId, batch.length)
-          .catch(() => undefined);
-      const count = (await startRounds(redelivery, request.accountId, batch, { recovered: true })).length;
+      // A count refused by a concurrent call still counts and still paces.
+      const counted =
+        batch.length === 0
+          ? undefined
+          : await recoverRounds()
+              .consume(request.accountId, batch.length)
+              .catch((refusal: unknown) => (refusal instanceof RateLimiterRes ? refusal : undefined));
+      const delaysMs =
+        counted === undefined
+          ? undefined
+          : recoveryDelays(
+              {
+                budget: options.recoverRoundsPerMinute,
+                consumed: counted.consumedPoints,
+                msBeforeNext: counted.msBeforeNext,
+              },
+              batch.length,
+            );
+      const paced = batch.map((candidate, i) => ({ ...candidate, delayMs: delaysMs?.[i] ?? 0 }));
+      const count = (await startRounds(redelivery, request.accountId, paced, { recovered: true })).length;
       return reply.code(202).send({
         count,
         until: until.toISOString(),
