@@ -8,6 +8,7 @@
  * → receipt latencies after the warm-up, and where that time went (see {@link StepLatencies}); the
  * neighbour's backlog is left to drain, and every delivery of both is counted.
  */
+import { defaultRecoverRoundsPerMinute } from '@webhooks/api';
 import { eventAcceptedAt } from '@webhooks/worker';
 import { percentile } from '../scripts/lib/stats.js';
 import { sleep, waitWhileGrowing } from '../scripts/lib/wait.js';
@@ -63,12 +64,12 @@ export interface Neighbour {
   failing?: boolean;
   /**
    * Instead of publishing: this many failed deliveries of each subscription, stored before the
-   * run and recovered at once through the API over its middle (`recover-neighbour.ts`). The
-   * account's RECOVER_ROUNDS_PER_MINUTE, which is also the recovery's pace, is B's own delivery
-   * rate (a quarter of the run's capacity): a recovery sized, as a platform would size it, to
-   * leave room for live deliveries.
+   * run and recovered at once through the API over its middle (`recover-neighbour.ts`), at
+   * the default RECOVER_ROUNDS_PER_MINUTE, which is also the recovery's pace.
    */
   recover?: number;
+  /** How long it publishes, in s; by default the run's middle (all but 6 s of B's `seconds`). */
+  publishSeconds?: number;
 }
 
 /** DELIVERY_MAX_ATTEMPTS of a run whose neighbour fails: each of its deliveries, 4 attempts. */
@@ -83,8 +84,19 @@ export const failingWithinCapacity: Neighbour = { subscriptions: 100, rate: 1, f
 /** A recover of 10,000 deliveries: 100 failed of each of 100 subscriptions, all asked for at once. */
 export const recoverFlood: Neighbour = { subscriptions: 100, rate: 0, recover: 100 };
 
-/** A recover of 1,000 deliveries of the same subscriptions: within what the machine delivers. */
-export const recoverWithinCapacity: Neighbour = { subscriptions: 100, rate: 0, recover: 10 };
+/** The default pace of a recovery: RECOVER_ROUNDS_PER_MINUTE's default, in deliveries a second. */
+export const recoveryPacePerSecond = defaultRecoverRoundsPerMinute / 60;
+
+/**
+ * The neighbour of {@link recoverFlood}'s rate: the same 10,000 deliveries to the same 100
+ * subscriptions, at the recovery's default pace and for as long as the recovery lasts, but
+ * published live.
+ */
+export const liveAtRecoveryPace: Neighbour = {
+  subscriptions: 100,
+  rate: recoveryPacePerSecond / 100,
+  publishSeconds: (recoverFlood.subscriptions * recoverFlood.recover!) / recoveryPacePerSecond,
+};
 
 /** Account A's flood: 300 subscriptions at its default rate limit, 3,000 deliveries/s asked. */
 export const flood: Neighbour = { subscriptions: 300, rate: 10 };
@@ -183,7 +195,6 @@ export async function accountFloodRun(
               SUBSCRIPTION_DISABLE_AFTER: '1000000',
             }
           : {}),
-        ...(recover > 0 ? { RECOVER_ROUNDS_PER_MINUTE: String(rate * steadySubscriptions * 60) } : {}),
       },
     },
     async (stack, publisher, receiver) => {
@@ -204,7 +215,7 @@ export async function accountFloodRun(
           neighbourEvents = (await recoverAll(stack, stack.token('neighbour'), neighbourIds)) / subscriptions;
           return;
         }
-        const until = Date.now() + Math.max(1, seconds - 6) * 1000;
+        const until = Date.now() + (neighbour.publishSeconds ?? Math.max(1, seconds - 6)) * 1000;
         for (let next = Date.now(); next < until; next += 1000 / neighbour.rate) {
           await sleep(next - Date.now());
           await publisher.publish({ accountId: 'neighbour', type: 'call.completed', data: { call_id: 'n' } });
@@ -319,8 +330,9 @@ export const retryFairness = (rate: number, seconds: number, progress: Progress)
   pairedFairness(failingWithinCapacity, failingFlood, rate, seconds, progress);
 
 /**
- * B beside {@link recoverWithinCapacity}, then beside {@link recoverFlood}, whose recovered rounds
- * take their account's turns.
+ * B beside {@link liveAtRecoveryPace}, then beside {@link recoverFlood}, whose recovered rounds
+ * take their account's turns at the recovery's default pace: what a recovery costs B beside live
+ * traffic of the same rate.
  */
 export const recoverFairness = (rate: number, seconds: number, progress: Progress) =>
-  pairedFairness(recoverWithinCapacity, recoverFlood, rate, seconds, progress);
+  pairedFairness(liveAtRecoveryPace, recoverFlood, rate, seconds, progress);

@@ -33,6 +33,9 @@ import { parseTrustProxy, type TrustProxy } from './lib/client-address.js';
 /** Development-only JWT secret, used (with a warning) when JWT_SECRET is unset outside production. */
 export const developmentJwtSecret = 'development-only-secret-do-not-use-in-production!';
 
+/** RECOVER_ROUNDS_PER_MINUTE's default: an account's recovery sends about 167 deliveries a second. */
+export const defaultRecoverRoundsPerMinute = 10_000;
+
 /** Environment variables of the API service. */
 export const apiEnvSchema = Type.Object({
   ...commonEnv,
@@ -168,7 +171,7 @@ export const apiEnvSchema = Type.Object({
       'Event loop utilization of the API process (0 to 1, over the last 100 ms) past which publishing requests are shed the same way; 0: not measured',
   }),
   RECOVER_ROUNDS_PER_MINUTE: Type.Integer({
-    default: 10_000,
+    default: defaultRecoverRoundsPerMinute,
     minimum: 1,
     description:
       'Deliveries the recover calls of one account may send again a minute, all its subscriptions together (429 with `Retry-After` past it), and the pace they are sent at: evenly over the minute, so a recovery leaves room for live deliveries; recover calls also count against RATE_LIMIT_PER_MINUTE',

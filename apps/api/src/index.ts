@@ -1,6 +1,13 @@
 /** @webhooks/api: the Fastify app builder and its configuration, for the server, tests and tools. */
 export { buildApp, bodyLimitBytes } from './app.js';
-export { apiEnvSchema, apiServerUrl, developmentJwtSecret, loadApiConfig, type ApiConfig } from './config.js';
+export {
+  apiEnvSchema,
+  apiServerUrl,
+  defaultRecoverRoundsPerMinute,
+  developmentJwtSecret,
+  loadApiConfig,
+  type ApiConfig,
+} from './config.js';
 export { createTokenMinter, type TokenMinterOptions } from './tokens.js';
 export type * from './decorators.js';
 export { createPortalTokens, portalKey } from './lib/portal-tokens.js';
