@@ -13,7 +13,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
-import { deliveryJobId, nextRound, queueNames } from '@webhooks/shared';
+import { Redis } from 'ioredis';
+import { deliveryJobId, nextRound, parkedDeliveriesKey, queueNames } from '@webhooks/shared';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { testRedisUrl } from '../../../test/support/redis.js';
 import { sleep, waitFor } from '../../../scripts/lib/wait.js';
@@ -177,9 +178,10 @@ describe('an account recovering many deliveries', () => {
     );
   }, 180_000);
 
-  it("sends the rounds at the budget's pace, behind a live delivery published after them", async () => {
-    // 6 rounds a minute: one every 10 s.
-    const paced = await startTestStack('recover-pace', { RECOVER_ROUNDS_PER_MINUTE: '6' });
+  it("sends the rounds at the budget's pace, counted in the account's backlog while they wait, behind a live delivery published after them", async () => {
+    // 12 rounds a minute: one every 5 s.
+    const paced = await startTestStack('recover-pace', { RECOVER_ROUNDS_PER_MINUTE: '12' });
+    const redis = new Redis(testRedisUrl);
     const queue = new Queue(queueNames.deliveries, {
       connection: { url: testRedisUrl },
       prefix: paced.api.prefix,
@@ -204,6 +206,13 @@ describe('an account recovering many deliveries', () => {
         deliveryJobId(failed[1]!.eventId, sub.id, nextRound(failed[1]!.attemptsMade)),
       );
       expect(await second?.getState()).toBe('delayed');
+      // And counts in its account's share of the backlog bound while it waits.
+      const parked = await redis.zcount(
+        parkedDeliveriesKey(paced.api.prefix, 'acct-paced'),
+        Date.now(),
+        '+inf',
+      );
+      expect(parked).toBe(1);
       await waitFor('the first round', () => receiver.at('/paced').length === 1, 30_000);
       const live = await publisher.publish({ accountId: 'acct-paced', type: 'call.completed', data: {} });
 
@@ -219,6 +228,7 @@ describe('an account recovering many deliveries', () => {
       ]);
     } finally {
       await queue.close();
+      redis.disconnect();
       await paced.close();
     }
   }, 90_000);

@@ -5,7 +5,9 @@
  */
 import { Queue, type Job, type QueueOptions } from 'bullmq';
 import type { QueueShards } from './queue-shards.js';
+import { noteParked, type ParkedJob } from './parked-deliveries.js';
 import { deliveryJob, queueNames, type DeliveryJobData } from './queues.js';
+import type { RedisConnection } from './redis.js';
 
 /** One round of a delivery, as {@link deliveryJob} takes it. */
 export type DeliveryRound = Parameters<typeof deliveryJob>[0];
@@ -19,6 +21,7 @@ export interface DeliveryQueues {
   /**
    * Adds the jobs of `rounds` (`deliveryJob`, DELIVERY_MAX_ATTEMPTS = `maxAttempts`), each to its
    * subscription's shard, one `addBulk` per shard. A job id BullMQ holds already keeps its job.
+   * A delayed job (`delayMs`, a recovery's pace) is counted in its account's parked deliveries.
    *
    * @returns the jobs, in no particular order
    * @throws BullMQ's errors when Redis cannot be reached (some shards may have taken theirs)
@@ -41,9 +44,11 @@ export function createDeliveryQueues(
     of,
     async add(rounds, maxAttempts) {
       const added = await Promise.all(
-        [...shards.bySubscription(rounds)].map(([shard, group]) =>
-          all[shard]!.addBulk(group.map((round) => deliveryJob(round, maxAttempts))),
-        ),
+        [...shards.bySubscription(rounds)].map(async ([shard, group]) => {
+          const jobs = await all[shard]!.addBulk(group.map((round) => deliveryJob(round, maxAttempts)));
+          await noteDelayed(all[shard]!, shards.prefixes[shard]!, jobs);
+          return jobs;
+        }),
       );
       return added.flat();
     },
@@ -51,4 +56,27 @@ export function createDeliveryQueues(
       await Promise.all(all.map((queue) => queue.close()));
     },
   };
+}
+
+/**
+ * Counts the delayed ones of `jobs`, just added to `queue` (effective prefix `prefix`), in their
+ * accounts' parked deliveries, due when their delay ends. Best effort: a note Redis did not take
+ * only leaves the count lower while the jobs wait, and the jobs are in BullMQ already.
+ */
+async function noteDelayed(queue: Queue, prefix: string, jobs: ReadonlyArray<Job<DeliveryJobData>>) {
+  const delayed: ParkedJob[] = jobs.flatMap((job) =>
+    job.delay > 0 && job.data.accountId !== undefined
+      ? [{ accountId: job.data.accountId, jobId: job.id!, dueAt: job.timestamp + job.delay }]
+      : [],
+  );
+  if (delayed.length === 0) return;
+  try {
+    // The Redis backend's client is the ioredis connection (or Cluster) the queue was opened on.
+    const redis = (await queue.backend.client) as unknown as RedisConnection;
+    const pipeline = redis.pipeline();
+    noteParked(pipeline, prefix, delayed, Date.now());
+    await pipeline.exec();
+  } catch {
+    // Counted lower until the jobs run; nothing is lost.
+  }
 }

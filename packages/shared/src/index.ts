@@ -26,6 +26,7 @@ export * from './logger-options.js';
 export * from './operator-token.js';
 export * from './payload.js';
 export * from './publisher.js';
+export * from './parked-deliveries.js';
 export * from './queue-shards.js';
 export * from './queues.js';
 export * from './redis.js';

@@ -1,9 +1,11 @@
 /**
  * The FIFO head rule, in one place: a FIFO subscription's head is its pending delivery with no
  * earlier pending delivery of the same subscription, earlier by event id (UUIDv7, so the order the
- * events were accepted in). `fifo.ts` explains what the head means for ordered delivery, and picks
- * each subscription's head with the same order (`DISTINCT ON ... ORDER BY event_id`), which reads a
- * long FIFO backlog once instead of once per waiting delivery.
+ * events were accepted in). `fifo.ts` explains what the head means for ordered delivery. Two
+ * statements pick heads with the same order instead of this condition, as reading a long FIFO
+ * backlog once beats testing it once per waiting delivery: `fifo.ts`'s `fifo-heads` (`DISTINCT ON
+ * (subscription_id) ... ORDER BY event_id`) and `store.ts`'s `loadHead` (`status = 'pending' ORDER
+ * BY event_id LIMIT 1`); a change to the rule changes all three.
  */
 
 /**

@@ -3,7 +3,8 @@
  * the order they were accepted for its account. Its **head** is its oldest pending delivery (by
  * event id: UUIDv7, so acceptance order); only the head is ever attempted, and only the head has a
  * job. The head keeps its place through its retries (BullMQ's backoff and attempt limit) and
- * leaves it when it succeeds, is given up, expires or is cancelled; the next one then gets its job.
+ * leaves it when it succeeds, is given up, expires or is cancelled; the next one is then attempted
+ * at once by the worker that ended it (the hand-over, `in-order.ts`), or gets its job.
  *
  * Two rules keep the order strict with many workers and crashes:
  * - a delivery is attempted only while it is the head in PostgreSQL, checked when its job runs, so

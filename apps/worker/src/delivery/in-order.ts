@@ -29,7 +29,7 @@ import type { Logger } from 'pino';
 import { deliveryJobId } from '@webhooks/shared';
 import type { FifoHead, FifoHeads, HandOverLease } from './fifo.js';
 import { followUpJob, type DeliveryJobSpec } from './inline.js';
-import type { DeliveryStep, RoundRef } from './step.js';
+import { handsOverNext, type DeliveryStep, type RoundRef } from './step.js';
 import type { LoadedDelivery } from './store.js';
 
 /** The head `loaded` is, as the hand-over's rules name it. */
@@ -86,7 +86,7 @@ export function afterHandedOver(
     now,
   );
   if (job !== null) return { kind: 'job', job };
-  if (step.kind !== 'wait' && step.nextInOrder === true) return { kind: 'next' };
+  if (handsOverNext(step)) return { kind: 'next' };
   return { kind: 'stop' };
 }
 

@@ -1,17 +1,12 @@
 /**
- * The count of each account's parked deliveries: the delivery jobs that wait in a shard's delayed
- * set after a step (a retry's backoff; a gate, rate limit, host cap or FIFO wait), kept per account
- * in `parkedDeliveriesKey` (and the accounts that have some in `parkedAccountsKey`), so that the
- * API's backlog bound counts them in the account's share
- * (`apps/api/src/lib/backlog.ts`). A job waiting for its account's turn is in its account's list
- * already and is not counted twice.
- *
- * Each entry is scored with the time its job is due; an entry past it no longer counts, so nothing
- * has to remove it when the job runs, is woken early or is removed with its subscription. The count
- * is approximate in that one way: a job woken before its time counts until that time.
+ * The worker's part of counting each account's parked deliveries (`noteParked` in the shared
+ * package): when a step leaves its job in a shard's delayed set (a retry's backoff; a gate, rate
+ * limit, host cap or FIFO wait), the job is noted in its account's count, so that the API's backlog
+ * bound counts it in the account's share (`apps/api/src/lib/backlog.ts`). A job waiting for its
+ * account's turn is in its account's list already and is not counted twice.
  */
 import type { Logger } from 'pino';
-import { parkedAccountsKey, parkedDeliveriesKey, type RedisConnection } from '@webhooks/shared';
+import { noteParked, type RedisConnection } from '@webhooks/shared';
 import type { DeliveryStep } from './step.js';
 
 /**
@@ -45,32 +40,17 @@ export interface ParkedDeliveriesOptions {
   log: Logger;
 }
 
-/** Keeps an empty account's set this much longer than its last entry's time, in ms. */
-const expiryMarginMs = 60_000;
-
 /**
- * Creates the notes of one shard: per parked job, one pipeline on the account's key and one
- * command on the shard's accounts (both in the shard's slot on a Cluster).
+ * Creates the notes of one shard (`noteParked`): per parked job, one pipeline in the shard's slot.
  */
 export function createParkedDeliveries(options: ParkedDeliveriesOptions): ParkedDeliveries {
   const { redis, prefix, log } = options;
   return {
     async park(accountId, jobId, dueAt) {
-      const key = parkedDeliveriesKey(prefix, accountId);
-      const accounts = parkedAccountsKey(prefix);
-      const now = Date.now();
-      const ttlMs = Math.max(0, dueAt - now) + expiryMarginMs;
       try {
-        // The key lives until its latest entry's time: NX sets a first expiry, GT only lengthens it.
-        await redis
-          .pipeline()
-          .zremrangebyscore(key, '-inf', `(${now}`)
-          .zadd(key, dueAt, jobId)
-          .pexpire(key, ttlMs, 'NX')
-          .pexpire(key, ttlMs, 'GT')
-          .zremrangebyscore(accounts, '-inf', `(${now}`)
-          .zadd(accounts, 'GT', dueAt, accountId)
-          .exec();
+        const pipeline = redis.pipeline();
+        noteParked(pipeline, prefix, [{ accountId, jobId, dueAt }], Date.now());
+        await pipeline.exec();
       } catch (error) {
         log.debug({ err: error, jobId }, 'parked delivery not counted');
       }

@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { DeliveryJobData } from '@webhooks/shared';
 import { deferJob } from '../deferral.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
-import type { DeliveryStep, EndedWithoutAttempt, RoundRef } from './step.js';
+import { handsOverNext, type DeliveryStep, type EndedWithoutAttempt, type RoundRef } from './step.js';
 
 /** What a delivery job came to (the BullMQ return value of a completed job). */
 export type DeliveryJobResult = 'succeeded' | EndedWithoutAttempt;
@@ -102,7 +102,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const run = async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
     const ref = roundOfJob(job, deps.policy.maxAttempts);
     const step = await deps.deliver(deps.handOver === undefined ? ref : { ...ref, handsOverInOrder: true });
-    if (step.kind !== 'wait' && step.nextInOrder === true) await deps.handOver?.(ref.subscriptionId);
+    if (handsOverNext(step)) await deps.handOver?.(ref.subscriptionId);
     if (step.kind === 'ended') return step.result;
     if (step.kind === 'wait') {
       await job.moveToDelayed(Date.now() + step.waitMs, token);

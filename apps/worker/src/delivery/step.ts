@@ -24,6 +24,11 @@ export type DeliveryStep =
   /** An attempt was sent and recorded; `failure` is the operator's text of a failed one. */
   | { kind: 'attempted'; outcome: DeliveryOutcome; failure: string; nextInOrder?: true };
 
+/** True when `step` ended a FIFO subscription's head and leaves its successor to the caller. */
+export function handsOverNext(step: DeliveryStep): boolean {
+  return step.kind !== 'wait' && step.nextInOrder === true;
+}
+
 /** The round a step runs, as a delivery job names it. */
 export interface RoundRef {
   /** The BullMQ job id of the round (`deliveryJobId`): it names the gate's slot. */
