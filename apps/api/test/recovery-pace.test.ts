@@ -11,6 +11,12 @@ describe('the pace of a recovery', () => {
     expect(recoveryDelays({ budget: 6, consumed: 3, msBeforeNext: 60_000 }, 3)).toEqual([0, 10_000, 20_000]);
   });
 
+  it('sends the rounds of each 100 ms together', () => {
+    // 10,000 a minute: one every 6 ms, so rounds 0 to 16 are due at once and 17 to 19 at 100 ms.
+    const delays = recoveryDelays({ budget: 10_000, consumed: 20, msBeforeNext: 60_000 }, 20);
+    expect(delays).toEqual([...Array(17).fill(0), 100, 100, 100]);
+  });
+
   it("continues after the rounds the minute's earlier calls started, from the minute's start", () => {
     // 2 rounds were counted before this call, 15 s into the minute.
     expect(recoveryDelays({ budget: 6, consumed: 4, msBeforeNext: 45_000 }, 2)).toEqual([5_000, 15_000]);

@@ -8,6 +8,14 @@
  * budget bounds the wait: no round waits more than two minutes.
  */
 
+/**
+ * The rounds of each 100 ms of the minute are due together, at its start, in ms. A job due every few
+ * ms wakes the workers' blocking fetch for each one: in the bench's recover row, 10,000 rounds at
+ * the default pace cost the workers 63 s of CPU one every 6 ms, 42 s in steps of 100 ms, and the
+ * same deliveries published live 31 s.
+ */
+const paceStepMs = 100;
+
 /** One minute of the account's budget, as the per-minute count answered after spending `count`. */
 export interface RecoveryWindow {
   /** RECOVER_ROUNDS_PER_MINUTE: rounds a minute (> 0). */
@@ -21,14 +29,15 @@ export interface RecoveryWindow {
 /**
  * How long each of `count` rounds started now waits before it is sent, in ms, in the order they
  * were counted: this call's rounds are the last `count` of `window.consumed`, and the k-th round
- * of the minute (from 0) is due `k × 60,000 / budget` ms after the minute began. A round whose
- * time has passed waits 0.
+ * of the minute (from 0) is due `k × 60,000 / budget` ms after the minute began, rounded down to
+ * a step of {@link paceStepMs}. A round whose time has passed waits 0.
  */
 export function recoveryDelays(window: RecoveryWindow, count: number): number[] {
   const minuteMs = 60_000;
   const elapsedMs = minuteMs - window.msBeforeNext;
   const first = window.consumed - count;
-  return Array.from({ length: count }, (_, i) =>
-    Math.max(0, Math.floor(((first + i) * minuteMs) / window.budget) - elapsedMs),
-  );
+  return Array.from({ length: count }, (_, i) => {
+    const dueMs = Math.floor(((first + i) * minuteMs) / window.budget / paceStepMs) * paceStepMs;
+    return Math.max(0, dueMs - elapsedMs);
+  });
 }
