@@ -18,9 +18,9 @@ beforeAll(async () => {
     // A loop held for 0.8 s is far past both, whatever the machine's speed: a mean delay of 50 ms
     // over a sample (a busy loop that still turns stays far below it, its samples a few ms), and a
     // utilization of 0.8 over the sample's interval (the hold is at least 800 of its 900 ms, as
-    // samples are 100 ms apart). The utilization is
-    // the one that cannot miss: the delay's histogram is sampled by a timer of its own, which may
-    // record the hold only after the sample that follows it was taken.
+    // samples are 100 ms apart). The utilization is the one that cannot miss: the delay's
+    // histogram is sampled by a timer of its own, which may record the hold only after the sample
+    // that follows it was taken.
     API_SHED_EVENT_LOOP_DELAY_MS: '50',
     API_SHED_EVENT_LOOP_UTILIZATION: '0.8',
     RATE_LIMIT_PER_MINUTE: '100000',
