@@ -34,7 +34,11 @@ export function noteParked(
   now: number,
 ): void {
   const byAccount = new Map<string, ParkedJob[]>();
-  for (const job of jobs) byAccount.set(job.accountId, [...(byAccount.get(job.accountId) ?? []), job]);
+  for (const job of jobs) {
+    const parked = byAccount.get(job.accountId);
+    if (parked === undefined) byAccount.set(job.accountId, [job]);
+    else parked.push(job);
+  }
   const accounts = parkedAccountsKey(prefix);
   pipeline.zremrangebyscore(accounts, '-inf', `(${now}`);
   for (const [accountId, parked] of byAccount) {
