@@ -8,7 +8,7 @@
  * → receipt latencies after the warm-up, and where that time went (see {@link StepLatencies}); the
  * neighbour's backlog is left to drain, and every delivery of both is counted.
  */
-import { defaultRecoverRoundsPerMinute } from '@webhooks/api';
+import { defaultRecoverRoundsPerMinute, paceWindow } from '@webhooks/api';
 import { eventAcceptedAt } from '@webhooks/worker';
 import { percentile } from '../scripts/lib/stats.js';
 import { sleep, waitWhileGrowing } from '../scripts/lib/wait.js';
@@ -64,8 +64,8 @@ export interface Neighbour {
   failing?: boolean;
   /**
    * Instead of publishing: this many failed deliveries of each subscription, stored before the
-   * run and recovered at once through the API over its middle (`recover-neighbour.ts`), at
-   * the default RECOVER_ROUNDS_PER_MINUTE, which is also the recovery's pace.
+   * run and recovered through the API over its middle (`recover-neighbour.ts`, a client following
+   * `continue_after` and waiting out each 429), at the default RECOVER_ROUNDS_PER_MINUTE's pace.
    */
   recover?: number;
   /** How long it publishes, in s; by default the run's middle (all but 6 s of B's `seconds`). */
@@ -81,11 +81,12 @@ export const failingFlood: Neighbour = { subscriptions: 100, rate: 10, failing: 
 /** The same failing subscriptions at 1 event/s: 400 attempts/s, within what the machine sends. */
 export const failingWithinCapacity: Neighbour = { subscriptions: 100, rate: 1, failing: true };
 
-/** A recover of 10,000 deliveries: 100 failed of each of 100 subscriptions, all asked for at once. */
+/** A recover of 10,000 deliveries: 100 failed of each of 100 subscriptions, all asked for. */
 export const recoverFlood: Neighbour = { subscriptions: 100, rate: 0, recover: 100 };
 
-/** The default pace of a recovery: RECOVER_ROUNDS_PER_MINUTE's default, in deliveries a second. */
-export const recoveryPacePerSecond = defaultRecoverRoundsPerMinute / 60;
+/** The default pace of a recovery (RECOVER_ROUNDS_PER_MINUTE's default), in deliveries a second. */
+const defaultPace = paceWindow(defaultRecoverRoundsPerMinute);
+export const recoveryPacePerSecond = defaultPace.rounds / defaultPace.seconds;
 
 /**
  * The neighbour of {@link recoverFlood}'s rate: the same 10,000 deliveries to the same 100

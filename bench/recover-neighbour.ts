@@ -1,8 +1,8 @@
 /**
  * A neighbour that recovers failed deliveries, for the fairness-across-accounts bench: its
  * subscriptions' failed deliveries are stored first, as if an outage had given them up, and then
- * recovered at once through `POST /api/webhooks/{id}/recover`, as a client does after fixing its
- * receiver. Each recovered round takes its account's turns like any delivery.
+ * recovered through `POST /api/webhooks/{id}/recover`, as a client does after fixing its receiver,
+ * at the account's pace. Each recovered round takes its account's turns like any delivery.
  */
 import { v7 as uuidv7 } from 'uuid';
 import { sleep } from '../scripts/lib/wait.js';

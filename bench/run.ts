@@ -459,7 +459,7 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     return [
       {
         scenario:
-          'fairness across accounts: a recover of 10,000 failed deliveries (100 subscriptions, asked for at once, sent at the recovery pace) beside a steady account',
+          'fairness across accounts: a recover of 10,000 failed deliveries (100 subscriptions, started and sent at the recovery pace) beside a steady account',
         figure: `steady account p50 ${flood.p50Ms.toFixed(0)} ms, p99 ${flood.p99Ms.toFixed(0)} ms; ${flood.arrived} of ${flood.expected} arrived, and ${flood.neighbourArrived} of the ${flood.neighbourExpected} recovered`,
         baseline: `beside the same 10,000 deliveries published live at the recovery's default pace (${recoveryPacePerSecond.toFixed(0)}/s): p50 ${withinCapacity.p50Ms.toFixed(0)} ms, p99 ${withinCapacity.p99Ms.toFixed(0)} ms; ${withinCapacity.arrived} of ${withinCapacity.expected} arrived`,
         ratio: run.p99Ratio,

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import AxeBuilder from '@axe-core/playwright';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { repositoryRoot } from '../scripts/lib/repository-root.js';
+import { insertFailedDeliveries } from './support/failed-deliveries.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
@@ -25,6 +26,8 @@ beforeAll(async () => {
     DELIVERY_MAX_ATTEMPTS: '2',
     DELIVERY_BACKOFF_MS: '50',
     TRANSFORMATION_TIMEOUT_MS: '2000',
+    // A recovery's windows of 2 rounds a second, so a recovery of 3 meets the pace's 429.
+    RECOVER_ROUNDS_PER_MINUTE: '120',
     // Named only: the broker test below publishes nothing.
     DESTINATION_BROKERS: JSON.stringify({ events: { type: 'nats', url: 'nats://127.0.0.1:4222' } }),
   });
@@ -182,6 +185,22 @@ describe('the subscriber portal in a browser', () => {
     await page.getByText('HTTP 200', { exact: true }).waitFor();
     await page.locator('.facts-list').getByText('succeeded').waitFor();
     expect(stack.receiver.at('/failing')).toHaveLength(3);
+    await page.context().close();
+  });
+
+  it("recovers every failed delivery since a time, waiting out the account's pace", async () => {
+    const callbackUrl = `${stack.receiver.url}/recovered`;
+    const sub = await stack.subscribe('recoverer', { callback_url: callbackUrl }, 'calls');
+    await insertFailedDeliveries(stack, 'recoverer', sub.id, 3);
+    const page = await openPortal('recoverer');
+    await openSubscription(page, callbackUrl);
+    // datetime-local takes the browser's local time, which is this process's.
+    const since = new Date(Date.now() - 5 * 60_000);
+    const local = new Date(since.getTime() - since.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    await page.getByLabel('Recover failed deliveries since').fill(local);
+    await page.getByRole('button', { name: 'Recover' }).click();
+    await page.getByText('3 failed or cancelled deliveries sent again.').waitFor();
+    await waitForRequests('/recovered', 3);
     await page.context().close();
   });
 

@@ -33,7 +33,7 @@ import { parseTrustProxy, type TrustProxy } from './lib/client-address.js';
 /** Development-only JWT secret, used (with a warning) when JWT_SECRET is unset outside production. */
 export const developmentJwtSecret = 'development-only-secret-do-not-use-in-production!';
 
-/** RECOVER_ROUNDS_PER_MINUTE's default: an account's recovery sends about 167 deliveries a second. */
+/** RECOVER_ROUNDS_PER_MINUTE's default: an account's recovery sends 166 deliveries a second. */
 export const defaultRecoverRoundsPerMinute = 10_000;
 
 /** Environment variables of the API service. */
@@ -174,7 +174,7 @@ export const apiEnvSchema = Type.Object({
     default: defaultRecoverRoundsPerMinute,
     minimum: 1,
     description:
-      'Deliveries the recover calls of one account may send again a minute, all its subscriptions together (429 with `Retry-After` past it), and the pace they are sent at: evenly over the minute, so a recovery leaves room for live deliveries; recover calls also count against RATE_LIMIT_PER_MINUTE',
+      "Deliveries the recover calls of one account may send again a minute, all its subscriptions together, and the pace they are started and sent at: spent in windows of a second (or of two rounds, under 120 a minute), each window's sent evenly over it, so a recovery leaves room for live deliveries; a call past the current window answers 429 with `Retry-After`. Recover calls also count against RATE_LIMIT_PER_MINUTE",
   }),
   BACKLOG_MAX_EVENTS: Type.Integer({
     default: 100_000,

@@ -11,3 +11,4 @@ export {
 export { createTokenMinter, type TokenMinterOptions } from './tokens.js';
 export type * from './decorators.js';
 export { createPortalTokens, portalKey } from './lib/portal-tokens.js';
+export { paceWindow, type PaceWindow } from './lib/recovery-pace.js';

@@ -13,8 +13,13 @@ interface ClientAnswer<T> {
   response: Response;
 }
 
-/** A call's result: its data, or why it failed. */
-export type Outcome<T> = { ok: true; data: T } | { ok: false; failure: string; problem?: Problem };
+/**
+ * A call's result: its data, or why it failed, with the HTTP status (0 when the API was not
+ * reached) and the `Retry-After` of a 429 or 503, in seconds, when it named one.
+ */
+export type Outcome<T> =
+  | { ok: true; data: T }
+  | { ok: false; failure: string; status: number; problem?: Problem; retryAfterSeconds?: number };
 
 /** Awaits `call` and says what it gave; a network failure (no answer) is the API unavailable. */
 export async function outcome<T>(call: Promise<ClientAnswer<T>>): Promise<Outcome<T>> {
@@ -22,9 +27,16 @@ export async function outcome<T>(call: Promise<ClientAnswer<T>>): Promise<Outcom
     const { data, error, response } = await call;
     if (response.ok) return { ok: true, data: data as T };
     const problem = error as Problem | undefined;
-    return { ok: false, failure: describeFailure(response.status, problem), problem };
+    const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN);
+    return {
+      ok: false,
+      failure: describeFailure(response.status, problem),
+      status: response.status,
+      problem,
+      ...(Number.isInteger(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}),
+    };
   } catch {
-    return { ok: false, failure: describeFailure(0, undefined) };
+    return { ok: false, failure: describeFailure(0, undefined), status: 0 };
   }
 }
 

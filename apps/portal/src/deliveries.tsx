@@ -131,6 +131,12 @@ export function Deliveries({
   );
 }
 
+/**
+ * Longest `Retry-After` of a 429 the recovery waits out before asking again, in s: the pace's
+ * windows are a second long at the default budget, and two minutes at the smallest.
+ */
+const maxPaceWaitSeconds = 120;
+
 /** "Recover since": every failed or cancelled delivery created since a time is sent again. */
 function Recover({
   client,
@@ -150,13 +156,23 @@ function Recover({
       setMessage('Choose the date and time to recover from.');
       return;
     }
-    // One call recovers at most 1,000 deliveries; the answer says where the next one starts.
+    // One call recovers what the account's pace leaves it; the answer says where the next one
+    // starts, and a 429 when to ask.
     let sent = 0;
     let body: { since: string; until?: string; after?: string } = { since: start.toISOString() };
     for (;;) {
       const result = await outcome(
         client.POST('/api/webhooks/{id}/recover', { params: { path: { id } }, body }),
       );
+      if (
+        !result.ok &&
+        result.status === 429 &&
+        (result.retryAfterSeconds ?? Infinity) <= maxPaceWaitSeconds
+      ) {
+        setMessage(`${sent} sent again so far; the rest follow at your account's pace…`);
+        await new Promise((resolve) => setTimeout(resolve, result.retryAfterSeconds! * 1000));
+        continue;
+      }
       if (!result.ok) {
         setMessage(sent === 0 ? result.failure : `${sent} sent again, then: ${result.failure}`);
         break;

@@ -168,7 +168,12 @@ describe('DELIVERY_MAX_AGE', () => {
 describe('recovery', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack('recover', { DELIVERY_MAX_ATTEMPTS: '1', SUBSCRIPTION_DISABLE_AFTER: '25' });
+    stack = await startTestStack('recover', {
+      DELIVERY_MAX_ATTEMPTS: '1',
+      SUBSCRIPTION_DISABLE_AFTER: '25',
+      // A pace no test here reaches but the budget's own: a call starts up to its batch of 1,000.
+      RECOVER_ROUNDS_PER_MINUTE: '1000000',
+    });
   });
   afterAll(() => stack.close());
 
@@ -218,13 +223,13 @@ describe('recovery', () => {
     expect(started).toBe(1_001);
   });
 
-  it('takes at most 10 recover calls a minute per subscription, then 429 with Retry-After', async () => {
+  it('takes at most 60 recover calls a minute per subscription, then 429 with Retry-After', async () => {
     const busy = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/busy` });
     const other = await stack.subscribe('acct-rec', { callback_url: `${stack.receiver.url}/other` });
     const since = new Date().toISOString();
     const statuses = [];
-    for (let i = 0; i < 11; i++) statuses.push((await recover(busy.id, { since })).statusCode);
-    expect(statuses).toEqual([...Array(10).fill(202), 429]);
+    for (let i = 0; i < 61; i++) statuses.push((await recover(busy.id, { since })).statusCode);
+    expect(statuses).toEqual([...Array(60).fill(202), 429]);
     const refused = await recover(busy.id, { since });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     // Counted on the subscription looked up: another spelling of its id is the same one.
@@ -260,6 +265,45 @@ describe('recovery', () => {
       expect((await call(elsewhere.id, { since }, 'acct-other-budget')).json().count).toBe(1);
     } finally {
       await budgeted.close();
+    }
+  });
+
+  it('starts a recovery a window at a time: a call the window has nothing left for starts nothing until the next', async () => {
+    // 120 a minute: windows of a second holding 2 rounds.
+    const windowed = await startTestStack('recover-window', { RECOVER_ROUNDS_PER_MINUTE: '120' });
+    try {
+      const call = (subscriptionId: string, body: Record<string, unknown>) =>
+        windowed.api.app.inject({
+          method: 'POST',
+          url: `/api/webhooks/${subscriptionId}/recover`,
+          headers: windowed.api.auth('acct-window'),
+          payload: body,
+        });
+      const sub = await windowed.subscribe('acct-window', {
+        callback_url: `${windowed.receiver.url}/window`,
+      });
+      await insertFailedDeliveries(windowed, 'acct-window', sub.id, 3);
+      const since = new Date(Date.now() - 60_000).toISOString();
+      const first = await call(sub.id, { since });
+      expect([first.statusCode, first.json()]).toEqual([
+        202,
+        { count: 2, until: expect.any(String), continue_after: expect.any(String) },
+      ]);
+      const body = { since, until: first.json().until, after: first.json().continue_after };
+      const refused = await call(sub.id, body);
+      expect([refused.statusCode, refused.headers['retry-after']]).toEqual([429, '1']);
+      expect(refused.json().detail).toContain('RECOVER_ROUNDS_PER_MINUTE');
+      const failed = () =>
+        windowed.api.app.prisma.delivery.count({ where: { subscriptionId: sub.id, status: 'failed' } });
+      expect(await failed()).toBe(1);
+
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const rest = await call(sub.id, body);
+      expect([rest.statusCode, rest.json()]).toMatchObject([202, { count: 1, continue_after: null }]);
+      await waitFor('the three recovered rounds', () => windowed.receiver.at('/window').length === 3, 30_000);
+      expect(await failed()).toBe(0);
+    } finally {
+      await windowed.close();
     }
   });
 

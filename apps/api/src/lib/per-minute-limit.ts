@@ -1,5 +1,5 @@
 /**
- * Per-minute counts for the API's own limits (per client address, recover rounds per account):
+ * Counts for the API's own limits (per client address a minute, a recovery's pace per account):
  * rate-limiter-flexible on Redis, shared by every API instance, with a count in this process's
  * memory while Redis is away, so an outage never lifts a limit. Over a limit: 429 with
  * `Retry-After` in whole seconds.
@@ -10,11 +10,19 @@ import { HttpProblem } from './problem.js';
 
 /** One per-minute limit, on Redis with a memory fallback for outages. */
 export function perMinute(redis: RedisConnection, keyPrefix: string, points: number) {
-  const memory = new RateLimiterMemory({ points, duration: 60 });
+  return perWindow(redis, keyPrefix, points, 60);
+}
+
+/**
+ * A limit of `points` every `seconds` (a fixed window from the first point counted), on Redis with
+ * a memory fallback for outages.
+ */
+export function perWindow(redis: RedisConnection, keyPrefix: string, points: number, seconds: number) {
+  const memory = new RateLimiterMemory({ points, duration: seconds });
   const shared = new RateLimiterRedis({
     storeClient: redis,
     points,
-    duration: 60,
+    duration: seconds,
     keyPrefix,
     insuranceLimiter: memory,
   });

@@ -1,43 +1,66 @@
 /**
- * The pace of a recovery. The rounds an account's recover calls start within one minute of its
- * RECOVER_ROUNDS_PER_MINUTE budget are sent evenly over that minute: the k-th round of the
- * minute's budget waits until k/budget of the minute has passed. A recovery of thousands then
- * leaves room for the account's live deliveries and for everyone else's, and does not knock over
- * a receiver that has just come back (Segment's replay guidance sizes a replay below the
- * destination's rate limit for the same reason, leaving a margin for real-time events). The
- * budget bounds the wait: no round waits more than two minutes.
+ * The pace of a recovery. An account's recover calls start RECOVER_ROUNDS_PER_MINUTE rounds a
+ * minute at most, spent in short windows ({@link paceWindow}: a second, or long enough for two
+ * rounds at a slower pace), and the rounds of a window are sent evenly over it. A recovery of
+ * thousands then leaves room for the account's live deliveries and for everyone else's, and does
+ * not knock over a receiver that has just come back (Segment's replay guidance sizes a replay
+ * below the destination's rate limit for the same reason, leaving a margin for real-time events).
+ *
+ * A window's rounds are started by the calls within it, not ahead of it: the work of starting
+ * them (reading the rows, queueing the jobs) is spread over the minute as well. In the bench's
+ * recover row, 10,000 rounds started in the first 17 s of a minute, each then waiting for its time,
+ * held a steady account's deliveries up to 460 ms (p50) over those seconds. A window with nothing
+ * left answers 429 with `Retry-After` until the next one.
  */
 
 /**
- * The step the rounds' times are rounded down to, in ms: the rounds of each 100 ms of the minute
+ * The step the rounds' times are rounded down to, in ms: the rounds of each 100 ms of a window
  * are due together. A job due every few ms wakes the workers' blocking fetch for each one: in the
  * bench's recover row, 10,000 rounds at the default pace cost the workers 63 s of CPU due one every
  * 6 ms and 42 s in steps of 100 ms, against 31-34 s for the same deliveries published live.
  */
 const paceStepMs = 100;
 
-/** One minute of the account's budget, as the per-minute count answered after spending `count`. */
+/** One window of a recovery's pace: `rounds` (≥ 2) may start every `seconds` (≥ 1, whole). */
+export interface PaceWindow {
+  seconds: number;
+  rounds: number;
+}
+
+/**
+ * The pace window of a budget of `perMinute` rounds a minute (≥ 1): one second, or the fewest
+ * whole seconds that hold two rounds when the budget is under 120 a minute; it holds the budget's
+ * share of its length, rounded down, so the windows of a minute never start more than the budget.
+ * E.g. 10,000 a minute: 166 a second; 12 a minute: 2 every 10 s.
+ */
+export function paceWindow(perMinute: number): PaceWindow {
+  const seconds = Math.max(1, Math.ceil(120 / perMinute));
+  return { seconds, rounds: Math.floor((perMinute * seconds) / 60) };
+}
+
+/** A pace window as counted after spending a call's rounds. */
 export interface RecoveryWindow {
-  /** RECOVER_ROUNDS_PER_MINUTE: rounds a minute (> 0). */
-  budget: number;
-  /** Rounds counted in this minute, those of this call included. */
+  /** Rounds the window holds (> 0). */
+  rounds: number;
+  /** Its length, in ms. */
+  lengthMs: number;
+  /** Rounds counted in it, those of this call included. */
   consumed: number;
-  /** Time left in this minute, in ms (the count's `msBeforeNext`). */
+  /** Time left in it, in ms (the count's `msBeforeNext`). */
   msBeforeNext: number;
 }
 
 /**
  * How long each of `count` rounds started now waits before it is sent, in ms, in the order they
  * were counted: this call's rounds are the last `count` of `window.consumed`, and the k-th round
- * of the minute (from 0) is due `k × 60,000 / budget` ms after the minute began, rounded down to
+ * of the window (from 0) is due `k × lengthMs / rounds` ms after the window began, rounded down to
  * a step of {@link paceStepMs}. A round whose time has passed waits 0.
  */
 export function recoveryDelays(window: RecoveryWindow, count: number): number[] {
-  const minuteMs = 60_000;
-  const elapsedMs = minuteMs - window.msBeforeNext;
+  const elapsedMs = window.lengthMs - window.msBeforeNext;
   const first = window.consumed - count;
   return Array.from({ length: count }, (_, i) => {
-    const dueMs = Math.floor(((first + i) * minuteMs) / window.budget / paceStepMs) * paceStepMs;
+    const dueMs = Math.floor(((first + i) * window.lengthMs) / window.rounds / paceStepMs) * paceStepMs;
     return Math.max(0, dueMs - elapsedMs);
   });
 }

@@ -19,9 +19,9 @@ import {
 import type { RedisConnection } from '@webhooks/shared';
 import { backlogRetryAfterSeconds, type BacklogWatch } from '../lib/backlog.js';
 import { pageRequest } from '../lib/pagination.js';
-import { perMinute, spend, tooMany } from '../lib/per-minute-limit.js';
+import { perMinute, perWindow, spend, tooMany } from '../lib/per-minute-limit.js';
 import { HttpProblem, notFound, subscriptionDisabled } from '../lib/problem.js';
-import { recoveryDelays } from '../lib/recovery-pace.js';
+import { paceWindow, recoveryDelays } from '../lib/recovery-pace.js';
 import { startRounds } from '../lib/redelivery.js';
 import {
   DeliveryParams,
@@ -48,8 +48,12 @@ const statsWindowMs = 24 * 60 * 60 * 1000;
  */
 const recoverBatch = 1_000;
 
-/** Recover calls a minute per subscription: each can start {@link recoverBatch} rounds. */
-const recoverCallsPerMinute = 10;
+/**
+ * Recover calls a minute per subscription that start rounds (a call refused by the account's pace
+ * does not count): one a second, the default pace's window, so one subscription can recover at
+ * the whole pace.
+ */
+const recoverCallsPerMinute = 60;
 
 /** Options of the delivery log's routes. */
 export interface DeliveryRoutesOptions {
@@ -67,10 +71,12 @@ export interface DeliveryRoutesOptions {
 const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app, options) => {
   const redelivery = { prisma: app.prisma, queues: app.deliveryQueues, maxAttempts: options.maxAttempts };
   const recoverCalls = perMinute(options.redis, `${options.keyPrefix}:recover-calls`, recoverCallsPerMinute);
-  const recoverRounds = perMinute(
+  const pace = paceWindow(options.recoverRoundsPerMinute);
+  const recoverPace = perWindow(
     options.redis,
-    `${options.keyPrefix}:recover-rounds`,
-    options.recoverRoundsPerMinute,
+    `${options.keyPrefix}:recover-pace`,
+    pace.rounds,
+    pace.seconds,
   );
   const findDelivery = async (subscriptionId: string, deliveryId: string) => {
     // findUnique: batched by Prisma across concurrent requests, as in findOwnSubscription.
@@ -237,8 +243,11 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
           'Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. ' +
           'Deliveries already pending are left as they are, so recovering twice sends nothing twice. ' +
           `One call starts at most ${recoverBatch} rounds; when more remain, \`continue_after\` says where the next call starts. ` +
-          `At most ${recoverCallsPerMinute} calls a minute per subscription, and RECOVER_ROUNDS_PER_MINUTE rounds a minute per account, beside the account's request rate limit (429 with Retry-After past either); 503 with Retry-After past the backlog bound. ` +
-          'The rounds are sent at that pace, evenly over the minute, behind the live deliveries, so a recovery leaves room for them and does not flood a receiver that has just come back.',
+          `At most ${recoverCallsPerMinute} calls a minute per subscription, beside the account's request rate limit. ` +
+          "The rounds are started at the account's pace: RECOVER_ROUNDS_PER_MINUTE, spent in windows of a second (or of two rounds, when the budget is under 120 a minute). " +
+          'A call starts what is left of the current window; when the window has nothing left, it answers 429 with Retry-After until the next. ' +
+          "A window's rounds are sent evenly over it, behind the live deliveries, so a recovery leaves room for them and does not flood a receiver that has just come back. " +
+          'Follow `continue_after`, and wait out each 429. 503 with Retry-After past the backlog bound.',
         params: SubscriptionParams,
         body: RecoverRequest,
         response: {
@@ -258,6 +267,17 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         ]);
       }
       if (subscription.status !== 'active') throw subscriptionDisabled();
+      // The account's pace: a call takes what is left of the current window, and says where the
+      // next call continues; a window with nothing left is 429 until the next, and does not count
+      // as one of the subscription's calls.
+      const used = await recoverPace().get(request.accountId);
+      const left = pace.rounds - (used?.consumedPoints ?? 0);
+      if (left <= 0) {
+        throw tooMany(
+          `Recovered deliveries are started at most ${pace.rounds} every ${pace.seconds} s for this account (RECOVER_ROUNDS_PER_MINUTE ${options.recoverRoundsPerMinute})`,
+          used?.msBeforeNext ?? pace.seconds * 1000,
+        );
+      }
       // Keyed on the subscription looked up, so no spelling of its id counts apart.
       await spend(
         recoverCalls(),
@@ -274,16 +294,6 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
           {
             'retry-after': String(backlogRetryAfterSeconds),
           },
-        );
-      }
-      // The account's budget of rounds: a call takes what is left of it this minute, and says where
-      // the next call continues; none left is 429 until the minute ends.
-      const used = await recoverRounds().get(request.accountId);
-      const left = options.recoverRoundsPerMinute - (used?.consumedPoints ?? 0);
-      if (left <= 0) {
-        throw tooMany(
-          `More than ${options.recoverRoundsPerMinute} recovered deliveries a minute for this account`,
-          used?.msBeforeNext ?? 60_000,
         );
       }
       const take = Math.min(recoverBatch, left);
@@ -303,7 +313,7 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
       const counted =
         batch.length === 0
           ? undefined
-          : await recoverRounds()
+          : await recoverPace()
               .consume(request.accountId, batch.length)
               .catch((refusal: unknown) => (refusal instanceof RateLimiterRes ? refusal : undefined));
       const delaysMs =
@@ -311,7 +321,8 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
           ? undefined
           : recoveryDelays(
               {
-                budget: options.recoverRoundsPerMinute,
+                rounds: pace.rounds,
+                lengthMs: pace.seconds * 1000,
                 consumed: counted.consumedPoints,
                 msBeforeNext: counted.msBeforeNext,
               },
