@@ -30,10 +30,13 @@ export interface DeliveryQueues {
   close(): Promise<void>;
 }
 
-/** Opens the `deliveries` queue of each of `shards` with `options` (connection, telemetry). */
+/**
+ * Opens the `deliveries` queue of each of `shards` with `options` (telemetry) on `connection`, a
+ * producer connection (never a blocking one), which also takes the notes of delayed jobs.
+ */
 export function createDeliveryQueues(
   shards: QueueShards,
-  options: Omit<QueueOptions, 'prefix'>,
+  options: Omit<QueueOptions, 'prefix' | 'connection'> & { connection: RedisConnection },
 ): DeliveryQueues {
   const all = shards.prefixes.map(
     (prefix) => new Queue<DeliveryJobData>(queueNames.deliveries, { ...options, prefix }),
@@ -46,7 +49,7 @@ export function createDeliveryQueues(
       const added = await Promise.all(
         [...shards.bySubscription(rounds)].map(async ([shard, group]) => {
           const jobs = await all[shard]!.addBulk(group.map((round) => deliveryJob(round, maxAttempts)));
-          await noteDelayed(all[shard]!, shards.prefixes[shard]!, jobs);
+          await noteDelayed(options.connection, shards.prefixes[shard]!, jobs);
           return jobs;
         }),
       );
@@ -59,11 +62,16 @@ export function createDeliveryQueues(
 }
 
 /**
- * Counts the delayed ones of `jobs`, just added to `queue` (effective prefix `prefix`), in their
- * accounts' parked deliveries, due when their delay ends. Best effort: a note Redis did not take
- * only leaves the count lower while the jobs wait, and the jobs are in BullMQ already.
+ * Counts the delayed ones of `jobs`, just added on `redis` to the shard of effective prefix
+ * `prefix`, in their accounts' parked deliveries, due when their delay ends. Best effort: a note
+ * Redis did not take only leaves the count lower while the jobs wait, and the jobs are in BullMQ
+ * already.
  */
-async function noteDelayed(queue: Queue, prefix: string, jobs: ReadonlyArray<Job<DeliveryJobData>>) {
+async function noteDelayed(
+  redis: RedisConnection,
+  prefix: string,
+  jobs: ReadonlyArray<Job<DeliveryJobData>>,
+) {
   const delayed: ParkedJob[] = jobs.flatMap((job) =>
     job.delay > 0 && job.data.accountId !== undefined
       ? [{ accountId: job.data.accountId, jobId: job.id!, dueAt: job.timestamp + job.delay }]
@@ -71,8 +79,6 @@ async function noteDelayed(queue: Queue, prefix: string, jobs: ReadonlyArray<Job
   );
   if (delayed.length === 0) return;
   try {
-    // The Redis backend's client is the ioredis connection (or Cluster) the queue was opened on.
-    const redis = (await queue.backend.client) as unknown as RedisConnection;
     const pipeline = redis.pipeline();
     noteParked(pipeline, prefix, delayed, Date.now());
     await pipeline.exec();
