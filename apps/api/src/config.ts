@@ -174,7 +174,7 @@ export const apiEnvSchema = Type.Object({
     default: defaultRecoverRoundsPerMinute,
     minimum: 1,
     description:
-      "Deliveries the recover calls of one account may send again a minute, all its subscriptions together, and the pace they are started and sent at: spent in windows of a second (or of two rounds, under 120 a minute), each window's sent evenly over it, so a recovery leaves room for live deliveries; a call past the current window answers 429 with `Retry-After`. Recover calls also count against RATE_LIMIT_PER_MINUTE",
+      "Deliveries the recover calls of one account may send again a minute, all its subscriptions together, and the pace they are started and sent at: spent in windows of a second (or of two rounds, under 120 a minute), each window's rounds sent evenly over it, so a recovery leaves room for live deliveries; a call past the current window answers 429 with `Retry-After`. Recover calls also count against RATE_LIMIT_PER_MINUTE",
   }),
   BACKLOG_MAX_EVENTS: Type.Integer({
     default: 100_000,
