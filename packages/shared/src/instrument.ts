@@ -3,7 +3,8 @@
  * can be instrumented: the loader hook must see `pg`, `ioredis` and `http` being imported). It does
  * nothing unless the standard `OTEL_*` variables ask for traces ({@link tracingRequested}); then it
  * exports them as those variables say (OTLP by default, OTEL_EXPORTER_OTLP_ENDPOINT), with the
- * maintained instrumentations of http, pg and ioredis. OTEL_SERVICE_NAME names the service.
+ * maintained instrumentations of http, pg and ioredis. OTEL_SERVICE_NAME names the service. It exports
+ * no metrics unless OTEL_METRICS_EXPORTER names an exporter (the SDK's own default is OTLP).
  *
  * Callbacks belong to third parties, so nothing of a trace reaches them: outgoing HTTP requests
  * (only callback POSTs and verification challenges are made) are not instrumented, which also
@@ -32,6 +33,11 @@ if (tracingRequested(process.env)) {
   ]);
   const sdk = new NodeSDK({
     textMapPropagator: new W3CTraceContextPropagator(),
+    // The SDK would otherwise also push OTLP metrics (OTEL_METRICS_EXPORTER defaults to otlp), and
+    // the http instrumentation would record a histogram per request for them: the services'
+    // metrics are Prometheus's, on /metrics. Naming an exporter in OTEL_METRICS_EXPORTER still
+    // turns the SDK's on.
+    ...(process.env.OTEL_METRICS_EXPORTER ? {} : { metricReaders: [] }),
     instrumentations: [
       new HttpInstrumentation({ disableOutgoingRequestInstrumentation: true }),
       new PgInstrumentation(),
