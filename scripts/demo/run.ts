@@ -154,8 +154,13 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoSummary> {
     );
     for (const [i, type] of types.slice(eventCount).entries()) {
       const at = performance.timeOrigin + performance.now();
+      // With a key, the client sends a publish the API refused for now (503, 429) again after
+      // its Retry-After, as a client application should.
       const { id } = succeeded(
-        await client.POST('/api/events', { body: { type, data: demoData(type, eventCount + i) } }),
+        await client.POST('/api/events', {
+          body: { type, data: demoData(type, eventCount + i) },
+          headers: { 'idempotency-key': `demo-${eventCount + i}` },
+        }),
       );
       published.set(id, at);
     }

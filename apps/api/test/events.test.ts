@@ -19,11 +19,11 @@ afterAll(async () => {
   await api.close();
 });
 
-const publish = (payload: unknown, account = 'pub') =>
+const publish = (payload: unknown, account = 'pub', headers: Record<string, string> = {}) =>
   api.app.inject({
     method: 'POST',
     url: '/api/events',
-    headers: api.auth(account),
+    headers: { ...api.auth(account), ...headers },
     payload: payload as object,
   });
 
@@ -61,6 +61,31 @@ describe('POST /api/events', () => {
       await publish({ type: 'message.sent', data: {}, idempotency_key: 'order-1' }, 'someone-else')
     ).json();
     expect(otherAccount.id).not.toBe(first.id);
+  });
+
+  it('takes the Idempotency-Key header as the key, the same as the body field', async () => {
+    const key = { 'idempotency-key': 'order-header-1' };
+    const first = (await publish({ type: 'message.sent', data: {} }, 'pub', key)).json();
+    expect(first.duplicate).toBe(false);
+    const before = await events.count();
+    const byHeader = await publish({ type: 'message.sent', data: { other: true } }, 'pub', key);
+    expect(byHeader.json()).toEqual({ ...first, duplicate: true });
+    const byBody = await publish({ type: 'message.sent', data: {}, idempotency_key: 'order-header-1' });
+    expect(byBody.json()).toEqual({ ...first, duplicate: true });
+    expect(await events.count()).toBe(before);
+  });
+
+  it.each([
+    ['a body key that differs from the header', { idempotency_key: 'a' }, 'b', '/idempotency_key'],
+    ['a header key over 255 characters', {}, 'k'.repeat(256), '/idempotency-key'],
+  ])('refuses %s (400) naming the field and queues nothing', async (_, body, header, pointer) => {
+    const before = await events.count();
+    const response = await publish({ type: 'message.sent', data: {}, ...body }, 'pub', {
+      'idempotency-key': header,
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors.map((e: { pointer: string }) => e.pointer)).toEqual([pointer]);
+    expect(await events.count()).toBe(before);
   });
 
   const invalid: Array<[string, unknown, number, string]> = [

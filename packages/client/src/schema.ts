@@ -2646,7 +2646,10 @@ export interface operations {
   publishEvent: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Same key within 24 hours: the first event is returned. The same as the body's `idempotency_key`; when both are given they must be equal */
+        'idempotency-key'?: string;
+      };
       path?: never;
       cookie?: never;
     };

@@ -3,13 +3,15 @@
  * and for a client's own testing. The same publisher and limits as internal services:
  * 400 for an unknown type, 413 for `data` over 256 KiB, 429 past the account's
  * `payload_bytes_per_day` quota (`lib/account-quotas.ts`), 503 with `Retry-After` past the backlog
- * bound (`lib/backlog.ts`); 202 with the event id and timestamp.
+ * bound (`lib/backlog.ts`); 202 with the event id and timestamp. The idempotency key is the
+ * `Idempotency-Key` header or the body's `idempotency_key` (`lib/idempotency-key.ts`).
  * With IDEMPOTENCY_STORE=postgresql the idempotency key is claimed in PostgreSQL first
  * (`lib/idempotency-store.ts`), beside the queue's own deduplication in Redis.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EventAccepted, EventCreate, formatPayloadTimestamp } from '@webhooks/shared';
 import { v7 as uuidv7 } from 'uuid';
+import { IdempotencyKeyHeader, idempotencyKeyOf } from '../lib/idempotency-key.js';
 import type { IdempotencyStore } from '../lib/idempotency-store.js';
 import { admitPublish, type PublishAdmission } from '../lib/publish-admission.js';
 import { publishProblem } from '../lib/publish-problem.js';
@@ -33,6 +35,7 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (
         tags: ['events'],
         operationId: 'publishEvent',
         summary: 'Publish an event to the subscriptions of your account',
+        headers: IdempotencyKeyHeader,
         body: EventCreate,
         response: {
           202: EventAccepted,
@@ -49,7 +52,11 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const { type, data, occurred_at, idempotency_key } = request.body;
+      const { type, data, occurred_at } = request.body;
+      const idempotency_key = idempotencyKeyOf(
+        request.body.idempotency_key,
+        request.headers['idempotency-key'],
+      );
       await admitPublish({ backlog, quotas }, request.accountId, data, request.log);
       const id = uuidv7();
       const occurredAt = occurred_at === undefined ? new Date() : new Date(occurred_at);
