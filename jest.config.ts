@@ -48,15 +48,15 @@ const project = (dir: string): Config => ({
 
 const config: Config = {
   projects: workspaces.map(project),
-  // Three test files for every two cores (os.availableParallelism()). Each file has a database, a
-  // queue prefix and servers of its own, so files run side by side, and most of a file's time is
-  // spent waiting on its servers, timers and retries: on two cores the suite took 14 minutes one
-  // file at a time, 7.8 with two at a time, 6.2 with three (the cores still only 74% busy). In
+  // One test file per core (os.availableParallelism()). Each file has a database, a queue prefix
+  // and servers of its own, so files run side by side: on two cores the suite took 9.5 minutes
+  // instead of 14 one file at a time. Three at a time took 6.2 minutes with a warm cache, but in a
+  // clean clone it starved the machine (load average 40, ten files timed out in their setup). In
   // worker processes that are replaced once they hold more than the limit after a file: each
   // file's ESM module graph stays in memory after it (jest's vm-modules loader leaks it), and in
   // band the heap grew by 20-40 MB a file until the last files took a minute each for what takes a
   // second alone.
-  maxWorkers: '150%',
+  maxWorkers: '100%',
   workerIdleMemoryLimit: '1GB',
   testTimeout: 60_000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
