@@ -2,36 +2,43 @@
  * Nothing of a trace reaches a callback: with tracing on in the worker (the real OpenTelemetry SDK
  * and its HTTP instrumentation, preloaded as the images start it, OTEL_PROPAGATORS asking for
  * baggage too), an event published in a traced context carrying baggage is delivered with no
- * `traceparent`, `tracestate` or `baggage` header.
+ * `traceparent`, `tracestate` or `baggage` header. The traces go to a collector, and no metrics
+ * do: the SDK's own default would push them too.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { queueTelemetry } from '@webhooks/shared';
 import { startProcessStack, type ProcessStack } from './support/process-stack.js';
+import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { waitFor } from '../scripts/lib/wait.js';
 import { instrumentPreload } from './support/worker-process.js';
 
 const provider = new NodeTracerProvider();
 let stack: ProcessStack;
+let collector: Receiver;
 
 beforeAll(async () => {
   // This process propagates trace context and baggage into the job, as a traced publisher would.
   provider.register();
+  collector = await startReceiver();
   stack = await startProcessStack('trace-context-privacy', {
     telemetry: queueTelemetry(true, 'trace-context-privacy'),
     nodeArgs: ['--import', instrumentPreload],
     env: {
-      // Spans go to a port nothing listens on: the exporter's failures are its own, silent.
       OTEL_TRACES_EXPORTER: 'otlp',
-      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
       OTEL_PROPAGATORS: 'tracecontext,baggage',
+      // Metrics, were they on, would be pushed every 50 ms, and spans a second after they end.
+      OTEL_METRIC_EXPORT_INTERVAL: '50',
+      OTEL_BSP_SCHEDULE_DELAY: '1000',
     },
   });
 });
 afterAll(async () => {
   await stack.close();
   await provider.shutdown();
+  await collector.close();
 });
 
 describe('a callback, with tracing on', () => {
@@ -56,5 +63,10 @@ describe('a callback, with tracing on', () => {
     expect(
       Object.keys(delivered!.headers).filter((name) => /traceparent|tracestate|baggage/.test(name)),
     ).toEqual([]);
+  });
+
+  it('exports the spans to the collector, and no metrics', async () => {
+    await waitFor('the first spans at the collector', () => collector.at('/v1/traces').length > 0);
+    expect(collector.requests.map((request) => request.path)).not.toContain('/v1/metrics');
   });
 });
