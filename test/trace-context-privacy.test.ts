@@ -3,14 +3,17 @@
  * and its HTTP instrumentation, preloaded as the images start it, OTEL_PROPAGATORS asking for
  * baggage too), an event published in a traced context carrying baggage is delivered with no
  * `traceparent`, `tracestate` or `baggage` header. The traces go to a collector, and no metrics
- * do: the SDK's own default would push them too.
+ * do: the SDK's own default would push them too. Nor does an event's data: the Redis spans of the
+ * API's publish record the command, not its arguments.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { queueTelemetry } from '@webhooks/shared';
 import { startProcessStack, type ProcessStack } from './support/process-stack.js';
+import { testEnv } from './support/api.js';
 import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
+import { freePort, startService, waitUntilReady } from '../scripts/lib/services.js';
 import { waitFor } from '../scripts/lib/wait.js';
 import { instrumentPreload } from './support/worker-process.js';
 
@@ -68,5 +71,36 @@ describe('a callback, with tracing on', () => {
   it('exports the spans to the collector, and no metrics', async () => {
     await waitFor('the first spans at the collector', () => collector.at('/v1/traces').length > 0);
     expect(collector.requests.map((request) => request.path)).not.toContain('/v1/metrics');
+  });
+
+  it("keeps a published event's data out of the API's spans", async () => {
+    const port = await freePort();
+    const api = startService(
+      'api',
+      testEnv(stack.api.database.url, stack.api.prefix, {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+      }),
+    );
+    try {
+      const apiUrl = `http://127.0.0.1:${port}`;
+      await waitUntilReady(apiUrl);
+      const published = await fetch(`${apiUrl}/api/events`, {
+        method: 'POST',
+        headers: { ...stack.api.auth('acct-traced'), 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'call.completed', data: { call_id: 'private-call-7f3a' } }),
+      });
+      expect(published.status).toBe(202);
+      const exports = await waitFor("the publish's Redis spans at the collector", () => {
+        const bodies = collector.at('/v1/traces').map((request) => request.body);
+        return bodies.some((body) => body.includes('@fastify/otel') && body.includes('evalsha')) && bodies;
+      });
+      expect(exports.some((body) => body.includes('private-call-7f3a'))).toBe(false);
+    } finally {
+      await api.stop();
+    }
   });
 });

@@ -4,7 +4,8 @@
  * nothing unless the standard `OTEL_*` variables ask for traces ({@link tracingRequested}); then it
  * exports them as those variables say (OTLP by default, OTEL_EXPORTER_OTLP_ENDPOINT), with the
  * maintained instrumentations of http, pg and ioredis. OTEL_SERVICE_NAME names the service. It exports
- * no metrics unless OTEL_METRICS_EXPORTER names an exporter (the SDK's own default is OTLP).
+ * no metrics unless OTEL_METRICS_EXPORTER names an exporter (the SDK's own default is OTLP). A
+ * Redis span records its command's name, never its arguments (a publish's carry the event's data).
  *
  * Callbacks belong to third parties, so nothing of a trace reaches them: outgoing HTTP requests
  * (only callback POSTs and verification challenges are made) are not instrumented, which also
@@ -41,7 +42,9 @@ if (tracingRequested(process.env)) {
     instrumentations: [
       new HttpInstrumentation({ disableOutgoingRequestInstrumentation: true }),
       new PgInstrumentation(),
-      new IORedisInstrumentation(),
+      // The command's name alone: its arguments carry event data (a publish's script is given the
+      // job, payload included), and the default serializer records every argument of EVALSHA.
+      new IORedisInstrumentation({ dbStatementSerializer: (command) => command }),
     ],
   });
   sdk.start();
