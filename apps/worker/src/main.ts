@@ -10,7 +10,9 @@
  */
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
-import { configErrorLine } from '@webhooks/shared';
+// The one module it needs, not the package: the package's graph (BullMQ, ioredis, OpenTelemetry)
+// would load a second time in this thread, 70 MiB of resident memory beside the service's own.
+import { configErrorLine } from '@webhooks/shared/config-error';
 import { heapLimitMb, youngGenerationMb } from './heap-limit.js';
 
 /** What the launcher sends the service thread. */
