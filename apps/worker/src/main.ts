@@ -11,8 +11,9 @@
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
 // The one module it needs, not the package: the package's graph (BullMQ, ioredis, OpenTelemetry)
-// would load a second time in this thread (70 MiB of RSS in a bare process; less in the service,
-// enough to put its peak past 256 MiB, bench/HISTORY.md).
+// would load a second time in this thread: 70 MiB of RSS in a bare process, less in the service
+// but enough to put its peak past 256 MiB (bench/HISTORY.md, "The worker's launcher loads one
+// module, not the shared package").
 import { configErrorLine } from '@webhooks/shared/config-error';
 import { heapLimitMb, youngGenerationMb } from './heap-limit.js';
 
