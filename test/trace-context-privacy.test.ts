@@ -67,8 +67,10 @@ describe('a callback, with tracing on', () => {
       Object.keys(delivered!.headers).filter((name) => /traceparent|tracestate|baggage/.test(name)),
     ).toEqual([]);
   });
+});
 
-  it('exports the spans to the collector, and no metrics', async () => {
+describe('the trace backend, with tracing on', () => {
+  it('receives the spans, and no metrics', async () => {
     await waitFor('the first spans at the collector', () => collector.at('/v1/traces').length > 0);
     expect(collector.requests.map((request) => request.path)).not.toContain('/v1/metrics');
   });

@@ -3,9 +3,10 @@
  * can be instrumented: the loader hook must see `pg`, `ioredis` and `http` being imported). It does
  * nothing unless the standard `OTEL_*` variables ask for traces ({@link tracingRequested}); then it
  * exports them as those variables say (OTLP by default, OTEL_EXPORTER_OTLP_ENDPOINT), with the
- * maintained instrumentations of http, pg and ioredis. OTEL_SERVICE_NAME names the service. It exports
- * no metrics unless OTEL_METRICS_EXPORTER names an exporter (the SDK's own default is OTLP). A
- * Redis span records its command's name, never its arguments (a publish's carry the event's data).
+ * maintained instrumentations of http, pg and ioredis. OTEL_SERVICE_NAME names the service. It
+ * exports no metrics unless OTEL_METRICS_EXPORTER names an exporter (the SDK's own default is
+ * OTLP). A Redis span records its command's name, never its arguments (a publish's carry the
+ * event's data).
  *
  * Callbacks belong to third parties, so nothing of a trace reaches them: outgoing HTTP requests
  * (only callback POSTs and verification challenges are made) are not instrumented, which also
