@@ -134,8 +134,9 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   app.addHook('onClose', async () => transformations?.close());
 
   // First, so that its spans cover every route registered after it: a request span and a handler
-  // span each. A span for every hook (a dozen a request) was about a sixth of what tracing added
-  // to a request that is not sampled; a hook's time shows as the request span's gap instead.
+  // span each. A span for every hook (a dozen a request) costs in a request that is not sampled
+  // too; without them and the SDK's metrics, tracing at 1% added a sixth less CPU to a publish
+  // (bench/HISTORY.md, "Tracing that records less"). A hook's time shows as the request span's gap.
   if (config.tracing) await app.register(new FastifyOtelInstrumentation({ instrumentHooks: false }).plugin());
   await app.register(securityHeaders);
   await app.register(validation);
