@@ -5,7 +5,7 @@
  * shard (a fan-out's deliveries go to their subscriptions' shards) and consumes the shards of
  * WORKER_SHARDS, plus those of the layout it drains (QUEUE_SHARDS_DRAIN).
  */
-import { Queue, type QueueOptions } from 'bullmq';
+import { Queue } from 'bullmq';
 import {
   createDeliveryQueues,
   eventJob,
@@ -15,7 +15,7 @@ import {
   type DeliveryQueues,
   type EventJobData,
   type QueueShards,
-  type RedisConnection,
+  type ShardQueueOptions,
 } from '@webhooks/shared';
 import { createDispatch, type Dispatch, type FanOutDelivery } from './delivery/dispatch.js';
 import type { InlineAttempts } from './delivery/inline.js';
@@ -82,7 +82,7 @@ export interface ShardedQueuesOptions {
   /** WORKER_SHARDS: numbers of the current shards consumed. */
   workerShards: readonly number[];
   /** Options of every queue but its prefix (the producer connection, telemetry). */
-  queueOptions: Omit<QueueOptions, 'prefix' | 'connection'> & { connection: RedisConnection };
+  queueOptions: ShardQueueOptions;
   /**
    * The account scheduler's options but those set per shard. ACCOUNT_DELIVERIES_PER_SECOND and
    * the overrides' quotas are split evenly over the shards, rounded up: an account's subscriptions

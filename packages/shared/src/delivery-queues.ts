@@ -31,13 +31,13 @@ export interface DeliveryQueues {
 }
 
 /**
- * Opens the `deliveries` queue of each of `shards` with `options` (telemetry) on `connection`, a
- * producer connection (never a blocking one), which also takes the notes of delayed jobs.
+ * Options of a shard's queues but its prefix: BullMQ's (telemetry), on `connection`, a producer
+ * connection (never a blocking one), which also takes the notes of delayed jobs.
  */
-export function createDeliveryQueues(
-  shards: QueueShards,
-  options: Omit<QueueOptions, 'prefix' | 'connection'> & { connection: RedisConnection },
-): DeliveryQueues {
+export type ShardQueueOptions = Omit<QueueOptions, 'prefix' | 'connection'> & { connection: RedisConnection };
+
+/** Opens the `deliveries` queue of each of `shards` with `options`. */
+export function createDeliveryQueues(shards: QueueShards, options: ShardQueueOptions): DeliveryQueues {
   const all = shards.prefixes.map(
     (prefix) => new Queue<DeliveryJobData>(queueNames.deliveries, { ...options, prefix }),
   );

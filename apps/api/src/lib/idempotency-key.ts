@@ -5,14 +5,15 @@
  * one alone is the key; both must agree.
  */
 import Type from 'typebox';
+import { maxIdempotencyKeyLength } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
 
-/** The `Idempotency-Key` header of `POST /api/events`: 1 to 255 characters, as the body field. */
+/** The `Idempotency-Key` header of `POST /api/events`: 1 to 255 characters, as the publisher takes. */
 export const IdempotencyKeyHeader = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({
       minLength: 1,
-      maxLength: 255,
+      maxLength: maxIdempotencyKeyLength,
       description:
         "Same key within 24 hours: the first event is returned. The same as the body's `idempotency_key`; when both are given they must be equal",
     }),
