@@ -19,7 +19,7 @@ import { connectionCpuMs, processCpuMs } from './process-cpu.js';
 export interface DeliveryCost {
   deliveries: number;
   redisCommands: number;
-  /** The commands most called, per delivery, most first (at most 5). */
+  /** The commands most called, per delivery, most first (at most 10; the tables show 5). */
   topRedisCommands: Record<string, number>;
   pgTransactions: number;
   pgTuplesWritten: number;
@@ -115,7 +115,7 @@ export async function startCostProbe(stack: BenchStack) {
         topRedisCommands: Object.fromEntries(
           commandDeltas
             .sort((a, b) => b[1] - a[1])
-            .slice(0, 5)
+            .slice(0, 10)
             .map(([name, calls]) => [name, Number(per(calls).toFixed(1))]),
         ),
         pgTransactions: per(after.transactions - before.transactions),

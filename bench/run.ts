@@ -823,6 +823,7 @@ function cpuFigure(cost: DeliveryCost): string {
 /** Redis commands per delivery, with the most called. */
 function redisFigure(cost: DeliveryCost): string {
   const top = Object.entries(cost.topRedisCommands)
+    .slice(0, 5)
     .map(([name, calls]) => `${name} ${calls}`)
     .join(', ');
   return `${cost.redisCommands.toFixed(1)} (${top})`;

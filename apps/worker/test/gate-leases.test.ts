@@ -2,13 +2,16 @@
  * The per-subscription gate against the real Redis, after an outage or a crash: slots whose holder
  * died, or whose release Redis never got, free themselves when their leases end, and nobody wakes
  * the deliveries parked behind them then. Those deliveries must come back when the leases end, not
- * after the park ceiling of a minute. No worker runs: the test asks the gate what it answers.
+ * after the park ceiling of a minute. And a slot given back while the subscription is still over
+ * its (lowered) limit wakes nobody, keeps the parked line as it was, and leaves no key without an
+ * expiry. No worker runs: the test asks the gate what it answers.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createDeliveryGate, type Admission } from '../src/delivery/gate.js';
+import { subscriptionGateKeys } from '@webhooks/shared';
 import { createWorkerMetrics } from '../src/metrics.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
@@ -20,6 +23,7 @@ afterAll(async () => {
 });
 
 const leaseMs = 3_000;
+const woken: string[] = [];
 const gate = createDeliveryGate({
   redis,
   prefix,
@@ -29,7 +33,9 @@ const gate = createDeliveryGate({
   maxParkMs: 60_000,
   // Every delivery over the limit is parked at once, so each answer is the gate's park delay.
   inSlotWait: { maxMs: 0, maxWaiting: 0 },
-  async wake() {},
+  async wake(jobId) {
+    woken.push(jobId);
+  },
   log: pino({ level: 'silent' }),
   metrics: createWorkerMetrics(),
 });
@@ -64,5 +70,31 @@ describe('slots left behind by a worker that died', () => {
     expect(Math.max(...waits)).toBeLessThanOrEqual(bound);
     // The first ones are parked for about their turn, well before the leases end.
     expect(waits[0]).toBeLessThan(waits[waits.length - 1]!);
+  });
+});
+
+describe('a slot given back while the subscription is over its lowered limit', () => {
+  it('wakes the delivery parked first only once there is room, and every key keeps an expiry', async () => {
+    const subscriptionId = 'sub-lowered';
+    const keys = subscriptionGateKeys(prefix, subscriptionId);
+    const holders = [];
+    for (let i = 0; i < 10; i++) holders.push(admitted(await gate.acquire(subscriptionId, `held-${i}`)));
+    expect((await gate.acquire(subscriptionId, 'parked-0')).admitted).toBe(false);
+
+    // A timeout halves the allowance to 5: nine slots are still held, so nobody may go.
+    await gate.release(subscriptionId, 'held-0', holders[0]!, { signal: 'decrease' }, 5);
+    expect(woken).toEqual([]);
+    for (const key of Object.values(keys)) {
+      if ((await redis.exists(key)) === 1) expect(await redis.pttl(key)).toBeGreaterThan(0);
+    }
+    expect(await redis.pttl(keys.state)).toBeGreaterThan(0);
+
+    for (let i = 1; i <= 4; i++) {
+      await gate.release(subscriptionId, `held-${i}`, holders[i]!, { signal: 'hold' }, 5);
+    }
+    // Five held, at the limit of 5: still nobody.
+    expect(woken).toEqual([]);
+    await gate.release(subscriptionId, 'held-5', holders[5]!, { signal: 'hold' }, 5);
+    expect(woken).toEqual(['parked-0']);
   });
 });

@@ -50,8 +50,20 @@ import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
  */
 export const rateWindowMs = 1_100;
 
-/** Gate state (a lowered allowance, the average duration) is forgotten after a day idle, in ms. */
+/**
+ * Gate state (a lowered allowance, the average duration) is forgotten a day after it was created
+ * or last refreshed, in ms.
+ */
 const stateTtlMs = 86_400_000;
+
+/**
+ * The share of releases that refresh the state's TTL. Every release rewrites the state, and a
+ * refresh on each would cost a command per delivery; a state in use is refreshed within a few
+ * dozen releases, and one that expires anyway loses only a lowered allowance, which the callback's
+ * next timeouts lower again (the average slot time is written back by the release that finds it
+ * gone, with a fresh TTL).
+ */
+const stateRefreshShare = 1 / 16;
 
 const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
@@ -109,11 +121,16 @@ return 0`;
 /**
  * KEYS: leases, state, parked. ARGV: job id, base in flight, allowance expected, new allowance (''
  * for no change), new average slot time ms, ceiling in flight, new slow-start threshold ('' for no
- * change). The new allowance (and threshold) is set only if the allowance is still the one
- * expected (compare-and-set), so all the attempts of one window change it once; an allowance back
- * at the base is not stored.
+ * change), '1' to refresh the state's TTL, ms after which a parked entry is forgotten. The new
+ * allowance (and threshold) is set only if the allowance is still the one expected
+ * (compare-and-set), so all the attempts of one window change it once; an allowance back at the
+ * base is not stored.
  * When a slot is free, returns the id of the parked job first in line (in a list), to be promoted;
  * else an empty list.
+ *
+ * The parked line is popped before the leases are counted: with nobody parked, the usual case, a
+ * release costs one command less, and the rare head popped while the subscription is still full
+ * goes back in its place.
  */
 const releaseLua = `
 redis.call('ZREM', KEYS[1], ARGV[1])
@@ -125,17 +142,23 @@ if changed and tonumber(allowance) == tonumber(ARGV[2]) then
   redis.call('HDEL', KEYS[2], 'allowance')
   changed = false
 end
+local created
 if changed then
-  redis.call('HSET', KEYS[2], 'average_ms', ARGV[5], 'allowance', allowance)
+  created = redis.call('HSET', KEYS[2], 'average_ms', ARGV[5], 'allowance', allowance)
 else
-  redis.call('HSET', KEYS[2], 'average_ms', ARGV[5])
+  created = redis.call('HSET', KEYS[2], 'average_ms', ARGV[5])
 end
-redis.call('PEXPIRE', KEYS[2], ${stateTtlMs})
-local limit = math.max(1, math.min(tonumber(ARGV[6]), math.floor(tonumber(allowance))))
+if created > 0 or ARGV[8] == '1' then redis.call('PEXPIRE', KEYS[2], ${stateTtlMs}) end
 local woken = {}
-if redis.call('ZCARD', KEYS[1]) < limit then
-  local heads = redis.call('ZPOPMIN', KEYS[3])
-  for i = 1, #heads, 2 do woken[#woken + 1] = heads[i] end
+local head = redis.call('ZPOPMIN', KEYS[3])
+if #head > 0 then
+  local limit = math.max(1, math.min(tonumber(ARGV[6]), math.floor(tonumber(allowance))))
+  if redis.call('ZCARD', KEYS[1]) < limit then
+    woken[1] = head[1]
+  else
+    redis.call('ZADD', KEYS[3], head[2], head[1])
+    redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[9]))
+  end
 end
 return woken`;
 
@@ -234,6 +257,8 @@ const maxFullHints = 10_000;
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   const { redis, prefix, bounds, leaseMs, maxParkMs, wake, log, metrics, inFlightLimits } = options;
   let waitingInSlot = 0;
+  /** How long a parked entry is remembered, in ms: past the longest park, so a live one is kept. */
+  const parkedMemoryMs = maxParkMs * 2;
   redis.defineCommand('webhookGateAcquire', { numberOfKeys: 3, lua: acquireLua });
   redis.defineCommand('webhookGateRate', { numberOfKeys: 1, lua: rateLua });
   redis.defineCommand('webhookGateRelease', { numberOfKeys: 3, lua: releaseLua });
@@ -273,7 +298,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       jobId,
       leaseMs,
       bounds.base,
-      maxParkMs * 2,
+      parkedMemoryMs,
       bounds.ceiling,
       mayBeParked ? '1' : '0',
     );
@@ -362,6 +387,8 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
           Math.round(average),
           bounds.ceiling,
           threshold === admission.threshold ? '' : threshold,
+          Math.random() < stateRefreshShare ? '1' : '0',
+          parkedMemoryMs,
         );
         // Not awaited: the slot is free already, and the promotion is only a shortcut.
         for (const id of woken) void wake(id);
