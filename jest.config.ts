@@ -9,6 +9,7 @@ import type { Config } from 'jest';
 const root = process.cwd();
 const sources: Record<string, string> = {
   '@webhooks/shared': 'packages/shared/src/index.ts',
+  '@webhooks/shared/edge-sampling-hook': 'packages/shared/src/edge-sampling-hook.ts',
   '@webhooks/client': 'packages/client/src/index.ts',
   '@webhooks/db': 'packages/db/src/index.ts',
   '@webhooks/api': 'apps/api/src/index.ts',

@@ -1,11 +1,14 @@
 /**
- * Nothing of a trace reaches a callback: with tracing on in the worker (the real OpenTelemetry SDK
- * and its HTTP instrumentation, preloaded as the images start it, OTEL_PROPAGATORS asking for
+ * Nothing of a trace reaches a callback: with tracing on in the worker (the real OpenTelemetry SDK,
+ * preloaded as the images start it, OTEL_PROPAGATORS asking for
  * baggage too), an event published in a traced context carrying baggage is delivered with no
  * `traceparent`, `tracestate` or `baggage` header. The traces go to a collector, and no metrics
  * do: the SDK's own default would push them too. Nor does an event's data: the Redis spans of the
- * API's publish record the command, not its arguments.
+ * API's publish record the command, not its arguments. Sampling at a ratio is decided at the API's
+ * edge: a request that carries its caller's sampled trace context is traced, one without is not
+ * (at a ratio of 0).
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
@@ -44,6 +47,32 @@ afterAll(async () => {
   await collector.close();
 });
 
+/**
+ * Runs `test` against an API process of the stack's database and prefix, started as deployed with
+ * the SDK preloaded, exporting to the collector as `env` adds to; stops it after.
+ */
+async function withTracedApi(env: Record<string, string>, test: (apiUrl: string) => Promise<void>) {
+  const port = await freePort();
+  const api = startService(
+    'api',
+    testEnv(stack.api.database.url, stack.api.prefix, {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      ...env,
+    }),
+  );
+  try {
+    const apiUrl = `http://127.0.0.1:${port}`;
+    await waitUntilReady(apiUrl);
+    await test(apiUrl);
+  } finally {
+    await api.stop();
+  }
+}
+
 describe('a callback, with tracing on', () => {
   it('receives no trace context and no baggage', async () => {
     const { receiver, publisher } = stack;
@@ -76,20 +105,7 @@ describe('the trace backend, with tracing on', () => {
   });
 
   it("keeps a published event's data out of the API's spans", async () => {
-    const port = await freePort();
-    const api = startService(
-      'api',
-      testEnv(stack.api.database.url, stack.api.prefix, {
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        OTEL_TRACES_EXPORTER: 'otlp',
-        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-        OTEL_BSP_SCHEDULE_DELAY: '100',
-      }),
-    );
-    try {
-      const apiUrl = `http://127.0.0.1:${port}`;
-      await waitUntilReady(apiUrl);
+    await withTracedApi({}, async (apiUrl) => {
       const published = await fetch(`${apiUrl}/api/events`, {
         method: 'POST',
         headers: { ...stack.api.auth('acct-traced'), 'content-type': 'application/json' },
@@ -101,8 +117,55 @@ describe('the trace backend, with tracing on', () => {
         return bodies.some((body) => body.includes('@fastify/otel') && body.includes('evalsha')) && bodies;
       });
       expect(exports.some((body) => body.includes('private-call-7f3a'))).toBe(false);
-    } finally {
-      await api.stop();
-    }
+    });
+  });
+});
+
+describe('the API, sampling a ratio of the traces', () => {
+  it('traces a request its caller sampled, and not one without trace context', async () => {
+    const sampledAtEdge = {
+      OTEL_SERVICE_NAME: 'edge-sampled-api',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0',
+    };
+    await withTracedApi(sampledAtEdge, async (apiUrl) => {
+      const publish = async (headers: Record<string, string>) => {
+        const response = await fetch(`${apiUrl}/api/events`, {
+          method: 'POST',
+          headers: { ...stack.api.auth('acct-traced'), 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({ type: 'call.completed', data: { call_id: 'edge' } }),
+        });
+        expect(response.status).toBe(202);
+      };
+      await publish({});
+      const traceId = randomBytes(16).toString('hex');
+      await publish({ traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` });
+
+      // The trace ids of the spans this API exported (in JSON; the other services export protobuf).
+      const traceIds = () =>
+        collector
+          .at('/v1/traces')
+          .filter((request) => String(request.headers['content-type']).startsWith('application/json'))
+          .flatMap((request) => {
+            const body = JSON.parse(request.body) as {
+              resourceSpans: Array<{
+                resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
+                scopeSpans: Array<{ spans: Array<{ traceId: string }> }>;
+              }>;
+            };
+            return body.resourceSpans
+              .filter(({ resource }) =>
+                resource.attributes.some(
+                  ({ key, value }) => key === 'service.name' && value.stringValue === 'edge-sampled-api',
+                ),
+              )
+              .flatMap(({ scopeSpans }) =>
+                scopeSpans.flatMap(({ spans }) => spans.map((span) => span.traceId)),
+              );
+          });
+      await waitFor("the sampled request's spans", () => traceIds().includes(traceId));
+      expect(new Set(traceIds())).toEqual(new Set([traceId]));
+    });
   });
 });

@@ -14,6 +14,8 @@ import {
   parseCallbackPolicy,
   requireMetricsToken,
   tracingRequested,
+  edgeSamplingOf,
+  type EdgeSampling,
   redisSettingsFromEnv,
   inFlightBoundsFromEnv,
   type InFlightBounds,
@@ -223,6 +225,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     callbackPolicy: CallbackPolicy;
     /** Whether the standard OTEL_* variables ask for traces. */
     tracing: boolean;
+    /** The ratio of the traces OTEL_TRACES_SAMPLER samples, when it samples one (`edgeSamplingOf`). */
+    edgeSampling: EdgeSampling | undefined;
     /** TRUST_PROXY as Fastify's `trustProxy` (lib/client-address.ts). */
     trustProxy: TrustProxy;
     /** DESTINATION_BROKERS by name: what a subscription's `destination` may name. */
@@ -260,6 +264,7 @@ function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
     catalogue: catalogueFromEnv(config),
     callbackPolicy: parseCallbackPolicy(config),
     tracing: tracingRequested(env),
+    edgeSampling: edgeSamplingOf(env),
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
     brokers: parseDestinationBrokers(config.DESTINATION_BROKERS),
   };

@@ -39,6 +39,7 @@ export * from './storable-json.js';
 export * from './subscription-gate.js';
 export * from './throttle.js';
 export * from './timestamp.js';
+export * from './edge-sampling.js';
 export * from './tracing.js';
 export * from './schemas/index.js';
 export * from './resource-paths.js';

@@ -1,21 +1,32 @@
 /**
  * The OpenTelemetry SDK of a service, loaded before it with `node --import` (the way ESM modules
- * can be instrumented: the loader hook must see `pg`, `ioredis` and `http` being imported). It does
+ * can be instrumented: the loader hook must see `pg` and `ioredis` being imported). It does
  * nothing unless the standard `OTEL_*` variables ask for traces ({@link tracingRequested}); then it
  * exports them as those variables say (OTLP by default, OTEL_EXPORTER_OTLP_ENDPOINT), with the
- * maintained instrumentations of http, pg and ioredis. OTEL_SERVICE_NAME names the service. It
+ * maintained instrumentations of pg and ioredis. The API's requests are traced by `@fastify/otel`
+ * (its request span is the server span). OTEL_SERVICE_NAME names the service. It
  * exports no metrics unless OTEL_METRICS_EXPORTER names an exporter (the SDK's own default is
  * OTLP). A Redis span records its command's name, never its arguments (a publish's carry the
  * event's data).
  *
- * Callbacks belong to third parties, so nothing of a trace reaches them: outgoing HTTP requests
- * (only callback POSTs and verification challenges are made) are not instrumented, which also
- * keeps their URLs out of the trace backend; the worker's own `webhook attempt` span records each
+ * Node's http module is not instrumented. Callbacks belong to third parties, so nothing of a trace
+ * reaches them: outgoing HTTP requests (only callback POSTs and verification challenges are made)
+ * carry no trace context, and their URLs stay out of the trace backend; the worker's own `webhook attempt` span records each
  * with its URL cut to scheme, host and path. Only the W3C trace context propagates (W3C Trace
  * Context recommendation): `baggage` a client sends is ignored, whatever OTEL_PROPAGATORS says,
  * so no client's baggage rides along with work the service batches across accounts.
+ *
+ * The incoming side of the http instrumentation cost more than the rest of tracing together, in
+ * every request, sampled or not: it binds the request and the response to the trace context,
+ * which slows every later access to them (bench/HISTORY.md, "Sampling at the edge").
+ *
+ * When OTEL_TRACES_SAMPLER samples a ratio of the traces, the API draws for a request without
+ * trace context at its edge (`edge-sampling-hook.ts`) and the SDK takes that draw
+ * (`edge-sampler.ts`): a request not sampled runs with tracing suppressed, so the instrumentations
+ * skip it instead of doing their work for spans that record nothing.
  */
 import { register } from 'node:module';
+import { edgeSamplingOf } from './edge-sampling.js';
 import { tracingRequested } from './tracing-env.js';
 
 if (tracingRequested(process.env)) {
@@ -23,26 +34,30 @@ if (tracingRequested(process.env)) {
   const [
     { NodeSDK },
     { W3CTraceContextPropagator },
-    { HttpInstrumentation },
     { PgInstrumentation },
     { IORedisInstrumentation },
+    { edgeSampler },
   ] = await Promise.all([
     import('@opentelemetry/sdk-node'),
     import('@opentelemetry/core'),
-    import('@opentelemetry/instrumentation-http'),
     import('@opentelemetry/instrumentation-pg'),
     import('@opentelemetry/instrumentation-ioredis'),
+    import('./edge-sampler.js'),
   ]);
+  const sampling = edgeSamplingOf(process.env);
+  const sampler = sampling === undefined ? undefined : edgeSampler(sampling);
   const sdk = new NodeSDK({
     textMapPropagator: new W3CTraceContextPropagator(),
     // The SDK would otherwise also push OTLP metrics (OTEL_METRICS_EXPORTER defaults to otlp), and
-    // the http instrumentation would record a histogram per request for them: the services'
+    // the instrumentations would record histograms on every call for them: the services'
     // metrics are Prometheus's, on /metrics. Naming an exporter in OTEL_METRICS_EXPORTER still
     // turns the SDK's on.
     ...(process.env.OTEL_METRICS_EXPORTER ? {} : { metricReaders: [] }),
+    ...(sampler === undefined ? {} : { sampler }),
     instrumentations: [
-      new HttpInstrumentation({ disableOutgoingRequestInstrumentation: true }),
-      new PgInstrumentation(),
+      // A query outside any span (a hook that runs after the request's body is read, a periodic
+      // task) starts no trace of its own: alone, it says nothing.
+      new PgInstrumentation({ requireParentSpan: true }),
       // The command's name alone: its arguments carry event data (a publish's script is given the
       // job, payload included), and the default serializer records every argument of EVALSHA.
       new IORedisInstrumentation({ dbStatementSerializer: (command) => command }),

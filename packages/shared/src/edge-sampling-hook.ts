@@ -1,0 +1,43 @@
+/**
+ * The API's edge decision ({@link EdgeSampling}), as a Fastify `onRequest` hook registered before
+ * `@fastify/otel`'s, so that the request span starts in the context it leaves:
+ *
+ * - a request carrying a valid W3C `traceparent` (W3C Trace Context, "traceparent Header") goes
+ *   the SDK's way: under a `parentbased_*` sampler it follows its caller;
+ * - a request without one starts a trace with probability `ratio` (its server span is then
+ *   recorded: `edge-sampler.ts`); one that does not runs with tracing suppressed, so every
+ *   instrumentation skips it instead of doing its work for spans that record nothing. The jobs it
+ *   adds carry no trace context, and the worker samples their work as roots of its own, at the
+ *   same ratio.
+ */
+import { context, isSpanContextValid } from '@opentelemetry/api';
+import { parseTraceParent, suppressTracing } from '@opentelemetry/core';
+import { startsTrace, type EdgeSampling } from './edge-sampling.js';
+
+/** What the hook reads of a request: its headers, as Node gives them. */
+export interface EdgeRequest {
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** Whether `request` carries trace context the SDK will follow: a valid `traceparent`. */
+export function carriesTraceContext(request: EdgeRequest): boolean {
+  const header = request.headers.traceparent;
+  const parent = typeof header === 'string' ? parseTraceParent(header) : null;
+  return parent !== null && isSpanContextValid(parent);
+}
+
+/**
+ * The `onRequest` hook for `sampling`; `random` draws in [0, 1) (Math.random).
+ */
+export function edgeSamplingHook(
+  sampling: EdgeSampling,
+  random: () => number = Math.random,
+): (request: EdgeRequest, reply: unknown, done: () => void) => void {
+  return (request, _reply, done) => {
+    if (carriesTraceContext(request) || startsTrace(sampling, random())) {
+      done();
+      return;
+    }
+    context.with(suppressTracing(context.active()), done);
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * Head sampling decided at a service's HTTP edge, before any instrumentation runs, read from the
+ * standard `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` (the OpenTelemetry SDK environment
+ * specification, "General SDK Configuration"). No import of the OpenTelemetry libraries: the
+ * preload (`instrument.ts`) applies the rule.
+ *
+ * Why at the edge: the SDK's sampler decides when the request's span starts, and every
+ * instrumentation still does its work for a request it did not sample (spans that record nothing,
+ * contexts, wrapped callbacks). A request decided against at the edge runs with tracing
+ * suppressed, so that work is skipped; one decided for is traced whole.
+ */
+
+/**
+ * How traces are sampled: `ratio` of the roots, 0 to 1; `parentBased`, a span with a parent
+ * follows its parent's decision (the `parentbased_*` samplers) instead of drawing its own.
+ */
+export interface EdgeSampling {
+  ratio: number;
+  parentBased: boolean;
+}
+
+/** The SDK's ratio when OTEL_TRACES_SAMPLER_ARG is absent or out of [0, 1]: every trace. */
+const defaultRatio = 1;
+
+/**
+ * The edge rule the environment asks for, or undefined when every root is sampled anyway
+ * (`always_on`, `parentbased_always_on`, the default, or a sampler name the SDK does not know and
+ * replaces by its default): then there is nothing to decide at the edge.
+ *
+ * `traceidratio` and `parentbased_traceidratio` sample OTEL_TRACES_SAMPLER_ARG of the roots;
+ * `always_off` and `parentbased_always_off` none.
+ */
+export function edgeSamplingOf(env: Record<string, string | undefined>): EdgeSampling | undefined {
+  const sampler = env.OTEL_TRACES_SAMPLER?.trim();
+  const parentBased = sampler?.startsWith('parentbased_') === true;
+  switch (sampler) {
+    case 'always_off':
+    case 'parentbased_always_off':
+      return { ratio: 0, parentBased };
+    case 'traceidratio':
+    case 'parentbased_traceidratio': {
+      const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim();
+      const parsed = arg === undefined || arg === '' ? Number.NaN : Number(arg);
+      const ratio = parsed >= 0 && parsed <= 1 ? parsed : defaultRatio;
+      return ratio < 1 ? { ratio, parentBased } : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Whether a request that carries no valid W3C `traceparent` starts a trace here.
+ *
+ * @param random a number in [0, 1) (Math.random)
+ */
+export function startsTrace(sampling: EdgeSampling, random: number): boolean {
+  return random < sampling.ratio;
+}
