@@ -10,6 +10,7 @@ const root = process.cwd();
 const sources: Record<string, string> = {
   '@webhooks/shared': 'packages/shared/src/index.ts',
   '@webhooks/shared/edge-sampling-hook': 'packages/shared/src/edge-sampling-hook.ts',
+  '@webhooks/shared/unsampled-work': 'packages/shared/src/unsampled-work.ts',
   '@webhooks/client': 'packages/client/src/index.ts',
   '@webhooks/db': 'packages/db/src/index.ts',
   '@webhooks/api': 'apps/api/src/index.ts',

@@ -19,6 +19,7 @@ import {
   type RedisConnection,
   type VerificationJobData,
 } from '@webhooks/shared';
+import { suppressedUnlessRecording } from '@webhooks/shared/unsampled-work';
 import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
 import { createBrokerPublishers, createDestinationSender } from './destinations/registry.js';
@@ -192,7 +193,7 @@ export function startDeliveries(
     });
     const worker = new Worker<DeliveryJobData, DeliveryJobResult>(
       queueNames.deliveries,
-      createDeliveryProcessor({ deliver, handOver, policy, log }),
+      suppressedUnlessRecording(createDeliveryProcessor({ deliver, handOver, policy, log })),
       {
         ...deps.common,
         prefix: shard.prefix,

@@ -24,6 +24,7 @@ import {
   type MaintenanceJobData,
   type RedisConnection,
 } from '@webhooks/shared';
+import { suppressedUnlessRecording } from '@webhooks/shared/unsampled-work';
 import type { WorkerConfig } from './config.js';
 import type { DeliveryPolicy } from './delivery/backoff.js';
 import { createInlineAttempts } from './delivery/inline.js';
@@ -196,7 +197,10 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const events = config.roles.has('events')
     ? sharded.consumed.map(
         (shard) =>
-          new Worker<EventJobData, number>(queueNames.events, fanOut, { ...common, prefix: shard.prefix }),
+          new Worker<EventJobData, number>(queueNames.events, suppressedUnlessRecording(fanOut), {
+            ...common,
+            prefix: shard.prefix,
+          }),
       )
     : [];
   const reconcile = createReconciler({

@@ -1,15 +1,17 @@
 /**
  * Sampling at the API's edge: the rule read from OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG as
  * the SDK reads them, the hook that draws for a request (run as Fastify runs it) and the sampler
- * that takes the draw (asked as the SDK asks it).
+ * that takes the draw (asked as the SDK asks it); and the worker's counterpart, which runs a job
+ * whose span records nothing with tracing suppressed.
  */
 import { describe, expect, it } from '@jest/globals';
 import { context, ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags } from '@opentelemetry/api';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { AlwaysOffSampler, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { isTracingSuppressed } from '@opentelemetry/core';
 import { edgeSamplingOf, startsTrace } from '../src/edge-sampling.js';
 import { edgeSampler } from '../src/edge-sampler.js';
 import { carriesTraceContext, edgeSamplingHook } from '../src/edge-sampling-hook.js';
+import { suppressedUnlessRecording } from '../src/unsampled-work.js';
 
 // context.with needs a context manager to carry the context into the callback: the SDK's.
 new NodeTracerProvider().register();
@@ -110,5 +112,23 @@ describe('the edge sampler', () => {
       sampler.shouldSample(parent(traceFlags), unluckyTraceId, 'x', SpanKind.SERVER, {}, []).decision;
     expect(decision(TraceFlags.SAMPLED)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
     expect(decision(TraceFlags.NONE)).toBe(SamplingDecision.NOT_RECORD);
+  });
+});
+
+describe("a worker's job", () => {
+  const tracer = new NodeTracerProvider({ sampler: new AlwaysOffSampler() }).getTracer('unsampled');
+  const sampledTracer = new NodeTracerProvider().getTracer('sampled');
+  const suppressedInside = suppressedUnlessRecording(async () => isTracingSuppressed(context.active()));
+
+  it('runs with tracing suppressed when its span records nothing', async () => {
+    const span = tracer.startSpan('process');
+    expect(await context.with(trace.setSpan(context.active(), span), suppressedInside)).toBe(true);
+  });
+
+  it('runs as it is under a recording span, or with no span at all', async () => {
+    const span = sampledTracer.startSpan('process');
+    expect(await context.with(trace.setSpan(context.active(), span), suppressedInside)).toBe(false);
+    span.end();
+    expect(await suppressedInside()).toBe(false);
   });
 });
