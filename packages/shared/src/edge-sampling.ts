@@ -1,8 +1,9 @@
 /**
- * Head sampling decided at a service's HTTP edge, before any instrumentation runs, read from the
+ * Head sampling decided at the API's edge, before any instrumentation runs, read from the
  * standard `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` (the OpenTelemetry SDK environment
- * specification, "General SDK Configuration"). No import of the OpenTelemetry libraries: the
- * preload (`instrument.ts`) applies the rule.
+ * specification, "General SDK Configuration"). No import of the OpenTelemetry libraries: the API's
+ * hook (`edge-sampling-hook.ts`) draws by this rule, and the SDK's sampler (`edge-sampler.ts`,
+ * given to the SDK by `instrument.ts`) takes the draw.
  *
  * Why at the edge: the SDK's sampler decides when the request's span starts, and every
  * instrumentation still does its work for a request it did not sample (spans that record nothing,

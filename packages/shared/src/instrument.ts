@@ -11,14 +11,16 @@
  *
  * Node's http module is not instrumented. Callbacks belong to third parties, so nothing of a trace
  * reaches them: outgoing HTTP requests (only callback POSTs and verification challenges are made)
- * carry no trace context, and their URLs stay out of the trace backend; the worker's own `webhook attempt` span records each
- * with its URL cut to scheme, host and path. Only the W3C trace context propagates (W3C Trace
- * Context recommendation): `baggage` a client sends is ignored, whatever OTEL_PROPAGATORS says,
- * so no client's baggage rides along with work the service batches across accounts.
+ * carry no trace context, and their URLs stay out of the trace backend; the worker's own
+ * `webhook attempt` span records each with its URL cut to scheme, host and path. Only the W3C
+ * trace context propagates (W3C Trace Context recommendation): `baggage` a client sends is
+ * ignored, whatever OTEL_PROPAGATORS says, so no client's baggage rides along with work the
+ * service batches across accounts.
  *
- * The incoming side of the http instrumentation cost more than the rest of tracing together, in
- * every request, sampled or not: it binds the request and the response to the trace context,
- * which slows every later access to them (bench/HISTORY.md, "Sampling at the edge").
+ * The incoming side of the http instrumentation, alone, cost about as much as all of tracing's
+ * instrumentations together, in every request, sampled or not: it binds the request and the
+ * response to the trace context, which slows every later access to them (bench/HISTORY.md,
+ * "Sampling at the edge").
  *
  * When OTEL_TRACES_SAMPLER samples a ratio of the traces, the API draws for a request without
  * trace context at its edge (`edge-sampling-hook.ts`) and the SDK takes that draw
@@ -55,8 +57,8 @@ if (tracingRequested(process.env)) {
     ...(process.env.OTEL_METRICS_EXPORTER ? {} : { metricReaders: [] }),
     ...(sampler === undefined ? {} : { sampler }),
     instrumentations: [
-      // A query outside any span (a hook that runs after the request's body is read, a periodic
-      // task) starts no trace of its own: alone, it says nothing.
+      // A query outside any request or job (a periodic task's) starts no trace of its own: alone,
+      // it says nothing.
       new PgInstrumentation({ requireParentSpan: true }),
       // The command's name alone: its arguments carry event data (a publish's script is given the
       // job, payload included), and the default serializer records every argument of EVALSHA.
