@@ -121,51 +121,84 @@ describe('the trace backend, with tracing on', () => {
   });
 });
 
+/** Publishes an event through the API at `apiUrl`, with `headers` added; expects 202. */
+async function publishThrough(apiUrl: string, headers: Record<string, string>) {
+  const response = await fetch(`${apiUrl}/api/events`, {
+    method: 'POST',
+    headers: { ...stack.api.auth('acct-traced'), 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ type: 'call.completed', data: { call_id: 'edge' } }),
+  });
+  expect(response.status).toBe(202);
+}
+
+/** A `traceparent` of a new trace its caller sampled, and that trace's id. */
+function sampledTraceparent() {
+  const traceId = randomBytes(16).toString('hex');
+  return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+}
+
+/** The spans `service` exported to the collector as JSON (the other services export protobuf). */
+function spansOf(service: string): Array<{ traceId: string; name: string }> {
+  return collector
+    .at('/v1/traces')
+    .filter((request) => String(request.headers['content-type']).startsWith('application/json'))
+    .flatMap((request) => {
+      const body = JSON.parse(request.body) as {
+        resourceSpans: Array<{
+          resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
+          scopeSpans: Array<{ spans: Array<{ traceId: string; name: string }> }>;
+        }>;
+      };
+      return body.resourceSpans
+        .filter(({ resource }) =>
+          resource.attributes.some(
+            ({ key, value }) => key === 'service.name' && value.stringValue === service,
+          ),
+        )
+        .flatMap(({ scopeSpans }) => scopeSpans.flatMap(({ spans }) => spans));
+    });
+}
+
+/** The OTEL_* variables of an API named `service` sampling `ratio` of the traces, exporting JSON. */
+const sampledAtEdge = (service: string, ratio: string) => ({
+  OTEL_SERVICE_NAME: service,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+  OTEL_TRACES_SAMPLER_ARG: ratio,
+});
+
 describe('the API, sampling a ratio of the traces', () => {
   it('traces a request its caller sampled, and not one without trace context', async () => {
-    const sampledAtEdge = {
-      OTEL_SERVICE_NAME: 'edge-sampled-api',
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-      OTEL_TRACES_SAMPLER_ARG: '0',
-    };
-    await withTracedApi(sampledAtEdge, async (apiUrl) => {
-      const publish = async (headers: Record<string, string>) => {
-        const response = await fetch(`${apiUrl}/api/events`, {
-          method: 'POST',
-          headers: { ...stack.api.auth('acct-traced'), 'content-type': 'application/json', ...headers },
-          body: JSON.stringify({ type: 'call.completed', data: { call_id: 'edge' } }),
-        });
-        expect(response.status).toBe(202);
-      };
-      await publish({});
-      const traceId = randomBytes(16).toString('hex');
-      await publish({ traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` });
+    await withTracedApi(sampledAtEdge('edge-sampled-api', '0'), async (apiUrl) => {
+      await publishThrough(apiUrl, {});
+      const { traceId, traceparent } = sampledTraceparent();
+      await publishThrough(apiUrl, { traceparent });
 
-      // The trace ids of the spans this API exported (in JSON; the other services export protobuf).
-      const traceIds = () =>
-        collector
-          .at('/v1/traces')
-          .filter((request) => String(request.headers['content-type']).startsWith('application/json'))
-          .flatMap((request) => {
-            const body = JSON.parse(request.body) as {
-              resourceSpans: Array<{
-                resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
-                scopeSpans: Array<{ spans: Array<{ traceId: string }> }>;
-              }>;
-            };
-            return body.resourceSpans
-              .filter(({ resource }) =>
-                resource.attributes.some(
-                  ({ key, value }) => key === 'service.name' && value.stringValue === 'edge-sampled-api',
-                ),
-              )
-              .flatMap(({ scopeSpans }) =>
-                scopeSpans.flatMap(({ spans }) => spans.map((span) => span.traceId)),
-              );
-          });
+      const traceIds = () => spansOf('edge-sampled-api').map((span) => span.traceId);
       await waitFor("the sampled request's spans", () => traceIds().includes(traceId));
       expect(new Set(traceIds())).toEqual(new Set([traceId]));
+    });
+  });
+
+  it('traces a request it draws whole, and nothing of one it does not draw', async () => {
+    await withTracedApi(sampledAtEdge('half-sampled-api', '0.5'), async (apiUrl) => {
+      for (let i = 0; i < 40; i++) await publishThrough(apiUrl, {});
+      // Its spans end after every earlier request's, and are exported with or after theirs.
+      const { traceId, traceparent } = sampledTraceparent();
+      await publishThrough(apiUrl, { traceparent });
+      await waitFor("the last request's spans", () =>
+        spansOf('half-sampled-api').some((span) => span.traceId === traceId && span.name === 'request'),
+      );
+
+      const traces = new Map<string, string[]>();
+      for (const span of spansOf('half-sampled-api')) {
+        traces.set(span.traceId, [...(traces.get(span.traceId) ?? []), span.name]);
+      }
+      // Some of the 40 were drawn and some not (each, one chance in 2⁴⁰ to fail), and every trace
+      // is a request's: a request not drawn leaves no span, not even its handler's, of its own.
+      expect(traces.size).toBeGreaterThan(1);
+      expect(traces.size).toBeLessThan(41);
+      for (const names of traces.values()) expect(names).toContain('request');
     });
   });
 });

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { FastifyOtelInstrumentation } from '@fastify/otel';
-import { edgeSamplingHook } from '@webhooks/shared/edge-sampling-hook';
+import { edgeSamplingHooks } from '@webhooks/shared/edge-sampling-hook';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import {
   createPipelinedConnection,
@@ -139,9 +139,16 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   // too; without them and the SDK's metrics, tracing at 1% added a sixth less CPU to a publish
   // (bench/HISTORY.md, "Tracing that records less"). A hook's time shows as the request span's gap.
   if (config.tracing) {
-    // Before the request span starts: a request drawn against runs with tracing suppressed.
-    if (config.edgeSampling !== undefined) app.addHook('onRequest', edgeSamplingHook(config.edgeSampling));
-    await app.register(new FastifyOtelInstrumentation({ instrumentHooks: false }).plugin());
+    // Before the request span starts: a request drawn against runs with tracing suppressed, and
+    // @fastify/otel leaves it alone.
+    const edge = config.edgeSampling === undefined ? undefined : edgeSamplingHooks(config.edgeSampling);
+    if (edge !== undefined) app.addHook('onRequest', edge.onRequest);
+    await app.register(
+      new FastifyOtelInstrumentation({
+        instrumentHooks: false,
+        ...(edge === undefined ? {} : { ignorePaths: edge.ignores }),
+      }).plugin(),
+    );
   }
   await app.register(securityHeaders);
   await app.register(validation);

@@ -10,7 +10,7 @@ import { AlwaysOffSampler, NodeTracerProvider } from '@opentelemetry/sdk-trace-n
 import { isTracingSuppressed } from '@opentelemetry/core';
 import { edgeSamplingOf, startsTrace } from '../src/edge-sampling.js';
 import { edgeSampler } from '../src/edge-sampler.js';
-import { carriesTraceContext, edgeSamplingHook } from '../src/edge-sampling-hook.js';
+import { carriesTraceContext, edgeSamplingHooks } from '../src/edge-sampling-hook.js';
 import { suppressedUnlessRecording } from '../src/unsampled-work.js';
 
 // context.with needs a context manager to carry the context into the callback: the SDK's.
@@ -63,16 +63,16 @@ const sampledParent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 const unluckyTraceId = `ffffffff${'0'.repeat(24)}`;
 
 /** Whether the hook ran the rest of the request with tracing suppressed. */
-const suppresses = (hook: ReturnType<typeof edgeSamplingHook>, headers: Record<string, string>) => {
+const suppresses = (hooks: ReturnType<typeof edgeSamplingHooks>, headers: Record<string, string>) => {
   let suppressed: boolean | undefined;
-  hook(request(headers), undefined, () => {
+  hooks.onRequest(request(headers), undefined, () => {
     suppressed = isTracingSuppressed(context.active());
   });
   return suppressed;
 };
 
 describe('the edge hook', () => {
-  const never = edgeSamplingHook({ ratio: 0, parentBased: true });
+  const never = edgeSamplingHooks({ ratio: 0, parentBased: true });
 
   it("lets a request carrying its caller's trace context through, whatever the draw", () => {
     expect(carriesTraceContext(request({ traceparent: sampledParent }))).toBe(true);
@@ -84,8 +84,22 @@ describe('the edge hook', () => {
     expect(suppresses(never, {})).toBe(true);
     expect(suppresses(never, { traceparent: 'not-a-traceparent' })).toBe(true);
     expect(suppresses(never, { traceparent: `00-${'0'.repeat(32)}-b7ad6b7169203331-01` })).toBe(true);
-    const drawn = edgeSamplingHook({ ratio: 0.01, parentBased: true }, () => 0.005);
+    const drawn = edgeSamplingHooks({ ratio: 0.01, parentBased: true }, () => 0.005);
     expect(suppresses(drawn, {})).toBe(false);
+  });
+
+  it('has @fastify/otel leave alone a request not drawn, and only that one', () => {
+    let ignored: boolean | undefined;
+    never.onRequest(request({}), undefined, () => {
+      ignored = never.ignores();
+    });
+    expect(ignored).toBe(true);
+    never.onRequest(request({ traceparent: sampledParent }), undefined, () => {
+      ignored = never.ignores();
+    });
+    expect(ignored).toBe(false);
+    // At a route's registration, outside any request.
+    expect(never.ignores()).toBe(false);
   });
 });
 
