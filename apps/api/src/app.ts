@@ -122,7 +122,8 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   if (config.jwtWarning) app.log.warn(config.jwtWarning);
 
   // The rate limits' and the payload quota's counts, one small script each per request: on one
-  // auto-pipelined connection, the counts of concurrent requests reach Redis as one write.
+  // connection, auto-pipelined but on a Cluster, the counts of concurrent requests reach Redis as
+  // one write.
   const countingRedis = createPipelinedConnection(config.redis, countTimeoutMs);
   countingRedis.on('error', (error) => app.log.warn({ err: error }, 'redis connection error (counts)'));
   app.addHook('onClose', async () => {

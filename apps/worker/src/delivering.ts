@@ -113,7 +113,7 @@ export function startDeliveries(
     },
   });
   // The gates' small scripts, four per delivery, go out together when issued in one event-loop
-  // turn: one socket write for the attempts that start or end together, instead of one each.
+  // turn (but on a Cluster): one socket write for the attempts that start or end together.
   const gateRedis = createPipelinedConnection(config.redis, gateCommandTimeoutMs);
   gateRedis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   const hostGate = createHostGate({

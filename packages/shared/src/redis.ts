@@ -180,9 +180,17 @@ export function createProducerConnection(topology: RedisTopology | string): Redi
 
 /**
  * A connection for many small independent commands, such as the API's per-request rate limit:
- * the commands of one event-loop turn go to Redis as one write (ioredis' auto-pipelining), which
- * on the project's machines saves about one socket write per request (bench/HISTORY.md, "Throughput
- * work", round 6). Never for BullMQ, whose scripts are not known to be safe with it.
+ * on one node or behind Sentinel, the commands of one event-loop turn go to Redis as one write
+ * (ioredis' auto-pipelining), which on the project's machines saves about one socket write per
+ * request (bench/HISTORY.md, "Throughput work", round 6). Never for BullMQ, whose scripts are not
+ * known to be safe with it.
+ *
+ * Not on a Cluster: there an auto-pipeline groups the commands of several slots served by the same
+ * node, and after a failover the `MOVED` answers of a batch that spans slots fail every command
+ * in it instead of redirecting them, without refreshing the slot map (redis/ioredis#2075), so the
+ * counts of the failed-over master's accounts fail for as long as their batches span slots (a
+ * minute and more in the failover test). Each command goes alone there, and ioredis redirects it
+ * and refreshes the map.
  *
  * The offline queue stays on, because auto-pipelined script commands sent before the connection
  * is ready crash ioredis without it (see {@link createProducerConnection}). A command therefore
@@ -193,15 +201,16 @@ export function createPipelinedConnection(
   topology: RedisTopology | string,
   commandTimeoutMs: number,
 ): RedisConnection {
+  const cluster = typeof topology !== 'string' && topology.mode === 'cluster';
   const options = {
     maxRetriesPerRequest: 1,
-    enableAutoPipelining: true,
+    enableAutoPipelining: !cluster,
     commandTimeout: commandTimeoutMs,
     // Nothing is lost by cutting the socket at close, and ioredis' default 2 s timer would keep a
     // closing process alive that long when Redis was away.
     disconnectTimeout: 100,
   };
-  return connect(topology, options, { enableOfflineQueue: true, enableAutoPipelining: true });
+  return connect(topology, options, { enableOfflineQueue: true });
 }
 
 /** The Redis side of a service's configuration: its topology, key prefix and queue shards. */

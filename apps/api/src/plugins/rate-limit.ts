@@ -5,9 +5,9 @@
  * keyed on the verified account, so nobody can spend another account's allowance. Over the limit:
  * 429 with `Retry-After` (seconds).
  *
- * The count goes through the app's auto-pipelined counting connection (`createPipelinedConnection`
- * in @webhooks/shared, shared with the payload quota), so the increments of concurrent requests
- * reach Redis as one write. Its command timeout bounds the wait. When the count fails (Redis down,
+ * The count goes through the app's counting connection (`createPipelinedConnection` in
+ * @webhooks/shared, shared with the payload quota), auto-pipelined except on a Cluster, so the
+ * increments of concurrent requests reach Redis as one write. Its command timeout bounds the wait. When the count fails (Redis down,
  * or up but past the command timeout), a read passes uncounted (`skipOnError`) and a write answers
  * 503 with `Retry-After`: the limit fails closed for what changes state. While the connection is
  * known down, writes get that 503 at once instead of after the timeout.
@@ -40,7 +40,7 @@ export interface RateLimitOptions {
   max: number;
   /** Prefix of an account's counter's Redis key: its queue shard's, so that accounts spread. */
   keyPrefixOf: (accountId: string) => string;
-  /** The auto-pipelined connection the counts go through; the app owns and closes it. */
+  /** The counting connection the counts go through; the app owns and closes it. */
   redis: RedisConnection;
 }
 

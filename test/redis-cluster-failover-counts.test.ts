@@ -1,0 +1,68 @@
+/**
+ * The counting connection (`createPipelinedConnection`: the API's rate limits and payload quota,
+ * the worker's delivery gates) on a Redis Cluster whose master was failed over: the counts of
+ * every queue shard, issued together as concurrent requests issue them, are all answered once the
+ * replica is promoted, those of the failed-over master's shards by the new master. An
+ * auto-pipelined batch spanning that master's slots would instead fail on every `MOVED` answer,
+ * without refreshing the slot map, and those shards' accounts would get 503 for every write.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createPipelinedConnection, createQueueShards, type RedisConnection } from '@webhooks/shared';
+import { startPrivateRedisCluster, type PrivateRedisCluster } from '../scripts/lib/private-redis-cluster.js';
+import { waitFor } from '../scripts/lib/wait.js';
+
+let cluster: PrivateRedisCluster;
+let counts: RedisConnection;
+
+beforeAll(async () => {
+  cluster = await startPrivateRedisCluster(1, { nodeTimeoutMs: 3_000 });
+  const nodes = cluster.nodes.split(',').map((node) => {
+    const [host, port] = node.split(':');
+    return { host: host!, port: Number(port) };
+  });
+  counts = createPipelinedConnection({ mode: 'cluster', nodes, url: 'redis://127.0.0.1' }, 1_000);
+  counts.on('error', () => {});
+}, 90_000);
+afterAll(async () => {
+  counts?.disconnect();
+  await cluster?.destroy();
+});
+
+/** A count per shard of six, all issued in one event-loop turn: each one's value or error. */
+const countEveryShard = () => {
+  const shards = createQueueShards('webhooks', '{webhooks}', 6);
+  return Promise.all(
+    shards.prefixes.map((prefix) =>
+      counts.incr(`${prefix}:count`).then(
+        () => 'counted',
+        (error: unknown) => String(error),
+      ),
+    ),
+  );
+};
+
+describe('the counting connection on a Redis Cluster whose master was failed over', () => {
+  it("answers the counts of the failed-over master's shards from the promoted replica", async () => {
+    expect(await countEveryShard()).toEqual(Array(6).fill('counted'));
+
+    const [victim] = await cluster.masters();
+    await cluster.kill(victim!.port);
+    await waitFor(
+      'a replica promoted',
+      async () => !(await cluster.masters()).some(({ port }) => port === victim!.port),
+      30_000,
+    );
+
+    let last: string[] = [];
+    await waitFor(
+      'every shard counted',
+      async () => {
+        last = await countEveryShard();
+        return last.every((answer) => answer === 'counted');
+      },
+      30_000,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}; the last answers: ${last.join(' | ')}`);
+    });
+  }, 120_000);
+});
