@@ -4,7 +4,7 @@
  * durability tests.
  */
 import { describe, expect, it } from '@jest/globals';
-import { paceWindow, recoveryDelays } from '../src/lib/recovery-pace.js';
+import { grantedRounds, paceWindow, recoveryDelays } from '../src/lib/recovery-pace.js';
 
 describe('the windows of a recovery budget', () => {
   it('spends the default budget a second at a time, never more than its share', () => {
@@ -26,6 +26,21 @@ describe('the windows of a recovery budget', () => {
       expect(rounds).toBeGreaterThanOrEqual(2);
       expect((rounds * 60) / seconds).toBeLessThanOrEqual(budget);
     }
+  });
+});
+
+describe("a call's share of its window", () => {
+  it('gets what it reserved while the window holds it', () => {
+    // A window of 6: alone, a call for 4 gets 4; after a call that took 1, a call for 5 gets 5.
+    expect(grantedRounds(6, 4, 4)).toBe(4);
+    expect(grantedRounds(6, 6, 5)).toBe(5);
+  });
+
+  it('gets only the places left under the window when concurrent calls reserved first', () => {
+    // 4 taken before a call for 4: 2 left for it; 6 taken before: none.
+    expect(grantedRounds(6, 8, 4)).toBe(2);
+    expect(grantedRounds(6, 10, 4)).toBe(0);
+    expect(grantedRounds(6, 30, 4)).toBe(0);
   });
 });
 
@@ -56,10 +71,6 @@ describe('the pace of a recovery', () => {
   it('sends at once a round whose time in the window has passed', () => {
     // 50 s into a 60 s window of 6, 1 round counted before: its slot (10 s) is long past, the next at 20 s too.
     expect(recoveryDelays(window(6, 60_000, 3, 10_000), 2)).toEqual([0, 0]);
-  });
-
-  it('keeps counting past the window when a concurrent call overspent it, so nothing bunches up', () => {
-    expect(recoveryDelays(window(6, 60_000, 7, 60_000), 1)).toEqual([60_000]);
   });
 
   it('waits no longer than the window for a budget the calls do not reach', () => {

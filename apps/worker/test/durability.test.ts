@@ -263,6 +263,14 @@ describe('recovery', () => {
       expect((await call(second.id, { since })).statusCode).toBe(429);
       const elsewhere = await failedDeliveries('acct-other-budget', 1);
       expect((await call(elsewhere.id, { since }, 'acct-other-budget')).json().count).toBe(1);
+      // Calls for several subscriptions at once share the account's window: 2 rounds between them.
+      const concurrent = await Promise.all(
+        [1, 2, 3].map(async () => (await failedDeliveries('acct-concurrent', 2)).id),
+      );
+      const answers = await Promise.all(concurrent.map((id) => call(id, { since }, 'acct-concurrent')));
+      const recovering = answers.filter((answer) => answer.statusCode === 202);
+      expect(recovering.reduce((sum, answer) => sum + (answer.json().count as number), 0)).toBe(2);
+      expect(answers.filter((answer) => answer.statusCode === 429)).toHaveLength(3 - recovering.length);
     } finally {
       await budgeted.close();
     }

@@ -11,6 +11,10 @@
  * recover row, 10,000 rounds started in the first 17 s of a minute, each then waiting for its time,
  * held a steady account's deliveries up to 460 ms (p50) over those seconds. A window with nothing
  * left answers 429 with `Retry-After` until the next one.
+ *
+ * A call reserves its rounds in the window's count before it reads them ({@link grantedRounds}),
+ * so concurrent calls of one account, for several of its subscriptions, share the window instead
+ * of each taking all of it; what a call reserved and did not start is given back.
  */
 
 /**
@@ -48,6 +52,16 @@ export interface RecoveryWindow {
   consumed: number;
   /** Time left in it, in ms (the count's `msBeforeNext`). */
   msBeforeNext: number;
+}
+
+/**
+ * The rounds a call that asked for `wanted` may start, once its reservation is counted: the
+ * window's count after it is `countedAfter` (the calls reserved before it included), so the call
+ * holds the window's places `countedAfter - wanted` onwards, and only those under `rounds` are
+ * its. 0 when concurrent calls took the whole window first.
+ */
+export function grantedRounds(rounds: number, countedAfter: number, wanted: number): number {
+  return Math.max(0, Math.min(wanted, rounds - (countedAfter - wanted)));
 }
 
 /**

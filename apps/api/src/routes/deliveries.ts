@@ -21,7 +21,7 @@ import { backlogRetryAfterSeconds, type BacklogWatch } from '../lib/backlog.js';
 import { pageRequest } from '../lib/pagination.js';
 import { perMinute, perWindow, spend, tooMany } from '../lib/per-minute-limit.js';
 import { HttpProblem, notFound, subscriptionDisabled } from '../lib/problem.js';
-import { paceWindow, recoveryDelays } from '../lib/recovery-pace.js';
+import { grantedRounds, paceWindow, recoveryDelays } from '../lib/recovery-pace.js';
 import { startRounds } from '../lib/redelivery.js';
 import {
   DeliveryParams,
@@ -296,39 +296,54 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
           },
         );
       }
-      const take = Math.min(recoverBatch, left);
+      const wanted = Math.min(recoverBatch, left);
+      // Reserved before the rows are read, so that concurrent calls for the account's other
+      // subscriptions take places of their own in the window. A reservation over the window still
+      // counts (rate-limiter-flexible's refusal), and what is not started is given back.
+      const reservation = await recoverPace()
+        .consume(request.accountId, wanted)
+        .catch((refusal: unknown) => {
+          if (refusal instanceof RateLimiterRes) return refusal;
+          throw refusal;
+        });
+      const take = grantedRounds(pace.rounds, reservation.consumedPoints, wanted);
       const { after } = request.body;
-      const batch = await app.prisma.delivery.findMany({
-        where: {
-          subscriptionId: subscription.id,
-          status: { in: ['failed', 'cancelled'] },
-          createdAt: { gte: since, lt: until },
-          ...(after === undefined ? {} : { id: { gt: after } }),
-        },
-        select: { id: true, eventId: true, subscriptionId: true, attemptsMade: true },
-        orderBy: { id: 'asc' },
-        take,
-      });
-      // A count refused by a concurrent call still counts and still paces.
-      const counted =
-        batch.length === 0
-          ? undefined
-          : await recoverPace()
-              .consume(request.accountId, batch.length)
-              .catch((refusal: unknown) => (refusal instanceof RateLimiterRes ? refusal : undefined));
-      const delaysMs =
-        counted === undefined
-          ? undefined
-          : recoveryDelays(
-              {
-                rounds: pace.rounds,
-                lengthMs: pace.seconds * 1000,
-                consumed: counted.consumedPoints,
-                msBeforeNext: counted.msBeforeNext,
+      const batch =
+        take === 0
+          ? []
+          : await app.prisma.delivery.findMany({
+              where: {
+                subscriptionId: subscription.id,
+                status: { in: ['failed', 'cancelled'] },
+                createdAt: { gte: since, lt: until },
+                ...(after === undefined ? {} : { id: { gt: after } }),
               },
-              batch.length,
-            );
-      const paced = batch.map((candidate, i) => ({ ...candidate, delayMs: delaysMs?.[i] ?? 0 }));
+              select: { id: true, eventId: true, subscriptionId: true, attemptsMade: true },
+              orderBy: { id: 'asc' },
+              take,
+            });
+      if (batch.length < wanted) {
+        // A give-back that fails leaves the places taken: the window starts fewer rounds, never more.
+        await recoverPace()
+          .reward(request.accountId, wanted - batch.length)
+          .catch(() => undefined);
+      }
+      if (take === 0) {
+        throw tooMany(
+          `Recovered deliveries are started at most ${pace.rounds} every ${pace.seconds} s for this account (RECOVER_ROUNDS_PER_MINUTE ${options.recoverRoundsPerMinute})`,
+          reservation.msBeforeNext,
+        );
+      }
+      const delaysMs = recoveryDelays(
+        {
+          rounds: pace.rounds,
+          lengthMs: pace.seconds * 1000,
+          consumed: reservation.consumedPoints - wanted + batch.length,
+          msBeforeNext: reservation.msBeforeNext,
+        },
+        batch.length,
+      );
+      const paced = batch.map((candidate, i) => ({ ...candidate, delayMs: delaysMs[i]! }));
       const count = (await startRounds(redelivery, request.accountId, paced, { recovered: true })).length;
       return reply.code(202).send({
         count,
