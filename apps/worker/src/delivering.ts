@@ -191,9 +191,10 @@ export function startDeliveries(
       closing: () => worker.closing !== undefined,
       log,
     });
+    const processor = createDeliveryProcessor({ deliver, handOver, policy, log });
     const worker = new Worker<DeliveryJobData, DeliveryJobResult>(
       queueNames.deliveries,
-      suppressedUnlessRecording(createDeliveryProcessor({ deliver, handOver, policy, log })),
+      config.tracing ? suppressedUnlessRecording(processor) : processor,
       {
         ...deps.common,
         prefix: shard.prefix,

@@ -197,10 +197,14 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const events = config.roles.has('events')
     ? sharded.consumed.map(
         (shard) =>
-          new Worker<EventJobData, number>(queueNames.events, suppressedUnlessRecording(fanOut), {
-            ...common,
-            prefix: shard.prefix,
-          }),
+          new Worker<EventJobData, number>(
+            queueNames.events,
+            config.tracing ? suppressedUnlessRecording(fanOut) : fanOut,
+            {
+              ...common,
+              prefix: shard.prefix,
+            },
+          ),
       )
     : [];
   const reconcile = createReconciler({
