@@ -45,7 +45,7 @@ describe("an account's parked deliveries", () => {
     expect([await parkedOf('acct-a', now), await parkedOf('acct-b', now)]).toEqual([2, 1]);
     expect(await accountsWithParked(now)).toBe(2);
     expect(Number(await redis.zscore(parkedAccountsKey(prefix), 'acct-a'))).toBe(now + hourMs);
-    // Past b-1's time (an hour on), only acct-a counts, with its one job still to come.
+    // A millisecond before a-1's time, b-1 and a-2 are past: acct-a counts one, acct-b none.
     expect([await parkedOf('acct-a', now + hourMs - 1), await parkedOf('acct-b', now + hourMs - 1)]).toEqual([
       1, 0,
     ]);

@@ -7,10 +7,11 @@
  *
  * The count goes through the app's counting connection (`createPipelinedConnection` in
  * @webhooks/shared, shared with the payload quota), auto-pipelined except on a Cluster, so the
- * increments of concurrent requests reach Redis as one write. Its command timeout bounds the wait. When the count fails (Redis down,
- * or up but past the command timeout), a read passes uncounted (`skipOnError`) and a write answers
- * 503 with `Retry-After`: the limit fails closed for what changes state. While the connection is
- * known down, writes get that 503 at once instead of after the timeout.
+ * increments of concurrent requests reach Redis as one write. Its command timeout bounds the
+ * wait. When the count fails (Redis down, or up but past the command timeout), a read passes
+ * uncounted (`skipOnError`) and a write answers 503 with `Retry-After`: the limit fails closed for
+ * what changes state. While the connection is known down, writes get that 503 at once instead of
+ * after the timeout.
  */
 import fp from 'fastify-plugin';
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
