@@ -110,31 +110,34 @@ export async function apiThroughput(seconds: number, rounds: number, progress: (
     const headers = { authorization: `Bearer ${stack.token('bench')}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ type: 'call.completed', data: { call_id: 'c-1', duration_s: 42 } });
     const post = { method: 'POST' as const, headers, body };
-    const measured = {
-      ingestBaseline: [],
-      fairBaseline: [],
-      ingest: [],
-      readBaseline: [],
-      read: [],
-    } as Record<'ingestBaseline' | 'fairBaseline' | 'ingest' | 'readBaseline' | 'read', number[]>;
+    const load = (name: string, url: string, options: RequestOptions) => ({
+      name,
+      url,
+      options,
+      /** Requests per second of each round, in round order. */
+      rates: [] as number[],
+    });
+    const ingestBaseline = load('ingest baseline', `${baselineUrl}/baseline/events`, post);
+    const fairBaseline = load('fair ingest baseline', `${baselineUrl}/baseline/fair-events`, post);
+    const ingest = load('ingest', `${stack.apiUrl}/api/events`, post);
+    const readBaseline = load('read baseline', `${baselineUrl}/baseline/webhooks/${id}`, { headers });
+    const read = load('read', `${stack.apiUrl}/api/webhooks/${id}`, { headers });
     for (let round = 1; round <= rounds; round++) {
-      progress(`round ${round} of ${rounds}: ingest baseline`);
-      measured.ingestBaseline.push(await requestRate(`${baselineUrl}/baseline/events`, seconds, post));
-      progress(`round ${round} of ${rounds}: fair ingest baseline`);
-      measured.fairBaseline.push(await requestRate(`${baselineUrl}/baseline/fair-events`, seconds, post));
-      progress(`round ${round} of ${rounds}: ingest`);
-      measured.ingest.push(await requestRate(`${stack.apiUrl}/api/events`, seconds, post));
-      progress(`round ${round} of ${rounds}: read baseline`);
-      measured.readBaseline.push(
-        await requestRate(`${baselineUrl}/baseline/webhooks/${id}`, seconds, { headers }),
-      );
-      progress(`round ${round} of ${rounds}: read`);
-      measured.read.push(await requestRate(`${stack.apiUrl}/api/webhooks/${id}`, seconds, { headers }));
+      for (const { name, url, options, rates } of [
+        ingestBaseline,
+        fairBaseline,
+        ingest,
+        readBaseline,
+        read,
+      ]) {
+        progress(`round ${round} of ${rounds}: ${name}`);
+        rates.push(await requestRate(url, seconds, options));
+      }
     }
     return {
-      ingest: againstBaseline(measured.ingest, measured.ingestBaseline),
-      fairIngest: againstBaseline(measured.ingest, measured.fairBaseline),
-      read: againstBaseline(measured.read, measured.readBaseline),
+      ingest: againstBaseline(ingest.rates, ingestBaseline.rates),
+      fairIngest: againstBaseline(ingest.rates, fairBaseline.rates),
+      read: againstBaseline(read.rates, readBaseline.rates),
     };
   } finally {
     await baseline.stop();

@@ -7,20 +7,33 @@
  * without refreshing the slot map, and those shards' accounts would get 503 for every write.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPipelinedConnection, createQueueShards, type RedisConnection } from '@webhooks/shared';
+import {
+  createPipelinedConnection,
+  redisSettingsFromEnv,
+  type QueueShards,
+  type RedisConnection,
+} from '@webhooks/shared';
 import { startPrivateRedisCluster, type PrivateRedisCluster } from '../scripts/lib/private-redis-cluster.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
 let cluster: PrivateRedisCluster;
 let counts: RedisConnection;
+let shards: QueueShards;
 
 beforeAll(async () => {
   cluster = await startPrivateRedisCluster(1, { nodeTimeoutMs: 3_000 });
-  const nodes = cluster.nodes.split(',').map((node) => {
-    const [host, port] = node.split(':');
-    return { host: host!, port: Number(port) };
+  // As the services read their configuration: six shards over the cluster's three masters.
+  const settings = redisSettingsFromEnv({
+    REDIS_URL: 'redis://127.0.0.1',
+    REDIS_SENTINELS: '',
+    REDIS_SENTINEL_NAME: 'mymaster',
+    REDIS_CLUSTER_NODES: cluster.nodes,
+    REDIS_WAIT_REPLICAS: 0,
+    QUEUE_PREFIX: 'webhooks',
+    QUEUE_SHARDS: 6,
   });
-  counts = createPipelinedConnection({ mode: 'cluster', nodes, url: 'redis://127.0.0.1' }, 1_000);
+  shards = settings.shards;
+  counts = createPipelinedConnection(settings.redis, 1_000);
   counts.on('error', () => {});
 }, 90_000);
 afterAll(async () => {
@@ -28,10 +41,9 @@ afterAll(async () => {
   await cluster?.destroy();
 });
 
-/** A count per shard of six, all issued in one event-loop turn: each one's value or error. */
-const countEveryShard = () => {
-  const shards = createQueueShards('webhooks', '{webhooks}', 6);
-  return Promise.all(
+/** A count per shard, all issued in one event-loop turn: each one's value or error. */
+const countEveryShard = () =>
+  Promise.all(
     shards.prefixes.map((prefix) =>
       counts.incr(`${prefix}:count`).then(
         () => 'counted',
@@ -39,7 +51,6 @@ const countEveryShard = () => {
       ),
     ),
   );
-};
 
 describe('the counting connection on a Redis Cluster whose master was failed over', () => {
   it("answers the counts of the failed-over master's shards from the promoted replica", async () => {
