@@ -44,7 +44,7 @@ const askedMemoryMs = 1_000;
  * Lua: `heldByAccount(now)`, a table of account → the live slots it holds, read from the leases
  * (KEYS[1]; a member names its account). Only the contended paths call it (another account asking,
  * an attempt waiting to be woken), at most HOST_MAX_IN_FLIGHT members read: the usual admission
- * and release keep no per-account count, five commands an admission and two a release.
+ * and release keep no per-account count, four commands an admission and two a release.
  */
 const countHeldLua = `
 local function heldByAccount(now)
@@ -57,10 +57,22 @@ local function heldByAccount(now)
 end`;
 
 /**
+ * How long a host's leases key lives, in ms: set when an admission creates it and on
+ * {@link leasesRefreshShare} of the others, not on each (a command per delivery). The last release
+ * deletes the key anyway; the TTL bounds how long a crashed holder's expired lease lingers. A day,
+ * far past any lease: a key that expires with a live lease in it (no refresh drawn in a day of
+ * admissions) lets that slot be taken twice until the lease ends, no worse.
+ */
+const leasesTtlMs = 86_400_000;
+
+/** The share of admissions that refresh the leases key's TTL ({@link leasesTtlMs}). */
+const leasesRefreshShare = 1 / 16;
+
+/**
  * KEYS: leases (`<account>\t<job id>` → lease end ms), asking (account → when it was last
  * refused, ms), waiting (`<account>\t<job id>` → when it first waited, ms). ARGV: the member, lease
- * ms, cap, account, asked memory ms. Returns 1 and takes a slot, else 0 and the member waits to be
- * woken.
+ * ms, cap, account, asked memory ms, '1' to refresh the leases' TTL. Returns 1 and takes a slot,
+ * else 0 and the member waits to be woken.
  *
  * Max-min fairness between the accounts sharing the host: each has a share of the cap, the cap
  * over the accounts holding slots or refused lately (at least 1). An account under its share takes
@@ -74,6 +86,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local member, lease, cap, account, memory = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local held = redis.call('ZCARD', KEYS[1])
+local created = held == 0
 if held >= cap then
   if redis.call('ZSCORE', KEYS[1], member) then
     redis.call('ZADD', KEYS[1], now + lease, member)
@@ -108,7 +121,7 @@ if admitted and othersAsking then
 end
 if admitted then
   redis.call('ZADD', KEYS[1], now + lease, member)
-  redis.call('PEXPIRE', KEYS[1], lease)
+  if created or ARGV[6] == '1' then redis.call('PEXPIRE', KEYS[1], ${leasesTtlMs}) end
   if anyAsking then
     redis.call('ZREM', KEYS[2], account)
     redis.call('ZREM', KEYS[3], member)
@@ -226,6 +239,7 @@ export function createHostGate(options: HostGateOptions): HostGate {
         maxInFlight,
         accountId,
         askedMemoryMs,
+        Math.random() < leasesRefreshShare ? '1' : '0',
       );
       return taken === 1 ? 0 : hostWaitMs(Math.random());
     },
