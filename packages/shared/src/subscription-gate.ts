@@ -68,15 +68,6 @@ export async function readDeliveryThrottles(
   return throttles;
 }
 
-/**
- * {@link readDeliveryThrottles} shared by concurrent callers: the ids asked for within one turn of
- * the event loop are read in one round trip (`batcher`), so a burst of API reads costs Redis one
- * pipeline rather than one per request (bench/HISTORY.md, "Throughput work", round 6).
- *
- * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING
- * @returns a function from subscription ids to their throttling; it rejects with ioredis' errors
- *   when Redis cannot be reached
- */
 /** The pacing of a subscription whose gate allows `allowance` attempts in flight. */
 function throttleOf(allowance: number, bounds: InFlightBounds): DeliveryThrottle {
   return {
@@ -90,6 +81,15 @@ export function startingThrottle(bounds: InFlightBounds): DeliveryThrottle {
   return throttleOf(bounds.base, bounds);
 }
 
+/**
+ * {@link readDeliveryThrottles} shared by concurrent callers: the ids asked for within one turn of
+ * the event loop are read in one round trip (`batcher`), so a burst of API reads costs Redis one
+ * pipeline rather than one per request (bench/HISTORY.md, "Throughput work", round 6).
+ *
+ * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING
+ * @returns a function from subscription ids to their throttling; it rejects with ioredis' errors
+ *   when Redis cannot be reached
+ */
 export function createDeliveryThrottleReader(
   redis: RedisConnection,
   shards: Pick<QueueShards, 'subscriptionPrefix'>,
