@@ -111,7 +111,12 @@ type WithinSlot =
  *   around the attempt, not the callback's; the caller defers, and no attempt is used
  */
 export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<DeliveryStep> {
-  const withinSlot = async (ref: RoundRef): Promise<WithinSlot> => {
+  /**
+   * The step's work while it holds its subscription's slot. The host slot it takes is given back
+   * by a release it pushes to `releases`, not awaited here: the step awaits it together with the
+   * subscription slot's, so that both go out in one write on the gates' connection.
+   */
+  const withinSlot = async (ref: RoundRef, releases: Array<Promise<void>>): Promise<WithinSlot> => {
     const delivery = ref.loaded ?? (await deps.store.load(ref));
     if (delivery === null) return { kind: 'done', result: 'dropped', fifo: false };
     const fifo = delivery.subscription.ordering === 'fifo';
@@ -203,7 +208,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
       );
       return { kind: 'sent', delivery, result };
     } finally {
-      await deps.hostGate.release(hostname, subscription.accountId, ref.jobId);
+      releases.push(deps.hostGate.release(hostname, subscription.accountId, ref.jobId));
     }
   };
 
@@ -280,11 +285,16 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
     if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     let within: WithinSlot | undefined;
+    const releases: Array<Promise<void>> = [];
     try {
-      within = await withinSlot(ref);
+      within = await withinSlot(ref, releases);
     } finally {
       const attempt = within?.kind === 'sent' ? { signal: congestionSignal(within.result) } : null;
-      await deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt);
+      releases.push(
+        deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt),
+      );
+      // Neither release throws (a slot Redis did not get back ends with its lease).
+      await Promise.all(releases);
     }
     if (within.kind === 'done')
       return { kind: 'ended', result: within.result, ...(within.fifo ? await nextInOrder(ref) : {}) };
