@@ -125,6 +125,19 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
     return rows.map((row, i) => ({ row, ...found[i]! })).filter(({ alive }) => !alive);
   };
 
+  /**
+   * Those of `lost` still pending in the same round: a delivery whose attempt was recorded and whose
+   * job then ended between the read of the pending rows and the look for their jobs is not lost.
+   */
+  const stillPending = async <T extends { row: Pending }>(lost: T[]): Promise<T[]> => {
+    if (lost.length === 0) return lost;
+    const rows = await deps.prisma.$queryRaw<Array<{ id: string; round: number }>>`
+      SELECT id::text, round FROM deliveries
+      WHERE id = ANY(${lost.map(({ row }) => row.id)}::uuid[]) AND status = 'pending'`;
+    const rounds = new Map(rows.map((row) => [row.id, row.round]));
+    return lost.filter(({ row }) => rounds.get(row.id) === row.round);
+  };
+
   const fifoHead = Prisma.raw(isFifoHeadSql('d'));
   const redriveDeliveries = async (): Promise<number> => {
     let redriven = 0;
@@ -141,7 +154,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
         ORDER BY d.next_attempt_at, d.id
         LIMIT ${pageSize}`;
       if (rows.length === 0) return redriven;
-      const lost = await stranded(rows);
+      const lost = await stillPending(await stranded(rows));
       for (const { row, failedIn } of lost) {
         for (const deliveries of failedIn)
           await deliveries.remove(deliveryJobId(row.event_id, row.subscription_id, row.round));
