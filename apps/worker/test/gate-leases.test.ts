@@ -4,13 +4,15 @@
  * the deliveries parked behind them then. Those deliveries must come back when the leases end, not
  * after the park ceiling of a minute. And a slot given back while the subscription is still over
  * its (lowered) limit wakes nobody, keeps the parked line as it was, and leaves no key without an
- * expiry. No worker runs: the test asks the gate what it answers.
+ * expiry. No worker runs: the test asks the gate what it answers. The host cap's slots left by dead
+ * holders are cleared at the cap, and the key made again keeps an expiry.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createDeliveryGate, type Admission } from '../src/delivery/gate.js';
+import { createHostGate, hostCapKeys } from '../src/delivery/host-gate.js';
 import { subscriptionGateKeys } from '@webhooks/shared';
 import { createWorkerMetrics } from '../src/metrics.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
@@ -96,5 +98,25 @@ describe('a slot given back while the subscription is over its lowered limit', (
     expect(woken).toEqual([]);
     await gate.release(subscriptionId, 'held-5', holders[5]!, { signal: 'hold' }, 5);
     expect(woken).toEqual(['parked-0']);
+  });
+});
+
+describe("a host's slots whose holders all died", () => {
+  it('are cleared at the cap, and the leases key the next admission makes again keeps an expiry', async () => {
+    const hostGate = createHostGate({
+      redis,
+      prefix,
+      maxInFlight: 2,
+      leaseMs: 200,
+      async wake() {},
+      log: pino({ level: 'silent' }),
+    });
+    const { leases } = hostCapKeys(prefix, 'dead-holders.example');
+    expect(await hostGate.acquire('dead-holders.example', 'acct', 'dead-1')).toBe(0);
+    expect(await hostGate.acquire('dead-holders.example', 'acct', 'dead-2')).toBe(0);
+    await sleep(300);
+    expect(await hostGate.acquire('dead-holders.example', 'acct', 'next')).toBe(0);
+    expect(await redis.zrange(leases, 0, -1)).toEqual(['acct\tnext']);
+    expect(await redis.pttl(leases)).toBeGreaterThan(0);
   });
 });

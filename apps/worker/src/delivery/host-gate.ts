@@ -86,7 +86,6 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local member, lease, cap, account, memory = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local held = redis.call('ZCARD', KEYS[1])
-local created = held == 0
 if held >= cap then
   if redis.call('ZSCORE', KEYS[1], member) then
     redis.call('ZADD', KEYS[1], now + lease, member)
@@ -121,7 +120,8 @@ if admitted and othersAsking then
 end
 if admitted then
   redis.call('ZADD', KEYS[1], now + lease, member)
-  if created or ARGV[6] == '1' then redis.call('PEXPIRE', KEYS[1], ${leasesTtlMs}) end
+  -- No lease left (none held, or the expired ones cleared at the cap): this ZADD made the key.
+  if held == 0 or ARGV[6] == '1' then redis.call('PEXPIRE', KEYS[1], ${leasesTtlMs}) end
   if anyAsking then
     redis.call('ZREM', KEYS[2], account)
     redis.call('ZREM', KEYS[3], member)
