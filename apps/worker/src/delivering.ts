@@ -157,15 +157,16 @@ export function startDeliveries(
       log,
       metrics,
     });
+    const claims = createAttemptClaims({
+      redis: gateRedis,
+      prefix: shard.prefix,
+      leaseMs: deps.lockDuration,
+      log,
+    });
     const deliver = createDeliver({
       store,
       sender: destinations,
-      claims: createAttemptClaims({
-        redis: gateRedis,
-        prefix: shard.prefix,
-        leaseMs: deps.lockDuration,
-        log,
-      }),
+      claims,
       gate,
       hostGate,
       transformations,
@@ -181,6 +182,8 @@ export function startDeliveries(
     const handOver = createInOrder({
       heads: deps.fifo.heads,
       loadHead: store.loadHead,
+      claims,
+      earlierFanOut: deps.fifo.earlierFanOut,
       deliver,
       async addJob({ name, data, opts }) {
         await shard.deliveries.add(name, data, opts);

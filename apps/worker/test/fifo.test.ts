@@ -200,3 +200,44 @@ describe('FIFO ordering in the delivery log', () => {
     });
   });
 });
+
+describe('the ordered hand-over after a head failed once', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    // A round's claim lasts the attempt's timeout and 5 s more: one left behind on the next event
+    // would hold it back for over a minute, far past the wait below.
+    stack = await startTestStack('fifo-retried', {
+      DELIVERY_MAX_ATTEMPTS: '3',
+      DELIVERY_BACKOFF_MS: '20',
+      DELIVERY_TIMEOUT_MS: '60000',
+    });
+  });
+  afterAll(() => stack.close());
+
+  it('sends the events behind it once it is confirmed on its retry', async () => {
+    await stack.subscribe('acct-retried', {
+      callback_url: `${stack.receiver.url}/retried`,
+      ordering: 'fifo',
+    });
+    let failed = false;
+    stack.receiver.script('/retried', [
+      (request) => {
+        // The third event fails once, in the middle of a hand-over that has claimed the fourth.
+        if ((JSON.parse(request.body) as { data: { seq: number } }).data.seq !== 2 || failed) return 200;
+        failed = true;
+        return 500;
+      },
+    ]);
+    for (let seq = 0; seq < 5; seq++) {
+      const response = await stack.api.app.inject({
+        method: 'POST',
+        url: '/api/events',
+        headers: stack.api.auth('acct-retried'),
+        payload: { type: 'call.started', data: { seq } },
+      });
+      expect(response.statusCode).toBe(202);
+    }
+    await waitFor('every event', () => new Set(sequence(stack.receiver.at('/retried'))).size === 5);
+    expect(sequence(stack.receiver.at('/retried'))).toEqual([0, 1, 2, 2, 3, 4]);
+  });
+});

@@ -14,6 +14,25 @@
 import type { Logger } from 'pino';
 import type { RedisConnection } from '@webhooks/shared';
 
+/**
+ * A claim taken ahead of the step that will use it (`AttemptClaims.takeAhead`): the ordered
+ * hand-over (`in-order.ts`) claims the next head while the one before it is attempted.
+ */
+export interface ClaimAhead {
+  jobId: string;
+  /**
+   * Holds the claim a full lease again, for the step about to use it. @returns false, holding it
+   * no longer, when a third of its lease had passed since it was taken: it may then be about to
+   * end, and another run to take it. @throws ioredis' errors
+   */
+  keep(): Promise<boolean>;
+  /**
+   * Drops it, once, and unless its lease has passed (the key may then be another run's); after
+   * {@link keep} gave true, the step using it drops it instead. Never throws.
+   */
+  drop(): Promise<void>;
+}
+
 /** Claims of one queue shard's rounds. */
 export interface AttemptClaims {
   /**
@@ -23,6 +42,11 @@ export interface AttemptClaims {
   take(jobId: string): Promise<boolean>;
   /** Drops this step's claim. Never throws: a claim Redis did not drop ends with its lease. */
   drop(jobId: string): Promise<void>;
+  /**
+   * Claims `jobId`'s round as {@link take} does, for a step that starts later.
+   * @returns null when another run holds it @throws ioredis' errors
+   */
+  takeAhead(jobId: string): Promise<ClaimAhead | null>;
 }
 
 /**
@@ -43,16 +67,38 @@ export function createAttemptClaims(options: {
 }): AttemptClaims {
   const { redis, prefix, leaseMs, log } = options;
   const key = (jobId: string) => `${prefix}:claim:${jobId}`;
+  const take = async (jobId: string) => (await redis.set(key(jobId), '1', 'PX', leaseMs, 'NX')) === 'OK';
+  const drop = async (jobId: string) => {
+    try {
+      await redis.del(key(jobId));
+    } catch (error) {
+      log.debug({ err: error, jobId }, 'attempt claim not dropped; its lease ends it');
+    }
+  };
   return {
-    async take(jobId) {
-      return (await redis.set(key(jobId), '1', 'PX', leaseMs, 'NX')) === 'OK';
-    },
-    async drop(jobId) {
-      try {
-        await redis.del(key(jobId));
-      } catch (error) {
-        log.debug({ err: error, jobId }, 'attempt claim not dropped; its lease ends it');
-      }
+    take,
+    drop,
+    async takeAhead(jobId) {
+      if (!(await take(jobId))) return null;
+      const takenAt = Date.now();
+      let held = true;
+      const ahead: ClaimAhead = {
+        jobId,
+        async keep() {
+          if (Date.now() - takenAt >= leaseMs / 3) {
+            await ahead.drop();
+            return false;
+          }
+          await redis.pexpire(key(jobId), leaseMs);
+          return true;
+        },
+        async drop() {
+          if (!held) return;
+          held = false;
+          if (Date.now() - takenAt < leaseMs) await drop(jobId);
+        },
+      };
+      return ahead;
     },
   };
 }

@@ -14,8 +14,9 @@
  * subscription's delivery waits until it is its subscription's head, and its end gives the next
  * one its job (`fifo.ts`), or its turn through the caller (`in-order.ts`).
  *
- * A step claims its round first (`claim.ts`): a second run of the same round waits until the
- * first has recorded its attempt, so no delivery is sent twice without a fault.
+ * A step claims its round first (`claim.ts`), unless its caller did (`RoundRef.claimedAhead`): a
+ * second run of the same round waits until the first has recorded its attempt, so no delivery is
+ * sent twice without a fault.
  *
  * Only a sent request is an attempt. The round's attempts are counted from the delivery row, not
  * from the job, so a job the reconciler re-created, or one that follows an inline attempt,
@@ -137,19 +138,22 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
     if (subscription.status === 'pending') return { kind: 'wait', waitMs: unverifiedCallbackWaitMs };
     if (fifo) {
       if (!delivery.isHead) return { kind: 'wait', waitMs: fifoTurnWaitMs };
-      if (await deps.fifo.earlierFanOut(subscription.accountId, event.id)) {
-        return { kind: 'wait', waitMs: fifoFanOutWaitMs };
+      // A head read after its claim and the watch (`RoundRef.claimedAhead`) is checked already.
+      if (ref.claimedAhead !== true) {
+        if (await deps.fifo.earlierFanOut(subscription.accountId, event.id)) {
+          return { kind: 'wait', waitMs: fifoFanOutWaitMs };
+        }
+        // The head again, after the watch and the claim: an earlier event fanned out between the
+        // load and the watch was seen by neither, and a head read before the claim (handed over,
+        // `in-order.ts`) may have been attempted meanwhile by another run, which must not repeat.
+        const unchanged = await deps.store.isUnchangedHead({
+          eventId: event.id,
+          subscriptionId: subscription.id,
+          round: delivery.round,
+          attemptsMade: delivery.attemptsMade,
+        });
+        if (!unchanged) return { kind: 'wait', waitMs: fifoTurnWaitMs };
       }
-      // The head again, after the watch and the claim: an earlier event fanned out between the
-      // load and the watch was seen by neither, and a head read before the claim (handed over,
-      // `in-order.ts`) may have been attempted meanwhile by another run, which must not repeat.
-      const unchanged = await deps.store.isUnchangedHead({
-        eventId: event.id,
-        subscriptionId: subscription.id,
-        round: delivery.round,
-        attemptsMade: delivery.attemptsMade,
-      });
-      if (!unchanged) return { kind: 'wait', waitMs: fifoTurnWaitMs };
     }
     // Ordered deliveries keep their subscription's order instead (one in flight at a time).
     if (!fifo && ref.needsTurn === true) {
@@ -316,7 +320,8 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
   };
 
   return async (ref) => {
-    if (!(await deps.claims.take(ref.jobId))) return { kind: 'wait', waitMs: claimedWaitMs };
+    if (ref.claimedAhead !== true && !(await deps.claims.take(ref.jobId)))
+      return { kind: 'wait', waitMs: claimedWaitMs };
     let done: DeliveryStep;
     try {
       done = await step(ref);

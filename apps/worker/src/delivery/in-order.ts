@@ -27,6 +27,7 @@
 import { context, ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { deliveryJobId } from '@webhooks/shared';
+import type { AttemptClaims, ClaimAhead } from './claim.js';
 import type { FifoHead, FifoHeads, HandOverLease } from './fifo.js';
 import { followUpJob, type DeliveryJobSpec } from './inline.js';
 import { handsOverNext, type DeliveryStep, type RoundRef } from './step.js';
@@ -93,8 +94,12 @@ export function afterHandedOver(
 /** What the hand-over needs. */
 export interface InOrderDeps {
   heads: Pick<FifoHeads, 'ensure' | 'takeHandOver'>;
-  /** The subscription's head, loaded (`DeliveryStore.loadHead`). */
-  loadHead(subscriptionId: string): Promise<LoadedDelivery | null>;
+  /** The subscription's head, loaded, and the id of the event after it (`DeliveryStore.loadHead`). */
+  loadHead(subscriptionId: string): Promise<{ head: LoadedDelivery; nextEventId: string | null } | null>;
+  /** The claims of the subscriptions' shard, which the step takes too (`claim.ts`). */
+  claims: Pick<AttemptClaims, 'takeAhead'>;
+  /** Whether an earlier event of the account is still being fanned out (`createFanOutWatch`). */
+  earlierFanOut(accountId: string, eventId: string): Promise<boolean>;
   /** The attempt path of the subscriptions' shard. */
   deliver: (ref: RoundRef) => Promise<DeliveryStep>;
   /** Adds a head's job to its subscription's shard. @throws BullMQ's errors */
@@ -118,21 +123,57 @@ export interface InOrderDeps {
 export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Promise<void> {
   const { heads, log } = deps;
 
+  /**
+   * Claims the round of the head expected after the current one (`eventId`'s), and watches its
+   * account's earlier fan-outs, while the current one is attempted: null when another run holds
+   * the round, an earlier event is still being fanned out, or Redis failed (the next head then
+   * goes the step's own way, which claims, watches and checks it after its read).
+   */
+  const claimAhead = async (head: FifoHead, eventId: string): Promise<ClaimAhead | null> => {
+    const [claim, earlier] = await Promise.allSettled([
+      deps.claims.takeAhead(deliveryJobId(eventId, head.subscriptionId, 0)),
+      deps.earlierFanOut(head.accountId, eventId),
+    ]);
+    if (claim.status === 'rejected' || claim.value === null) return null;
+    if (earlier.status === 'fulfilled' && !earlier.value) return claim.value;
+    await claim.value.drop();
+    return null;
+  };
+
   const run = async (subscriptionId: string, lease: HandOverLease) => {
-    for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
-      if (handed > 0) await lease.renew();
-      const loaded = await deps.loadHead(subscriptionId);
-      if (loaded === null) return;
-      const head = headOf(loaded);
-      const ref = handedOverRound(head, deps.maxAttempts, Date.now(), loaded);
-      if (ref === null) return;
-      const step = await context.with(ROOT_CONTEXT, () => deps.deliver(ref));
-      const next = afterHandedOver(head, step, deps.maxAttempts, Date.now());
-      if (next.kind === 'job') {
-        await context.with(ROOT_CONTEXT, () => deps.addJob(next.job));
-        return;
+    let ahead: ClaimAhead | null = null;
+    try {
+      for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
+        if (handed > 0) await lease.renew();
+        // The claim is held again before the head is read; it is used only if the head is its round.
+        const keeping: Promise<boolean> = ahead === null ? Promise.resolve(false) : ahead.keep();
+        const [found, kept] = await Promise.all([deps.loadHead(subscriptionId), keeping]);
+        if (found === null) return;
+        const head = headOf(found.head);
+        const ref = handedOverRound(head, deps.maxAttempts, Date.now(), found.head);
+        if (ref === null) return;
+        const claimedAhead = kept && ahead?.jobId === ref.jobId;
+        if (!claimedAhead) await ahead?.drop();
+        ahead = null;
+        const nextEventId: string | null = handed + 1 < deps.maxHeads ? found.nextEventId : null;
+        const claiming: Promise<ClaimAhead | null> | null =
+          nextEventId === null ? null : context.with(ROOT_CONTEXT, () => claimAhead(head, nextEventId));
+        try {
+          const step = await context.with(ROOT_CONTEXT, () =>
+            deps.deliver(claimedAhead ? { ...ref, claimedAhead: true } : ref),
+          );
+          const next = afterHandedOver(head, step, deps.maxAttempts, Date.now());
+          if (next.kind === 'job') {
+            await context.with(ROOT_CONTEXT, () => deps.addJob(next.job));
+            return;
+          }
+          if (next.kind === 'stop') return;
+        } finally {
+          ahead = await claiming;
+        }
       }
-      if (next.kind === 'stop') return;
+    } finally {
+      await ahead?.drop();
     }
   };
 

@@ -62,4 +62,11 @@ export interface RoundRef {
    * (`in-order.ts`): the step says so (`nextInOrder`) instead of giving it a job.
    */
   handsOverInOrder?: boolean;
+  /**
+   * The caller holds the round's claim already (`AttemptClaims.takeAhead`), and read `loaded`, a
+   * FIFO subscription's head, after taking it and after watching its account's earlier fan-outs
+   * (`fifo.ts`): the step neither claims the round nor checks the head again, and drops the claim
+   * when it ends, as its own.
+   */
+  claimedAhead?: boolean;
 }

@@ -30,10 +30,12 @@ export interface DeliveryStore {
   load(key: { eventId: string; subscriptionId: string }): Promise<LoadedDelivery | null>;
   /**
    * The head of FIFO subscription `subscriptionId` (its oldest pending delivery, `fifo-head.ts`),
-   * loaded as {@link load} loads it, or null when the subscription is not FIFO or has none pending.
+   * loaded as {@link load} loads it, with the event id of the pending delivery after it (null when
+   * none): the head after this one, unless an earlier event's delivery is stored meanwhile. Null
+   * when the subscription is not FIFO or has none pending.
    * @throws pg's errors, and the secret box's when no configured key opens a stored secret
    */
-  loadHead(subscriptionId: string): Promise<LoadedDelivery | null>;
+  loadHead(subscriptionId: string): Promise<{ head: LoadedDelivery; nextEventId: string | null } | null>;
   /**
    * Whether the delivery of `eventId` to `subscriptionId` is still as it was read (pending, in
    * `round`, with `attemptsMade` attempts) and is its FIFO subscription's head (`fifo-head.ts`):
@@ -268,11 +270,14 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
     load,
     record,
     async loadHead(subscriptionId) {
-      const { rows } = await pool.query<Row>({
+      const { rows } = await pool.query<Row & { next_event_id: string | null }>({
         name: 'delivery-load-fifo-head',
         text: `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
                       e.id::text AS event_id, e.type, e.data, e.occurred_at,
-                      s.id::text AS subscription_id, ${subscriptionColumnsSql}
+                      s.id::text AS subscription_id, ${subscriptionColumnsSql},
+                      (SELECT n.event_id::text FROM deliveries n
+                       WHERE n.subscription_id = s.id AND n.status = 'pending' AND n.event_id > d.event_id
+                       ORDER BY n.event_id LIMIT 1) AS next_event_id
                FROM subscriptions s
                CROSS JOIN LATERAL (
                  SELECT * FROM deliveries
@@ -283,7 +288,9 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
         values: [subscriptionId],
       });
       const row = rows[0];
-      return row === undefined ? null : toLoaded(row, true, secretBox);
+      return row === undefined
+        ? null
+        : { head: toLoaded(row, true, secretBox), nextEventId: row.next_event_id };
     },
     async isUnchangedHead({ eventId, subscriptionId, round, attemptsMade }) {
       const [low, high] = timeIdRange([eventId]);
