@@ -47,7 +47,7 @@ import { decideOutcome, type DeliveryOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
 import { attemptStatusClass } from './status-class.js';
 import { cancelledByTransformation, transformStep } from './transform-step.js';
-import type { DeliveryStep, EndedWithoutAttempt, RoundRef } from './step.js';
+import { handsOverNext, type DeliveryStep, type EndedWithoutAttempt, type RoundRef } from './step.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
 
 /** What a step needs. */
@@ -105,13 +105,20 @@ type WithinSlot =
   | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
 
 /**
+ * What a step runs: one step of `ref`'s round. `onConfirmed`, when given, is called once the
+ * step's attempt is confirmed (HTTP 200), while its record is written and before the step
+ * returns; it must not throw. The ordered hand-over reads the next head then (`in-order.ts`).
+ */
+export type Deliver = (ref: RoundRef, onConfirmed?: () => void) => Promise<DeliveryStep>;
+
+/**
  * Creates the step.
  *
- * @returns a function running one step of `ref`'s round
+ * @returns the step ({@link Deliver})
  * @throws (the function) pg's and ioredis' errors, and a stored secret no key opens: a fault
  *   around the attempt, not the callback's; the caller defers, and no attempt is used
  */
-export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<DeliveryStep> {
+export function createDeliver(deps: DeliverDeps): Deliver {
   /**
    * The step's work while it holds its subscription's slot. The host slot it takes is given back
    * by a release it pushes to `releases`, not awaited here: the step awaits it together with the
@@ -274,7 +281,7 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
     }
   };
 
-  const step = async (ref: RoundRef): Promise<DeliveryStep> => {
+  const step = async (ref: RoundRef, onConfirmed?: () => void): Promise<DeliveryStep> => {
     const { eventId, subscriptionId, round } = ref;
     if (isExpired(roundStartedAt(eventId, round, ref.enqueuedAt), Date.now(), deps.maxAgeMs)) {
       await deps.store.expire({ eventId, subscriptionId, round });
@@ -288,28 +295,41 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
     const admission = await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
     if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
-    let within: WithinSlot | undefined;
     const releases: Array<Promise<void>> = [];
-    try {
-      within = await withinSlot(ref, releases);
-    } finally {
-      const attempt = within?.kind === 'sent' ? { signal: congestionSignal(within.result) } : null;
+    /** Gives the slots back; neither release throws (a slot Redis did not get back ends with its lease). */
+    const giveBack = (attempt: { signal: ReturnType<typeof congestionSignal> } | null) => {
       releases.push(
         deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt),
       );
-      // Neither release throws (a slot Redis did not get back ends with its lease).
-      await Promise.all(releases);
+      return Promise.all(releases);
+    };
+    let within: WithinSlot;
+    try {
+      within = await withinSlot(ref, releases);
+    } catch (error) {
+      await giveBack(null);
+      throw error;
     }
-    if (within.kind === 'done')
+    if (within.kind !== 'sent') {
+      await giveBack(null);
+      if (within.kind === 'wait') return within;
       return { kind: 'ended', result: within.result, ...(within.fifo ? await nextInOrder(ref) : {}) };
-    if (within.kind === 'wait') return within;
+    }
+    // The slots go back while the attempt is recorded: the record needs neither.
+    const released = giveBack({ signal: congestionSignal(within.result) });
 
     const { delivery, result } = within;
     const outcome = decideOutcome(result, delivery.attemptsMade - attemptsBeforeRound(round), {
       maxAttempts: ref.maxAttempts,
       backoffMs: deps.policy.backoffMs,
     });
-    await deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
+    const recorded = deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
+    if (outcome.kind === 'succeeded') onConfirmed?.();
+    try {
+      await recorded;
+    } finally {
+      await released;
+    }
     observe(ref, delivery, result, outcome);
     deps.metrics.attemptInFlightLimit.observe(admission.inFlightLimit);
     const next =
@@ -319,14 +339,17 @@ export function createDeliver(deps: DeliverDeps): (ref: RoundRef) => Promise<Del
     return { kind: 'attempted', outcome, failure, ...next };
   };
 
-  return async (ref) => {
+  return async (ref, onConfirmed) => {
     if (ref.claimedAhead !== true && !(await deps.claims.take(ref.jobId)))
       return { kind: 'wait', waitMs: claimedWaitMs };
-    let done: DeliveryStep;
+    let done: DeliveryStep | undefined;
     try {
-      done = await step(ref);
+      done = await step(ref, onConfirmed);
     } finally {
-      await deps.claims.drop(ref.jobId);
+      const dropped = deps.claims.drop(ref.jobId);
+      // A head whose successor the caller hands over next needs nothing of this claim any more
+      // (it is recorded): the successor starts while the drop is on its way, in the same write.
+      if (done === undefined || !handsOverNext(done)) await dropped;
     }
     if (done.kind === 'ended' && done.result !== 'not_pending')
       deps.metrics.deliveries.inc({ outcome: done.result === 'expired' ? 'given_up' : done.result });

@@ -29,9 +29,10 @@ import type { Logger } from 'pino';
 import { deliveryJobId } from '@webhooks/shared';
 import type { AttemptClaims, ClaimAhead } from './claim.js';
 import type { FifoHead, FifoHeads, HandOverLease } from './fifo.js';
+import type { Deliver } from './deliver.js';
 import { followUpJob, type DeliveryJobSpec } from './inline.js';
 import { handsOverNext, type DeliveryStep, type RoundRef } from './step.js';
-import type { LoadedDelivery } from './store.js';
+import type { DeliveryStore, LoadedDelivery } from './store.js';
 
 /** The head `loaded` is, as the hand-over's rules name it. */
 export function headOf(loaded: LoadedDelivery): FifoHead {
@@ -95,13 +96,13 @@ export function afterHandedOver(
 export interface InOrderDeps {
   heads: Pick<FifoHeads, 'ensure' | 'takeHandOver'>;
   /** The subscription's head, loaded, and the id of the event after it (`DeliveryStore.loadHead`). */
-  loadHead(subscriptionId: string): Promise<{ head: LoadedDelivery; nextEventId: string | null } | null>;
+  loadHead: DeliveryStore['loadHead'];
   /** The claims of the subscriptions' shard, which the step takes too (`claim.ts`). */
   claims: Pick<AttemptClaims, 'takeAhead'>;
   /** Whether an earlier event of the account is still being fanned out (`createFanOutWatch`). */
   earlierFanOut(accountId: string, eventId: string): Promise<boolean>;
   /** The attempt path of the subscriptions' shard. */
-  deliver: (ref: RoundRef) => Promise<DeliveryStep>;
+  deliver: Deliver;
   /** Adds a head's job to its subscription's shard. @throws BullMQ's errors */
   addJob(job: DeliveryJobSpec): Promise<void>;
   /** DELIVERY_MAX_ATTEMPTS. */
@@ -140,14 +141,19 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
     return null;
   };
 
+  /** A head's read (`DeliveryStore.loadHead`). */
+  type HeadRead = ReturnType<DeliveryStore['loadHead']>;
+
   const run = async (subscriptionId: string, lease: HandOverLease) => {
     let ahead: ClaimAhead | null = null;
+    let read: HeadRead | null = null;
     try {
       for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
         if (handed > 0) await lease.renew();
-        // The claim is held again before the head is read; it is used only if the head is its round.
+        // The claim is held again as the head is read; it is used only if the head is its round.
         const keeping: Promise<boolean> = ahead === null ? Promise.resolve(false) : ahead.keep();
-        const [found, kept] = await Promise.all([deps.loadHead(subscriptionId), keeping]);
+        const [found, kept] = await Promise.all([read ?? deps.loadHead(subscriptionId), keeping]);
+        read = null;
         if (found === null) return;
         const head = headOf(found.head);
         const ref = handedOverRound(head, deps.maxAttempts, Date.now(), found.head);
@@ -158,9 +164,18 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
         const nextEventId: string | null = handed + 1 < deps.maxHeads ? found.nextEventId : null;
         const claiming: Promise<ClaimAhead | null> | null =
           nextEventId === null ? null : context.with(ROOT_CONTEXT, () => claimAhead(head, nextEventId));
+        // Once the head is confirmed, the next one is read while its record is written, after the
+        // next round's claim and watch: as it will be once the record commits, which the step awaits.
+        const readNext = () => {
+          read = (async () => {
+            await claiming;
+            return deps.loadHead(subscriptionId, head.eventId);
+          })();
+          read.catch(() => undefined);
+        };
         try {
           const step = await context.with(ROOT_CONTEXT, () =>
-            deps.deliver(claimedAhead ? { ...ref, claimedAhead: true } : ref),
+            deps.deliver(claimedAhead ? { ...ref, claimedAhead: true } : ref, readNext),
           );
           const next = afterHandedOver(head, step, deps.maxAttempts, Date.now());
           if (next.kind === 'job') {
