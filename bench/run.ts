@@ -717,7 +717,7 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     return [
       {
         ...reportedRow(
-          'sharded queues on 3 Redis Cluster masters: QUEUE_SHARDS=6 / 1, end-to-end, 20 accounts',
+          'sharded queues on 3 Redis Cluster masters: QUEUE_SHARDS=6 / 1, end-to-end, 100 accounts',
           figure(sharded),
           figure(unsharded),
           sharded.deliveriesPerSecond / unsharded.deliveriesPerSecond,
