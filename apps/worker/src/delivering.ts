@@ -118,7 +118,7 @@ export function startDeliveries(
   gateRedis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   const hostGate = createHostGate({
     redis: gateRedis,
-    prefix: config.keyPrefix,
+    prefix: config.QUEUE_PREFIX,
     maxInFlight: config.HOST_MAX_IN_FLIGHT,
     leaseMs: deps.lockDuration,
     // A delivery waiting for its host's slot is a delayed job of its subscription's shard; a

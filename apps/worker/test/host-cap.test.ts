@@ -5,8 +5,8 @@
  * holds them all. Orders of arrival are asserted, never durations.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { subscriptionGateKeys } from '@webhooks/shared';
-import { hostCapKey, hostWaitMs } from '../src/delivery/host-gate.js';
+import { keySlot, subscriptionGateKeys } from '@webhooks/shared';
+import { hostCapKey, hostCapKeys, hostWaitMs } from '../src/delivery/host-gate.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { waitFor } from '../../../scripts/lib/wait.js';
 
@@ -154,5 +154,20 @@ describe('what the cap counts a host as', () => {
     ['localhost.', 'localhost'],
   ])('%s as %s', (hostname, key) => {
     expect(hostCapKey(hostname)).toBe(key);
+  });
+});
+
+describe('where a host’s slots are kept on a Redis Cluster', () => {
+  const slotsOf = (hostname: string) => Object.values(hostCapKeys('webhooks', hostname)).map(keySlot);
+
+  it('keeps the keys of one host in one hash slot, as its scripts need', () => {
+    for (const hostname of ['hooks.slack.com', '203.0.113.7', '[2001:db8::1]', 'a}b.example', 'a{b.example'])
+      expect(new Set(slotsOf(hostname)).size).toBe(1);
+  });
+
+  it('spreads the hosts over the slots, so over the masters, instead of the service prefix’s one', () => {
+    const hosts = Array.from({ length: 30 }, (_, i) => `customer-${i}.example`);
+    const thirds = new Set(hosts.map((hostname) => Math.floor((slotsOf(hostname)[0]! * 3) / 16_384)));
+    expect(thirds.size).toBe(3);
   });
 });

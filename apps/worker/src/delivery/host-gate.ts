@@ -13,7 +13,7 @@
  * more than its share of the cap (`acquireLua`), so one account pointing many subscriptions at a
  * shared host (`hooks.slack.com`) cannot keep every other account's deliveries off it.
  *
- * Slots are leases in a Redis sorted set per host (`<prefix>:host:<name>:leases`, scored by lease
+ * Slots are leases in a Redis sorted set per host (`<prefix>:host:{<name>}:leases`, scored by lease
  * expiry in ms), taken and given back by one Lua script each, so a worker killed mid-attempt
  * cannot keep one past its lease.
  */
@@ -162,7 +162,7 @@ return best`;
 export interface HostGateOptions {
   /** A producer connection (never a blocking one). */
   redis: RedisConnection;
-  /** The effective queue key prefix. */
+  /** QUEUE_PREFIX as configured, without the hash tag a Cluster adds ({@link hostCapKeys}). */
   prefix: string;
   /** HOST_MAX_IN_FLIGHT. */
   maxInFlight: number;
@@ -207,10 +207,14 @@ export function hostCapKey(hostname: string): string {
 
 /**
  * The Redis keys of a host's slots: the leases (whose members name their account), the accounts
- * refused lately, and the attempts waiting to be woken.
+ * refused lately, and the attempts waiting to be woken. They share the host as their hash tag
+ * (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags), so that
+ * each host's scripts run in one slot and, on a Redis Cluster, many hosts' caps spread over its
+ * masters instead of all sitting on the slot of the service's `{prefix}`. `prefix` is QUEUE_PREFIX
+ * as configured; one holding a hash tag of its own keeps every host on that tag's slot.
  */
 export function hostCapKeys(prefix: string, hostname: string) {
-  const host = `${prefix}:host:${hostCapKey(hostname)}`;
+  const host = `${prefix}:host:{${hostCapKey(hostname)}}`;
   return {
     leases: `${host}:leases`,
     asking: `${host}:asking`,

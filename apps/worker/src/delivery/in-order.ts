@@ -20,6 +20,10 @@
  *   fan-out stored while the lease was held, and whose job it skipped, is found then.
  * - A worker that dies mid-way leaves the head without a job; the lease ends with its period and
  *   the reconciler gives the head its job, as for a lost job.
+ * - While a head is attempted, the next one's round is claimed and its account's earlier fan-outs
+ *   watched; once the head is confirmed, the next one is read while the record is written. Read
+ *   after its claim and the watch, it is attempted as read (`RoundRef.claimedAhead`), and only once
+ *   the record committed, so that no crash sends a head again after its successor.
  *
  * Each head is attempted in a trace of its own, never in the trace of the job that started the
  * hand-over (another event's).
