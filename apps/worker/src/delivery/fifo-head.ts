@@ -5,7 +5,8 @@
  * statements pick heads with the same order instead of this condition, as reading a long FIFO
  * backlog once beats testing it once per waiting delivery: `fifo.ts`'s `fifo-heads` (`DISTINCT ON
  * (subscription_id) ... ORDER BY event_id`) and `store.ts`'s `loadHead` (`status = 'pending' ORDER
- * BY event_id LIMIT 1`); a change to the rule changes all three.
+ * BY event_id LIMIT 1`, and the same order for the event after the head); a change to the rule
+ * changes all three.
  */
 
 /**
