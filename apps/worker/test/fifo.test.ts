@@ -11,9 +11,22 @@ import { startReceiver, type ReceivedRequest, type Receiver } from '../../../scr
 import { waitFor } from '../../../scripts/lib/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 
+/** The `seq` of a request's event. */
+const seqOf = (request: ReceivedRequest) => (JSON.parse(request.body) as { data: { seq: number } }).data.seq;
+
 /** The `seq` of each request's event, in arrival order. */
-const sequence = (requests: ReceivedRequest[]) =>
-  requests.map((r) => (JSON.parse(r.body) as { data: { seq: number } }).data.seq);
+const sequence = (requests: ReceivedRequest[]) => requests.map(seqOf);
+
+/** Publishes event number `seq` for `account` through `stack`'s API, which must accept it. */
+async function publishSeq(stack: TestStack, account: string, seq: number) {
+  const response = await stack.api.app.inject({
+    method: 'POST',
+    url: '/api/events',
+    headers: stack.api.auth(account),
+    payload: { type: 'call.started', data: { seq } },
+  });
+  expect(response.statusCode).toBe(202);
+}
 
 /** True when `values` never goes down: retries repeat an event, none overtakes another. */
 const inOrder = (values: number[]) => values.every((value, i) => i === 0 || value >= values[i - 1]!);
@@ -117,24 +130,14 @@ describe('FIFO ordering in the delivery log', () => {
   });
   afterAll(() => stack.close());
 
-  const publish = async (account: string, seq: number) => {
-    const response = await stack.api.app.inject({
-      method: 'POST',
-      url: '/api/events',
-      headers: stack.api.auth(account),
-      payload: { type: 'call.started', data: { seq } },
-    });
-    expect(response.statusCode).toBe(202);
-  };
+  const publish = (account: string, seq: number) => publishSeq(stack, account, seq);
 
   it('holds later events behind a failing one until it is given up, then sends them; the given-up one stays in the log', async () => {
     const sub = await stack.subscribe('acct-given-up', {
       callback_url: `${stack.receiver.url}/given-up`,
       ordering: 'fifo',
     });
-    stack.receiver.script('/given-up', [
-      (request) => ((JSON.parse(request.body) as { data: { seq: number } }).data.seq === 0 ? 500 : 200),
-    ]);
+    stack.receiver.script('/given-up', [(request) => (seqOf(request) === 0 ? 500 : 200)]);
     for (let seq = 0; seq < 3; seq++) await publish('acct-given-up', seq);
     await waitFor('all three events', () => new Set(sequence(stack.receiver.at('/given-up'))).size === 3);
     expect(sequence(stack.receiver.at('/given-up'))).toEqual([0, 0, 0, 1, 2]);
@@ -223,20 +226,12 @@ describe('the ordered hand-over after a head failed once', () => {
     stack.receiver.script('/retried', [
       (request) => {
         // The third event fails once, in the middle of a hand-over that has claimed the fourth.
-        if ((JSON.parse(request.body) as { data: { seq: number } }).data.seq !== 2 || failed) return 200;
+        if (seqOf(request) !== 2 || failed) return 200;
         failed = true;
         return 500;
       },
     ]);
-    for (let seq = 0; seq < 5; seq++) {
-      const response = await stack.api.app.inject({
-        method: 'POST',
-        url: '/api/events',
-        headers: stack.api.auth('acct-retried'),
-        payload: { type: 'call.started', data: { seq } },
-      });
-      expect(response.statusCode).toBe(202);
-    }
+    for (let seq = 0; seq < 5; seq++) await publishSeq(stack, 'acct-retried', seq);
     await waitFor('every event', () => new Set(sequence(stack.receiver.at('/retried'))).size === 5);
     expect(sequence(stack.receiver.at('/retried'))).toEqual([0, 1, 2, 2, 3, 4]);
   });

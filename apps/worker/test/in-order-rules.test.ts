@@ -3,7 +3,7 @@
  * its step (the next head, a job of its own, or nothing), and when its lease is renewed.
  */
 import { describe, expect, it } from '@jest/globals';
-import { renewalDue } from '../src/delivery/fifo.js';
+import { renewalDue } from '../src/delivery/lease.js';
 import { afterHandedOver, handedOverRound } from '../src/delivery/in-order.js';
 
 const head = {

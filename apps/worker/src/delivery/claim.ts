@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import type { RedisConnection } from '@webhooks/shared';
+import { renewalDue } from './lease.js';
 
 /**
  * A claim taken ahead of the step that will use it (`AttemptClaims.takeAhead`): the ordered
@@ -22,8 +23,8 @@ export interface ClaimAhead {
   jobId: string;
   /**
    * Holds the claim a full lease again, for the step about to use it. @returns false, holding it
-   * no longer, when a third of its lease had passed since it was taken: it may then be about to
-   * end, and another run to take it. @throws ioredis' errors
+   * no longer, when it was due for renewal (`lease.ts`: a third of its lease passed since it was
+   * taken): it may then be about to end, and another run to take it. @throws ioredis' errors
    */
   keep(): Promise<boolean>;
   /**
@@ -85,7 +86,7 @@ export function createAttemptClaims(options: {
       const ahead: ClaimAhead = {
         jobId,
         async keep() {
-          if (Date.now() - takenAt >= leaseMs / 3) {
+          if (renewalDue(takenAt, Date.now(), leaseMs)) {
             await ahead.drop();
             return false;
           }

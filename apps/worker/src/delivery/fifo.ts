@@ -20,6 +20,7 @@ import type { Queue } from 'bullmq';
 import type { Pool } from '@webhooks/db';
 import { eventJobName, jobNameField, layoutOf, type RedisConnection } from '@webhooks/shared';
 import type { ShardedQueues } from '../shard-queues.js';
+import { renewalDue } from './lease.js';
 
 /** A FIFO subscription's head: the delivery of `eventId` in `round`. */
 export interface FifoHead {
@@ -69,14 +70,6 @@ export interface FifoHeadsOptions {
   maxAttempts: number;
   /** How long a hand-over is held without a renewal, in ms: longer than one attempt. */
   leaseMs: number;
-}
-
-/**
- * Whether a lease of `leaseMs` taken or renewed at `renewedAt` is due for renewal at `now` (all
- * ms): once a third of it has passed, so that two slow attempts in a row still find it held.
- */
-export function renewalDue(renewedAt: number, now: number, leaseMs: number): boolean {
-  return now - renewedAt >= leaseMs / 3;
 }
 
 /** Deletes a key only while it still holds the caller's token. */

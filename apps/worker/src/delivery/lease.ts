@@ -1,0 +1,13 @@
+/**
+ * The renewal rule of the worker's Redis leases (`SET NX PX` keys and sorted-set leases that end on
+ * their own when their holder dies): the ordered hand-over's lease (`fifo.ts`) and a round's claim
+ * taken ahead of its step (`claim.ts`).
+ */
+
+/**
+ * Whether a lease of `leaseMs` taken or renewed at `renewedAt` is due for renewal at `now` (all
+ * ms): once a third of it has passed, so that two slow attempts in a row still find it held.
+ */
+export function renewalDue(renewedAt: number, now: number, leaseMs: number): boolean {
+  return now - renewedAt >= leaseMs / 3;
+}
