@@ -6,7 +6,8 @@
  * do: the SDK's own default would push them too. Nor does an event's data: the Redis spans of the
  * API's publish record the command, not its arguments. Sampling at a ratio is decided at the API's
  * edge: a request that carries its caller's sampled trace context is traced, one without is not
- * (at a ratio of 0).
+ * (at a ratio of 0). A traced service starts without a runtime warning (the SDK's ESM loader hook is
+ * one the runtime does not deprecate).
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -118,6 +119,14 @@ describe('the trace backend, with tracing on', () => {
       });
       expect(exports.some((body) => body.includes('private-call-7f3a'))).toBe(false);
     });
+  });
+});
+
+describe('a service, with tracing on', () => {
+  it('starts without a runtime warning on its output', async () => {
+    await stack.started();
+    // Node prints its warnings as `(node:<pid>) [<code>] <Kind>Warning: ...`.
+    expect(stack.worker.output.join('')).not.toMatch(/\(node:\d+\)[^\n]*Warning/);
   });
 });
 

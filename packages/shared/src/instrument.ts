@@ -22,6 +22,12 @@
  * response to the trace context, which slows every later access to them (bench/HISTORY.md,
  * "Sampling at the edge").
  *
+ * The ESM loader hook that lets the instrumentations see those imports is import-in-the-middle's
+ * synchronous one (`module.registerHooks`, in the service's own thread) where the runtime supports
+ * it (`supportsSyncHooks`: Node 22.22.3, 24.11.1, 26 and later, the images' runtime among them),
+ * and the asynchronous `module.register` one elsewhere (Node 20): Node 26 deprecates
+ * `module.register` (DEP0205) and warned on every start of a traced service.
+ *
  * When OTEL_TRACES_SAMPLER samples a ratio of the traces, the API draws for a request without
  * trace context at its edge (`edge-sampling-hook.ts`) and the SDK takes that draw
  * (`edge-sampler.ts`): a request not sampled runs with tracing suppressed, so the instrumentations
@@ -32,7 +38,9 @@ import { edgeSamplingOf } from './edge-sampling.js';
 import { tracingRequested } from './tracing-env.js';
 
 if (tracingRequested(process.env)) {
-  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  const loaderHook = await import('import-in-the-middle/register-hooks.mjs');
+  if (loaderHook.supportsSyncHooks()) loaderHook.register();
+  else register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
   const [
     { NodeSDK },
     { W3CTraceContextPropagator },
