@@ -24,7 +24,8 @@
  *
  * The ESM loader hook that lets the instrumentations see those imports is import-in-the-middle's
  * synchronous one (`module.registerHooks`, in the service's own thread) where the runtime supports
- * it (`supportsSyncHooks`: Node 22.22.3, 24.11.1, 26 and later, the images' runtime among them),
+ * it (`supportsSyncHooks`: Node 22.22.3, 24.11.1, 25.1.0 and later in each line, and 26, the
+ * images' runtime),
  * and the asynchronous `module.register` one elsewhere (Node 20): Node 26 deprecates
  * `module.register` (DEP0205) and warned on every start of a traced service.
  *
