@@ -80,6 +80,29 @@ describe('the payload_bytes_per_day quota', () => {
   });
 });
 
+describe('the payload_bytes_per_day quota under concurrent publishes', () => {
+  it('weighs publishes made at once in the order they were made: one that does not fit is refused, a smaller one after it still fits', async () => {
+    const answers = await Promise.all([
+      publish('acct-burst', 60),
+      publish('acct-burst', 50),
+      publish('acct-burst', 40),
+    ]);
+    expect(answers.map((answer) => answer.statusCode)).toEqual([202, 429, 202]);
+    // 100 of the day's 100 bytes are counted: nothing more fits.
+    expect((await publish('acct-burst', 12)).statusCode).toBe(429);
+  });
+
+  it('counts each account on its own day when their publishes arrive together', async () => {
+    const answers = await Promise.all([
+      publish('acct-together-a', 90),
+      publish('acct-together-b', 90),
+      publish('acct-together-a', 20),
+      publish('acct-big', 300),
+    ]);
+    expect(answers.map((answer) => answer.statusCode)).toEqual([202, 202, 429, 202]);
+  });
+});
+
 describe('secondsUntilUtcMidnight', () => {
   it('counts the seconds left in the UTC day, at least one', () => {
     expect(secondsUntilUtcMidnight(new Date('2026-11-22T00:00:00.000Z'))).toBe(86_400);

@@ -6,9 +6,13 @@
  *
  * The day's bytes are counted in Redis (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, under the
  * account's queue shard, kept two days), shared by every API instance; a publish the quota refuses
- * is not counted.
+ * is not counted. The charges an API process makes within one turn of its event loop go to Redis
+ * as one script call per account and day, each charge weighed against the ones before it as if
+ * they had been sent one after another: under load one account's publishes arrive many to a turn,
+ * and a call each was one Redis command per publish beyond what any accepted event costs
+ * (bench/HISTORY.md, "Ingest: the payload quota counted once a turn").
  */
-import type { AccountOverride, RedisConnection } from '@webhooks/shared';
+import { batcher, type AccountOverride, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
 
 /** Seconds from `now` to the next midnight UTC, at least 1: when a day's quota starts again. */
@@ -17,13 +21,37 @@ export function secondsUntilUtcMidnight(now: Date): number {
   return Math.max(1, Math.ceil((midnight - now.getTime()) / 1000));
 }
 
-/** KEYS: the day's counter. ARGV: bytes, quota, ttl s. Returns the new count, or -1 when over. */
+/**
+ * KEYS: the day's counter. ARGV: the quota, the counter's TTL in s, then each charge's bytes in
+ * order. Returns 1 for each charge counted and 0 for each that would have passed the quota (not
+ * counted), in order.
+ */
 const chargeLua = `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-if used + tonumber(ARGV[1]) > tonumber(ARGV[2]) then return -1 end
-local count = redis.call('INCRBY', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
-return count`;
+local quota = tonumber(ARGV[1])
+local added = 0
+local counted = {}
+for i = 3, #ARGV do
+  local bytes = tonumber(ARGV[i])
+  if used + added + bytes > quota then
+    counted[#counted + 1] = 0
+  else
+    added = added + bytes
+    counted[#counted + 1] = 1
+  end
+end
+if added > 0 then
+  redis.call('INCRBY', KEYS[1], added)
+  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[2]))
+end
+return counted`;
+
+/** One charge waiting for its turn's script call. */
+interface Charge {
+  key: string;
+  quota: number;
+  bytes: number;
+}
 
 /** The API's per-account quotas. */
 export interface AccountQuotas {
@@ -53,21 +81,52 @@ export function createAccountQuotas(options: {
   const { redis, prefixOf, overrides } = options;
   redis.defineCommand('webhookChargePayload', { numberOfKeys: 1, lua: chargeLua });
   const charge = (
-    redis as unknown as { webhookChargePayload(...args: Array<string | number>): Promise<number> }
+    redis as unknown as { webhookChargePayload(...args: Array<string | number>): Promise<number[]> }
   ).webhookChargePayload;
+  /**
+   * Whether each charge was counted, in order: one script call per counter (an account's day),
+   * each counter's charges in the order they were made. A failed call fails its own charges only.
+   */
+  const chargeTurn = batcher<Charge, boolean>(async (charges) => {
+    const byKey = new Map<string, number[]>();
+    charges.forEach(({ key }, index) => {
+      const indices = byKey.get(key);
+      if (indices === undefined) byKey.set(key, [index]);
+      else indices.push(index);
+    });
+    const results = new Array<boolean | Error>(charges.length);
+    await Promise.all(
+      [...byKey].map(async ([key, indices]) => {
+        try {
+          const counted = await charge.call(
+            redis,
+            key,
+            charges[indices[0]!]!.quota,
+            2 * 86_400,
+            ...indices.map((index) => charges[index]!.bytes),
+          );
+          indices.forEach((index, i) => (results[index] = counted[i] === 1));
+        } catch (error) {
+          // Returned, not thrown: the batcher would run every charge again alone, and a Redis that
+          // is away would keep each publish waiting twice before its 503.
+          const failed = error instanceof Error ? error : new Error(String(error));
+          for (const index of indices) results[index] = failed;
+        }
+      }),
+    );
+    return results;
+  });
   return {
     maxSubscriptions: (accountId) => overrides.get(accountId)?.max_subscriptions ?? options.maxSubscriptions,
     async chargePayload(accountId, bytes, now = new Date()) {
       const quota = overrides.get(accountId)?.payload_bytes_per_day ?? options.payloadBytesPerDay;
       const day = now.toISOString().slice(0, 10);
-      const count = await charge.call(
-        redis,
-        `${prefixOf(accountId)}:quota:payload:${accountId}:${day}`,
-        bytes,
+      const counted = await chargeTurn({
+        key: `${prefixOf(accountId)}:quota:payload:${accountId}:${day}`,
         quota,
-        2 * 86_400,
-      );
-      if (count >= 0) return;
+        bytes,
+      });
+      if (counted) return;
       const retryAfter = secondsUntilUtcMidnight(now);
       throw new HttpProblem(
         429,

@@ -7,6 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { createDecoder, createSigner, createVerifier } from 'fast-jwt';
+import { LRUCache } from 'lru-cache';
 import type { ApiConfig } from '../config.js';
 
 /** The `scope` claim that marks a portal token; reserved, a client token must not carry it. */
@@ -14,6 +15,9 @@ export const portalScope = 'portal';
 
 /** Lifetime of a portal session when the request names none, in seconds (1 hour). */
 export const defaultPortalSessionSeconds = 3_600;
+
+/** Tokens whose claim to be a portal token is remembered, least recently used dropped first. */
+const claimedTokensKept = 10_000;
 
 /** Portal tokens of one API. */
 export interface PortalTokens {
@@ -46,6 +50,10 @@ export function portalKey(config: Pick<ApiConfig, 'PORTAL_SECRET' | 'jwtKey'>): 
 export function createPortalTokens(key: string, clockToleranceMs: number): PortalTokens {
   const sign = createSigner({ key, algorithm: 'HS256' });
   const decode = createDecoder();
+  // Every authenticated request asks, and a client sends the same token many times: decoding it
+  // each time was about 3% of the API's CPU under ingest load (bench/HISTORY.md, "Ingest: the
+  // payload quota counted once a turn").
+  const claimed = new LRUCache<string, boolean>({ max: claimedTokensKept });
   const verify = createVerifier({
     key,
     algorithms: ['HS256'],
@@ -61,11 +69,16 @@ export function createPortalTokens(key: string, clockToleranceMs: number): Porta
       };
     },
     claimsPortal(token) {
-      try {
-        return (decode(token) as { scope?: unknown }).scope === portalScope;
-      } catch {
-        return false;
+      let claims = claimed.get(token);
+      if (claims === undefined) {
+        try {
+          claims = (decode(token) as { scope?: unknown }).scope === portalScope;
+        } catch {
+          claims = false;
+        }
+        claimed.set(token, claims);
       }
+      return claims;
     },
     verify(token) {
       const payload = verify(token) as { sub?: unknown; scope?: unknown; jti?: unknown };

@@ -83,11 +83,22 @@ export default fp<IpLimitsOptions>(
   async (app, options) => {
     const open = perMinute(options.redis, `${options.keyPrefix}:ip-open`, options.openPerMinute);
     const failures = perMinute(options.redis, `${options.keyPrefix}:ip-auth`, options.authFailuresPerMinute);
+    // An address's key never changes, and parsing it on every request was about 2% of the API's
+    // CPU under ingest load (bench/HISTORY.md, "Ingest: the payload quota counted once a turn").
+    const addressKeys = new LRUCache<string, string>({ max: failureCountsKept });
+    const addressKey = (address: string) => {
+      let key = addressKeys.get(address);
+      if (key === undefined) {
+        key = clientAddressKey(address);
+        addressKeys.set(address, key);
+      }
+      return key;
+    };
     app.addHook('onRequest', async (request) => {
       if (request.routeOptions.config?.accountScoped) return;
       await spend(
         open(),
-        clientAddressKey(request.ip),
+        addressKey(request.ip),
         `More than ${options.openPerMinute} requests a minute from this address`,
       );
     });
@@ -98,7 +109,7 @@ export default fp<IpLimitsOptions>(
     });
     app.decorate('authFailures', {
       async check(address) {
-        const ip = clientAddressKey(address);
+        const ip = addressKey(address);
         let count = counts.get(ip);
         if (count === undefined) {
           count = countOf(await failures().get(ip));
@@ -111,7 +122,7 @@ export default fp<IpLimitsOptions>(
           );
       },
       async failed(address) {
-        const ip = clientAddressKey(address);
+        const ip = addressKey(address);
         // Past the limit, consume rejects with the count all the same.
         const result = await failures()
           .consume(ip)
