@@ -16,8 +16,15 @@ export const portalScope = 'portal';
 /** Lifetime of a portal session when the request names none, in seconds (1 hour). */
 export const defaultPortalSessionSeconds = 3_600;
 
-/** Tokens whose claim to be a portal token is remembered, least recently used dropped first. */
+/**
+ * Tokens whose claim to be a portal token is remembered, least recently used dropped first: at
+ * most this many, and at most {@link claimedTokenCharsKept} characters of them in all, since any
+ * client, authenticated or not, chooses what it sends.
+ */
 const claimedTokensKept = 10_000;
+
+/** Characters of tokens the claims remembered may hold in all (4 Mi, about 8 MiB of memory). */
+const claimedTokenCharsKept = 4 * 1024 * 1024;
 
 /** Portal tokens of one API. */
 export interface PortalTokens {
@@ -53,7 +60,11 @@ export function createPortalTokens(key: string, clockToleranceMs: number): Porta
   // Every authenticated request asks, and a client sends the same token many times: decoding it
   // each time was about 3% of the API's CPU under ingest load (bench/HISTORY.md, "Ingest: the
   // payload quota counted once a turn").
-  const claimed = new LRUCache<string, boolean>({ max: claimedTokensKept });
+  const claimed = new LRUCache<string, boolean>({
+    max: claimedTokensKept,
+    maxSize: claimedTokenCharsKept,
+    sizeCalculation: (_claims, token) => Math.max(1, token.length),
+  });
   const verify = createVerifier({
     key,
     algorithms: ['HS256'],
