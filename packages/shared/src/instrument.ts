@@ -25,9 +25,8 @@
  * The ESM loader hook that lets the instrumentations see those imports is import-in-the-middle's
  * synchronous one (`module.registerHooks`, in the service's own thread) where the runtime supports
  * it (`supportsSyncHooks`: Node 22.22.3, 24.11.1, 25.1.0 and later in each line, and 26, the
- * images' runtime),
- * and the asynchronous `module.register` one elsewhere (Node 20): Node 26 deprecates
- * `module.register` (DEP0205) and warned on every start of a traced service.
+ * images' runtime), and the asynchronous `module.register` one elsewhere (Node 20): Node 26
+ * deprecates `module.register` (DEP0205) and warned on every start of a traced service.
  *
  * When OTEL_TRACES_SAMPLER samples a ratio of the traces, the API draws for a request without
  * trace context at its edge (`edge-sampling-hook.ts`) and the SDK takes that draw

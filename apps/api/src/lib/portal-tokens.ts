@@ -64,6 +64,13 @@ export function createPortalTokens(key: string, clockToleranceMs: number): Porta
     max: claimedTokensKept,
     maxSize: claimedTokenCharsKept,
     sizeCalculation: (_claims, token) => Math.max(1, token.length),
+    memoMethod: (token) => {
+      try {
+        return (decode(token) as { scope?: unknown }).scope === portalScope;
+      } catch {
+        return false;
+      }
+    },
   });
   const verify = createVerifier({
     key,
@@ -79,18 +86,7 @@ export function createPortalTokens(key: string, clockToleranceMs: number): Porta
         expiresAt: new Date(exp * 1000),
       };
     },
-    claimsPortal(token) {
-      let claims = claimed.get(token);
-      if (claims === undefined) {
-        try {
-          claims = (decode(token) as { scope?: unknown }).scope === portalScope;
-        } catch {
-          claims = false;
-        }
-        claimed.set(token, claims);
-      }
-      return claims;
-    },
+    claimsPortal: (token) => claimed.memo(token),
     verify(token) {
       const payload = verify(token) as { sub?: unknown; scope?: unknown; jti?: unknown };
       if (payload.scope !== portalScope || typeof payload.jti !== 'string')

@@ -85,20 +85,15 @@ export default fp<IpLimitsOptions>(
     const failures = perMinute(options.redis, `${options.keyPrefix}:ip-auth`, options.authFailuresPerMinute);
     // An address's key never changes, and parsing it on every request was about 2% of the API's
     // CPU under ingest load (bench/HISTORY.md, "Ingest: the payload quota counted once a turn").
-    const addressKeys = new LRUCache<string, string>({ max: failureCountsKept });
-    const addressKey = (address: string) => {
-      let key = addressKeys.get(address);
-      if (key === undefined) {
-        key = clientAddressKey(address);
-        addressKeys.set(address, key);
-      }
-      return key;
-    };
+    const addressKeys = new LRUCache<string, string>({
+      max: failureCountsKept,
+      memoMethod: (address) => clientAddressKey(address),
+    });
     app.addHook('onRequest', async (request) => {
       if (request.routeOptions.config?.accountScoped) return;
       await spend(
         open(),
-        addressKey(request.ip),
+        addressKeys.memo(request.ip),
         `More than ${options.openPerMinute} requests a minute from this address`,
       );
     });
@@ -109,7 +104,7 @@ export default fp<IpLimitsOptions>(
     });
     app.decorate('authFailures', {
       async check(address) {
-        const ip = addressKey(address);
+        const ip = addressKeys.memo(address);
         let count = counts.get(ip);
         if (count === undefined) {
           count = countOf(await failures().get(ip));
@@ -122,7 +117,7 @@ export default fp<IpLimitsOptions>(
           );
       },
       async failed(address) {
-        const ip = addressKey(address);
+        const ip = addressKeys.memo(address);
         // Past the limit, consume rejects with the count all the same.
         const result = await failures()
           .consume(ip)
