@@ -13,7 +13,9 @@
  * operator would, every account's publishes are accepted again, without a restart.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createQueueShards } from '@webhooks/shared';
+import { Queue } from 'bullmq';
+import { Cluster } from 'ioredis';
+import { createQueueShards, queueNames } from '@webhooks/shared';
 import {
   onNode,
   startPrivateRedisCluster,
@@ -32,6 +34,8 @@ let receiver: Receiver;
 let worker: WorkerProcess;
 /** Ids of the events the API accepted (202), the burst's and the test's own. */
 let accepted: string[] = [];
+/** How many events had been accepted when the master was killed. */
+let acceptedAtKill = 0;
 
 beforeAll(async () => {
   // A killed master is failed over after 3 s; a live one busy for a moment on a loaded machine is not.
@@ -101,10 +105,35 @@ async function masterWithoutReplica(): Promise<number> {
  */
 const stallMs = 60_000 + 2 * 15_000 + 10_000;
 
-/** What became of the accepted events not delivered, by their deliveries' status, and the worker's last warnings. */
+/** Where each of `ids` has its fan-out job, by queue shard and BullMQ state, as `shard:state` counts. */
+async function fanOutJobStates(ids: readonly string[]): Promise<Record<string, number>> {
+  const redis = new Cluster(cluster.nodes.split(',').map((address) => `redis://${address}`));
+  const queues = createQueueShards(api.prefix, api.prefix, 6).prefixes.map(
+    (prefix) => new Queue(queueNames.events, { connection: redis, prefix }),
+  );
+  try {
+    const counts: Record<string, number> = {};
+    for (const id of ids) {
+      const states = await Promise.all(queues.map((queue) => queue.getJobState(id)));
+      const shard = states.findIndex((state) => state !== 'unknown');
+      const where = shard < 0 ? 'no job' : `${shard}:${states[shard]}`;
+      counts[where] = (counts[where] ?? 0) + 1;
+    }
+    return counts;
+  } finally {
+    await Promise.all(queues.map((queue) => queue.close()));
+    redis.disconnect();
+  }
+}
+
+/**
+ * What became of the accepted events not delivered: when they were accepted against the kill, by
+ * their deliveries' status, where their fan-out jobs are, and the worker's last warnings.
+ */
 async function whyUndelivered(delivered: number): Promise<string> {
   const ids = deliveredEventIds(receiver.requests.filter((request) => request.path.startsWith('/failover/')));
   const missing = accepted.filter((id) => !ids.has(id));
+  const positions = missing.map((id) => accepted.indexOf(id));
   const db = new pg.Client({ connectionString: api.database.url });
   await db.connect();
   try {
@@ -119,7 +148,9 @@ async function whyUndelivered(delivered: number): Promise<string> {
       .filter((line) => /"level":[456]0/.test(line));
     return [
       `${delivered} of ${accepted.length} accepted events delivered, none for ${stallMs} ms`,
+      `undelivered: accepted ${Math.min(...positions)}th to ${Math.max(...positions)}th, ${acceptedAtKill} before the kill`,
       `undelivered by delivery status: ${JSON.stringify(rows)}`,
+      `undelivered by fan-out job: ${JSON.stringify(await fanOutJobStates(missing))}`,
       `the worker's last warnings:\n${warnings.slice(-10).join('\n')}`,
     ].join('\n');
   } finally {
@@ -154,7 +185,7 @@ describe('a Redis Cluster master killed mid-burst', () => {
     await waitFor('events accepted before the kill', () => accepted.length >= 200);
     const [victim] = await cluster.masters();
     await cluster.kill(victim!.port);
-    const acceptedAtKill = accepted.length;
+    acceptedAtKill = accepted.length;
     await waitFor(
       'a replica promoted',
       async () => !(await cluster.masters()).some(({ port }) => port === victim!.port),
