@@ -25,7 +25,7 @@ import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.j
 import { startReceiver, type Receiver } from '../../../scripts/lib/receiver.js';
 import { deliveredEventIds, startPublishBurst } from '../../../test/support/publish-burst.js';
 import pg from 'pg';
-import { waitFor, waitWhileGrowing } from '../../../scripts/lib/wait.js';
+import { sleep, waitFor, waitWhileGrowing } from '../../../scripts/lib/wait.js';
 import { spawnWorker, type WorkerProcess } from '../../../test/support/worker-process.js';
 
 let cluster: PrivateRedisCluster;
@@ -148,9 +148,12 @@ async function whyUndelivered(delivered: number): Promise<string> {
       .filter((line) => /"level":[456]0/.test(line));
     return [
       `${delivered} of ${accepted.length} accepted events delivered, none for ${stallMs} ms`,
-      `undelivered: accepted ${Math.min(...positions)}th to ${Math.max(...positions)}th, ${acceptedAtKill} before the kill`,
+      `undelivered: between numbers ${Math.min(...positions) + 1} and ${Math.max(...positions) + 1} in the order accepted; ${acceptedAtKill} were accepted before the kill`,
       `undelivered by delivery status: ${JSON.stringify(rows)}`,
-      `undelivered by fan-out job: ${JSON.stringify(await fanOutJobStates(missing))}`,
+      `undelivered by fan-out job: ${await Promise.race([
+        fanOutJobStates(missing).then((states) => JSON.stringify(states)),
+        sleep(15_000).then(() => 'not read within 15 s'),
+      ]).catch((error: unknown) => `not read: ${String(error)}`)}`,
       `the worker's last warnings:\n${warnings.slice(-10).join('\n')}`,
     ].join('\n');
   } finally {
