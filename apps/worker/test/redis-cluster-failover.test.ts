@@ -14,8 +14,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
-import { Cluster } from 'ioredis';
-import { createQueueShards, queueNames } from '@webhooks/shared';
+import {
+  createProducerConnection,
+  createQueueShards,
+  queueNames,
+  redisSettingsOfEnv,
+} from '@webhooks/shared';
 import {
   onNode,
   startPrivateRedisCluster,
@@ -32,6 +36,8 @@ let cluster: PrivateRedisCluster;
 let api: TestApi;
 let receiver: Receiver;
 let worker: WorkerProcess;
+/** The services' environment (the API's and the worker's). */
+let serviceEnv: Record<string, string>;
 /** Ids of the events the API accepted (202), the burst's and the test's own. */
 let accepted: string[] = [];
 /** How many events had been accepted when the master was killed. */
@@ -52,7 +58,8 @@ beforeAll(async () => {
   };
   api = await startTestApi('failover', env);
   receiver = await startReceiver();
-  worker = spawnWorker({ ...testEnv(api.database.url, api.prefix, env), LOG_LEVEL: 'info' });
+  serviceEnv = testEnv(api.database.url, api.prefix, env);
+  worker = spawnWorker({ ...serviceEnv, LOG_LEVEL: 'info' });
   await waitFor(
     'the worker to log its start',
     () => worker.output.join('').includes('worker started'),
@@ -107,10 +114,10 @@ const stallMs = 60_000 + 2 * 15_000 + 10_000;
 
 /** Where each of `ids` has its fan-out job, by queue shard and BullMQ state, as `shard:state` counts. */
 async function fanOutJobStates(ids: readonly string[]): Promise<Record<string, number>> {
-  const redis = new Cluster(cluster.nodes.split(',').map((address) => `redis://${address}`));
-  const queues = createQueueShards(api.prefix, api.prefix, 6).prefixes.map(
-    (prefix) => new Queue(queueNames.events, { connection: redis, prefix }),
-  );
+  // The services' own topology, shards and connection: a cluster client that can be closed after a failover.
+  const { redis: topology, shards } = redisSettingsOfEnv(serviceEnv);
+  const redis = createProducerConnection(topology);
+  const queues = shards.prefixes.map((prefix) => new Queue(queueNames.events, { connection: redis, prefix }));
   try {
     const counts: Record<string, number> = {};
     for (const id of ids) {
