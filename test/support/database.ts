@@ -1,8 +1,10 @@
 /**
- * A PostgreSQL database of a test file's own: created and migrated with the project's runner,
- * dropped afterwards, so tests never touch a developer's data and can run twice in a row.
+ * A PostgreSQL database of a test file's own: a copy of a template migrated with the project's
+ * runner, dropped afterwards, so tests never touch a developer's data and can run twice in a row.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import pg from 'pg';
 import { migrate, migrationsDir } from '@webhooks/db';
 
@@ -35,9 +37,72 @@ export async function dropDatabase(name: string): Promise<void> {
   }
 }
 
-/** A migrated database of the test file's own. */
+/** The migration files' digest: a template is reused only for the migrations it was built from. */
+async function migrationsDigest(): Promise<string> {
+  const hash = createHash('sha256');
+  const names = (await readdir(migrationsDir, { withFileTypes: true }))
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
+  for (const name of names) {
+    hash.update(name).update('\0');
+    hash.update(await readFile(path.join(migrationsDir, name, 'migration.sql'))).update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+/**
+ * The name of the migrated database test databases are copied from, built on first use. It is
+ * migrated under a temporary name and renamed once complete, so a run killed half-way leaves no
+ * template a later run would copy; builders exclude each other with an advisory lock on the
+ * server's `postgres` database. Templates of other migrations are dropped then.
+ */
+async function migratedTemplate(): Promise<string> {
+  const name = `wh_template_${await migrationsDigest()}`;
+  const admin = new pg.Client({ connectionString: testServerUrl });
+  await admin.connect();
+  try {
+    await admin.query("SELECT pg_advisory_lock(hashtext('webhooks test template'))");
+    const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount) return name;
+    const stale = await admin.query<{ datname: string }>(
+      `SELECT datname FROM pg_database WHERE datname LIKE 'wh\\_template\\_%'`,
+    );
+    for (const { datname } of stale.rows)
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
+    const building = newTestDatabaseUrl('template_build');
+    await migrate({ databaseUrl: building.url, migrationsDir });
+    await admin.query(
+      `ALTER DATABASE ${pg.escapeIdentifier(building.name)} RENAME TO ${pg.escapeIdentifier(name)}`,
+    );
+    return name;
+  } finally {
+    await admin.query("SELECT pg_advisory_unlock(hashtext('webhooks test template'))").catch(() => {});
+    await admin.end();
+  }
+}
+
+/** The template of this test file's databases, looked up once per file. */
+let template: Promise<string> | undefined;
+
+/**
+ * A migrated database of the test file's own: a copy of the template (`CREATE DATABASE … TEMPLATE`,
+ * about 0.2 s on the CI machine where running the migrations took 0.7 s for each database).
+ */
 export async function createTestDatabase(tag: string): Promise<TestDatabase> {
+  template ??= migratedTemplate().catch((error: unknown) => {
+    template = undefined;
+    throw error;
+  });
   const { name, url } = newTestDatabaseUrl(tag);
-  await migrate({ databaseUrl: url, migrationsDir });
+  const admin = new pg.Client({ connectionString: testServerUrl });
+  await admin.connect();
+  try {
+    await admin.query(
+      `CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(await template)}`,
+    );
+  } finally {
+    await admin.end();
+  }
   return { name, url, drop: () => dropDatabase(name) };
 }
