@@ -17,8 +17,12 @@ import { Queue } from 'bullmq';
 import {
   createProducerConnection,
   createQueueShards,
+  deliveryJobId,
   queueNames,
   redisSettingsOfEnv,
+  schedulerAccountListKey,
+  schedulerAdmittingKey,
+  schedulerEntriesKey,
 } from '@webhooks/shared';
 import {
   onNode,
@@ -112,30 +116,57 @@ async function masterWithoutReplica(): Promise<number> {
  */
 const stallMs = 60_000 + 2 * 15_000 + 10_000;
 
-/** Where each of `ids` has its fan-out job, by queue shard and BullMQ state, as `shard:state` counts. */
-async function fanOutJobStates(ids: readonly string[]): Promise<Record<string, number>> {
+/** A pending delivery of an undelivered event, as PostgreSQL has it. */
+type PendingDelivery = { event_id: string; subscription_id: string; account_id: string; round: number };
+
+/**
+ * Where each of `ids` has its fan-out job, and each of `pending` its delivery job and its account
+ * scheduler's records, by queue shard, as counts of descriptions such as `fan-out 2:completed` or
+ * `round 0: job 4:wait, entry 4, admitting 4, listed 4`, with how many BullMQ workers each shard's
+ * deliveries queue has connected: what tells a lost job from one no consumer takes.
+ */
+async function jobStates(ids: readonly string[], pending: readonly PendingDelivery[]): Promise<string> {
   // The services' own topology, shards and connection: a cluster client that can be closed after a failover.
   const { redis: topology, shards } = redisSettingsOfEnv(serviceEnv);
   const redis = createProducerConnection(topology);
-  const queues = shards.prefixes.map((prefix) => new Queue(queueNames.events, { connection: redis, prefix }));
+  const events = shards.prefixes.map((prefix) => new Queue(queueNames.events, { connection: redis, prefix }));
+  const deliveries = shards.prefixes.map(
+    (prefix) => new Queue(queueNames.deliveries, { connection: redis, prefix }),
+  );
   try {
     const counts: Record<string, number> = {};
+    const count = (what: string) => (counts[what] = (counts[what] ?? 0) + 1);
     for (const id of ids) {
-      const states = await Promise.all(queues.map((queue) => queue.getJobState(id)));
+      const states = await Promise.all(events.map((queue) => queue.getJobState(id)));
       const shard = states.findIndex((state) => state !== 'unknown');
-      const where = shard < 0 ? 'no job' : `${shard}:${states[shard]}`;
-      counts[where] = (counts[where] ?? 0) + 1;
+      count(`fan-out ${shard < 0 ? 'no job' : `${shard}:${states[shard]}`}`);
     }
-    return counts;
+    for (const d of pending) {
+      const jobId = deliveryJobId(d.event_id, d.subscription_id, d.round);
+      const found: string[] = [];
+      for (const [shard, prefix] of shards.prefixes.entries()) {
+        const state = await deliveries[shard]!.getJobState(jobId);
+        if (state !== 'unknown') found.push(`job ${shard}:${state}`);
+        if (await redis.hexists(schedulerEntriesKey(prefix), jobId)) found.push(`entry ${shard}`);
+        if ((await redis.zscore(schedulerAdmittingKey(prefix), jobId)) !== null)
+          found.push(`admitting ${shard}`);
+        if ((await redis.lpos(schedulerAccountListKey(prefix, d.account_id), jobId)) !== null)
+          found.push(`listed ${shard}`);
+      }
+      count(`round ${d.round}: ${found.length === 0 ? 'nowhere' : found.join(', ')}`);
+    }
+    const consumers = await Promise.all(deliveries.map((queue) => queue.getWorkersCount()));
+    return `${JSON.stringify(counts)}; BullMQ workers per deliveries shard: ${consumers.join(' ')}`;
   } finally {
-    await Promise.all(queues.map((queue) => queue.close()));
+    await Promise.all([...events, ...deliveries].map((queue) => queue.close()));
     redis.disconnect();
   }
 }
 
 /**
  * What became of the accepted events not delivered: when they were accepted against the kill, by
- * their deliveries' status, where their fan-out jobs are, and the worker's last warnings.
+ * their deliveries' status, where their jobs and scheduler records are, and the worker's last
+ * warnings.
  */
 async function whyUndelivered(delivered: number): Promise<string> {
   const ids = deliveredEventIds(receiver.requests.filter((request) => request.path.startsWith('/failover/')));
@@ -149,6 +180,12 @@ async function whyUndelivered(delivered: number): Promise<string> {
        FROM unnest($1::uuid[]) AS e(id) LEFT JOIN deliveries d ON d.event_id = e.id GROUP BY 1`,
       [missing],
     );
+    const { rows: pending } = await db.query<PendingDelivery>(
+      `SELECT d.event_id::text, d.subscription_id::text, s.account_id, d.round
+       FROM deliveries d JOIN subscriptions s ON s.id = d.subscription_id
+       WHERE d.event_id = ANY($1::uuid[]) AND d.status = 'pending'`,
+      [missing],
+    );
     const warnings = worker.output
       .join('')
       .split('\n')
@@ -157,8 +194,8 @@ async function whyUndelivered(delivered: number): Promise<string> {
       `${delivered} of ${accepted.length} accepted events delivered, none for ${stallMs} ms`,
       `undelivered: between numbers ${Math.min(...positions) + 1} and ${Math.max(...positions) + 1} in the order accepted; ${acceptedAtKill} were accepted before the kill`,
       `undelivered by delivery status: ${JSON.stringify(rows)}`,
-      `undelivered by fan-out job: ${await Promise.race([
-        fanOutJobStates(missing).then((states) => JSON.stringify(states)),
+      `undelivered by job: ${await Promise.race([
+        jobStates(missing, pending),
         sleep(15_000).then(() => 'not read within 15 s'),
       ]).catch((error: unknown) => `not read: ${String(error)}`)}`,
       `the worker's last warnings:\n${warnings.slice(-10).join('\n')}`,
