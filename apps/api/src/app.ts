@@ -13,7 +13,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import fp from 'fastify-plugin';
 import { FastifyOtelInstrumentation } from '@fastify/otel';
 import { edgeSamplingHooks } from '@webhooks/shared/edge-sampling-hook';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -217,7 +218,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
           linkSeconds: config.PORTAL_LINK_SECONDS,
         });
   if (portalLinks !== null) await app.register(portalLinkExchange, { links: portalLinks });
-  await app.register(async (accountScope) => {
+  const accountScoped: FastifyPluginAsync = async (accountScope) => {
     accountScope.addHook('onRoute', (route) => {
       route.config = { ...route.config, accountScoped: true };
     });
@@ -284,7 +285,11 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
       recoverRoundsPerMinute: config.RECOVER_ROUNDS_PER_MINUTE,
     });
     if (portalLinks !== null) await accountScope.register(portalSessions, { links: portalLinks, views });
-  });
+  };
+  // Named, as every plugin of this app (fastify-plugin's `encapsulate` keeps the scope its own):
+  // Fastify looks for an unnamed plugin's name through every loaded module, twice a registration,
+  // which under jest's module registry took most of a test API's start.
+  await app.register(fp(accountScoped, { name: 'account-scope', encapsulate: true }));
   await app.ready();
   return app;
 }

@@ -39,11 +39,7 @@ export default fp(
   { name: 'metrics' },
 );
 
-/** `GET /metrics`: `registry` in Prometheus' text format, to METRICS_TOKEN's holder when set. */
-export const metricsRoute: FastifyPluginAsync<{ registry: Registry; token: string }> = async (
-  app,
-  options,
-) => {
+const metricsEndpoint: FastifyPluginAsync<{ registry: Registry; token: string }> = async (app, options) => {
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     if (options.token !== '' && !operatorTokenAccepted(request.headers.authorization, options.token)) {
       throw new HttpProblem(401, 'unauthorized', 'METRICS_TOKEN is required', undefined, {
@@ -53,3 +49,6 @@ export const metricsRoute: FastifyPluginAsync<{ registry: Registry; token: strin
     return reply.type(options.registry.contentType).send(await options.registry.metrics());
   });
 };
+
+/** `GET /metrics`: `registry` in Prometheus' text format, to METRICS_TOKEN's holder when set. */
+export const metricsRoute = fp(metricsEndpoint, { name: 'metrics-route', encapsulate: true });

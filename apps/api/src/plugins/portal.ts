@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
+import fp from 'fastify-plugin';
 
 /** Options of the portal plugin. */
 export interface PortalOptions {
@@ -40,4 +41,4 @@ const portal: FastifyPluginAsync<PortalOptions> = async (app, options) => {
   app.get('/portal/', { schema: { hide: true } }, (_request, reply) => reply.sendFile('index.html'));
 };
 
-export default portal;
+export default fp(portal, { name: 'portal', encapsulate: true });

@@ -11,6 +11,7 @@ import { Queue } from 'bullmq';
 import type { FastifyPluginAsync } from 'fastify';
 import { operatorTokenAccepted, queueNames, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
+import fp from 'fastify-plugin';
 
 /** Where the dashboard is served. */
 export const queueDashboardPath = '/admin/queues';
@@ -76,4 +77,4 @@ const queueDashboard: FastifyPluginAsync<QueueDashboardOptions> = async (app, op
   await app.register(serverAdapter.registerPlugin(), { prefix: queueDashboardPath });
 };
 
-export default queueDashboard;
+export default fp(queueDashboard, { name: 'queue-dashboard', encapsulate: true });

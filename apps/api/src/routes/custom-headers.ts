@@ -8,6 +8,7 @@ import { CustomHeadersView, openCustomHeaders, type SecretBox } from '@webhooks/
 import { noStore } from '../lib/headers.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
+import fp from 'fastify-plugin';
 
 const customHeaders: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async (app, { secretBox }) => {
   app.get(
@@ -28,4 +29,4 @@ const customHeaders: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
   );
 };
 
-export default customHeaders;
+export default fp(customHeaders, { name: 'custom-headers-routes', encapsulate: true });

@@ -31,6 +31,7 @@ import {
 } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import type { Views } from '../lib/views.js';
+import fp from 'fastify-plugin';
 
 /**
  * How far past the start of the requested page the delivery list counts, in rows: `count` is
@@ -354,4 +355,4 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
   );
 };
 
-export default deliveries;
+export default fp(deliveries, { name: 'delivery-routes', encapsulate: true });

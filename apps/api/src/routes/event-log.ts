@@ -35,6 +35,7 @@ import { pageRequest } from '../lib/pagination.js';
 import { HttpProblem, notFound } from '../lib/problem.js';
 import { problemResponse, problemResponses } from '../lib/route-schemas.js';
 import type { Views } from '../lib/views.js';
+import fp from 'fastify-plugin';
 
 /** Most events counted for a list's `count`: past it the count says "at least this many". */
 const eventCountWindow = 10_000;
@@ -197,4 +198,4 @@ const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (app, {
   );
 };
 
-export default eventLog;
+export default fp(eventLog, { name: 'event-log-routes', encapsulate: true });

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { EventCatalogueResponse } from '@webhooks/shared';
 import { problemResponses } from '../lib/route-schemas.js';
 import type { Views } from '../lib/views.js';
+import fp from 'fastify-plugin';
 
 const eventTypes: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views }) => {
   const body = views.catalogue();
@@ -20,4 +21,4 @@ const eventTypes: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { vi
   );
 };
 
-export default eventTypes;
+export default fp(eventTypes, { name: 'event-type-routes', encapsulate: true });

@@ -16,6 +16,7 @@ import type { IdempotencyStore } from '../lib/idempotency-store.js';
 import { admitPublish, type PublishAdmission } from '../lib/publish-admission.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route-schemas.js';
+import fp from 'fastify-plugin';
 
 /** Options of the publishing route: the backlog bound and payload quota it admits by, and more. */
 export interface EventRoutesOptions extends PublishAdmission {
@@ -101,4 +102,4 @@ const events: FastifyPluginAsyncTypebox<EventRoutesOptions> = async (
   );
 };
 
-export default events;
+export default fp(events, { name: 'event-routes', encapsulate: true });

@@ -20,6 +20,7 @@ import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import { checkSubscriptionSelection } from '../lib/subscription-selection.js';
+import fp from 'fastify-plugin';
 
 const filterTests: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (app, { catalogue }) => {
   app.post(
@@ -64,4 +65,4 @@ const filterTests: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (
   );
 };
 
-export default filterTests;
+export default fp(filterTests, { name: 'filter-test-routes', encapsulate: true });

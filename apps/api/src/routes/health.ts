@@ -8,6 +8,7 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import Type from 'typebox';
+import fp from 'fastify-plugin';
 
 const withTimeout = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([
@@ -51,4 +52,4 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   );
 };
 
-export default health;
+export default fp(health, { name: 'health-routes', encapsulate: true });

@@ -19,6 +19,7 @@ import type { PortalLinks } from '../lib/portal-links.js';
 import { defaultPortalSessionSeconds } from '../lib/portal-tokens.js';
 import { problemResponse, problemResponses } from '../lib/route-schemas.js';
 import type { Views } from '../lib/views.js';
+import fp from 'fastify-plugin';
 
 /** Options of the portal session routes. */
 export interface PortalSessionOptions {
@@ -79,8 +80,7 @@ const portalSessions: FastifyPluginAsyncTypebox<PortalSessionOptions> = async (a
   );
 };
 
-/** `POST /api/portal-sessions/exchange`: a one-time link for its session token; open route. */
-export const portalLinkExchange: FastifyPluginAsyncTypebox<{ links: PortalLinks }> = async (app, options) => {
+const linkExchange: FastifyPluginAsyncTypebox<{ links: PortalLinks }> = async (app, options) => {
   app.post(
     '/api/portal-sessions/exchange',
     {
@@ -112,4 +112,7 @@ export const portalLinkExchange: FastifyPluginAsyncTypebox<{ links: PortalLinks 
   );
 };
 
-export default portalSessions;
+/** `POST /api/portal-sessions/exchange`: a one-time link for its session token; open route. */
+export const portalLinkExchange = fp(linkExchange, { name: 'portal-link-exchange', encapsulate: true });
+
+export default fp(portalSessions, { name: 'portal-session-routes', encapsulate: true });

@@ -21,6 +21,7 @@ import {
 import { noStore } from '../lib/headers.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription, rotateOwnSigningSecret } from '../lib/subscription-lookup.js';
+import fp from 'fastify-plugin';
 
 const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async (app, { secretBox }) => {
   const schema = (operationId: string, summary: string) => ({
@@ -69,4 +70,4 @@ const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async
   );
 };
 
-export default signingSecret;
+export default fp(signingSecret, { name: 'signing-secret-routes', encapsulate: true });

@@ -50,6 +50,7 @@ import type { Views } from '../lib/views.js';
 import { noStore } from '../lib/headers.js';
 import { createSubscriptionPresenter } from '../lib/subscription-presenter.js';
 import { checkTransformation } from '../lib/transformation-check.js';
+import fp from 'fastify-plugin';
 
 /** Options of the subscription routes. */
 export interface SubscriptionRoutesOptions {
@@ -397,4 +398,4 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
   );
 };
 
-export default subscriptions;
+export default fp(subscriptions, { name: 'subscription-routes', encapsulate: true });

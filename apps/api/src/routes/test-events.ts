@@ -12,6 +12,7 @@ import { admitPublish, type PublishAdmission } from '../lib/publish-admission.js
 import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponse, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
+import fp from 'fastify-plugin';
 
 /** Options of the test-event route: the catalogue, and the bound and quota every publish passes. */
 export interface TestEventOptions {
@@ -69,4 +70,4 @@ const testEvents: FastifyPluginAsyncTypebox<TestEventOptions> = async (app, { ca
   );
 };
 
-export default testEvents;
+export default fp(testEvents, { name: 'test-event-routes', encapsulate: true });

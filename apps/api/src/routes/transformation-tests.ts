@@ -20,6 +20,7 @@ import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import { transformationProblem } from '../lib/transformation-check.js';
+import fp from 'fastify-plugin';
 
 /** Options: the sandbox (null when TRANSFORMATIONS=false) and what opens stored headers. */
 export interface TransformationTestsOptions {
@@ -79,4 +80,4 @@ const transformationTests: FastifyPluginAsyncTypebox<TransformationTestsOptions>
   );
 };
 
-export default transformationTests;
+export default fp(transformationTests, { name: 'transformation-test-routes', encapsulate: true });
