@@ -3,10 +3,8 @@
  * runner, dropped afterwards, so tests never touch a developer's data and can run twice in a row.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import pg from 'pg';
-import { migrate, migrationsDir } from '@webhooks/db';
+import { migrate, migrationsDir, readMigrationFiles } from '@webhooks/db';
 
 /** Server the test databases are made on (TEST_DATABASE_URL's database part is replaced). */
 export const testServerUrl = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -26,28 +24,29 @@ export function newTestDatabaseUrl(tag: string): { name: string; url: string } {
   return { name, url: url.toString() };
 }
 
-/** Drops a test database, closing whatever connections remain on it. */
-export async function dropDatabase(name: string): Promise<void> {
+/** Runs `work` on a connection to the test server's admin database, closed afterwards. */
+async function withAdmin<T>(work: (admin: pg.Client) => Promise<T>): Promise<T> {
   const admin = new pg.Client({ connectionString: testServerUrl });
   await admin.connect();
   try {
-    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+    return await work(admin);
   } finally {
     await admin.end();
   }
 }
 
-/** The migration files' digest: a template is reused only for the migrations it was built from. */
+/** Drops a test database, closing whatever connections remain on it. */
+export async function dropDatabase(name: string): Promise<void> {
+  await withAdmin((admin) =>
+    admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`),
+  );
+}
+
+/** The migrations' digest: a template is reused only for the migrations it was built from. */
 async function migrationsDigest(): Promise<string> {
   const hash = createHash('sha256');
-  const names = (await readdir(migrationsDir, { withFileTypes: true }))
-    .filter((entry) => entry.isDirectory())
-    .map((entry) => entry.name)
-    .sort();
-  for (const name of names) {
-    hash.update(name).update('\0');
-    hash.update(await readFile(path.join(migrationsDir, name, 'migration.sql'))).update('\0');
-  }
+  for (const { name, checksum } of await readMigrationFiles(migrationsDir))
+    hash.update(`${name}\0${checksum}\0`);
   return hash.digest('hex').slice(0, 16);
 }
 
@@ -55,31 +54,26 @@ async function migrationsDigest(): Promise<string> {
  * The name of the migrated database test databases are copied from, built on first use. It is
  * migrated under a temporary name and renamed once complete, so a run killed half-way leaves no
  * template a later run would copy; builders exclude each other with an advisory lock on the
- * server's `postgres` database. Templates of other migrations are dropped then.
+ * server's admin database, held until the builder's connection closes. Templates of other
+ * migrations are dropped then.
  */
 async function migratedTemplate(): Promise<string> {
   const name = `wh_template_${await migrationsDigest()}`;
-  const admin = new pg.Client({ connectionString: testServerUrl });
-  await admin.connect();
-  try {
+  return withAdmin(async (admin) => {
     await admin.query("SELECT pg_advisory_lock(hashtext('webhooks test template'))");
     const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (found.rowCount) return name;
     const stale = await admin.query<{ datname: string }>(
       `SELECT datname FROM pg_database WHERE datname LIKE 'wh\\_template\\_%'`,
     );
-    for (const { datname } of stale.rows)
-      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(datname)} WITH (FORCE)`);
+    for (const { datname } of stale.rows) await dropDatabase(datname);
     const building = newTestDatabaseUrl('template_build');
     await migrate({ databaseUrl: building.url, migrationsDir });
     await admin.query(
       `ALTER DATABASE ${pg.escapeIdentifier(building.name)} RENAME TO ${pg.escapeIdentifier(name)}`,
     );
     return name;
-  } finally {
-    await admin.query("SELECT pg_advisory_unlock(hashtext('webhooks test template'))").catch(() => {});
-    await admin.end();
-  }
+  });
 }
 
 /** The template of this test file's databases, looked up once per file. */
@@ -95,14 +89,9 @@ export async function createTestDatabase(tag: string): Promise<TestDatabase> {
     throw error;
   });
   const { name, url } = newTestDatabaseUrl(tag);
-  const admin = new pg.Client({ connectionString: testServerUrl });
-  await admin.connect();
-  try {
-    await admin.query(
-      `CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(await template)}`,
-    );
-  } finally {
-    await admin.end();
-  }
+  const from = await template;
+  await withAdmin((admin) =>
+    admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)} TEMPLATE ${pg.escapeIdentifier(from)}`),
+  );
   return { name, url, drop: () => dropDatabase(name) };
 }

@@ -122,7 +122,7 @@ type PendingDelivery = { event_id: string; subscription_id: string; account_id: 
 /**
  * Where each of `ids` has its fan-out job, and each of `pending` its delivery job and its account
  * scheduler's records, by queue shard, as counts of descriptions such as `fan-out 2:completed` or
- * `round 0: job 4:wait, entry 4, admitting 4, listed 4`, with how many BullMQ workers each shard's
+ * `round 0: job 4:waiting, entry 4, admitting 4`, with how many BullMQ workers each shard's
  * deliveries queue has connected: what tells a lost job from one no consumer takes.
  */
 async function jobStates(ids: readonly string[], pending: readonly PendingDelivery[]): Promise<string> {

@@ -40,9 +40,13 @@ export interface MigrateResult {
   applied: string[];
 }
 
-interface MigrationFile {
+/** One migration of a migrations folder. */
+export interface MigrationFile {
+  /** Its folder's name, `<timestamp>_<name>`: the order migrations are applied in. */
   name: string;
+  /** Its `migration.sql`. */
   sql: string;
+  /** SHA-256 of `sql`, in hex: the checksum Prisma Migrate records in `_prisma_migrations`. */
   checksum: string;
 }
 
@@ -67,7 +71,7 @@ CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
  */
 export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   const createdDatabase = await ensureDatabase(options.databaseUrl);
-  const files = await readMigrations(options.migrationsDir);
+  const files = await readMigrationFiles(options.migrationsDir);
   const client = new pg.Client({ connectionString: options.databaseUrl });
   await client.connect();
   try {
@@ -100,7 +104,13 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   }
 }
 
-async function readMigrations(dir: string): Promise<MigrationFile[]> {
+/**
+ * The migrations of `dir` (Prisma's layout: `<timestamp>_<name>/migration.sql`), in the order
+ * they are applied.
+ *
+ * @throws Node's file system errors when `dir` or a `migration.sql` cannot be read
+ */
+export async function readMigrationFiles(dir: string): Promise<MigrationFile[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const names = entries
     .filter((entry) => entry.isDirectory())
