@@ -3,7 +3,6 @@
  * by SWC; jest runs them as native ESM (`node --experimental-vm-modules`, see the root `jest`
  * script), and workspace packages resolve to their sources, so tests need no build step.
  */
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from 'jest';
 
@@ -51,14 +50,15 @@ const project = (dir: string): Config => ({
 
 const config: Config = {
   projects: workspaces.map(project),
-  // One test file per core plus one (os.availableParallelism() + 1). Each file has a database, a
-  // queue prefix and servers of its own, so files run side by side, and a file spends much of its
-  // time waiting (servers starting, outages held open, callbacks answering late), which the extra
-  // file fills: on two cores, two at a time used 71% of the CPU. In worker processes that are
-  // replaced once they hold more than the limit after a file: each file's ESM module graph stays
-  // in memory after it (jest's vm-modules loader leaks it), and in band the heap grew by 20-40 MB a
-  // file until the last files took a minute each for what takes a second alone.
-  maxWorkers: availableParallelism() + 1,
+  // One test file per core (os.availableParallelism()). Each file has a database, a queue prefix
+  // and servers of its own, so files run side by side: on two cores the suite took 9.5 minutes
+  // instead of 14 one file at a time. Three at a time took 6.2 minutes with a warm cache, but in a
+  // clean clone it starved the machine (load average 40, ten files timed out in their setup). In
+  // worker processes that are replaced once they hold more than the limit after a file: each
+  // file's ESM module graph stays in memory after it (jest's vm-modules loader leaks it), and in
+  // band the heap grew by 20-40 MB a file until the last files took a minute each for what takes a
+  // second alone.
+  maxWorkers: '100%',
   workerIdleMemoryLimit: '1GB',
   testTimeout: 60_000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
