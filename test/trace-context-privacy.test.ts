@@ -2,8 +2,9 @@
  * Nothing of a trace reaches a callback: with tracing on in the worker (the real OpenTelemetry SDK,
  * preloaded as the images start it, OTEL_PROPAGATORS asking for
  * baggage too), an event published in a traced context carrying baggage is delivered with no
- * `traceparent`, `tracestate` or `baggage` header. The traces go to a collector, and no metrics
- * do: the SDK's own default would push them too. Nor does an event's data: the Redis spans of the
+ * `traceparent`, `tracestate` or `baggage` header. The traces go to a collector, the spans of the
+ * worker's PostgreSQL and Redis calls among them (the preload's loader hook wraps the modules the
+ * instrumentations ask for), and no metrics do: the SDK's own default would push them too. Nor does an event's data: the Redis spans of the
  * API's publish record the command, not its arguments. Sampling at a ratio is decided at the API's
  * edge: a request that carries its caller's sampled trace context is traced, one without is not
  * (at a ratio of 0). A traced service starts without a runtime warning (the SDK's ESM loader hook is
@@ -100,8 +101,15 @@ describe('a callback, with tracing on', () => {
 });
 
 describe('the trace backend, with tracing on', () => {
-  it('receives the spans, and no metrics', async () => {
-    await waitFor('the first spans at the collector', () => collector.at('/v1/traces').length > 0);
+  it("receives the spans of the worker's PostgreSQL and Redis calls, and no metrics", async () => {
+    // The preload's loader hook wraps the modules the instrumentations ask for (pg, ioredis), and
+    // the services import those through it.
+    const bodies = () => collector.at('/v1/traces').map((request) => request.body);
+    await waitFor("the worker's pg and ioredis spans at the collector", () =>
+      ['@opentelemetry/instrumentation-pg', '@opentelemetry/instrumentation-ioredis'].every((scope) =>
+        bodies().some((body) => body.includes(scope)),
+      ),
+    );
     expect(collector.requests.map((request) => request.path)).not.toContain('/v1/metrics');
   });
 

@@ -26,7 +26,9 @@
  * synchronous one (`module.registerHooks`, in the service's own thread) where the runtime supports
  * it (`supportsSyncHooks`: Node 22.22.3, 24.11.1, 25.1.0 and later in each line, and 26, the
  * images' runtime), and the asynchronous `module.register` one elsewhere (Node 20): Node 26
- * deprecates `module.register` (DEP0205) and warned on every start of a traced service.
+ * deprecates `module.register` (DEP0205) and warned on every start of a traced service. Either
+ * wraps only the modules the instrumentations hook (import-in-the-middle's
+ * `createAddHookMessageChannel`, as the OpenTelemetry JS ESM guide shows).
  *
  * When OTEL_TRACES_SAMPLER samples a ratio of the traces, the API draws for a request without
  * trace context at its edge (`edge-sampling-hook.ts`) and the SDK takes that draw
@@ -38,9 +40,17 @@ import { edgeSamplingOf } from './edge-sampling.js';
 import { tracingRequested } from './tracing-env.js';
 
 if (tracingRequested(process.env)) {
-  const loaderHook = await import('import-in-the-middle/register-hooks.mjs');
-  if (loaderHook.supportsSyncHooks()) loaderHook.register();
-  else register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  const [loaderHook, { createAddHookMessageChannel }] = await Promise.all([
+    import('import-in-the-middle/register-hooks.mjs'),
+    import('import-in-the-middle'),
+  ]);
+  // Each instrumentation's Hook() sends the names of its modules (pg, pg-pool, ioredis) over this
+  // channel, and the hook wraps those alone: wrapping every module the service imports read and
+  // parsed each one's source again, and a traced API took 30-40% longer to start (bench/HISTORY.md,
+  // "A traced service's start").
+  const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
+  if (loaderHook.supportsSyncHooks()) loaderHook.register(registerOptions.data);
+  else register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, registerOptions);
   const [
     { NodeSDK },
     { W3CTraceContextPropagator },
@@ -74,6 +84,8 @@ if (tracingRequested(process.env)) {
     ],
   });
   sdk.start();
+  // The instrumentations' modules are on the hook's list before the service imports them.
+  await waitForAllMessagesAcknowledged();
   // Flushes the spans still buffered when the service stops.
   process.once('beforeExit', () => void sdk.shutdown());
 }
