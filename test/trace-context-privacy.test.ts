@@ -4,11 +4,12 @@
  * baggage too), an event published in a traced context carrying baggage is delivered with no
  * `traceparent`, `tracestate` or `baggage` header. The traces go to a collector, the spans of the
  * worker's PostgreSQL and Redis calls among them (the preload's loader hook wraps the modules the
- * instrumentations ask for), and no metrics do: the SDK's own default would push them too. Nor does an event's data: the Redis spans of the
- * API's publish record the command, not its arguments. Sampling at a ratio is decided at the API's
- * edge: a request that carries its caller's sampled trace context is traced, one without is not
- * (at a ratio of 0). A traced service starts without a runtime warning (the SDK's ESM loader hook is
- * one the runtime does not deprecate).
+ * instrumentations ask for), and no metrics do: the SDK's own default would push them too. Nor
+ * does an event's data: the Redis spans of the API's publish record the command, not its
+ * arguments. Sampling at a ratio is decided at the API's edge: a request that carries its
+ * caller's sampled trace context is traced, one without is not (at a ratio of 0). A traced
+ * service starts without a runtime warning (the SDK's ESM loader hook is one the runtime does not
+ * deprecate).
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
