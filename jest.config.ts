@@ -52,8 +52,9 @@ const config: Config = {
   projects: workspaces.map(project),
   // One test file per core (os.availableParallelism()). Each file has a database, a queue prefix
   // and servers of its own, so files run side by side: on two cores the suite took 9.5 minutes
-  // instead of 14 one file at a time. Three at a time took 6.2 minutes with a warm cache, but in a
-  // clean clone it starved the machine (load average 40, ten files timed out in their setup). In
+  // instead of 14 one file at a time. Three at a time gained little once the CPU was the bound (a
+  // clean clone on two cores: 545 s against 594 s with two, load average 7, a traced service's
+  // start past its 30 s), and starved the machine before (load average 40, ten setups timed out). In
   // worker processes that are replaced once they hold more than the limit after a file: each
   // file's ESM module graph stays in memory after it (jest's vm-modules loader leaks it), and in
   // band the heap grew by 20-40 MB a file until the last files took a minute each for what takes a
