@@ -123,7 +123,9 @@ type PendingDelivery = { event_id: string; subscription_id: string; account_id: 
  * Where each of `ids` has its fan-out job, and each of `pending` its delivery job and its account
  * scheduler's records, by queue shard, as counts of descriptions such as `fan-out 2:completed` or
  * `round 0: job 4:waiting, entry 4, admitting 4`, with how many BullMQ workers each shard's
- * deliveries queue has connected: what tells a lost job from one no consumer takes.
+ * deliveries queue has connected and its jobs by state (with how long its oldest active one has
+ * been active): what tells a lost job from one no consumer takes, and a consumer that stopped
+ * fetching from one whose slots are all held.
  */
 async function jobStates(ids: readonly string[], pending: readonly PendingDelivery[]): Promise<string> {
   // The services' own topology, shards and connection: a cluster client that can be closed after a failover.
@@ -156,7 +158,17 @@ async function jobStates(ids: readonly string[], pending: readonly PendingDelive
       count(`round ${d.round}: ${found.length === 0 ? 'nowhere' : found.join(', ')}`);
     }
     const consumers = await Promise.all(deliveries.map((queue) => queue.getWorkersCount()));
-    return `${JSON.stringify(counts)}; BullMQ workers per deliveries shard: ${consumers.join(' ')}`;
+    // A job active far longer than its lock (15 s) is held by a processor that has not returned
+    // while the worker still renews its lock; a shard whose every slot is so held fetches nothing.
+    const queued = await Promise.all(
+      deliveries.map(async (queue, shard) => {
+        const jobs = await queue.getJobCounts('active', 'waiting', 'prioritized', 'delayed');
+        const oldest = Math.min(...(await queue.getActive()).map((job) => job.processedOn ?? Date.now()));
+        const activeFor = Number.isFinite(oldest) ? `, oldest active for ${Date.now() - oldest} ms` : '';
+        return `${shard}: ${JSON.stringify(jobs)}${activeFor}`;
+      }),
+    );
+    return `${JSON.stringify(counts)}; BullMQ workers per deliveries shard: ${consumers.join(' ')}; deliveries jobs by shard: ${queued.join('; ')}`;
   } finally {
     await Promise.all([...events, ...deliveries].map((queue) => queue.close()));
     redis.disconnect();
