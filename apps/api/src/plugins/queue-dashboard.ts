@@ -9,9 +9,9 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import { Queue } from 'bullmq';
 import type { FastifyPluginAsync } from 'fastify';
+import fp from 'fastify-plugin';
 import { operatorTokenAccepted, queueNames, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from '../lib/problem.js';
-import fp from 'fastify-plugin';
 
 /** Where the dashboard is served. */
 export const queueDashboardPath = '/admin/queues';

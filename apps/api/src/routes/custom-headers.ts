@@ -4,11 +4,11 @@
  * They are set with the subscription (`headers` on create and update).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import { CustomHeadersView, openCustomHeaders, type SecretBox } from '@webhooks/shared';
 import { noStore } from '../lib/headers.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
-import fp from 'fastify-plugin';
 
 const customHeaders: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async (app, { secretBox }) => {
   app.get(

@@ -5,6 +5,7 @@
  * 24 hours by status, the health the portal shows.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import { validate as isUuid } from 'uuid';
 import {
@@ -31,7 +32,6 @@ import {
 } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import type { Views } from '../lib/views.js';
-import fp from 'fastify-plugin';
 
 /**
  * How far past the start of the requested page the delivery list counts, in rows: `count` is

@@ -19,6 +19,7 @@
  * went out, and the log does not keep it), its id answers 404.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import { validate as isUuid } from 'uuid';
 import {
   EventDetail,
@@ -35,7 +36,6 @@ import { pageRequest } from '../lib/pagination.js';
 import { HttpProblem, notFound } from '../lib/problem.js';
 import { problemResponse, problemResponses } from '../lib/route-schemas.js';
 import type { Views } from '../lib/views.js';
-import fp from 'fastify-plugin';
 
 /** Most events counted for a list's `count`: past it the count says "at least this many". */
 const eventCountWindow = 10_000;

@@ -1,9 +1,9 @@
 /** `GET /api/event-types`: the event catalogue, with the endpoint that subscribes to each kind. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import { EventCatalogueResponse } from '@webhooks/shared';
 import { problemResponses } from '../lib/route-schemas.js';
 import type { Views } from '../lib/views.js';
-import fp from 'fastify-plugin';
 
 const eventTypes: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views }) => {
   const body = views.catalogue();

@@ -9,6 +9,7 @@
  * (`lib/idempotency-store.ts`), beside the queue's own deduplication in Redis.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import { EventAccepted, EventCreate, formatPayloadTimestamp } from '@webhooks/shared';
 import { v7 as uuidv7 } from 'uuid';
 import { IdempotencyKeyHeader, idempotencyKeyOf } from '../lib/idempotency-key.js';
@@ -16,7 +17,6 @@ import type { IdempotencyStore } from '../lib/idempotency-store.js';
 import { admitPublish, type PublishAdmission } from '../lib/publish-admission.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { payloadTooLarge, problemResponse, problemResponses } from '../lib/route-schemas.js';
-import fp from 'fastify-plugin';
 
 /** Options of the publishing route: the backlog bound and payload quota it admits by, and more. */
 export interface EventRoutesOptions extends PublishAdmission {

@@ -6,6 +6,7 @@
  * limits of a published event (400 or 413 naming `/payload/data`), and the filter to its budget.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import {
   checkEventData,
   compileEventFilter,
@@ -20,7 +21,6 @@ import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import { checkSubscriptionSelection } from '../lib/subscription-selection.js';
-import fp from 'fastify-plugin';
 
 const filterTests: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (app, { catalogue }) => {
   app.post(

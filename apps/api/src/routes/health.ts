@@ -7,8 +7,8 @@
  * balancer. Neither needs a token.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import Type from 'typebox';
 import fp from 'fastify-plugin';
+import Type from 'typebox';
 
 const withTimeout = <T>(promise: Promise<T>, ms: number) =>
   Promise.race([

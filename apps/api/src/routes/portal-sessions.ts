@@ -7,6 +7,7 @@
  * no other credential.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import {
   PortalLinkExchange,
   PortalSession,
@@ -19,7 +20,6 @@ import type { PortalLinks } from '../lib/portal-links.js';
 import { defaultPortalSessionSeconds } from '../lib/portal-tokens.js';
 import { problemResponse, problemResponses } from '../lib/route-schemas.js';
 import type { Views } from '../lib/views.js';
-import fp from 'fastify-plugin';
 
 /** Options of the portal session routes. */
 export interface PortalSessionOptions {

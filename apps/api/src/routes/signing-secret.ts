@@ -10,6 +10,7 @@
  * that moment to `previous_secret`, and every secret handed out signs for its whole announced life.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import {
   generateSigningSecret,
   schemeOfSecret,
@@ -21,7 +22,6 @@ import {
 import { noStore } from '../lib/headers.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription, rotateOwnSigningSecret } from '../lib/subscription-lookup.js';
-import fp from 'fastify-plugin';
 
 const signingSecret: FastifyPluginAsyncTypebox<{ secretBox: SecretBox }> = async (app, { secretBox }) => {
   const schema = (operationId: string, summary: string) => ({

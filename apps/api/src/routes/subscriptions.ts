@@ -8,6 +8,7 @@
  * the worker's challenge is answered; POST /api/webhooks/{id}/verification asks again.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import type { FastifyBaseLogger } from 'fastify';
 import Type from 'typebox';
 import { v7 as uuidv7 } from 'uuid';
@@ -50,7 +51,6 @@ import type { Views } from '../lib/views.js';
 import { noStore } from '../lib/headers.js';
 import { createSubscriptionPresenter } from '../lib/subscription-presenter.js';
 import { checkTransformation } from '../lib/transformation-check.js';
-import fp from 'fastify-plugin';
 
 /** Options of the subscription routes. */
 export interface SubscriptionRoutesOptions {

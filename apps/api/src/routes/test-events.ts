@@ -6,13 +6,13 @@
  * the subscription's content filter says: the developer asked for it.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import { EventAccepted, TestEventCreate, typesReceivedBy, type Catalogue } from '@webhooks/shared';
 import { HttpProblem, subscriptionDisabled } from '../lib/problem.js';
 import { admitPublish, type PublishAdmission } from '../lib/publish-admission.js';
 import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponse, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
-import fp from 'fastify-plugin';
 
 /** Options of the test-event route: the catalogue, and the bound and quota every publish passes. */
 export interface TestEventOptions {

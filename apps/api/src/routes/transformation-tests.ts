@@ -6,6 +6,7 @@
  * held to the limits of a published event (400 or 413 naming `/payload/data`).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
 import {
   buildDeliveryPayload,
   checkEventData,
@@ -20,7 +21,6 @@ import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import { transformationProblem } from '../lib/transformation-check.js';
-import fp from 'fastify-plugin';
 
 /** Options: the sandbox (null when TRANSFORMATIONS=false) and what opens stored headers. */
 export interface TransformationTestsOptions {
