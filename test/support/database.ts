@@ -53,9 +53,9 @@ async function migrationsDigest(): Promise<string> {
 /**
  * The name of the migrated database test databases are copied from, built on first use. It is
  * migrated under a temporary name and renamed once complete, so a run killed half-way leaves no
- * template a later run would copy; builders exclude each other with an advisory lock on the
- * server's admin database, held until the builder's connection closes. Templates of other
- * migrations are dropped then.
+ * template a later run would copy (a build whose migration fails is dropped); builders exclude each
+ * other with an advisory lock on the server's admin database, held until the builder's connection
+ * closes. Templates of other migrations are dropped then.
  */
 async function migratedTemplate(): Promise<string> {
   const name = `wh_template_${await migrationsDigest()}`;
@@ -68,7 +68,10 @@ async function migratedTemplate(): Promise<string> {
     );
     for (const { datname } of stale.rows) await dropDatabase(datname);
     const building = newTestDatabaseUrl('template_build');
-    await migrate({ databaseUrl: building.url, migrationsDir });
+    await migrate({ databaseUrl: building.url, migrationsDir }).catch(async (error: unknown) => {
+      await dropDatabase(building.name);
+      throw error;
+    });
     await admin.query(
       `ALTER DATABASE ${pg.escapeIdentifier(building.name)} RENAME TO ${pg.escapeIdentifier(name)}`,
     );
