@@ -19,10 +19,14 @@ export interface ReceivedRequest {
   at: number;
 }
 
-/** A status after a delay (`afterMs`, default none) with an optional body and headers. */
+/**
+ * A status after a delay (`afterMs`, default none) with an optional body and headers. `heldUntil`:
+ * the answer waits until that promise settles (a test lets it go once it has done its part).
+ */
 export type FullAnswer = {
   status: number;
   afterMs?: number;
+  heldUntil?: Promise<unknown>;
   body?: string | Buffer;
   headers?: Record<string, string>;
 };
@@ -119,8 +123,12 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
           .writeHead(full.status, { 'content-type': 'text/plain', ...full.headers })
           .end(full.body ?? `answer ${full.status}`);
       };
-      if (full.afterMs === undefined) reply();
-      else setTimeout(reply, full.afterMs);
+      const answerNow = () => {
+        if (full.afterMs === undefined) reply();
+        else setTimeout(reply, full.afterMs);
+      };
+      if (full.heldUntil === undefined) answerNow();
+      else void full.heldUntil.then(answerNow, answerNow);
     });
   });
   const listening = await listenOnLoopback(server);

@@ -323,7 +323,11 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       maxAttempts: ref.maxAttempts,
       backoffMs: deps.policy.backoffMs,
     });
-    const recorded = deps.store.record({ delivery, result, outcome, inFlightLimit: admission.inFlightLimit });
+    const record = { delivery, result, outcome, inFlightLimit: admission.inFlightLimit };
+    const recorded =
+      ref.recordAfter === undefined
+        ? deps.store.record(record)
+        : ref.recordAfter.then(() => deps.store.record(record));
     if (outcome.kind === 'succeeded') onConfirmed?.();
     try {
       await recorded;

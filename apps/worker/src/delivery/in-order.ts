@@ -21,9 +21,16 @@
  * - A worker that dies mid-way leaves the head without a job; the lease ends with its period and
  *   the reconciler gives the head its job, as for a lost job.
  * - While a head is attempted, the next one's round is claimed and its account's earlier fan-outs
- *   watched; once the head is confirmed, the next one is read while the record is written. Read
- *   after its claim and the watch, it is attempted as read (`RoundRef.claimedAhead`), and only once
- *   the record committed, so that no crash sends a head again after its successor.
+ *   watched, then it is read; once the head is confirmed (HTTP 200), the next one is attempted
+ *   while the head's record is written. Read after its claim and the watch, it is attempted as read
+ *   (`RoundRef.claimedAhead`), and its own record is written only once the head's has committed
+ *   (`RoundRef.recordAfter`). A crash or a failed record in between leaves both pending, so both are
+ *   sent again, in order: an event sent again is followed by every later one already sent, the rule
+ *   of Google Pub/Sub's ordering keys (cloud.google.com/pubsub/docs/ordering, "Message
+ *   redelivery"), and the last copy of each event reaches the callback in acceptance order. Each
+ *   event is still sent first only once the one before it was confirmed, and a head is read only
+ *   once the record of the one two before it committed: at most two heads are sent and not yet
+ *   recorded at a time.
  *
  * Each head is attempted in a trace of its own, never in the trace of the job that started the
  * hand-over (another event's).
@@ -151,6 +158,8 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
   const run = async (subscriptionId: string, lease: HandOverLease) => {
     let ahead: ClaimAhead | null = null;
     let read: HeadRead | null = null;
+    /** The previous head's step: confirmed, its record still being written. */
+    let recording: Promise<void> | null = null;
     try {
       for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
         if (handed > 0) await lease.renew();
@@ -165,22 +174,51 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
         const claimedAhead = kept && ahead?.jobId === ref.jobId;
         if (!claimedAhead) await ahead?.drop();
         ahead = null;
+        const previous: Promise<void> | null = recording;
+        recording = null;
+        // A head not claimed ahead is checked by its step in the log, where the previous one must be
+        // recorded first; one claimed ahead goes now, its record after the previous one's.
+        if (!claimedAhead) await previous;
         const nextEventId: string | null = handed + 1 < deps.maxHeads ? found.nextEventId : null;
         const claiming: Promise<ClaimAhead | null> | null =
           nextEventId === null ? null : context.with(ROOT_CONTEXT, () => claimAhead(head, nextEventId));
-        // Once the head is confirmed, the next one is read while its record is written, after the
-        // next round's claim and watch: as it will be once the record commits, which the step awaits.
-        const readNext = () => {
-          read = (async () => {
+        // The next head is read after its round's claim and watch, and once the previous head's
+        // record committed (the read leaves out only this head): while this one is attempted when
+        // the next one is known, else once this one is confirmed. It is used only then.
+        const readAfter = () => {
+          const reading = (async () => {
             await claiming;
+            await previous;
             return deps.loadHead(subscriptionId, head.eventId);
           })();
-          read.catch(() => undefined);
+          reading.catch(() => undefined);
+          return reading;
         };
+        const early: HeadRead | null = claiming === null ? null : readAfter();
+        const readNext = () => {
+          read = early ?? readAfter();
+        };
+        let confirm = () => {};
+        const confirmed = new Promise<'confirmed'>((resolve) => {
+          confirm = () => resolve('confirmed');
+        });
+        const round: RoundRef = claimedAhead
+          ? { ...ref, claimedAhead: true, ...(previous === null ? {} : { recordAfter: previous }) }
+          : ref;
+        const stepping = context.with(ROOT_CONTEXT, () =>
+          deps.deliver(round, () => {
+            readNext();
+            confirm();
+          }),
+        );
         try {
-          const step = await context.with(ROOT_CONTEXT, () =>
-            deps.deliver(claimedAhead ? { ...ref, claimedAhead: true } : ref, readNext),
-          );
+          const step = await Promise.race([stepping, confirmed]);
+          if (step === 'confirmed') {
+            // Confirmed: the next head goes while this one's record is written, and records after it.
+            recording = stepping.then(() => undefined);
+            recording.catch(() => undefined);
+            continue;
+          }
           const next = afterHandedOver(head, step, deps.maxAttempts, Date.now());
           if (next.kind === 'job') {
             await context.with(ROOT_CONTEXT, () => deps.addJob(next.job));
@@ -192,7 +230,8 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
         }
       }
     } finally {
-      await ahead?.drop();
+      // The heads' jobs come after this, from the log: the last confirmed head must be in it first.
+      await Promise.all([ahead?.drop(), recording]);
     }
   };
 

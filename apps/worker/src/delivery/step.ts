@@ -69,4 +69,11 @@ export interface RoundRef {
    * when it ends, as its own.
    */
   claimedAhead?: boolean;
+  /**
+   * The record of the FIFO head before this one, confirmed and still being written: the caller
+   * attempts this head meanwhile (`in-order.ts`), and the step writes its own record only once that
+   * one has committed, so that a crash before either commits sends both again, in order. When it
+   * rejects, the step records nothing and throws it.
+   */
+  recordAfter?: Promise<void>;
 }
