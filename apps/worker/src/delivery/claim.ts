@@ -22,11 +22,13 @@ import { renewalDue } from './lease.js';
 export interface ClaimAhead {
   jobId: string;
   /**
-   * Holds the claim a full lease again, for the step about to use it. @returns false, holding it
-   * no longer, when it was due for renewal (`lease.ts`: a third of its lease passed since it was
-   * taken): it may then be about to end, and another run to take it. @throws ioredis' errors
+   * Holds the claim a full lease again, for the step about to use it, which need not wait: at least
+   * two thirds of its lease are left. @returns the renewal under way (rejected with ioredis'
+   * errors), or null, renewing nothing, when it was due for renewal (`lease.ts`: a third of its
+   * lease passed since it was taken): it may then be about to end, and another run to take it; the
+   * caller drops it.
    */
-  keep(): Promise<boolean>;
+  keep(): Promise<void> | null;
   /**
    * Drops it, once, and unless its lease has passed (the key may then be another run's); after
    * {@link keep} gave true, the step using it drops it instead. Never throws.
@@ -85,13 +87,9 @@ export function createAttemptClaims(options: {
       let held = true;
       const ahead: ClaimAhead = {
         jobId,
-        async keep() {
-          if (renewalDue(takenAt, Date.now(), leaseMs)) {
-            await ahead.drop();
-            return false;
-          }
-          await redis.pexpire(key(jobId), leaseMs);
-          return true;
+        keep() {
+          if (renewalDue(takenAt, Date.now(), leaseMs)) return null;
+          return redis.pexpire(key(jobId), leaseMs).then(() => undefined);
         },
         async drop() {
           if (!held) return;

@@ -163,15 +163,16 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
     try {
       for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
         if (handed > 0) await lease.renew();
-        // The claim is held again as the head is read; it is used only if the head is its round.
-        const keeping: Promise<boolean> = ahead === null ? Promise.resolve(false) : ahead.keep();
-        const [found, kept] = await Promise.all([read ?? deps.loadHead(subscriptionId), keeping]);
+        const found = await (read ?? deps.loadHead(subscriptionId));
         read = null;
         if (found === null) return;
         const head = headOf(found.head);
         const ref = handedOverRound(head, deps.maxAttempts, Date.now(), found.head);
         if (ref === null) return;
-        const claimedAhead = kept && ahead?.jobId === ref.jobId;
+        // The claim taken ahead is used only if the head is its round, and held again meanwhile.
+        const keeping: Promise<void> | null = ahead?.jobId === ref.jobId ? ahead.keep() : null;
+        keeping?.catch(() => undefined);
+        const claimedAhead = keeping !== null;
         if (!claimedAhead) await ahead?.drop();
         ahead = null;
         const previous: Promise<void> | null = recording;
@@ -227,6 +228,7 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
           if (next.kind === 'stop') return;
         } finally {
           ahead = await claiming;
+          await keeping;
         }
       }
     } finally {
