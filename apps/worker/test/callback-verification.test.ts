@@ -1,7 +1,8 @@
 /**
  * Optional callback verification (CALLBACK_VERIFICATION=challenge) through the real services: a
  * new subscription stays `pending`, receiving nothing, until its callback answers the signed
- * challenge; a moved callback proves itself again; the client cannot skip the challenge.
+ * challenge; a moved callback proves itself again; the client cannot skip the challenge, and
+ * asking again sends a challenge waiting for its next try at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
@@ -104,6 +105,15 @@ describe('a callback that does not answer its challenge', () => {
     });
     expect(disable.statusCode).toBe(409);
 
+    // Its challenge waits out the backoff before its next try; asking again sends that try now.
+    const challengeJob = async () =>
+      (await stack.api.app.verificationQueue.getJobs(['delayed', 'waiting', 'active', 'completed'])).find(
+        (job) => job.data.subscriptionId === deaf.id,
+      );
+    const waiting = await waitFor('the challenge waiting for its next try', async () => {
+      const job = await challengeJob();
+      return job !== undefined && (await job.isDelayed()) ? job : undefined;
+    });
     stack.receiver.script('/deaf', [echoChallenge]);
     const again = await stack.api.app.inject({
       method: 'POST',
@@ -111,6 +121,7 @@ describe('a callback that does not answer its challenge', () => {
       headers: stack.api.auth('acct-deaf'),
     });
     expect(again.statusCode).toBe(202);
+    expect(await waiting.getState()).not.toBe('delayed');
     await waitFor('the subscription active', async () => (await statusOf('acct-deaf', deaf.id)) === 'active');
     const twice = await stack.api.app.inject({
       method: 'POST',

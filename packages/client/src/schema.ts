@@ -138,7 +138,7 @@ export interface paths {
     put?: never;
     /**
      * Send a pending subscription’s callback its challenge again
-     * @description With CALLBACK_VERIFICATION=challenge, a subscription is `pending` until its callback answers HTTP 200 with the `data.challenge` of a signed `webhook.verification` request (as the body, or as `challenge` in a JSON body). Ask again after fixing the callback.
+     * @description With CALLBACK_VERIFICATION=challenge, a subscription is `pending` until its callback answers HTTP 200 with the `data.challenge` of a signed `webhook.verification` request (as the body, or as `challenge` in a JSON body). Ask again after fixing the callback: a challenge waiting for its next try is sent at once.
      */
     post: operations['verifySubscription'];
     delete?: never;

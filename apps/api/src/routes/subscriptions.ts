@@ -21,7 +21,6 @@ import {
   SubscriptionCreated,
   SubscriptionListQuery,
   SubscriptionUpdate,
-  verificationJob,
   type BrokerConfig,
   type CallbackPolicy,
   type Catalogue,
@@ -49,6 +48,7 @@ import {
 import { deleteOwnSubscription, findOwnSubscription, updateIfUnchanged } from '../lib/subscription-lookup.js';
 import type { Views } from '../lib/views.js';
 import { noStore } from '../lib/headers.js';
+import { requestChallenge } from '../lib/challenge-request.js';
 import { createSubscriptionPresenter } from '../lib/subscription-presenter.js';
 import { checkTransformation } from '../lib/transformation-check.js';
 
@@ -111,9 +111,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
    * the subscription exists already, and `POST .../verification` asks again.
    */
   const requestVerification = async (subscriptionId: string, callbackUrl: string, log: FastifyBaseLogger) => {
-    const { name, data, opts } = verificationJob(subscriptionId, callbackUrl);
     try {
-      await app.verificationQueue.add(name, data, opts);
+      await requestChallenge(app.verificationQueue, subscriptionId, callbackUrl);
     } catch (error) {
       log.warn({ err: error, subscriptionId }, 'callback verification not queued; the client can ask again');
     }
@@ -361,7 +360,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         operationId: 'verifySubscription',
         summary: 'Send a pending subscription’s callback its challenge again',
         description:
-          'With CALLBACK_VERIFICATION=challenge, a subscription is `pending` until its callback answers HTTP 200 with the `data.challenge` of a signed `webhook.verification` request (as the body, or as `challenge` in a JSON body). Ask again after fixing the callback.',
+          'With CALLBACK_VERIFICATION=challenge, a subscription is `pending` until its callback answers HTTP 200 with the `data.challenge` of a signed `webhook.verification` request (as the body, or as `challenge` in a JSON body). Ask again after fixing the callback: a challenge waiting for its next try is sent at once.',
         params: SubscriptionParams,
         response: {
           202: Subscription,
@@ -374,8 +373,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
       if (current.status !== 'pending')
         throw new HttpProblem(409, 'conflict', 'The subscription is not pending: there is nothing to verify');
-      const { name, data, opts } = verificationJob(current.id, current.callbackUrl);
-      await app.verificationQueue.add(name, data, opts);
+      await requestChallenge(app.verificationQueue, current.id, current.callbackUrl);
       return reply.code(202).send(await presentOne(current));
     },
   );
