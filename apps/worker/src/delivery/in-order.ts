@@ -158,7 +158,10 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
   const run = async (subscriptionId: string, lease: HandOverLease) => {
     let ahead: ClaimAhead | null = null;
     let read: HeadRead | null = null;
-    /** The previous head's step: confirmed, its record still being written. */
+    /**
+     * The last confirmed head's step, its record perhaps still being written (and the records
+     * before it, which it waited for): whatever ends the hand-over waits for it.
+     */
     let recording: Promise<void> | null = null;
     try {
       for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
@@ -176,7 +179,6 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
         if (!claimedAhead) await ahead?.drop();
         ahead = null;
         const previous: Promise<void> | null = recording;
-        recording = null;
         // A head not claimed ahead is checked by its step in the log, where the previous one must be
         // recorded first; one claimed ahead goes now, its record after the previous one's.
         if (!claimedAhead) await previous;
