@@ -63,21 +63,25 @@ describe('the FIFO head read', () => {
     expect(read?.nextEventId).toBe(eventIds[1]);
   });
 
-  it('leaves out the event whose confirmed attempt is being recorded, as head and as next', async () => {
-    const { subscriptionId, eventIds } = await subscriptionWithPending(3);
-    const afterFirst = await store.loadHead(subscriptionId, eventIds[0]);
+  it('leaves out the events whose confirmed attempts are being recorded, as head and as next', async () => {
+    const { subscriptionId, eventIds } = await subscriptionWithPending(4);
+    const afterFirst = await store.loadHead(subscriptionId, [eventIds[0]!]);
     expect(afterFirst?.head.event.id).toBe(eventIds[1]);
     expect(afterFirst?.nextEventId).toBe(eventIds[2]);
     // An earlier event stored late is the head; the one left out is not its next.
-    const afterSecond = await store.loadHead(subscriptionId, eventIds[1]);
+    const afterSecond = await store.loadHead(subscriptionId, [eventIds[1]!]);
     expect(afterSecond?.head.event.id).toBe(eventIds[0]);
     expect(afterSecond?.nextEventId).toBe(eventIds[2]);
+    const afterTwo = await store.loadHead(subscriptionId, [eventIds[0]!, eventIds[1]!]);
+    expect(afterTwo?.head.event.id).toBe(eventIds[2]);
+    expect(afterTwo?.nextEventId).toBe(eventIds[3]);
   });
 
   it('finds no head, and no next, once the last pending one is left out', async () => {
     const { subscriptionId, eventIds } = await subscriptionWithPending(2);
-    expect((await store.loadHead(subscriptionId, eventIds[0]))?.nextEventId).toBeNull();
+    expect((await store.loadHead(subscriptionId, [eventIds[0]!]))?.nextEventId).toBeNull();
+    expect(await store.loadHead(subscriptionId, eventIds)).toBeNull();
     await pool.query(`UPDATE deliveries SET status = 'succeeded' WHERE event_id = $1`, [eventIds[0]]);
-    expect(await store.loadHead(subscriptionId, eventIds[1])).toBeNull();
+    expect(await store.loadHead(subscriptionId, [eventIds[1]!])).toBeNull();
   });
 });

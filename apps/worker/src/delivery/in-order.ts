@@ -28,9 +28,9 @@
  *   sent again, in order: an event sent again is followed by every later one already sent, the rule
  *   of Google Pub/Sub's ordering keys (cloud.google.com/pubsub/docs/ordering, "Message
  *   redelivery"), and the last copy of each event reaches the callback in acceptance order. Each
- *   event is still sent first only once the one before it was confirmed, and a head is read only
- *   once the record of the one two before it committed: at most two heads are sent and not yet
- *   recorded at a time.
+ *   event is still sent first only once the one before it was confirmed, and only once the record of
+ *   the one two before it committed: at most two heads are sent and not yet recorded at a time (a
+ *   read of the next head leaves both out).
  *
  * Each head is attempted in a trace of its own, never in the trace of the job that started the
  * hand-over (another event's).
@@ -159,10 +159,12 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
     let ahead: ClaimAhead | null = null;
     let read: HeadRead | null = null;
     /**
-     * The last confirmed head's step, its record perhaps still being written (and the records
-     * before it, which it waited for): whatever ends the hand-over waits for it.
+     * The last confirmed head: its event, and its step, its record perhaps still being written
+     * (and the records before it, which it waited for): whatever ends the hand-over waits for it.
      */
-    let recording: Promise<void> | null = null;
+    let recording: { eventId: string; step: Promise<void> } | null = null;
+    /** The step of the confirmed head before that one. */
+    let recordingBefore: Promise<void> | null = null;
     try {
       for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
         if (handed > 0) await lease.renew();
@@ -178,21 +180,26 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
         const claimedAhead = keeping !== null;
         if (!claimedAhead) await ahead?.drop();
         ahead = null;
-        const previous: Promise<void> | null = recording;
-        // A head not claimed ahead is checked by its step in the log, where the previous one must be
-        // recorded first; one claimed ahead goes now, its record after the previous one's.
-        if (!claimedAhead) await previous;
+        const previous = recording;
+        // At most two heads are sent and not recorded: the one before the previous is in the log
+        // before this one goes. A head not claimed ahead is checked by its step in the log, where
+        // the previous one must be recorded first; one claimed ahead goes now, its record after the
+        // previous one's.
+        await recordingBefore;
+        if (!claimedAhead) await previous?.step;
         const nextEventId: string | null = handed + 1 < deps.maxHeads ? found.nextEventId : null;
         const claiming: Promise<ClaimAhead | null> | null =
           nextEventId === null ? null : context.with(ROOT_CONTEXT, () => claimAhead(head, nextEventId));
-        // The next head is read after its round's claim and watch, and once the previous head's
-        // record committed (the read leaves out only this head): while this one is attempted when
-        // the next one is known, else once this one is confirmed. It is used only then.
+        // The next head is read after its round's claim and watch, leaving out this head and the
+        // previous one, whose records may not have committed: while this one is attempted when the
+        // next one is known, else once this one is confirmed. It is used only then.
         const readAfter = () => {
           const reading = (async () => {
             await claiming;
-            await previous;
-            return deps.loadHead(subscriptionId, head.eventId);
+            return deps.loadHead(
+              subscriptionId,
+              previous === null ? [head.eventId] : [previous.eventId, head.eventId],
+            );
           })();
           reading.catch(() => undefined);
           return reading;
@@ -206,7 +213,7 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
           confirm = () => resolve('confirmed');
         });
         const round: RoundRef = claimedAhead
-          ? { ...ref, claimedAhead: true, ...(previous === null ? {} : { recordAfter: previous }) }
+          ? { ...ref, claimedAhead: true, ...(previous === null ? {} : { recordAfter: previous.step }) }
           : ref;
         const stepping = context.with(ROOT_CONTEXT, () =>
           deps.deliver(round, () => {
@@ -218,8 +225,9 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
           const step = await Promise.race([stepping, confirmed]);
           if (step === 'confirmed') {
             // Confirmed: the next head goes while this one's record is written, and records after it.
-            recording = stepping.then(() => undefined);
-            recording.catch(() => undefined);
+            recordingBefore = previous?.step ?? null;
+            recording = { eventId: head.eventId, step: stepping.then(() => undefined) };
+            recording.step.catch(() => undefined);
             continue;
           }
           const next = afterHandedOver(head, step, deps.maxAttempts, Date.now());
@@ -235,7 +243,7 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
       }
     } finally {
       // The heads' jobs come after this, from the log: the last confirmed head must be in it first.
-      await Promise.all([ahead?.drop(), recording]);
+      await Promise.all([ahead?.drop(), recording?.step]);
     }
   };
 

@@ -32,13 +32,13 @@ export interface DeliveryStore {
    * The head of FIFO subscription `subscriptionId` (its oldest pending delivery, `fifo-head.ts`),
    * loaded as {@link load} loads it, with the event id of the pending delivery after it (null when
    * none): the head after this one, unless an earlier event's delivery is stored meanwhile. Null
-   * when the subscription is not FIFO or has none pending. With `exceptEventId`, that event's
-   * delivery counts as no longer pending: the head once its confirmed attempt is recorded.
+   * when the subscription is not FIFO or has none pending. The deliveries of `exceptEventIds`
+   * count as no longer pending: the head once their confirmed attempts are recorded.
    * @throws pg's errors, and the secret box's when no configured key opens a stored secret
    */
   loadHead(
     subscriptionId: string,
-    exceptEventId?: string,
+    exceptEventIds?: readonly string[],
   ): Promise<{ head: LoadedDelivery; nextEventId: string | null } | null>;
   /**
    * Whether the delivery of `eventId` to `subscriptionId` is still as it was read (pending, in
@@ -273,7 +273,7 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
   return {
     load,
     record,
-    async loadHead(subscriptionId, exceptEventId) {
+    async loadHead(subscriptionId, exceptEventIds = []) {
       const { rows } = await pool.query<Row & { next_event_id: string | null }>({
         name: 'delivery-load-fifo-head',
         text: `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
@@ -281,17 +281,17 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
                       s.id::text AS subscription_id, ${subscriptionColumnsSql},
                       (SELECT n.event_id::text FROM deliveries n
                        WHERE n.subscription_id = s.id AND n.status = 'pending' AND n.event_id > d.event_id
-                         AND n.event_id IS DISTINCT FROM $2::uuid
+                         AND n.event_id <> ALL($2::uuid[])
                        ORDER BY n.event_id LIMIT 1) AS next_event_id
                FROM subscriptions s
                CROSS JOIN LATERAL (
                  SELECT * FROM deliveries
-                 WHERE subscription_id = s.id AND status = 'pending' AND event_id IS DISTINCT FROM $2::uuid
+                 WHERE subscription_id = s.id AND status = 'pending' AND event_id <> ALL($2::uuid[])
                  ORDER BY event_id LIMIT 1
                ) d
                CROSS JOIN LATERAL (SELECT * FROM events WHERE id = d.event_id LIMIT 1) e
                WHERE s.id = $1::uuid AND s.ordering = 'fifo'`,
-        values: [subscriptionId, exceptEventId ?? null],
+        values: [subscriptionId, exceptEventIds],
       });
       const row = rows[0];
       return row === undefined
