@@ -31,7 +31,7 @@ export interface ClaimAhead {
   keep(): Promise<void> | null;
   /**
    * Drops it, once, and unless its lease has passed (the key may then be another run's); after
-   * {@link keep} gave true, the step using it drops it instead. Never throws.
+   * {@link keep} gave a renewal, the step using it drops it instead. Never throws.
    */
   drop(): Promise<void>;
 }
