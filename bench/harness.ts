@@ -29,6 +29,7 @@ import { freePort, startService, waitUntilReady, type ServiceProcess } from '../
 import { startReceiver, type Receiver } from '../scripts/lib/receiver.js';
 import { waitFor } from '../scripts/lib/wait.js';
 import { connectionCpuMs } from './process-cpu.js';
+import { describeStall } from './stall-report.js';
 
 /** What the benchmark receiver answers a path: a status, or hold the request unanswered until closed. */
 export type BareAnswer = number | 'hang';
@@ -469,7 +470,7 @@ export interface SucceededWait {
  * tables. Even planned once, it costs PostgreSQL a few ms a poll over a large load, which
  * `onPollCpuMs` reports.
  *
- * @throws Error after `timeoutMs`
+ * @throws Error after `timeoutMs`, saying what the stack holds then (`stall-report.ts`)
  */
 export async function waitForSucceeded(
   stack: BenchStack,
@@ -490,7 +491,11 @@ export async function waitForSucceeded(
       options.onProgress?.(done);
       return done >= expected;
     };
-    await waitFor(`${expected} deliveries to succeed`, succeeded, timeoutMs, 100);
+    await waitFor(`${expected} deliveries to succeed`, succeeded, timeoutMs, 100).catch(
+      async (error: Error) => {
+        throw new Error(`${error.message}; ${await describeStall(db, stack.redisUrl, stack.prefix)}`);
+      },
+    );
     const finishedAt = performance.timeOrigin + performance.now();
     if (options.onPollCpuMs) options.onPollCpuMs(await connectionCpuMs(db));
     return finishedAt;
