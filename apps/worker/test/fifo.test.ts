@@ -321,6 +321,11 @@ describe('the next ordered event while the one before it is recorded', () => {
     });
     // The record fails: event 2's must not commit without it, and both are sent again, in order.
     await db.query('SELECT pg_terminate_backend($1)', [recordPid]);
+    await waitFor(
+      'event 1’s record ended with its backend',
+      async () =>
+        (await db.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [recordPid])).rowCount === 0,
+    );
     await lock.query('ROLLBACK');
     await lock.end();
     await waitFor('all three recorded as delivered', async () => (await count('succeeded')) === 3);
