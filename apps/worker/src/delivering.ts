@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
 import {
   createPipelinedConnection,
+  deliveryJobId,
   queueNames,
   resourceLinks,
   createTransformationRunner,
@@ -54,6 +55,12 @@ const gateCommandTimeoutMs = 2_000;
  * enough that the worker's slot turns over every few seconds at callbacks' usual speed.
  */
 const orderedHandOverHeads = 100;
+
+/**
+ * How many of a just-verified subscription's waiting deliveries are sent at once, oldest first; the
+ * rest look again on their own (every 10 s), as before.
+ */
+const verifiedWakeLimit = 1_000;
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -209,7 +216,35 @@ export function startDeliveries(
   // Challenges are rare and each waits on one callback: a few at a time, beside the deliveries.
   const verifications = new Worker<VerificationJobData, VerificationResult>(
     queueNames.verifications,
-    createVerificationProcessor({ pool: deps.pool, sender, secretBox: config.secretBox, hostGate, log }),
+    createVerificationProcessor({
+      pool: deps.pool,
+      sender,
+      secretBox: config.secretBox,
+      hostGate,
+      async wakeDeliveries(subscriptionId) {
+        try {
+          const { rows } = await deps.pool.query<{ event_id: string; round: number }>(
+            `SELECT event_id::text, round FROM deliveries
+             WHERE subscription_id = $1::uuid AND status = 'pending' ORDER BY event_id LIMIT $2`,
+            [subscriptionId, verifiedWakeLimit],
+          );
+          const queue = sharded.ofSubscription(subscriptionId).deliveries;
+          await Promise.all(
+            rows.map(async ({ event_id: eventId, round }) => {
+              const job = await Job.fromId(queue, deliveryJobId(eventId, subscriptionId, round));
+              // One not delayed is running or gone already.
+              if (job !== undefined && (await job.isDelayed())) await job.promote().catch(() => undefined);
+            }),
+          );
+        } catch (error) {
+          log.debug(
+            { err: error, subscriptionId },
+            'deliveries of a verified callback not woken; they look again',
+          );
+        }
+      },
+      log,
+    }),
     { ...deps.common, prefix: config.keyPrefix, concurrency: 5 },
   );
   verifications.on('failed', (job, error) =>

@@ -2,24 +2,34 @@
  * Optional callback verification (CALLBACK_VERIFICATION=challenge) through the real services: a
  * new subscription stays `pending`, receiving nothing, until its callback answers the signed
  * challenge; a moved callback proves itself again; the client cannot skip the challenge, and
- * asking again sends a challenge waiting for its next try at once.
+ * asking again sends a challenge waiting for its next try at once; deliveries waiting for a moved
+ * callback's challenge go as soon as it is answered.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Queue } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
+import { deliveryJobId, queueNames } from '@webhooks/shared';
 import { answersChallenge } from '../src/verification/challenge.js';
 import { echoChallenge } from '../../../test/support/challenge.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { testRedisUrl } from '../../../test/support/redis.js';
 import { waitFor } from '../../../scripts/lib/wait.js';
 
 let stack: TestStack;
+let deliveries: Queue;
 
 beforeAll(async () => {
   stack = await startTestStack('verification', {
     CALLBACK_VERIFICATION: 'challenge',
     DELIVERY_BACKOFF_MS: '100',
   });
+  deliveries = new Queue(queueNames.deliveries, {
+    connection: { url: testRedisUrl },
+    prefix: stack.api.prefix,
+  });
 });
 afterAll(async () => {
+  await deliveries.close();
   await stack.close();
 }, 60_000);
 
@@ -138,7 +148,7 @@ describe('a delivery waiting for its retry when the callback moves', () => {
     const sub = await stack.subscribe('acct-move', { callback_url: `${stack.receiver.url}/old` });
     await waitFor('active', async () => (await statusOf('acct-move', sub.id)) === 'active');
     stack.receiver.script('/old', [500]);
-    await publish('acct-move');
+    const { id: eventId } = await publish('acct-move');
     // The challenge that made it active was /old's first request; the attempt is the next one.
     const attemptsAtOld = () =>
       stack.receiver.at('/old').filter((r) => JSON.parse(r.body).type !== 'webhook.verification');
@@ -158,6 +168,14 @@ describe('a delivery waiting for its retry when the callback moves', () => {
       headers: stack.api.auth('acct-move'),
       payload: { callback_url: `${stack.receiver.url}/new` },
     });
+    // The retry waits for the new callback's verification, which sends it as soon as it is answered.
+    // The first challenge made it active at /old; the second is /new's.
+    const challenged = async () =>
+      (await stack.api.app.verificationQueue.getJobs(['completed'])).filter(
+        (job) => job.data.subscriptionId === sub.id,
+      ).length === 2;
+    await waitFor('the new callback verified', challenged);
+    expect(await deliveries.getJobState(deliveryJobId(eventId, sub.id))).not.toBe('delayed');
     await waitFor('the retry at the new callback', () => stack.receiver.at('/new').length === 2, 30_000);
     const [challenge, retry] = stack.receiver.at('/new');
     expect(JSON.parse(challenge!.body).type).toBe('webhook.verification');

@@ -1,7 +1,8 @@
 /**
  * The processor of the `verifications` queue: sends a `pending` subscription's callback its signed
  * challenge (`challenge.ts`) through the delivery path's HTTP sender, SSRF guard included, and
- * makes the subscription `active` when the callback answers it. A subscription no longer pending,
+ * makes the subscription `active` when the callback answers it, then sends the deliveries that
+ * waited for it (a moved callback's) at once. A subscription no longer pending,
  * deleted, or whose callback URL changed since is left alone. Anything else throws, and BullMQ
  * tries again with its exponential backoff (`verificationRetry` in @webhooks/shared); after the
  * last try the subscription stays `pending` until the client asks for another verification.
@@ -33,6 +34,11 @@ export interface VerificationDeps {
   secretBox: SecretBox;
   /** The deliveries' host cap. */
   hostGate: HostGate;
+  /**
+   * Sends now the subscription's deliveries that wait for its callback's verification (they look
+   * again every 10 s otherwise). Never throws: a delivery not woken looks again on its own.
+   */
+  wakeDeliveries(subscriptionId: string): Promise<void>;
   log: Logger;
 }
 
@@ -92,12 +98,13 @@ export function createVerificationProcessor(deps: VerificationDeps) {
       const what = answer.statusCode === null ? answer.errorClass : `HTTP ${answer.statusCode}`;
       throw new Error(`the callback did not answer the challenge (${what})`);
     }
-    await deps.pool.query(
+    const { rowCount } = await deps.pool.query(
       `UPDATE subscriptions SET status = 'active', updated_at = now()
       WHERE id = $1::uuid AND status = 'pending' AND callback_url = $2`,
       [subscriptionId, row.callback_url],
     );
     deps.log.info({ subscriptionId }, 'callback verified');
+    if (rowCount === 1) await deps.wakeDeliveries(subscriptionId);
     return 'verified';
   };
 }
