@@ -5,7 +5,7 @@
  * which sends callback challenges through the same sender.
  */
 import { createRequire } from 'node:module';
-import { Job, Worker, type WorkerOptions } from 'bullmq';
+import { Job, Worker, type Queue, type WorkerOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
 import {
@@ -121,6 +121,17 @@ export function startDeliveries(
   });
   // The gates' small scripts, four per delivery, go out together when issued in one event-loop
   // turn (but on a Cluster): one socket write for the attempts that start or end together.
+  /**
+   * Sends a delayed delivery job of `queue` now (BullMQ's `promote`). Never throws: a job not
+   * delayed (running, being parked, or gone) asks again on its own; `what` names the wake-up.
+   */
+  const promoteDelivery = async (queue: Queue<DeliveryJobData>, jobId: string, what: string) => {
+    try {
+      await (await Job.fromId(queue, jobId))?.promote();
+    } catch (error) {
+      log.debug({ err: error, jobId }, `${what} skipped`);
+    }
+  };
   const gateRedis = createPipelinedConnection(config.redis, gateCommandTimeoutMs);
   gateRedis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   const hostGate = createHostGate({
@@ -133,11 +144,8 @@ export function startDeliveries(
     async wake(jobId) {
       const subscriptionId = subscriptionOfDeliveryJob(jobId);
       if (subscriptionId === null) return;
-      try {
-        await (await Job.fromId(sharded.ofSubscription(subscriptionId).deliveries, jobId))?.promote();
-      } catch (error) {
-        log.debug({ err: error, jobId }, 'wake-up of a delivery waiting for its host skipped');
-      }
+      const queue = sharded.ofSubscription(subscriptionId).deliveries;
+      await promoteDelivery(queue, jobId, 'wake-up of a delivery waiting for its host');
     },
     log,
   });
@@ -154,12 +162,7 @@ export function startDeliveries(
       maxParkMs: 60_000,
       inSlotWait: inSlotWaitRule(config.WORKER_CONCURRENCY),
       async wake(jobId) {
-        try {
-          await (await Job.fromId(shard.deliveries, jobId))?.promote();
-        } catch (error) {
-          // Not delayed (it is being parked, or already back): it asks the gate again on its own.
-          log.debug({ err: error, jobId }, 'wake-up of a parked delivery skipped');
-        }
+        await promoteDelivery(shard.deliveries, jobId, 'wake-up of a parked delivery');
       },
       log,
       metrics,
@@ -230,11 +233,13 @@ export function startDeliveries(
           );
           const queue = sharded.ofSubscription(subscriptionId).deliveries;
           await Promise.all(
-            rows.map(async ({ event_id: eventId, round }) => {
-              const job = await Job.fromId(queue, deliveryJobId(eventId, subscriptionId, round));
-              // One not delayed is running or gone already.
-              if (job !== undefined && (await job.isDelayed())) await job.promote().catch(() => undefined);
-            }),
+            rows.map(({ event_id: eventId, round }) =>
+              promoteDelivery(
+                queue,
+                deliveryJobId(eventId, subscriptionId, round),
+                'wake-up of a delivery waiting for its callback’s verification',
+              ),
+            ),
           );
         } catch (error) {
           log.debug(
