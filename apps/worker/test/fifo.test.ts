@@ -6,6 +6,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
+import { subscriptionGateKeys } from '@webhooks/shared';
+import { hostCapKeys } from '../src/delivery/host-gate.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../../../scripts/lib/receiver.js';
@@ -38,6 +40,15 @@ const lastCopiesInOrder = (values: number[]) =>
   values.every((value, i) =>
     values.slice(0, i).every((earlier) => earlier <= value || values.indexOf(earlier, i + 1) > i),
   );
+
+/** A promise the test settles, and its settler. */
+const gate = () => {
+  let open = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+};
 
 describe('FIFO order under two worker processes, random 500s and a SIGKILL', () => {
   let api: TestApi;
@@ -258,15 +269,6 @@ describe('the next ordered event while the one before it is recorded', () => {
     await stack.close();
   });
 
-  /** A promise the test settles, and its settler. */
-  const gate = () => {
-    let open = () => {};
-    const opened = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    return { opened, open };
-  };
-
   it('is sent once the one before it is confirmed, not recorded before it, and sent again after it when that record fails', async () => {
     const sub = await stack.subscribe('acct-recording', {
       callback_url: `${stack.receiver.url}/recording`,
@@ -330,5 +332,67 @@ describe('the next ordered event while the one before it is recorded', () => {
     await lock.end();
     await waitFor('all three recorded as delivered', async () => (await count('succeeded')) === 3);
     expect(sequence(arrived())).toEqual([0, 1, 2, 1, 2]);
+  });
+});
+
+describe('ordered events handed over one after another', () => {
+  let stack: TestStack;
+  let db: pg.Client;
+  beforeAll(async () => {
+    stack = await startTestStack('fifo-hand-over-slots');
+    db = new pg.Client({ connectionString: stack.api.database.url });
+    await db.connect();
+  });
+  afterAll(async () => {
+    await db.end();
+    await stack.close();
+  });
+
+  it('go one at a time whatever their subscription’s in-flight limit, and give their host’s slot back at the end', async () => {
+    const sub = await stack.subscribe('acct-slots', {
+      callback_url: `${stack.receiver.url}/slots`,
+      ordering: 'fifo',
+    });
+    const first = gate();
+    let holding = true;
+    stack.receiver.script('/slots', [
+      (request) => {
+        if (seqOf(request) !== 0 || !holding) return 200;
+        holding = false;
+        return { status: 200, heldUntil: first.opened };
+      },
+    ]);
+    for (let seq = 0; seq < 4; seq++) await publishSeq(stack, 'acct-slots', seq);
+    const arrived = () => stack.receiver.at('/slots');
+    const pending = async () =>
+      (
+        await db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM deliveries WHERE subscription_id = $1 AND status = 'pending'",
+          [sub.id],
+        )
+      ).rows[0]!.n;
+    await waitFor(
+      'event 0 at the callback, all four stored',
+      async () => arrived().length === 1 && (await pending()) === 4,
+    );
+    // The subscription's gate is full (as slots that workers killed mid-attempt leave until their
+    // leases end): the events after event 0, handed over once it is confirmed, do not ask it.
+    const { leases } = subscriptionGateKeys(stack.api.prefix, sub.id);
+    const redis = stack.api.app.redis;
+    const lost = Array.from({ length: 100 }, (_, i) => [Date.now() + 600_000, `lost-${i}`] as const);
+    await redis.zadd(leases, ...lost.flat());
+    first.open();
+    await waitFor('events 1 to 3 at the callback', () => arrived().length === 4);
+    expect(sequence(arrived())).toEqual([0, 1, 2, 3]);
+    expect(await redis.zscore(leases, 'lost-0')).not.toBeNull();
+    await waitFor('all four recorded', async () => (await pending()) === 0);
+    const { rows: limits } = await db.query<{ in_flight_limit: number }>(
+      `SELECT a.in_flight_limit FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+       WHERE d.subscription_id = $1`,
+      [sub.id],
+    );
+    expect(limits.map((row) => row.in_flight_limit)).toEqual([1, 1, 1, 1]);
+    const host = hostCapKeys(stack.api.prefix, new URL(stack.receiver.url).hostname);
+    await waitFor('the host’s slot given back', async () => (await redis.zcard(host.leases)) === 0);
   });
 });

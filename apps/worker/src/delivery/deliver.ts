@@ -12,7 +12,10 @@
  * passes the subscription's `rate_limit` and its callback host's cap (`host-gate.ts`), sends the
  * attempt, gives the slots back and records the attempt with its outcome (`outcome.ts`). A FIFO
  * subscription's delivery waits until it is its subscription's head, and its end gives the next
- * one its job (`fifo.ts`), or its turn through the caller (`in-order.ts`).
+ * one its job (`fifo.ts`), or its turn through the caller (`in-order.ts`). A head the caller hands
+ * over that way asks its subscription's gate for nothing ({@link sentInOrder}: it is the only
+ * attempt in flight), and goes on the host slot its predecessor was confirmed on
+ * (`RoundRef.hostSlot`) instead of giving it back and taking it again.
  *
  * A step claims its round first (`claim.ts`), unless its caller did (`RoundRef.claimedAhead`): a
  * second run of the same round waits until the first has recorded its attempt, so no delivery is
@@ -38,16 +41,23 @@ import type { WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import { claimedWaitMs, type AttemptClaims } from './claim.js';
 import type { DeliveryPolicy } from './backoff.js';
-import { eventAcceptedAt, isExpired, roundStartedAt } from './expiry.js';
+import { isExpired, roundStartedAt } from './expiry.js';
 import type { FifoHeads } from './fifo.js';
 import type { DeliveryGate } from './gate.js';
-import type { HostGate } from './host-gate.js';
+import type { HeldHostSlot, HostGate } from './host-gate.js';
 import { parkedUntil, type ParkedDeliveries } from './parked.js';
-import { decideOutcome, type DeliveryOutcome } from './outcome.js';
+import { decideOutcome } from './outcome.js';
 import { buildAttemptRequest } from './request.js';
-import { attemptStatusClass } from './status-class.js';
+import { observeAttempt } from './observe-attempt.js';
 import { cancelledByTransformation, transformStep } from './transform-step.js';
-import { handsOverNext, type DeliveryStep, type EndedWithoutAttempt, type RoundRef } from './step.js';
+import {
+  handsOverNext,
+  oneInFlight,
+  sentInOrder,
+  type DeliveryStep,
+  type EndedWithoutAttempt,
+  type RoundRef,
+} from './step.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
 
 /** What a step needs. */
@@ -102,14 +112,26 @@ const fifoFanOutWaitMs = 50;
 type WithinSlot =
   | { kind: 'done'; result: Exclude<EndedWithoutAttempt, 'expired'>; fifo: boolean }
   | { kind: 'wait'; waitMs: number; inTurnList?: boolean }
-  | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
+  /** `slot`: the host's slot the attempt went on, still held (null when none was taken). */
+  | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult; slot: HeldHostSlot | null };
+
+/** The host slot a step was given by its caller (`RoundRef.hostSlot`), until it uses or frees it. */
+interface Carried {
+  slot: HeldHostSlot | null;
+}
 
 /**
  * What a step runs: one step of `ref`'s round. `onConfirmed`, when given, is called once the
  * step's attempt is confirmed (HTTP 200), while its record is written and before the step
- * returns; it must not throw. The ordered hand-over reads the next head then (`in-order.ts`).
+ * returns; it must not throw. It is handed the host's slot the attempt went on, which the step
+ * then does not give back: the caller passes it to a next attempt of the same account
+ * (`RoundRef.hostSlot`) or releases it. The ordered hand-over reads and sends the next head then
+ * (`in-order.ts`).
  */
-export type Deliver = (ref: RoundRef, onConfirmed?: () => void) => Promise<DeliveryStep>;
+export type Deliver = (
+  ref: RoundRef,
+  onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
+) => Promise<DeliveryStep>;
 
 /**
  * Creates the step.
@@ -119,12 +141,21 @@ export type Deliver = (ref: RoundRef, onConfirmed?: () => void) => Promise<Deliv
  *   around the attempt, not the callback's; the caller defers, and no attempt is used
  */
 export function createDeliver(deps: DeliverDeps): Deliver {
+  /** Gives a host's slot back; never throws. */
+  const releaseHost = (slot: HeldHostSlot) =>
+    deps.hostGate.release(slot.hostname, slot.accountId, slot.jobId);
+
   /**
-   * The step's work while it holds its subscription's slot. The host slot it takes is given back
-   * by a release it pushes to `releases`, not awaited here: the step awaits it together with the
-   * subscription slot's, so that both go out in one write on the gates' connection.
+   * The step's work while it holds its subscription's slot. A host slot it takes and does not
+   * send on is given back by a release it pushes to `releases`, not awaited here: the step awaits
+   * it together with the subscription slot's, so that both go out in one write on the gates'
+   * connection. One it sends on is returned with the attempt, still held.
    */
-  const withinSlot = async (ref: RoundRef, releases: Array<Promise<void>>): Promise<WithinSlot> => {
+  const withinSlot = async (
+    ref: RoundRef,
+    releases: Array<Promise<void>>,
+    carried: Carried,
+  ): Promise<WithinSlot> => {
     const delivery = ref.loaded ?? (await deps.store.load(ref));
     if (delivery === null) return { kind: 'done', result: 'dropped', fifo: false };
     const fifo = delivery.subscription.ordering === 'fifo';
@@ -178,14 +209,18 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       await deps.store.cancel(delivery.id, cancelledByTransformation);
       return { kind: 'done', result: 'cancelled', fifo };
     }
-    if (transformed.kind === 'failed') return { kind: 'sent', delivery, result: transformed.result };
+    if (transformed.kind === 'failed') {
+      return { kind: 'sent', delivery, result: transformed.result, slot: null };
+    }
     // The host's slot next: an attempt the cap holds back must not count in the rate window. A
     // broker destination's cap is its broker's.
     const callbackUrl = new URL(transformed.url);
     const broker = brokerTarget(transformed.url);
     const hostname = broker === null ? callbackUrl.hostname : brokerCapHost(broker);
-    const hostWaitMs = await deps.hostGate.acquire(hostname, subscription.accountId, ref.jobId);
-    if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
+    const slot = await deps.hostGate.slotFor(hostname, subscription.accountId, ref.jobId, carried.slot);
+    carried.slot = null;
+    if (typeof slot === 'number') return { kind: 'wait', waitMs: slot };
+    let sent = false;
     try {
       if (subscription.rateLimit !== null) {
         const waitMs = await deps.gate.pace(subscription.id, ref.jobId, subscription.rateLimit);
@@ -217,9 +252,10 @@ export function createDeliver(deps: DeliverDeps): Deliver {
         },
         SpanKind.CLIENT,
       );
-      return { kind: 'sent', delivery, result };
+      sent = true;
+      return { kind: 'sent', delivery, result, slot };
     } finally {
-      releases.push(deps.hostGate.release(hostname, subscription.accountId, ref.jobId));
+      if (!sent) releases.push(releaseHost(slot));
     }
   };
 
@@ -239,49 +275,11 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     return {};
   };
 
-  /** The recorded attempt's metrics and log line: `info` when confirmed, `warn` when given up. */
-  const observe = (
+  const step = async (
     ref: RoundRef,
-    delivery: LoadedDelivery,
-    result: AttemptResult,
-    outcome: DeliveryOutcome,
-  ) => {
-    deps.metrics.attemptDuration.observe(
-      { status_class: attemptStatusClass(result) },
-      result.durationMs / 1000,
-    );
-    deps.metrics.deliveries.inc({ outcome: outcome.kind });
-    const line = {
-      deliveryId: delivery.id,
-      eventId: delivery.event.id,
-      subscriptionId: delivery.subscription.id,
-      requestId: ref.requestId,
-      attempt: delivery.attemptsMade + 1,
-      status: result.statusCode,
-      durationMs: result.durationMs,
-    };
-    if (outcome.kind === 'succeeded') {
-      deps.metrics.deliveryLatency.observe((Date.now() - eventAcceptedAt(delivery.event.id)) / 1000);
-      deps.log.info(line, 'delivery succeeded');
-    } else if (outcome.kind === 'given_up') {
-      deps.log.warn(
-        { ...line, error: result.errorClass, detail: result.errorDetail, reason: outcome.reason },
-        'delivery given up',
-      );
-    } else {
-      deps.log.debug(
-        {
-          ...line,
-          error: result.errorClass,
-          detail: result.errorDetail,
-          nextAttemptAt: outcome.nextAttemptAt,
-        },
-        'delivery attempt failed',
-      );
-    }
-  };
-
-  const step = async (ref: RoundRef, onConfirmed?: () => void): Promise<DeliveryStep> => {
+    carried: Carried,
+    onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
+  ): Promise<DeliveryStep> => {
     const { eventId, subscriptionId, round } = ref;
     if (isExpired(roundStartedAt(eventId, round, ref.enqueuedAt), Date.now(), deps.maxAgeMs)) {
       await deps.store.expire({ eventId, subscriptionId, round });
@@ -292,20 +290,25 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       // Rare enough to look, whatever the subscription's ordering: only a FIFO one has a next head.
       return { kind: 'ended', result: 'expired', ...(await nextInOrder(ref)) };
     }
-    const admission = await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
+    const inOrder = sentInOrder(ref);
+    const admission = inOrder
+      ? oneInFlight
+      : await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
     if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     const releases: Array<Promise<void>> = [];
     /** Gives the slots back; neither release throws (a slot Redis did not get back ends with its lease). */
     const giveBack = (attempt: { signal: ReturnType<typeof congestionSignal> } | null) => {
-      releases.push(
-        deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt),
-      );
+      if (!inOrder) {
+        releases.push(
+          deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt),
+        );
+      }
       return Promise.all(releases);
     };
     let within: WithinSlot;
     try {
-      within = await withinSlot(ref, releases);
+      within = await withinSlot(ref, releases, carried);
     } catch (error) {
       await giveBack(null);
       throw error;
@@ -315,27 +318,32 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       if (within.kind === 'wait') return within;
       return { kind: 'ended', result: within.result, ...(within.fifo ? await nextInOrder(ref) : {}) };
     }
-    // The slots go back while the attempt is recorded: the record needs neither.
-    const released = giveBack({ signal: congestionSignal(within.result) });
-
     const { delivery, result } = within;
     const outcome = decideOutcome(result, delivery.attemptsMade - attemptsBeforeRound(round), {
       maxAttempts: ref.maxAttempts,
       backoffMs: deps.policy.backoffMs,
     });
-    const record = { delivery, result, outcome, inFlightLimit: admission.inFlightLimit };
+    // A confirmed attempt's host slot goes on to the caller's next attempt, if it takes one.
+    const passed = outcome.kind === 'succeeded' && onConfirmed !== undefined ? within.slot : null;
+    if (within.slot !== null && passed === null) releases.push(releaseHost(within.slot));
+    // The slots go back while the attempt is recorded: the record needs neither.
+    const released = giveBack({ signal: congestionSignal(within.result) });
+
+    // An ordered delivery is sent one at a time, whatever its gate's limit.
+    const { inFlightLimit } = delivery.subscription.ordering === 'fifo' ? oneInFlight : admission;
+    const record = { delivery, result, outcome, inFlightLimit };
     const recorded =
       ref.recordAfter === undefined
         ? deps.store.record(record)
         : ref.recordAfter.then(() => deps.store.record(record));
-    if (outcome.kind === 'succeeded') onConfirmed?.();
+    if (outcome.kind === 'succeeded') onConfirmed?.(passed);
     try {
       await recorded;
     } finally {
       await released;
     }
-    observe(ref, delivery, result, outcome);
-    deps.metrics.attemptInFlightLimit.observe(admission.inFlightLimit);
+    observeAttempt(deps, ref, delivery, result, outcome);
+    deps.metrics.attemptInFlightLimit.observe(inFlightLimit);
     const next =
       outcome.kind !== 'retry' && delivery.subscription.ordering === 'fifo' ? await nextInOrder(ref) : {};
     // BullMQ's failed reason is the operator's (queue dashboard), so it keeps the library's detail.
@@ -343,12 +351,17 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     return { kind: 'attempted', outcome, failure, ...next };
   };
 
-  return async (ref, onConfirmed) => {
+  /** The step under its round's claim, taken here unless its caller took it. */
+  const claimedStep = async (
+    ref: RoundRef,
+    carried: Carried,
+    onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
+  ): Promise<DeliveryStep> => {
     if (ref.claimedAhead !== true && !(await deps.claims.take(ref.jobId)))
       return { kind: 'wait', waitMs: claimedWaitMs };
     let done: DeliveryStep | undefined;
     try {
-      done = await step(ref, onConfirmed);
+      done = await step(ref, carried, onConfirmed);
     } finally {
       const dropped = deps.claims.drop(ref.jobId);
       // A head whose successor the caller hands over next needs nothing of this claim any more
@@ -361,5 +374,15 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     if (dueAt !== null && ref.accountId !== undefined)
       await deps.parked.park(ref.accountId, ref.jobId, dueAt);
     return done;
+  };
+
+  return async (ref, onConfirmed) => {
+    const carried: Carried = { slot: ref.hostSlot ?? null };
+    try {
+      return await claimedStep(ref, carried, onConfirmed);
+    } finally {
+      // A host slot the step was given and did not send on goes back.
+      if (carried.slot !== null) await releaseHost(carried.slot);
+    }
   };
 }

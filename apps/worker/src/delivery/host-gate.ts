@@ -20,6 +20,7 @@
 import type { Logger } from 'pino';
 import { getDomain } from 'tldts';
 import type { RedisConnection } from '@webhooks/shared';
+import { renewalDue } from './lease.js';
 
 /**
  * How long an attempt over its host's cap waits at most before asking again, in ms: 250 to 750,
@@ -158,6 +159,28 @@ end
 redis.call('ZREM', KEYS[2], best)
 return best`;
 
+/**
+ * KEYS: leases. ARGV: the member, lease ms. Renews the member's lease from now, if it still holds
+ * one; returns 1 then, else 0 (its lease ended and was cleared, or it was given back).
+ */
+const keepLua = `
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2]), ARGV[1])
+return 1`;
+
+/**
+ * A slot of a host that a delivery holds: taken for `accountId`'s delivery of job `jobId` (the
+ * member it is held under), its lease last renewed at `renewedAt` (ms since the epoch, this
+ * process' clock; {@link HostGate.keep} moves it on).
+ */
+export interface HeldHostSlot {
+  hostname: string;
+  accountId: string;
+  jobId: string;
+  renewedAt: number;
+}
+
 /** Options of {@link createHostGate}. */
 export interface HostGateOptions {
   /** A producer connection (never a blocking one). */
@@ -191,6 +214,31 @@ export interface HostGate {
    * lease expires on its own.
    */
   release(hostname: string, accountId: string, jobId: string): Promise<void>;
+  /**
+   * Keeps `slot` for another attempt of its account to the same host, without giving it back in
+   * between: an ordered hand-over's next head goes on its predecessor's slot (`in-order.ts`). The
+   * slot is still released under the job it was taken for. Its lease is renewed once a third of it
+   * has passed ({@link renewalDue}; sooner, no round trip).
+   *
+   * @returns true when it is still held (renewed if due), false when its lease ended meanwhile
+   * @throws ioredis' errors when Redis cannot be reached
+   */
+  keep(slot: HeldHostSlot): Promise<boolean>;
+  /**
+   * The slot of `hostname` for `accountId`'s delivery of job `jobId`: `kept`, a slot the caller
+   * holds from the account's attempt before (an ordered head's predecessor), when it is that
+   * account's and that host's and still held ({@link HostGate.keep}); else one taken as by
+   * {@link HostGate.acquire}, `kept` given back meanwhile. The caller holds `kept` no more.
+   *
+   * @returns the slot held, or the ms to wait before asking again, over the host's cap
+   * @throws ioredis' errors when Redis cannot be reached (`kept` is then still the caller's)
+   */
+  slotFor(
+    hostname: string,
+    accountId: string,
+    jobId: string,
+    kept: HeldHostSlot | null,
+  ): Promise<HeldHostSlot | number>;
 }
 
 /**
@@ -227,11 +275,13 @@ export function createHostGate(options: HostGateOptions): HostGate {
   const { redis, prefix, maxInFlight, leaseMs, wake, log } = options;
   redis.defineCommand('webhookHostAcquire', { numberOfKeys: 3, lua: acquireLua });
   redis.defineCommand('webhookHostRelease', { numberOfKeys: 2, lua: releaseLua });
+  redis.defineCommand('webhookHostKeep', { numberOfKeys: 1, lua: keepLua });
   const commands = redis as unknown as {
     webhookHostAcquire(...args: Array<string | number>): Promise<number>;
     webhookHostRelease(...args: string[]): Promise<string | null>;
+    webhookHostKeep(...args: Array<string | number>): Promise<number>;
   };
-  return {
+  const gate: HostGate = {
     async acquire(hostname, accountId, jobId) {
       const keys = hostCapKeys(prefix, hostname);
       const taken = await commands.webhookHostAcquire(
@@ -257,5 +307,28 @@ export function createHostGate(options: HostGateOptions): HostGate {
       }
       if (woken !== null) await wake(woken.slice(woken.indexOf('\t') + 1));
     },
+    async keep(slot) {
+      const now = Date.now();
+      if (!renewalDue(slot.renewedAt, now, leaseMs)) return true;
+      const { leases } = hostCapKeys(prefix, slot.hostname);
+      const held = await commands.webhookHostKeep(leases, `${slot.accountId}\t${slot.jobId}`, leaseMs);
+      if (held === 1) slot.renewedAt = now;
+      return held === 1;
+    },
+    async slotFor(hostname, accountId, jobId, kept) {
+      if (
+        kept !== null &&
+        kept.hostname === hostname &&
+        kept.accountId === accountId &&
+        (await gate.keep(kept))
+      )
+        return kept;
+      const [waitMs] = await Promise.all([
+        gate.acquire(hostname, accountId, jobId),
+        kept === null ? null : gate.release(kept.hostname, kept.accountId, kept.jobId),
+      ]);
+      return waitMs > 0 ? waitMs : { hostname, accountId, jobId, renewedAt: Date.now() };
+    },
   };
+  return gate;
 }

@@ -31,6 +31,14 @@
  *   event is still sent first only once the one before it was confirmed, and only once the record of
  *   the one two before it committed: at most two heads are sent and not yet recorded at a time (a
  *   read of the next head leaves both out).
+ * - A head sent this way asks its subscription's gate for nothing (the gate never holds a
+ *   subscription below one attempt in flight, and the hand-over sends one head at a time), and goes
+ *   on the host slot the head before it was confirmed on (`RoundRef.hostSlot`) instead of giving it
+ *   back and asking again; the host's cap still counts it. Other accounts waiting for the host lose
+ *   nothing while the account holds no more than its share of the host: released, the slot would
+ *   be free and the account under its share, so its next head would take it first. An account over
+ *   its share through other subscriptions keeps this one slot for the rest of the hand-over (at
+ *   most `maxHeads` heads). The last one goes back when the hand-over stops.
  *
  * Each head is attempted in a trace of its own, never in the trace of the job that started the
  * hand-over (another event's).
@@ -41,6 +49,7 @@ import { deliveryJobId } from '@webhooks/shared';
 import type { AttemptClaims, ClaimAhead } from './claim.js';
 import type { FifoHead, FifoHeads, HandOverLease } from './fifo.js';
 import type { Deliver } from './deliver.js';
+import type { HeldHostSlot, HostGate } from './host-gate.js';
 import { followUpJob, type DeliveryJobSpec } from './inline.js';
 import { handsOverNext, type DeliveryStep, type RoundRef } from './step.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
@@ -114,6 +123,8 @@ export interface InOrderDeps {
   earlierFanOut(accountId: string, eventId: string): Promise<boolean>;
   /** The attempt path of the subscriptions' shard. */
   deliver: Deliver;
+  /** The host cap the step takes its slots from: a confirmed head's slot not passed on goes back. */
+  hostGate: Pick<HostGate, 'release'>;
   /** Adds a head's job to its subscription's shard. @throws BullMQ's errors */
   addJob(job: DeliveryJobSpec): Promise<void>;
   /** DELIVERY_MAX_ATTEMPTS. */
@@ -165,6 +176,8 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
     let recording: { eventId: string; step: Promise<void> } | null = null;
     /** The step of the confirmed head before that one. */
     let recordingBefore: Promise<void> | null = null;
+    /** The host's slot the last confirmed head went on, until the next head is given it. */
+    let slot: HeldHostSlot | null = null;
     try {
       for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
         if (handed > 0) await lease.renew();
@@ -212,11 +225,16 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
         const confirmed = new Promise<'confirmed'>((resolve) => {
           confirm = () => resolve('confirmed');
         });
-        const round: RoundRef = claimedAhead
-          ? { ...ref, claimedAhead: true, ...(previous === null ? {} : { recordAfter: previous.step }) }
-          : ref;
+        const round: RoundRef = {
+          ...ref,
+          ...(claimedAhead ? { claimedAhead: true } : {}),
+          ...(claimedAhead && previous !== null ? { recordAfter: previous.step } : {}),
+          ...(slot === null ? {} : { hostSlot: slot }),
+        };
+        slot = null;
         const stepping = context.with(ROOT_CONTEXT, () =>
-          deps.deliver(round, () => {
+          deps.deliver(round, (passed) => {
+            slot = passed;
             readNext();
             confirm();
           }),
@@ -243,7 +261,12 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
       }
     } finally {
       // The heads' jobs come after this, from the log: the last confirmed head must be in it first.
-      await Promise.all([ahead?.drop(), recording?.step]);
+      const kept = slot as HeldHostSlot | null;
+      await Promise.all([
+        ahead?.drop(),
+        recording?.step,
+        kept === null ? null : deps.hostGate.release(kept.hostname, kept.accountId, kept.jobId),
+      ]);
     }
   };
 

@@ -1,7 +1,8 @@
 /**
  * The renewal rule of the worker's Redis leases (`SET NX PX` keys and sorted-set leases that end on
- * their own when their holder dies): the ordered hand-over's lease (`fifo.ts`) and a round's claim
- * taken ahead of its step (`claim.ts`).
+ * their own when their holder dies): the ordered hand-over's lease (`fifo.ts`), a round's claim
+ * taken ahead of its step (`claim.ts`) and a host's slot kept from one ordered head for the next
+ * (`host-gate.ts`).
  */
 
 /**

@@ -3,6 +3,8 @@
  * attempt path (`deliver.ts`) and its callers, the `deliveries` queue's processor
  * (`processor.ts`) and the inline first attempt (`inline.ts`).
  */
+import type { Admission } from './gate.js';
+import type { HeldHostSlot } from './host-gate.js';
 import type { DeliveryOutcome } from './outcome.js';
 import type { LoadedDelivery } from './store.js';
 
@@ -28,6 +30,28 @@ export type DeliveryStep =
 export function handsOverNext(step: DeliveryStep): boolean {
   return step.kind !== 'wait' && step.nextInOrder === true;
 }
+
+/**
+ * True when `ref` is a FIFO subscription's head sent by its hand-over (`in-order.ts`): the only
+ * attempt of its subscription in flight by the ordering contract (one head at a time, sent by the
+ * holder of the hand-over's lease under its round's claim), so the subscription's gate, whose
+ * in-flight limit is never below 1, would admit it, and is not asked.
+ */
+export function sentInOrder(ref: RoundRef): boolean {
+  return ref.handsOverInOrder === true && ref.loaded?.subscription.ordering === 'fifo';
+}
+
+/**
+ * What a head sent in order is admitted under ({@link sentInOrder}), without asking the gate: one
+ * attempt in flight, the limit its attempt is recorded with.
+ */
+export const oneInFlight: Extract<Admission, { admitted: true }> = {
+  admitted: true,
+  allowance: '1',
+  inFlightLimit: 1,
+  averageMs: null,
+  threshold: 1,
+};
 
 /** The round a step runs, as a delivery job names it. */
 export interface RoundRef {
@@ -76,4 +100,10 @@ export interface RoundRef {
    * rejects, the step records nothing and throws it.
    */
   recordAfter?: Promise<void>;
+  /**
+   * The host's slot the FIFO head before this one was confirmed on, passed on by the caller
+   * (`in-order.ts`) instead of given back and taken again: the step sends on it when its attempt
+   * goes to the same host for the same account, and gives it back otherwise. The step owns it.
+   */
+  hostSlot?: HeldHostSlot;
 }
