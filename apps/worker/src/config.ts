@@ -85,6 +85,11 @@ export const workerEnvSchema = Type.Object({
     description:
       "Per-subscription in-flight limits and adaptive throttling across workers (SUBSCRIPTION_MAX_IN_FLIGHT); `false` only for a single-tenant deployment, or to measure the gate's cost. A subscription's `rate_limit` applies either way",
   }),
+  DATABASE_GENERIC_PLANS: Type.Boolean({
+    default: true,
+    description:
+      "The worker's delivery path asks PostgreSQL to plan each of its named statements once (`plan_cache_mode=force_generic_plan` at connection start) instead of for each run's parameters. Behind PgBouncer (1.20 or later) add `plan_cache_mode` to its `track_extra_parameters`, or set `false`",
+  }),
   SUBSCRIPTION_DISABLE_AFTER: Type.Integer({
     default: 5,
     minimum: 1,

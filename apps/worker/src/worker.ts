@@ -75,6 +75,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const pool = createPgPool({
     databaseUrl: config.DATABASE_URL,
     poolSize: Math.min(config.WORKER_CONCURRENCY, 20),
+    genericPlans: config.DATABASE_GENERIC_PLANS,
     onIdleError: (error) => log.warn({ err: error }, 'idle PostgreSQL connection lost'),
   });
   warnOfRetiredEventTypes(pool, config.catalogue, log).catch((error: unknown) =>

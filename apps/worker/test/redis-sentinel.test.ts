@@ -37,12 +37,14 @@ afterAll(async () => {
 
 describe('on Redis behind Sentinel', () => {
   it('delivers every accepted event of a burst during which the master fails over', async () => {
-    await stack.subscribe('acct-burst', { callback_url: `${stack.receiver.url}/burst` });
-    // Until its replica is online, the master cannot take a publish (REDIS_WAIT_REPLICAS=1).
+    // Until its replica is online, the master cannot take a publish (REDIS_WAIT_REPLICAS=1); until
+    // the API reaches the master Sentinel names, it counts no request against its rate limit and
+    // answers 503, a subscription's creation included.
     await waitFor('the replica online', async () => {
       const answer = await stack.api.app.inject({ method: 'GET', url: '/readyz' });
       return answer.json().status === 'ready';
     });
+    await stack.subscribe('acct-burst', { callback_url: `${stack.receiver.url}/burst` });
     const burst = startPublishBurst(stack.api, Array(10).fill('acct-burst'), 10);
     const { accepted, refused } = burst;
     await waitFor('events accepted before the failover', () => accepted.length >= 50);

@@ -15,6 +15,8 @@ export interface PgPoolOptions {
   databaseUrl: string;
   /** Most connections (pg's `max`); default 10. */
   poolSize?: number;
+  /** Whether named statements are planned once ({@link planOnce}); default true (DATABASE_GENERIC_PLANS). */
+  genericPlans?: boolean;
   /**
    * Told of an idle client's error (a server restart); the pool drops that client, and the next
    * query fails or reconnects. Default: ignored.
@@ -37,7 +39,7 @@ const planOnce = '-c plan_cache_mode=force_generic_plan';
 /**
  * A `pg` pool with the Prisma client's connection timeout ({@link connectTimeoutMs}), so that an
  * unreachable server fails a query instead of hanging it, and whose named statements are planned
- * once ({@link planOnce}). An idle client's error goes to `onIdleError`, never to an unheard
+ * once ({@link planOnce}) unless `genericPlans` is false. An idle client's error goes to `onIdleError`, never to an unheard
  * `error` event (which would end the process). Call `end()` to close it.
  */
 export function createPgPool(options: PgPoolOptions): pg.Pool {
@@ -45,7 +47,7 @@ export function createPgPool(options: PgPoolOptions): pg.Pool {
     connectionString: options.databaseUrl,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: connectTimeoutMs,
-    options: planOnce,
+    ...(options.genericPlans === false ? {} : { options: planOnce }),
   });
   pool.on('error', options.onIdleError ?? (() => undefined));
   return pool;
