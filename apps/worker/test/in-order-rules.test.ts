@@ -1,10 +1,13 @@
 /**
- * The ordered hand-over's rules (`in-order.ts`, `fifo.ts`): which head is handed over, what follows
- * its step (the next head, a job of its own, or nothing), and when its lease is renewed.
+ * The ordered hand-over's rules (`in-order.ts`, `fifo.ts`, `step.ts`): which head is handed over,
+ * what follows its step (the next head, a job of its own, or nothing), which step skips its
+ * subscription's gate, and when its lease is renewed.
  */
 import { describe, expect, it } from '@jest/globals';
 import { renewalDue } from '../src/delivery/lease.js';
 import { afterHandedOver, handedOverRound } from '../src/delivery/in-order.js';
+import { sentInOrder } from '../src/delivery/step.js';
+import type { LoadedDelivery } from '../src/delivery/store.js';
 
 const head = {
   eventId: '019a0000-0000-7000-8000-000000000001',
@@ -97,6 +100,22 @@ describe('afterHandedOver', () => {
       kind: 'job',
       job: { opts: { jobId: `${head.eventId}.${head.subscriptionId}`, attempts: 5, delay: 1_000 } },
     });
+  });
+});
+
+describe('sentInOrder', () => {
+  const loaded = (ordering: 'none' | 'fifo') => ({ subscription: { ordering } }) as unknown as LoadedDelivery;
+  const round = handedOverRound(head, 5, at)!;
+
+  it("skips the gate for a FIFO head its hand-over read and sends: its subscription's one attempt", () => {
+    expect(sentInOrder({ ...round, loaded: loaded('fifo') })).toBe(true);
+  });
+
+  it('asks it for a job that may hand over but was not read by the hand-over, and for any unordered delivery', () => {
+    expect(sentInOrder(round)).toBe(false);
+    expect(sentInOrder({ ...round, loaded: loaded('none') })).toBe(false);
+    const { handsOverInOrder: _, ...inline } = round;
+    expect(sentInOrder({ ...inline, loaded: loaded('fifo') })).toBe(false);
   });
 });
 

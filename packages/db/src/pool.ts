@@ -15,7 +15,7 @@ export interface PgPoolOptions {
   databaseUrl: string;
   /** Most connections (pg's `max`); default 10. */
   poolSize?: number;
-  /** Whether named statements are planned once ({@link planOnce}); default true (DATABASE_GENERIC_PLANS). */
+  /** Whether named statements are planned once ({@link planOnce}); default true. */
   genericPlans?: boolean;
   /**
    * Told of an idle client's error (a server restart); the pool drops that client, and the next
@@ -26,21 +26,25 @@ export interface PgPoolOptions {
 
 /**
  * How the pool's sessions plan their named statements: once, on their first run, whatever the
- * parameters (PostgreSQL's `plan_cache_mode`, docs/15/runtime-config-query.html#GUC-PLAN-CACHE-MODE).
- * By default PostgreSQL plans each of the first five runs for its parameters and keeps the generic
- * plan only if it is estimated no dearer (docs/15/sql-prepare.html, "Notes"). A hot-path statement
- * run for one row at a time (an ordered delivery's record, any delivery at low load) is always
- * estimated cheaper planned for its one-element arrays, so it was planned again on every run: 0.6 ms
- * of the 0.8 a record cost PostgreSQL, against 0.3 from the generic plan (bench/HISTORY.md). The
- * day partitions of the log are still pruned when the plan runs (`log-partitions.test.ts`).
+ * parameters (PostgreSQL's `plan_cache_mode`,
+ * postgresql.org/docs/15/runtime-config-query.html#GUC-PLAN-CACHE-MODE). By default PostgreSQL
+ * plans each of the first five runs for its parameters and keeps the generic plan only if it is
+ * estimated no dearer (postgresql.org/docs/15/sql-prepare.html, "Notes"). A hot-path statement run
+ * for one row at a time (an ordered delivery's record, any delivery at low load) is always
+ * estimated cheaper planned for its one-element arrays, so it was planned again on every run:
+ * 0.6 ms of the 0.8 a record cost PostgreSQL, against 0.4 in all from the generic plan
+ * (bench/HISTORY.md). The day partitions of the log are still pruned when the plan runs
+ * (`log-partitions.test.ts` checks the batch load). A pooler in front must pass the setting on
+ * (docs/operations.md); DATABASE_GENERIC_PLANS=false leaves it out.
  */
 const planOnce = '-c plan_cache_mode=force_generic_plan';
 
 /**
  * A `pg` pool with the Prisma client's connection timeout ({@link connectTimeoutMs}), so that an
  * unreachable server fails a query instead of hanging it, and whose named statements are planned
- * once ({@link planOnce}) unless `genericPlans` is false. An idle client's error goes to `onIdleError`, never to an unheard
- * `error` event (which would end the process). Call `end()` to close it.
+ * once ({@link planOnce}) unless `genericPlans` is false. An idle client's error goes to
+ * `onIdleError`, never to an unheard `error` event (which would end the process). Call `end()` to
+ * close it.
  */
 export function createPgPool(options: PgPoolOptions): pg.Pool {
   const pool = new pg.Pool({
