@@ -34,8 +34,9 @@ export function handsOverNext(step: DeliveryStep): boolean {
 /**
  * True when `ref` is a FIFO subscription's head sent by its hand-over (`in-order.ts`): the only
  * attempt of its subscription in flight by the ordering contract (one head at a time, sent by the
- * holder of the hand-over's lease under its round's claim), so the subscription's gate, whose
- * in-flight limit is never below 1, would admit it, and is not asked.
+ * holder of the hand-over's lease under its round's claim). The subscription's gate, whose
+ * in-flight limit is never below 1, has nothing to hold it back for, and is not asked: a slot the
+ * gate still counts (a killed worker's, until its lease ends) holds none of these heads back.
  */
 export function sentInOrder(ref: RoundRef): boolean {
   return ref.handsOverInOrder === true && ref.loaded?.subscription.ordering === 'fifo';
