@@ -119,8 +119,6 @@ export function startDeliveries(
       }
     },
   });
-  // The gates' small scripts, four per delivery, go out together when issued in one event-loop
-  // turn (but on a Cluster): one socket write for the attempts that start or end together.
   /**
    * Sends a delayed delivery job of `queue` now (BullMQ's `promote`). Never throws: a job not
    * delayed (running, being parked, or gone) asks again on its own; `what` names the wake-up.
@@ -132,6 +130,8 @@ export function startDeliveries(
       log.debug({ err: error, jobId }, `${what} skipped`);
     }
   };
+  // The gates' small scripts, four per delivery, go out together when issued in one event-loop
+  // turn (but on a Cluster): one socket write for the attempts that start or end together.
   const gateRedis = createPipelinedConnection(config.redis, gateCommandTimeoutMs);
   gateRedis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   const hostGate = createHostGate({
@@ -227,14 +227,10 @@ export function startDeliveries(
       hostGate,
       async wakeDeliveries(subscriptionId) {
         try {
-          const { rows } = await deps.pool.query<{ event_id: string; round: number }>(
-            `SELECT event_id::text, round FROM deliveries
-             WHERE subscription_id = $1::uuid AND status = 'pending' ORDER BY event_id LIMIT $2`,
-            [subscriptionId, verifiedWakeLimit],
-          );
+          const pending = await store.pendingRounds(subscriptionId, verifiedWakeLimit);
           const queue = sharded.ofSubscription(subscriptionId).deliveries;
           await Promise.all(
-            rows.map(({ event_id: eventId, round }) =>
+            pending.map(({ eventId, round }) =>
               promoteDelivery(
                 queue,
                 deliveryJobId(eventId, subscriptionId, round),

@@ -6,30 +6,22 @@
  * callback's challenge go as soon as it is answered.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Queue } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
-import { deliveryJobId, queueNames } from '@webhooks/shared';
+import { deliveryJobId } from '@webhooks/shared';
 import { answersChallenge } from '../src/verification/challenge.js';
 import { echoChallenge } from '../../../test/support/challenge.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
-import { testRedisUrl } from '../../../test/support/redis.js';
 import { waitFor } from '../../../scripts/lib/wait.js';
 
 let stack: TestStack;
-let deliveries: Queue;
 
 beforeAll(async () => {
   stack = await startTestStack('verification', {
     CALLBACK_VERIFICATION: 'challenge',
     DELIVERY_BACKOFF_MS: '100',
   });
-  deliveries = new Queue(queueNames.deliveries, {
-    connection: { url: testRedisUrl },
-    prefix: stack.api.prefix,
-  });
 });
 afterAll(async () => {
-  await deliveries.close();
   await stack.close();
 }, 60_000);
 
@@ -175,6 +167,7 @@ describe('a delivery waiting for its retry when the callback moves', () => {
         (job) => job.data.subscriptionId === sub.id,
       ).length === 2;
     await waitFor('the new callback verified', challenged);
+    const deliveries = stack.api.app.deliveryQueues.of(sub.id);
     expect(await deliveries.getJobState(deliveryJobId(eventId, sub.id))).not.toBe('delayed');
     await waitFor('the retry at the new callback', () => stack.receiver.at('/new').length === 2, 30_000);
     const [challenge, retry] = stack.receiver.at('/new');

@@ -256,7 +256,7 @@ describe('the ordered hand-over after a head failed once', () => {
   });
 });
 
-describe('the next ordered event while the one before it is recorded', () => {
+describe('ordered events handed over one after another', () => {
   let stack: TestStack;
   let db: pg.Client;
   beforeAll(async () => {
@@ -269,7 +269,7 @@ describe('the next ordered event while the one before it is recorded', () => {
     await stack.close();
   });
 
-  it('is sent once the one before it is confirmed, not recorded before it, and sent again after it when that record fails', async () => {
+  it('the next one is sent once the one before it is confirmed, not recorded before it, and sent again after it when that record fails', async () => {
     const sub = await stack.subscribe('acct-recording', {
       callback_url: `${stack.receiver.url}/recording`,
       ordering: 'fifo',
@@ -332,20 +332,6 @@ describe('the next ordered event while the one before it is recorded', () => {
     await lock.end();
     await waitFor('all three recorded as delivered', async () => (await count('succeeded')) === 3);
     expect(sequence(arrived())).toEqual([0, 1, 2, 1, 2]);
-  });
-});
-
-describe('ordered events handed over one after another', () => {
-  let stack: TestStack;
-  let db: pg.Client;
-  beforeAll(async () => {
-    stack = await startTestStack('fifo-hand-over-slots');
-    db = new pg.Client({ connectionString: stack.api.database.url });
-    await db.connect();
-  });
-  afterAll(async () => {
-    await db.end();
-    await stack.close();
   });
 
   it('go one at a time whatever their subscription’s in-flight limit, and give their host’s slot back at the end', async () => {

@@ -141,10 +141,6 @@ export type Deliver = (
  *   around the attempt, not the callback's; the caller defers, and no attempt is used
  */
 export function createDeliver(deps: DeliverDeps): Deliver {
-  /** Gives a host's slot back; never throws. */
-  const releaseHost = (slot: HeldHostSlot) =>
-    deps.hostGate.release(slot.hostname, slot.accountId, slot.jobId);
-
   /**
    * The step's work while it holds its subscription's slot. A host slot it takes and does not
    * send on is given back by a release it pushes to `releases`, not awaited here: the step awaits
@@ -255,7 +251,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       sent = true;
       return { kind: 'sent', delivery, result, slot };
     } finally {
-      if (!sent) releases.push(releaseHost(slot));
+      if (!sent) releases.push(deps.hostGate.giveBack(slot));
     }
   };
 
@@ -325,7 +321,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     });
     // A confirmed attempt's host slot goes on to the caller's next attempt, if it takes one.
     const passed = outcome.kind === 'succeeded' && onConfirmed !== undefined ? within.slot : null;
-    if (within.slot !== null && passed === null) releases.push(releaseHost(within.slot));
+    if (within.slot !== null && passed === null) releases.push(deps.hostGate.giveBack(within.slot));
     // The slots go back while the attempt is recorded: the record needs neither.
     const released = giveBack({ signal: congestionSignal(within.result) });
 
@@ -382,7 +378,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       return await claimedStep(ref, carried, onConfirmed);
     } finally {
       // A host slot the step was given and did not send on goes back.
-      if (carried.slot !== null) await releaseHost(carried.slot);
+      if (carried.slot !== null) await deps.hostGate.giveBack(carried.slot);
     }
   };
 }

@@ -224,6 +224,8 @@ export interface HostGate {
    * @throws ioredis' errors when Redis cannot be reached
    */
   keep(slot: HeldHostSlot): Promise<boolean>;
+  /** Gives `slot` back, as {@link HostGate.release} under the job it was taken for. Never throws. */
+  giveBack(slot: HeldHostSlot): Promise<void>;
   /**
    * The slot of `hostname` for `accountId`'s delivery of job `jobId`: `kept`, a slot the caller
    * holds from the account's attempt before (an ordered head's predecessor), when it is that
@@ -315,6 +317,9 @@ export function createHostGate(options: HostGateOptions): HostGate {
       if (held === 1) slot.renewedAt = now;
       return held === 1;
     },
+    giveBack(slot) {
+      return gate.release(slot.hostname, slot.accountId, slot.jobId);
+    },
     async slotFor(hostname, accountId, jobId, kept) {
       if (
         kept !== null &&
@@ -325,7 +330,7 @@ export function createHostGate(options: HostGateOptions): HostGate {
         return kept;
       const [waitMs] = await Promise.all([
         gate.acquire(hostname, accountId, jobId),
-        kept === null ? null : gate.release(kept.hostname, kept.accountId, kept.jobId),
+        kept === null ? null : gate.giveBack(kept),
       ]);
       return waitMs > 0 ? waitMs : { hostname, accountId, jobId, renewedAt: Date.now() };
     },

@@ -124,7 +124,7 @@ export interface InOrderDeps {
   /** The attempt path of the subscriptions' shard. */
   deliver: Deliver;
   /** The host cap the step takes its slots from: a confirmed head's slot not passed on goes back. */
-  hostGate: Pick<HostGate, 'release'>;
+  hostGate: Pick<HostGate, 'giveBack'>;
   /** Adds a head's job to its subscription's shard. @throws BullMQ's errors */
   addJob(job: DeliveryJobSpec): Promise<void>;
   /** DELIVERY_MAX_ATTEMPTS. */
@@ -265,7 +265,7 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
       await Promise.all([
         ahead?.drop(),
         recording?.step,
-        kept === null ? null : deps.hostGate.release(kept.hostname, kept.accountId, kept.jobId),
+        kept === null ? null : deps.hostGate.giveBack(kept),
       ]);
     }
   };

@@ -41,6 +41,12 @@ export interface DeliveryStore {
     exceptEventIds?: readonly string[],
   ): Promise<{ head: LoadedDelivery; nextEventId: string | null } | null>;
   /**
+   * The oldest `limit` pending deliveries of `subscriptionId`, in acceptance order, as their jobs
+   * name them (event, subscription, round): those a verified callback wakes.
+   * @throws pg's errors
+   */
+  pendingRounds(subscriptionId: string, limit: number): Promise<DeliveryKey[]>;
+  /**
    * Whether the delivery of `eventId` to `subscriptionId` is still as it was read (pending, in
    * `round`, with `attemptsMade` attempts) and is its FIFO subscription's head (`fifo-head.ts`):
    * checked after the step's claim, so that a delivery read before it (a handed-over head) and
@@ -297,6 +303,15 @@ export function createDeliveryStore(pool: Pool, options: DeliveryStoreOptions): 
       return row === undefined
         ? null
         : { head: toLoaded(row, true, secretBox), nextEventId: row.next_event_id };
+    },
+    async pendingRounds(subscriptionId, limit) {
+      const { rows } = await pool.query<{ event_id: string; round: number }>({
+        name: 'delivery-pending-rounds',
+        text: `SELECT event_id::text, round FROM deliveries
+               WHERE subscription_id = $1::uuid AND status = 'pending' ORDER BY event_id LIMIT $2`,
+        values: [subscriptionId, limit],
+      });
+      return rows.map((row) => ({ eventId: row.event_id, subscriptionId, round: row.round }));
     },
     async isUnchangedHead({ eventId, subscriptionId, round, attemptsMade }) {
       const [low, high] = timeIdRange([eventId]);
