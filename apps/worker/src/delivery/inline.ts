@@ -15,7 +15,6 @@
  * deliveries get their job as before. An attempt that dies with its worker is found again by the
  * account scheduler's lease on its admission, or by the reconciler.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { deliveryJob, traceMetadata } from '@webhooks/shared';
@@ -198,12 +197,16 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
       });
       return entry;
     });
-    const deadline = new AbortController();
+    // A plain timer, cleared: aborting a timers/promises sleep instead built a DOMException and an
+    // AbortError, each with its stack, for every event a fan-out waited on.
+    let deadline: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(late),
-      sleep(options.deadlineMs, undefined, { signal: deadline.signal }).catch(() => undefined),
+      new Promise<void>((resolve) => {
+        deadline = setTimeout(resolve, options.deadlineMs);
+      }),
     ]);
-    deadline.abort();
+    clearTimeout(deadline);
     const waited: InlineRun = { settled: [], late: [] };
     for (const entry of entries) {
       if (entry.ended !== undefined) waited.settled.push(entry.ended);
