@@ -197,8 +197,9 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
       });
       return entry;
     });
-    // A plain timer, cleared: aborting a timers/promises sleep instead built a DOMException and an
-    // AbortError, each with its stack, for every event a fan-out waited on.
+    // A plain timer, cleared: an aborted timers/promises sleep builds a DOMException and an
+    // AbortError, each with its stack, on every event a fan-out waits on (bench/HISTORY.md, "The
+    // inline attempts' deadline on a plain timer").
     let deadline: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(late),
