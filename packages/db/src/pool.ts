@@ -33,7 +33,8 @@ export interface PgPoolOptions {
  * for one row at a time (an ordered delivery's record, any delivery at low load) is always
  * estimated cheaper planned for its one-element arrays, so it was planned again on every run:
  * 0.6 ms of the 0.8 a record cost PostgreSQL, against 0.4 in all from the generic plan
- * (bench/HISTORY.md). The day partitions of the log are still pruned when the plan runs
+ * (bench/HISTORY.md, "An ordered head's gate and host slot, and the worker's statements planned
+ * once"). The day partitions of the log are still pruned when the plan runs
  * (`log-partitions.test.ts` checks the batch load). A pooler in front must pass the setting on
  * (docs/operations.md); DATABASE_GENERIC_PLANS=false leaves it out.
  */
