@@ -41,18 +41,39 @@ export interface PgPoolOptions {
 const planOnce = '-c plan_cache_mode=force_generic_plan';
 
 /**
+ * `databaseUrl` without its `options` parameter, and the startup options to send: {@link planOnce}
+ * (unless `genericPlans` is false), then the URL's own, so that an operator's setting of the same
+ * parameter there wins (PostgreSQL applies `-c` switches in order). `pg` lets a parameter parsed from
+ * the URL replace the one passed beside it, so the URL's `options` would otherwise drop
+ * {@link planOnce} without a word.
+ */
+export function startupOptions(
+  databaseUrl: string,
+  genericPlans: boolean,
+): { connectionString: string; options?: string } {
+  const url = new URL(databaseUrl);
+  const own = url.searchParams.get('options');
+  url.searchParams.delete('options');
+  const options = [genericPlans ? planOnce : '', own ?? ''].filter((part) => part.trim() !== '').join(' ');
+  return {
+    connectionString: own === null ? databaseUrl : url.toString(),
+    ...(options === '' ? {} : { options }),
+  };
+}
+
+/**
  * A `pg` pool with the Prisma client's connection timeout ({@link connectTimeoutMs}), so that an
  * unreachable server fails a query instead of hanging it, and whose named statements are planned
- * once ({@link planOnce}) unless `genericPlans` is false. An idle client's error goes to
+ * once ({@link planOnce}) unless `genericPlans` is false, beside the startup options the URL
+ * carries ({@link startupOptions}). An idle client's error goes to
  * `onIdleError`, never to an unheard `error` event (which would end the process). Call `end()` to
  * close it.
  */
 export function createPgPool(options: PgPoolOptions): pg.Pool {
   const pool = new pg.Pool({
-    connectionString: options.databaseUrl,
+    ...startupOptions(options.databaseUrl, options.genericPlans !== false),
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: connectTimeoutMs,
-    ...(options.genericPlans === false ? {} : { options: planOnce }),
   });
   pool.on('error', options.onIdleError ?? (() => undefined));
   return pool;
