@@ -2,7 +2,8 @@
  * A step's first two questions to Redis, asked in the same event-loop turn: its round's claim
  * (`claim.ts`) and an in-flight slot of its subscription's gate (`gate.ts`). Both go out in one
  * write on the gates' auto-pipelined connection, and the step waits for one round trip instead of
- * two, one after the other (bench/HISTORY.md, "The claim and the slot asked together").
+ * two, one after the other (bench/HISTORY.md, "The claim and the slot asked together, and where a
+ * delivery's CPU goes at 100 events a second": 0.55 → 0.41 ms a step on an idle Redis).
  *
  * Asking for the slot before the claim is known costs nothing to the rule the claim keeps (one run
  * of a round attempts at a time): nothing is read or sent before both answered. What either answer
