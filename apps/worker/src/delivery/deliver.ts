@@ -19,8 +19,7 @@
  *
  * A step claims its round first (`claim.ts`), unless its caller did (`RoundRef.claimedAhead`): a
  * second run of the same round waits until the first has recorded its attempt, so no delivery is
- * sent twice without a fault. The gate's slot is asked for in the same write as the claim
- * (`claim-and-admit.ts`); nothing is read or sent before both answered.
+ * sent twice without a fault.
  *
  * Only a sent request is an attempt. The round's attempts are counted from the delivery row, not
  * from the job, so a job the reconciler re-created, or one that follows an inline attempt,
@@ -41,11 +40,10 @@ import {
 import type { WorkerMetrics } from '../metrics.js';
 import type { AttemptResult, AttemptSender } from './attempt.js';
 import { claimedWaitMs, type AttemptClaims } from './claim.js';
-import { claimAndAdmit } from './claim-and-admit.js';
 import type { DeliveryPolicy } from './backoff.js';
 import { isExpired, roundStartedAt } from './expiry.js';
 import type { FifoHeads } from './fifo.js';
-import type { Admission, DeliveryGate } from './gate.js';
+import type { DeliveryGate } from './gate.js';
 import type { HeldHostSlot, HostGate } from './host-gate.js';
 import { parkedUntil, type ParkedDeliveries } from './parked.js';
 import { decideOutcome } from './outcome.js';
@@ -273,20 +271,13 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     return {};
   };
 
-  /**
-   * The step under its round's claim. `expired`: the round is older than DELIVERY_MAX_AGE.
-   * `asked`: the gate's answer, asked with the claim ({@link claimAndAdmit}); null for an expired
-   * round and for a head sent in order, which do not ask it.
-   */
   const step = async (
     ref: RoundRef,
     carried: Carried,
-    expired: boolean,
-    asked: Admission | null,
     onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
   ): Promise<DeliveryStep> => {
     const { eventId, subscriptionId, round } = ref;
-    if (expired) {
+    if (isExpired(roundStartedAt(eventId, round, ref.enqueuedAt), Date.now(), deps.maxAgeMs)) {
       await deps.store.expire({ eventId, subscriptionId, round });
       deps.log.warn(
         { eventId, subscriptionId, requestId: ref.requestId, reason: 'expired' },
@@ -296,7 +287,9 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       return { kind: 'ended', result: 'expired', ...(await nextInOrder(ref)) };
     }
     const inOrder = sentInOrder(ref);
-    const admission = inOrder || asked === null ? oneInFlight : asked;
+    const admission = inOrder
+      ? oneInFlight
+      : await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
     if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     const releases: Array<Promise<void>> = [];
@@ -354,25 +347,17 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     return { kind: 'attempted', outcome, failure, ...next };
   };
 
-  /**
-   * The step under its round's claim, taken here unless its caller took it, together with its
-   * subscription's slot.
-   */
+  /** The step under its round's claim, taken here unless its caller took it. */
   const claimedStep = async (
     ref: RoundRef,
     carried: Carried,
     onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
   ): Promise<DeliveryStep> => {
-    const expired = isExpired(
-      roundStartedAt(ref.eventId, ref.round, ref.enqueuedAt),
-      Date.now(),
-      deps.maxAgeMs,
-    );
-    const taken = await claimAndAdmit(deps, ref, !expired && !sentInOrder(ref));
-    if (!taken.claimed) return { kind: 'wait', waitMs: claimedWaitMs };
+    if (ref.claimedAhead !== true && !(await deps.claims.take(ref.jobId)))
+      return { kind: 'wait', waitMs: claimedWaitMs };
     let done: DeliveryStep | undefined;
     try {
-      done = await step(ref, carried, expired, taken.admission, onConfirmed);
+      done = await step(ref, carried, onConfirmed);
     } finally {
       const dropped = deps.claims.drop(ref.jobId);
       // A head whose successor the caller hands over next needs nothing of this claim any more
