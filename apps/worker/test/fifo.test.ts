@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
+import { v7 as uuidv7 } from 'uuid';
 import { subscriptionGateKeys } from '@webhooks/shared';
 import { hostCapKeys } from '../src/delivery/host-gate.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
@@ -220,6 +221,66 @@ describe('FIFO ordering in the delivery log', () => {
       });
       return again.json().count === 0;
     });
+  });
+
+  it('sends an event whose fan-out read the subscription as FIFO while it left FIFO ordering', async () => {
+    const account = 'acct-left-mid-fan-out';
+    const sub = await stack.subscribe(account, {
+      callback_url: `${stack.receiver.url}/left`,
+      ordering: 'fifo',
+    });
+    const holder = new pg.Client({ connectionString: stack.api.database.url });
+    const watcher = new pg.Client({ connectionString: stack.api.database.url });
+    await Promise.all([holder.connect(), watcher.connect()]);
+    /** The backends waiting for a lock that backend `pid` holds. */
+    const blockedBy = async (pid: number) =>
+      (
+        await watcher.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))',
+          [pid],
+        )
+      ).rows.map((row) => row.pid);
+    try {
+      // The test's transaction stores the event's id first, so that the fan-out's statement, once
+      // it has read the subscription as FIFO and locked it, waits for that transaction to end.
+      const eventId = uuidv7();
+      await holder.query('BEGIN');
+      await holder.query(
+        `INSERT INTO events (id, account_id, type, data, occurred_at) VALUES ($1, $2, 'call.started', '{}', now())`,
+        [eventId, account],
+      );
+      const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      await stack.publisher.publish({
+        id: eventId,
+        accountId: account,
+        type: 'call.started',
+        data: { seq: 0 },
+      });
+      const fanOut = await waitFor(
+        'the fan-out waiting for the test',
+        async () => (await blockedBy(holderPid))[0],
+      );
+      let answered = false;
+      const switching = stack.api.app
+        .inject({
+          method: 'PUT',
+          url: `/api/webhooks/${sub.id}`,
+          headers: stack.api.auth(account),
+          payload: { ordering: 'none' },
+        })
+        .finally(() => {
+          answered = true;
+        });
+      await waitFor('the update answered, or waiting for the fan-out', async () =>
+        answered ? true : (await blockedBy(fanOut)).length > 0,
+      );
+      await holder.query('ROLLBACK');
+      expect((await switching).json().ordering).toBe('none');
+      await waitFor('the event', () => stack.receiver.at('/left').length === 1);
+    } finally {
+      await holder.end();
+      await watcher.end();
+    }
   });
 });
 

@@ -78,6 +78,15 @@ export async function rotateOwnSigningSecret(
  * Applies `data` to `current` only if its status and callback URL are still those read, in one
  * statement; the row as updated.
  *
+ * With `waitForFanOuts`, the row is first locked `FOR UPDATE` in the update's transaction. The
+ * fan-out locks each subscription it stores deliveries for `FOR KEY SHARE`, which that lock
+ * conflicts with: the update then waits for the fan-outs under way to commit their deliveries, and
+ * a fan-out that read the row before the update and locks it after reads it again as updated
+ * (PostgreSQL's READ COMMITTED re-check of a locked row,
+ * https://www.postgresql.org/docs/current/transaction-iso.html#XACT-READ-COMMITTED). A change
+ * whose follow-up must see every delivery stored under the old row (leaving FIFO ordering) asks
+ * for it; any other update does not wait for fan-outs.
+ *
  * @throws HttpProblem 409 when another request changed either meanwhile (or deleted it): the
  *   client reads it again and decides again, since a status set on an old callback must not apply
  *   to a new one that has not answered its challenge
@@ -86,16 +95,25 @@ export async function updateIfUnchanged(
   prisma: PrismaClient,
   current: Subscription,
   data: Prisma.SubscriptionUpdateInput,
+  options: { waitForFanOuts?: boolean } = {},
 ): Promise<Subscription> {
-  const [row] = await prisma.subscription.updateManyAndReturn({
-    where: {
-      id: current.id,
-      accountId: current.accountId,
-      status: current.status,
-      callbackUrl: current.callbackUrl,
-    },
-    data,
-  });
+  const update = (client: Prisma.TransactionClient) =>
+    client.subscription.updateManyAndReturn({
+      where: {
+        id: current.id,
+        accountId: current.accountId,
+        status: current.status,
+        callbackUrl: current.callbackUrl,
+      },
+      data,
+    });
+  const [row] =
+    options.waitForFanOuts === true
+      ? await prisma.$transaction(async (tx) => {
+          await tx.$executeRaw`SELECT 1 FROM subscriptions WHERE id = ${current.id}::uuid FOR UPDATE`;
+          return update(tx);
+        })
+      : await update(prisma);
   if (row === undefined) {
     throw new HttpProblem(
       409,

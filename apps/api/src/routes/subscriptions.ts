@@ -321,33 +321,41 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         callback_url !== current.callbackUrl;
       // A callback waiting for its challenge that becomes a broker destination has nothing to prove.
       const toBroker = target?.broker === true && current.status === 'pending';
+      // Leaving FIFO ordering, the deliveries that waited their turn get their jobs below: those a
+      // fan-out under way stores for the subscription as still FIFO must be committed before they
+      // are read, or none would ever give them a job.
+      const leavesFifo = current.ordering === 'fifo' && ordering === 'none';
       // On the state read above only: two updates sent together (a new callback_url, and a status)
       // must not both apply on what each read, or the status would skip the new URL's challenge.
-      const row = await updateIfUnchanged(app.prisma, current, {
-        ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
-        ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
-        // A new callback proves itself before any status applies, or disabling and re-enabling it
-        // would skip the challenge.
-        ...(moved
-          ? { status: 'pending' as const }
-          : toBroker
-            ? { status: 'active' as const }
-            : status === undefined
-              ? {}
-              : { status }),
-        ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
-        ...(event_types === undefined ? {} : { eventTypes: event_types }),
-        ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
-        ...(ordering === undefined ? {} : { ordering }),
-        ...(sealedHeaders === undefined ? {} : { headers: sealedHeaders }),
-        ...(clientTls === undefined ? {} : { clientTls }),
-        ...(transformation === undefined ? {} : { transformation }),
-        // Re-activating starts the failure count afresh, or one more failure would disable it again.
-        ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
-      });
+      const row = await updateIfUnchanged(
+        app.prisma,
+        current,
+        {
+          ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
+          ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
+          // A new callback proves itself before any status applies, or disabling and re-enabling it
+          // would skip the challenge.
+          ...(moved
+            ? { status: 'pending' as const }
+            : toBroker
+              ? { status: 'active' as const }
+              : status === undefined
+                ? {}
+                : { status }),
+          ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
+          ...(event_types === undefined ? {} : { eventTypes: event_types }),
+          ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
+          ...(ordering === undefined ? {} : { ordering }),
+          ...(sealedHeaders === undefined ? {} : { headers: sealedHeaders }),
+          ...(clientTls === undefined ? {} : { clientTls }),
+          ...(transformation === undefined ? {} : { transformation }),
+          // Re-activating starts the failure count afresh, or one more failure would disable it again.
+          ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
+        },
+        { waitForFanOuts: leavesFifo },
+      );
       if (moved) await requestVerification(row.id, row.callbackUrl, request.log);
-      if (current.ordering === 'fifo' && row.ordering === 'none')
-        await releaseWaiting(row.id, request.accountId, request.log);
+      if (leavesFifo) await releaseWaiting(row.id, request.accountId, request.log);
       return presentWritten(row);
     },
   );
