@@ -14,6 +14,7 @@ describe('isInfrastructureError', () => {
     ['Prisma P1001 (database not reachable)', prismaError('P1001', 'DatabaseNotReachable')],
     ['a raw query whose adapter lost its connection', prismaError('P2010', 'ConnectionClosed')],
     ['Prisma pool timeout', prismaError('P2024')],
+    ['an interactive transaction past its timeout', prismaError('P2028')],
     ['a PostgreSQL shutdown (57P01)', Object.assign(new Error('terminating'), { code: '57P01' })],
     [
       'ioredis refusing while offline',

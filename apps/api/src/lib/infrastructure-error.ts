@@ -19,9 +19,11 @@ export function serviceUnavailable(detail: string): HttpProblem {
 /**
  * Prisma error codes of an unreachable or overloaded database
  * (https://www.prisma.io/docs/orm/reference/error-reference): P1001 can't reach, P1002 timed out,
- * P1008 operation timed out, P1017 connection closed, P2024 pool timeout.
+ * P1008 operation timed out, P1017 connection closed, P2024 pool timeout, P2028 an interactive
+ * transaction that could not start or finish in its time (its statements waited on a busy
+ * database: a lock held by the fan-out, the pool).
  */
-const prismaCodes = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
+const prismaCodes = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2028']);
 
 /** Driver adapter error kinds of the same (Prisma's `DriverAdapterError.cause.kind`). */
 const adapterKinds = new Set([
