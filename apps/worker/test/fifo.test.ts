@@ -368,6 +368,7 @@ describe('ordered events handed over one after another', () => {
     // Event 1's record waits on its delivery's row, locked here, when the callback confirms it.
     const lock = new pg.Client({ connectionString: stack.api.database.url });
     await lock.connect();
+    const lockPid = (await lock.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     await lock.query('BEGIN');
     await lock.query('SELECT id FROM deliveries WHERE subscription_id = $1 AND event_id = $2 FOR UPDATE', [
       sub.id,
@@ -375,10 +376,11 @@ describe('ordered events handed over one after another', () => {
     ]);
     second.open();
     await waitFor('event 2 at the callback while event 1 is not recorded', () => arrived().length === 3);
+    // The only statement that writes that row, hence the only one its lock can hold up.
     const recordPid = await waitFor('event 1’s record waiting on the lock', async () => {
       const { rows } = await db.query<{ pid: number }>(
-        `SELECT pid FROM pg_stat_activity
-         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO delivery_attempts%'`,
+        'SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))',
+        [lockPid],
       );
       return rows[0]?.pid;
     });

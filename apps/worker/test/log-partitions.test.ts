@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { v7 as uuidv7 } from 'uuid';
 import { loadSql } from '../src/delivery/store.js';
+import { recordSql } from '../src/delivery/attempt-record.js';
 import { firstIdAt, timeIdRange } from '@webhooks/shared';
 import { createLogPartitions, logPartitionDays, utcDay } from '../src/log-partitions.js';
 import { deleteExpiredRows } from '../src/retention.js';
@@ -29,26 +30,38 @@ afterAll(async () => {
   await stack.close();
 });
 
+/** The plan of `sql` on `client` (default the file's), run: EXPLAIN (ANALYZE, FORMAT JSON). */
+async function explainRun(sql: string, params: unknown[] = [], client = db): Promise<unknown> {
+  const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
+    `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+    params,
+  );
+  return rows[0]!['QUERY PLAN'];
+}
+
+/** Every node of a plan that names a relation. */
+function relationNodes(plan: unknown): Array<Record<string, unknown> & { 'Relation Name': string }> {
+  const found: Array<Record<string, unknown> & { 'Relation Name': string }> = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(walk);
+    else if (node !== null && typeof node === 'object') {
+      const record = node as Record<string, unknown>;
+      if (typeof record['Relation Name'] === 'string')
+        found.push(record as Record<string, unknown> & { 'Relation Name': string });
+      Object.values(record).forEach(walk);
+    }
+  };
+  walk(plan);
+  return found;
+}
+
 /**
  * The tables an EXPLAIN (ANALYZE) of `sql` on `client` (default the file's) shows read: partitions
  * pruned at plan or start-up time are absent.
  */
 async function tablesRead(sql: string, params: unknown[] = [], client = db): Promise<string[]> {
-  const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(
-    `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
-    params,
-  );
-  const found = new Set<string>();
-  const walk = (node: unknown): void => {
-    if (Array.isArray(node)) node.forEach(walk);
-    else if (node !== null && typeof node === 'object') {
-      const relation = (node as Record<string, unknown>)['Relation Name'];
-      if (typeof relation === 'string') found.add(relation);
-      Object.values(node).forEach(walk);
-    }
-  };
-  walk(rows[0]!['QUERY PLAN']);
-  return [...found].sort();
+  const names = relationNodes(await explainRun(sql, params, client)).map((node) => node['Relation Name']);
+  return [...new Set(names)].sort();
 }
 
 /** Stores an event of `at` (ms) with its delivery to `subscriptionId` and one attempt, as the worker would have then. */
@@ -216,6 +229,78 @@ describe('the delivery log partitioned by day', () => {
           'subscriptions',
         ].sort(),
       );
+    } finally {
+      await session.end();
+    }
+  });
+
+  it("reads only its batch's deliveries when the worker's attempt record runs from a cached plan", async () => {
+    // Five deliveries of one event: one millisecond's ids, so the batch's range holds all five.
+    const subscriptions = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        stack.subscribe('acct-log', { callback_url: `${stack.receiver.url}/record-plan-${i}` }),
+      ),
+    );
+    const at = Date.now();
+    const eventId = uuidv7({ msecs: at });
+    await db.query(
+      `INSERT INTO events (id, account_id, type, data, occurred_at) VALUES ($1, 'acct-log', 'call.started', '{}', now())`,
+      [eventId],
+    );
+    const { rows } = await db.query<{ id: string }>(
+      `INSERT INTO deliveries (id, event_id, subscription_id, status, updated_at)
+       SELECT delivery_id($1, s), $1, s, 'succeeded', now() FROM unnest($2::uuid[]) AS s RETURNING id::text`,
+      [eventId, subscriptions.map((sub) => sub.id)],
+    );
+    const ids = rows.map((row) => row.id).sort();
+    const batch = [ids[0]!, ids[4]!];
+    const both = (value: string) => `{${value},${value}}`;
+    const args = [
+      `{${batch.join(',')}}`,
+      both('1'),
+      both(`"${new Date(at).toISOString()}"`),
+      both('5'),
+      both('200'),
+      both('NULL'),
+      both('NULL'),
+      both('NULL'),
+      both('10'),
+      both('succeeded'),
+      both('NULL'),
+      '{}',
+      '{}',
+      '{}',
+      '5',
+      'subscription.disabled',
+      '/api/webhooks/',
+      ...timeIdRange(batch),
+    ]
+      .map((value) => pg.escapeLiteral(value))
+      .join(', ');
+    const session = new pg.Client({ connectionString: stack.api.database.url });
+    await session.connect();
+    try {
+      // The plan PostgreSQL keeps for a named statement after five calls, built at once.
+      await session.query('SET plan_cache_mode = force_generic_plan');
+      await session.query(
+        `PREPARE record_plan(uuid[], int[], timestamptz[], int[], int[], text[], text[], text[], int[], text[],
+           timestamptz[], uuid[], boolean[], int[], int, text, text, uuid, uuid) AS ${recordSql}`,
+      );
+      await session.query('BEGIN');
+      const plan = await explainRun(`EXECUTE record_plan(${args})`, [], session);
+      const recorded = await session.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = ANY($1::uuid[])',
+        [batch],
+      );
+      await session.query('ROLLBACK');
+      expect(recorded.rows[0]!.n).toBe(2);
+      const deliveriesRead = relationNodes(plan)
+        .filter(
+          (node) =>
+            node['Relation Name'].startsWith('deliveries_') && String(node['Node Type']).includes('Scan'),
+        )
+        .reduce((sum, node) => sum + Number(node['Actual Rows']) * Number(node['Actual Loops']), 0);
+      expect(deliveriesRead).toBe(2);
     } finally {
       await session.end();
     }

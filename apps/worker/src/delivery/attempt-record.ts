@@ -41,6 +41,95 @@ export function noticeEvent(row: StoredNotice): EventJobData {
   };
 }
 
+/**
+ * The record of a batch of attempts, as {@link createAttemptRecorder} runs it. Per attempt, in
+ * order: `$1` delivery ids, `$2` attempt numbers, `$3` start times, `$4` durations in ms, `$5`
+ * status codes, `$6` error classes, `$7` error messages, `$8` response bodies, `$9` in-flight
+ * limits, `$10` the delivery's new status, `$11` its next attempt's time; per subscription whose
+ * run of failures changes: `$12` ids, `$13` whether the run ends, `$14` failures to add; `$15`
+ * SUBSCRIPTION_DISABLE_AFTER, `$16` the notice's type, `$17` the notice's resource URI prefix,
+ * `$18` and `$19` the batch's range of ids (`timeIdRange`). Returns the stored notices. Exported
+ * for the plan tests.
+ */
+export const recordSql = `
+  WITH input AS (
+    SELECT * FROM unnest(
+      $1::uuid[],
+      $2::int[],
+      $3::timestamptz[],
+      $4::int[],
+      $5::int[],
+      $6::text[],
+      $7::text[],
+      $8::text[],
+      $9::int[],
+      $10::text[],
+      $11::timestamptz[]
+    ) AS t(delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
+           response_body, in_flight_limit, status, next_attempt_at)
+  ), live AS (
+    -- The update locks each delivery it changes, and skips one deleted with its subscription
+    -- during the attempt (PostgreSQL's READ COMMITTED re-check, "Transaction Isolation" in its
+    -- manual): only the deliveries it returns get their attempt, so a deletion cannot fail the
+    -- batch nor leave an attempt behind. The deliveries are found by their ids (= ANY, one
+    -- index probe each), not by the range alone: a cached plan joined every delivery between
+    -- the batch's first and last, a whole fan-out's hundred for a record of ten.
+    UPDATE deliveries d
+    SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
+        last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
+    FROM input i
+    WHERE d.id = i.delivery_id AND d.id = ANY($1::uuid[]) AND d.id BETWEEN $18::uuid AND $19::uuid
+    RETURNING d.id
+  ), attempts AS (
+    INSERT INTO delivery_attempts
+      (delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
+       in_flight_limit)
+    SELECT i.delivery_id, i.attempt_number, i.started_at, i.duration_ms, i.status_code, i.error_class,
+           i.error_message, i.response_body, i.in_flight_limit
+    FROM input i JOIN live l ON l.id = i.delivery_id
+  ), changes AS (
+    SELECT * FROM unnest(
+      $12::uuid[],
+      $13::boolean[],
+      $14::int[]
+    ) AS c(subscription_id, reset, failures)
+  ), prior AS (
+    -- Locked, so this reads the latest committed status (and the runs below add to the latest
+    -- count): which subscriptions this batch disables is then exact under concurrency. Locked
+    -- in id order, so concurrent batches never deadlock.
+    SELECT s.id, s.status FROM subscriptions s JOIN changes c ON c.subscription_id = s.id
+    ORDER BY s.id FOR NO KEY UPDATE OF s
+  ), runs AS (
+    -- applyFailureRun, as an atomic increment.
+    UPDATE subscriptions s
+    SET consecutive_failures = (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures,
+        -- Only an active subscription is disabled: a pending one (its callback moved, and an
+        -- attempt to the old one failed) stays pending until its new callback is verified.
+        status = CASE
+          WHEN s.status = 'active' AND c.failures > 0
+            AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= $15::int
+          THEN 'disabled'::"SubscriptionStatus" ELSE s.status END,
+        updated_at = now()
+    FROM changes c JOIN prior p ON p.id = c.subscription_id
+    WHERE s.id = c.subscription_id
+    RETURNING s.id, s.account_id, s.callback_url, s.consecutive_failures, p.status AS was, s.status AS now
+  ), disabled AS (
+    SELECT * FROM runs WHERE was = 'active' AND now = 'disabled'
+  ), notices AS (
+    INSERT INTO events (id, account_id, type, data, occurred_at)
+    SELECT uuid_generate_v7(), d.account_id, $16::text,
+           jsonb_build_object(
+             'subscription_id', d.id, 'resource_uri', $17::text || d.id::text,
+             -- Without its query and fragment, which may hold the client's token: the notice
+             -- goes to the account's other callbacks.
+             'callback_url', substring(d.callback_url from '^[^?#]*'),
+             'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
+           now()
+    FROM disabled d
+    RETURNING id, account_id, type, data, occurred_at
+  )
+  SELECT id::text, account_id, type, data, occurred_at FROM notices`;
+
 /** What the recorder needs besides its database. */
 export interface AttemptRecorderOptions {
   /** SUBSCRIPTION_DISABLE_AFTER. */
@@ -78,83 +167,7 @@ export function createAttemptRecorder(
     );
     const { rows: notices } = await pool.query<StoredNotice>({
       name: 'delivery-record',
-      text: `
-      WITH input AS (
-        SELECT * FROM unnest(
-          $1::uuid[],
-          $2::int[],
-          $3::timestamptz[],
-          $4::int[],
-          $5::int[],
-          $6::text[],
-          $7::text[],
-          $8::text[],
-          $9::int[],
-          $10::text[],
-          $11::timestamptz[]
-        ) AS t(delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message,
-               response_body, in_flight_limit, status, next_attempt_at)
-      ), live AS (
-        -- Deliveries deleted with their subscription during the attempt are left out (and the
-        -- survivors locked against such a delete), so one deletion cannot fail the whole batch.
-        SELECT i.* FROM input i CROSS JOIN LATERAL (
-          SELECT 1 FROM deliveries d WHERE d.id = i.delivery_id AND d.id BETWEEN $18::uuid AND $19::uuid
-          LIMIT 1 FOR KEY SHARE
-        ) d
-      ), attempts AS (
-        INSERT INTO delivery_attempts
-          (delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
-           in_flight_limit)
-        SELECT delivery_id, attempt_number, started_at, duration_ms, status_code, error_class, error_message, response_body,
-               in_flight_limit
-        FROM live
-      ), deliveries_updated AS (
-        UPDATE deliveries d
-        SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
-            last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
-        FROM live i WHERE d.id = i.delivery_id AND d.id BETWEEN $18::uuid AND $19::uuid
-      ), changes AS (
-        SELECT * FROM unnest(
-          $12::uuid[],
-          $13::boolean[],
-          $14::int[]
-        ) AS c(subscription_id, reset, failures)
-      ), prior AS (
-        -- Locked, so this reads the latest committed status (and the runs below add to the latest
-        -- count): which subscriptions this batch disables is then exact under concurrency. Locked
-        -- in id order, so concurrent batches never deadlock.
-        SELECT s.id, s.status FROM subscriptions s JOIN changes c ON c.subscription_id = s.id
-        ORDER BY s.id FOR NO KEY UPDATE OF s
-      ), runs AS (
-        -- applyFailureRun, as an atomic increment.
-        UPDATE subscriptions s
-        SET consecutive_failures = (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures,
-            -- Only an active subscription is disabled: a pending one (its callback moved, and an
-            -- attempt to the old one failed) stays pending until its new callback is verified.
-            status = CASE
-              WHEN s.status = 'active' AND c.failures > 0
-                AND (CASE WHEN c.reset THEN 0 ELSE s.consecutive_failures END) + c.failures >= $15::int
-              THEN 'disabled'::"SubscriptionStatus" ELSE s.status END,
-            updated_at = now()
-        FROM changes c JOIN prior p ON p.id = c.subscription_id
-        WHERE s.id = c.subscription_id
-        RETURNING s.id, s.account_id, s.callback_url, s.consecutive_failures, p.status AS was, s.status AS now
-      ), disabled AS (
-        SELECT * FROM runs WHERE was = 'active' AND now = 'disabled'
-      ), notices AS (
-        INSERT INTO events (id, account_id, type, data, occurred_at)
-        SELECT uuid_generate_v7(), d.account_id, $16::text,
-               jsonb_build_object(
-                 'subscription_id', d.id, 'resource_uri', $17::text || d.id::text,
-                 -- Without its query and fragment, which may hold the client's token: the notice
-                 -- goes to the account's other callbacks.
-                 'callback_url', substring(d.callback_url from '^[^?#]*'),
-                 'reason', 'consecutive_failures', 'failure_count', d.consecutive_failures),
-               now()
-        FROM disabled d
-        RETURNING id, account_id, type, data, occurred_at
-      )
-      SELECT id::text, account_id, type, data, occurred_at FROM notices`,
+      text: recordSql,
       values: [
         column((r) => r.delivery.id),
         column((r) => r.delivery.attemptsMade + 1),
