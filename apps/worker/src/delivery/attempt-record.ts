@@ -72,8 +72,8 @@ export const recordSql = `
     -- during the attempt (PostgreSQL's READ COMMITTED re-check, "Transaction Isolation" in its
     -- manual): only the deliveries it returns get their attempt, so a deletion cannot fail the
     -- batch nor leave an attempt behind. The deliveries are found by their ids (= ANY, one
-    -- index probe each), not by the range alone: a cached plan joined every delivery between
-    -- the batch's first and last, a whole fan-out's hundred for a record of ten.
+    -- index probe each), not by the range alone: from a cached plan, the join read every
+    -- delivery in the range (whole milliseconds of event ids), a fan-out's hundred for ten.
     UPDATE deliveries d
     SET status = i.status::"DeliveryStatus", attempts_made = d.attempts_made + 1, last_status_code = i.status_code,
         last_error = i.error_class, next_attempt_at = i.next_attempt_at, updated_at = now()
