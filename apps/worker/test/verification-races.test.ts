@@ -94,9 +94,9 @@ describe('asking for the challenge again and again', () => {
     stack.receiver.script('/deaf', [200]);
     const { id } = await stack.subscribe('acct-asking', { callback_url: `${stack.receiver.url}/deaf` });
     await waitFor('the first challenge', () => stack.receiver.at('/deaf').length >= 1);
-    // An ask may send the waiting job's next try at once, so the asks stay fewer than the tries
-    // left after the first and the next: the job cannot use up its tries and end during the test,
-    // however fast the machine answers them.
+    // Each ask may send the waiting job's next try at once. With two fewer asks than tries (the
+    // first try is spent already, and one is kept), the job cannot use up its tries and end during
+    // the test, however fast the machine answers them.
     const asks = verificationRetry.attempts - 2;
     for (let i = 0; i < asks; i++)
       expect((await call('acct-asking', 'POST', `/api/webhooks/${id}/verification`)).statusCode).toBe(202);
