@@ -23,8 +23,9 @@ export interface StepPercentiles {
 }
 
 /**
- * Where account B's first deliveries spent their time, step by step, from the log's timestamps
- * and the receiver's clock (one host, one clock):
+ * Where an account's first deliveries (account B's here, the steady account's in the API spike)
+ * spent their time, step by step, from the log's timestamps and the receiver's clock (one host,
+ * one clock):
  * - `accepted`: the publish until the API took the event (its UUIDv7 id's time, `eventAcceptedAt`);
  * - `stored`: until the fan-out stored its delivery (the row's `created_at`: the events queue,
  *   and the fan-out's statement up to its start);
@@ -124,7 +125,7 @@ const percentiles = (samples: readonly number[]): StepPercentiles => ({
  * (event id → publish time, ms since the epoch) and whose receipt is in `confirmedAt` (callback
  * path → event id → receipt time, ms since the epoch).
  */
-async function stepLatencies(
+export async function stepLatencies(
   stack: BenchStack,
   account: string,
   sentAt: ReadonlyMap<string, number>,

@@ -31,6 +31,7 @@ import {
   recoveryPacePerSecond,
   steadySubscriptions as accountSteadySubscriptions,
   type AccountFloodRun,
+  type StepLatencies,
   type StepPercentiles,
 } from './account-fairness-scenario.js';
 import { retentionCost } from './retention-scenario.js';
@@ -123,6 +124,10 @@ const formatLatency = (ms: number) => (Number.isFinite(ms) ? `${ms.toFixed(0)} m
 
 /** A step's p50 / p99 for a table row, in ms without the unit. */
 const stepFigure = ({ p50Ms, p99Ms }: StepPercentiles) => `${p50Ms.toFixed(0)} / ${p99Ms.toFixed(0)}`;
+
+/** Each step's p50 / p99 of a load's deliveries, for a table row. */
+const stepsFigure = (s: StepLatencies) =>
+  `p50 / p99 by step: accepted ${stepFigure(s.accepted)}, stored ${stepFigure(s.stored)}, attempted ${stepFigure(s.attempted)}, received ${stepFigure(s.received)} ms`;
 
 /** Each scenario runs, keeps its figures in `results` and returns its table rows. */
 const scenarios: Record<string, () => Promise<BenchRow[]>> = {
@@ -384,8 +389,7 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     const run = await accountFairness(rate, size.fairnessSeconds, progress);
     results.accounts = run;
     const { flood, alone, withinCapacity } = run;
-    const steps = ({ steps: s }: AccountFloodRun) =>
-      `p50 / p99 by step: accepted ${stepFigure(s.accepted)}, stored ${stepFigure(s.stored)}, attempted ${stepFigure(s.attempted)}, received ${stepFigure(s.received)} ms`;
+    const steps = ({ steps: s }: AccountFloodRun) => stepsFigure(s);
     const latencies = (r: AccountFloodRun) =>
       `p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms (${steps(r)})`;
     return [
@@ -440,8 +444,8 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     return [
       {
         scenario: `API spike: 3× the API's ingest capacity (${run.capacity.toFixed(0)} req/s), ${spike.rate} events/s for ${size.overloadSeconds} s, beside a steady account at 20 events/s`,
-        figure: `API p50 ${spike.apiP50Ms} ms, p99 ${spike.apiP99Ms} ms; ${answers(spike)}; steady account p99 ${spike.steadyP99Ms.toFixed(0)} ms (${spike.steadyArrived} of ${spike.steadyExpected}; accepted p99 ${spike.steadyAcceptedP99Ms.toFixed(0)} ms${refusals(spike)}); ${spike.delivered} of ${spike.expected} deliveries of accepted events`,
-        baseline: `half the capacity, ${half.rate} events/s: API p99 ${half.apiP99Ms} ms (${answers(half)}); steady account p99 ${half.steadyP99Ms.toFixed(0)} ms (accepted p99 ${half.steadyAcceptedP99Ms.toFixed(0)} ms${refusals(half)})`,
+        figure: `API p50 ${spike.apiP50Ms} ms, p99 ${spike.apiP99Ms} ms; ${answers(spike)}; steady account p99 ${spike.steadyP99Ms.toFixed(0)} ms (${spike.steadyArrived} of ${spike.steadyExpected}; accepted p99 ${spike.steadyAcceptedP99Ms.toFixed(0)} ms${refusals(spike)}; ${stepsFigure(spike.steadySteps)}); ${spike.delivered} of ${spike.expected} deliveries of accepted events`,
+        baseline: `half the capacity, ${half.rate} events/s: API p99 ${half.apiP99Ms} ms (${answers(half)}); steady account p99 ${half.steadyP99Ms.toFixed(0)} ms (accepted p99 ${half.steadyAcceptedP99Ms.toFixed(0)} ms${refusals(half)}; ${stepsFigure(half.steadySteps)})`,
         ratio: run.apiP99Ratio,
         target: 'API p99 ≤ 5×, steady p99 ≤ 2×, only 202/429/503, no timeouts, all delivered',
         met: run.met,

@@ -13,6 +13,7 @@ import autocannon from 'autocannon';
 import { createWebhookClient } from '@webhooks/client';
 import { percentile } from '../scripts/lib/stats.js';
 import { waitUntilReady } from '../scripts/lib/services.js';
+import { stepLatencies, type StepLatencies } from './account-fairness-scenario.js';
 import { requestRate, sheddingOff } from './api-scenarios.js';
 import {
   publishAtSteadyRate,
@@ -58,6 +59,8 @@ export interface SpikeRun {
   steadyArrived: number;
   /** The steady account's publish → 202 latencies (its client's retries included), ms. */
   steadyAcceptedP99Ms: number;
+  /** Where the steady account's deliveries spent their time, step by step. */
+  steadySteps: StepLatencies;
   /**
    * The steady account's tries answered other than 202 (each retried by its client), by status and
    * problem type (`503 /problems/overloaded`).
@@ -168,6 +171,7 @@ async function spikeRun(rate: number, steadyRate: number, seconds: number, step:
         steadyExpected: steady.sentAt.size,
         steadyArrived: latencies.length,
         steadyAcceptedP99Ms: percentile(steadyClient.acceptedMs, 99),
+        steadySteps: await stepLatencies(stack, 'steady', steady.sentAt, receiver.confirmedAt),
         steadyRefused: steadyClient.refused,
       };
     },
