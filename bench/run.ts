@@ -389,9 +389,8 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     const run = await accountFairness(rate, size.fairnessSeconds, progress);
     results.accounts = run;
     const { flood, alone, withinCapacity } = run;
-    const steps = ({ steps: s }: AccountFloodRun) => stepsFigure(s);
     const latencies = (r: AccountFloodRun) =>
-      `p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms (${steps(r)})`;
+      `p50 ${r.p50Ms.toFixed(0)} ms, p99 ${r.p99Ms.toFixed(0)} ms (${stepsFigure(r.steps)})`;
     return [
       {
         scenario: 'fairness across accounts: a 300-subscription flood beside a steady account',
