@@ -39,15 +39,17 @@ async function explainRun(sql: string, params: unknown[] = [], client = db): Pro
   return rows[0]!['QUERY PLAN'];
 }
 
+/** A plan node that names the relation it reads or writes. */
+type RelationNode = Record<string, unknown> & { 'Relation Name': string };
+
 /** Every node of a plan that names a relation. */
-function relationNodes(plan: unknown): Array<Record<string, unknown> & { 'Relation Name': string }> {
-  const found: Array<Record<string, unknown> & { 'Relation Name': string }> = [];
+function relationNodes(plan: unknown): RelationNode[] {
+  const found: RelationNode[] = [];
   const walk = (node: unknown): void => {
     if (Array.isArray(node)) node.forEach(walk);
     else if (node !== null && typeof node === 'object') {
       const record = node as Record<string, unknown>;
-      if (typeof record['Relation Name'] === 'string')
-        found.push(record as Record<string, unknown> & { 'Relation Name': string });
+      if (typeof record['Relation Name'] === 'string') found.push(record as RelationNode);
       Object.values(record).forEach(walk);
     }
   };
