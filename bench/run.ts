@@ -130,6 +130,14 @@ const stepsFigure = (s: StepLatencies) =>
   `p50 / p99 by step: accepted ${stepFigure(s.accepted)}, stored ${stepFigure(s.stored)}, attempted ${stepFigure(s.attempted)}, received ${stepFigure(s.received)} ms`;
 
 /** Each scenario runs, keeps its figures in `results` and returns its table rows. */
+/** 300 scans of a 15 MiB string: a few interpreter steps, far past any budget. */
+const builtInHog = `function handler(w) {
+  const s = 'a'.repeat(15 * 1024 * 1024);
+  let n = 0;
+  for (let i = 0; i < 300; i++) n += s.indexOf('b');
+  return w;
+}`;
+
 const scenarios: Record<string, () => Promise<BenchRow[]>> = {
   async throughput() {
     step('transport');
@@ -537,23 +545,43 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     );
     // The worst case: a function that loops runs its whole budget, on the transformation thread.
     const budgetMs = 50;
-    const runner = createTransformationRunner({
-      timeoutMs: budgetMs,
-      memoryBytes: 16 * 1024 * 1024,
-      threads: 1,
-    });
+    const runner = createTransformationRunner(
+      {
+        timeoutMs: budgetMs,
+        memoryBytes: 16 * 1024 * 1024,
+        threads: 1,
+        maxOutputBytes: 512 * 1024,
+        queueTimeoutMs: 10_000,
+        accountConcurrency: 1,
+        maxQueue: 16,
+      },
+      { allowPrivate: false, ports: [[443, 443]], denyCidrs: [] },
+    );
     const runs = 20;
     const started = performance.now();
     for (let i = 0; i < runs; i++)
-      await runner.run('function handler(w) { for (;;) {} }', {
-        payload: {},
-        headers: {},
-        url: 'https://bench.example/hook',
-        event_type: 'call.completed',
-      });
+      await runner.run(
+        'function handler(w) { for (;;) {} }',
+        {
+          payload: {},
+          headers: {},
+          url: 'https://bench.example/hook',
+          event_type: 'call.completed',
+        },
+        'bench',
+      );
     const looping = { budgetMs, msPerRun: (performance.now() - started) / runs };
+    // Few interpreter steps, each a costly built-in: only the host's deadline stops it.
+    const builtInStarted = performance.now();
+    for (let i = 0; i < runs; i++)
+      await runner.run(
+        builtInHog,
+        { payload: {}, headers: {}, url: 'https://bench.example/hook', event_type: 'x' },
+        'bench',
+      );
+    const builtIn = { budgetMs, msPerRun: (performance.now() - builtInStarted) / runs };
     await runner.close();
-    results.transformations = { plain, transformed, looping };
+    results.transformations = { plain, transformed, looping, builtIn };
     return [
       reportedRow(
         'transformation cost: fan-out 1 → 100, a transformation on every subscription / none',
@@ -566,6 +594,12 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         `${looping.msPerRun.toFixed(1)} ms of the transformation thread per run, the attempt failed`,
         `TRANSFORMATION_TIMEOUT_MS ${budgetMs} ms`,
         looping.msPerRun / budgetMs,
+      ),
+      reportedRow(
+        'transformation worst case in built-ins: indexOf over a 15 MiB string, per run / its budget',
+        `${builtIn.msPerRun.toFixed(1)} ms of the transformation thread per run, the attempt failed`,
+        `TRANSFORMATION_TIMEOUT_MS ${budgetMs} ms`,
+        builtIn.msPerRun / budgetMs,
       ),
     ];
   },

@@ -130,9 +130,9 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     countingRedis.disconnect();
   });
-  // The sandbox that checks and tries transformations; its threads start at its first use.
+  // The sandbox that checks and tries transformations; its threads start with it.
   const transformations = config.TRANSFORMATIONS
-    ? createTransformationRunner(transformationLimitsFromEnv(config))
+    ? createTransformationRunner(transformationLimitsFromEnv(config), config.callbackPolicy)
     : null;
   app.addHook('onClose', async () => transformations?.close());
 

@@ -80,11 +80,6 @@ export const apiEnvSchema = Type.Object({
     description:
       'Subscriptions one account may have, unless ACCOUNT_OVERRIDES says otherwise; creating one more answers 409 (bounds fan-out per event)',
   }),
-  CALLBACK_VERIFICATION: Type.Union([Type.Literal('off'), Type.Literal('challenge')], {
-    default: 'off',
-    description:
-      '`challenge`: a new subscription, or one whose callback_url changes, stays `pending` (receiving nothing) until its callback answers a signed challenge with HTTP 200 and the challenge; `off`: subscriptions are active at once',
-  }),
   ACCOUNT_PAYLOAD_BYTES_PER_DAY: Type.Integer({
     default: 1_073_741_824,
     minimum: 1,

@@ -105,7 +105,7 @@ export function startDeliveries(
     createBrokerPublishers(config.brokers, { timeoutMs: config.DELIVERY_TIMEOUT_MS, log }),
   );
   const transformations = config.TRANSFORMATIONS
-    ? createTransformationRunner(transformationLimitsFromEnv(config))
+    ? createTransformationRunner(transformationLimitsFromEnv(config), config.callbackPolicy)
     : null;
   const store = createDeliveryStore(deps.pool, {
     disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,

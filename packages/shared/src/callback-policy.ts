@@ -35,6 +35,11 @@ export const callbackPolicyEnv = {
     description:
       'Address ranges no callback may reach, comma-separated CIDRs (`10.20.0.0/16`, `2001:db8::/32`), beside the built-in 168.63.129.16/32',
   }),
+  CALLBACK_VERIFICATION: Type.Union([Type.Literal('off'), Type.Literal('challenge')], {
+    default: 'off',
+    description:
+      '`challenge`: a new subscription, or one whose callback_url changes, stays `pending` (receiving nothing) until its callback answers a signed challenge with HTTP 200 and the challenge, and a transformation may not send to another origin; `off`: subscriptions are active at once',
+  }),
 };
 
 /** The callback policy after parsing. */
@@ -44,6 +49,11 @@ export interface CallbackPolicy {
   ports: ReadonlyArray<readonly [number, number]>;
   /** CIDRs refused, the built-in ones first. */
   denyCidrs: readonly string[];
+  /**
+   * CALLBACK_VERIFICATION=challenge: callbacks prove themselves before they receive, so a
+   * transformation may only send to its callback's own (verified) origin.
+   */
+  verification?: boolean;
 }
 
 /**
@@ -57,6 +67,7 @@ export function parseCallbackPolicy(config: {
   CALLBACK_ALLOW_PRIVATE: boolean;
   CALLBACK_PORTS: string;
   CALLBACK_DENY_CIDRS: string;
+  CALLBACK_VERIFICATION: 'off' | 'challenge';
 }): CallbackPolicy {
   if (config.CALLBACK_ALLOW_PRIVATE && config.NODE_ENV !== 'development' && config.NODE_ENV !== 'test') {
     throw new ConfigError(
@@ -85,7 +96,12 @@ export function parseCallbackPolicy(config: {
       );
     }
   }
-  return { allowPrivate: config.CALLBACK_ALLOW_PRIVATE, ports, denyCidrs: [...defaultDeniedCidrs, ...own] };
+  return {
+    allowPrivate: config.CALLBACK_ALLOW_PRIVATE,
+    ports,
+    denyCidrs: [...defaultDeniedCidrs, ...own],
+    verification: config.CALLBACK_VERIFICATION === 'challenge',
+  };
 }
 
 /** The port `url` connects to: its own, or its scheme's (80 for http, 443 for https). */

@@ -6,16 +6,13 @@
  * `{payload, headers, url, event_type}` (the payload is the body the callback would get); it
  * returns the same shape, changed, or sets `cancel: true` to send nothing.
  *
- * Runs happen in QuickJS compiled to WebAssembly (`transformation-thread.ts`), on a pool of worker
- * threads (piscina), so that a function that loops until its time budget stalls no event loop of
- * the service: the other deliveries go on meanwhile. What comes back is checked here
- * ({@link checkTransformationOutput}): the headers by the custom headers' rules, the URL as an
- * absolute http(s) URL (the attempt's SSRF guard then checks it as it checks every callback).
+ * This module holds the settings and the check of what a run returns
+ * ({@link checkTransformationOutput}); `transformation-runner.ts` runs them.
  */
-import { Piscina } from 'piscina';
 import Type from 'typebox';
+import type { CallbackPolicy } from './callback-policy.js';
+import { checkCallbackUrl } from './callback-url.js';
 import { checkCustomHeaders } from './custom-headers.js';
-import type { TransformationRaw, TransformationTask } from './transformation-thread.js';
 
 /** Longest transformation source, in bytes (16 KiB). */
 export const maxTransformationBytes = 16 * 1024;
@@ -45,6 +42,34 @@ export const transformationEnv = {
     maximum: 64,
     description: 'Threads of each service running transformations at once, beside its event loop',
   }),
+  TRANSFORMATION_MAX_BODY_BYTES: Type.Integer({
+    default: 512 * 1024,
+    minimum: 1024,
+    maximum: 16 * 1024 * 1024,
+    description:
+      'Longest webhook a transformation may return (payload, headers and URL as JSON), in bytes; past it the attempt fails',
+  }),
+  TRANSFORMATION_QUEUE_TIMEOUT_MS: Type.Integer({
+    default: 2_000,
+    minimum: 1,
+    maximum: 60_000,
+    description:
+      'How long a run may wait for a thread, in ms; past it the delivery waits and tries again later without using an attempt (the API answers 503)',
+  }),
+  TRANSFORMATION_ACCOUNT_CONCURRENCY: Type.Integer({
+    default: 2,
+    minimum: 1,
+    maximum: 64,
+    description:
+      "Runs of one account's transformations on or waiting for a thread at once, in each service; its other runs wait behind its own",
+  }),
+  TRANSFORMATION_MAX_QUEUE: Type.Integer({
+    default: 256,
+    minimum: 1,
+    maximum: 100_000,
+    description:
+      'Runs waiting for a thread in each service, all accounts together; past it a run waits and tries again later',
+  }),
 };
 
 /** {@link TransformationLimits} of validated {@link transformationEnv} variables. */
@@ -52,12 +77,38 @@ export function transformationLimitsFromEnv(config: {
   TRANSFORMATION_TIMEOUT_MS: number;
   TRANSFORMATION_MEMORY_MB: number;
   TRANSFORMATION_THREADS: number;
+  TRANSFORMATION_MAX_BODY_BYTES: number;
+  TRANSFORMATION_QUEUE_TIMEOUT_MS: number;
+  TRANSFORMATION_ACCOUNT_CONCURRENCY: number;
+  TRANSFORMATION_MAX_QUEUE: number;
 }): TransformationLimits {
   return {
     timeoutMs: config.TRANSFORMATION_TIMEOUT_MS,
     memoryBytes: config.TRANSFORMATION_MEMORY_MB * 1024 * 1024,
     threads: config.TRANSFORMATION_THREADS,
+    maxOutputBytes: config.TRANSFORMATION_MAX_BODY_BYTES,
+    queueTimeoutMs: config.TRANSFORMATION_QUEUE_TIMEOUT_MS,
+    accountConcurrency: config.TRANSFORMATION_ACCOUNT_CONCURRENCY,
+    maxQueue: config.TRANSFORMATION_MAX_QUEUE,
   };
+}
+
+/** Limits of the runs, from {@link transformationEnv}. */
+export interface TransformationLimits {
+  /** Time one run may take on its thread, in ms (TRANSFORMATION_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** QuickJS heap of one run, in bytes (TRANSFORMATION_MEMORY_MB). */
+  memoryBytes: number;
+  /** Threads running transformations at once (TRANSFORMATION_THREADS). */
+  threads: number;
+  /** Longest returned webhook, JSON, in bytes (TRANSFORMATION_MAX_BODY_BYTES). */
+  maxOutputBytes: number;
+  /** Longest wait for a thread, in ms (TRANSFORMATION_QUEUE_TIMEOUT_MS). */
+  queueTimeoutMs: number;
+  /** One account's runs on or waiting for a thread (TRANSFORMATION_ACCOUNT_CONCURRENCY). */
+  accountConcurrency: number;
+  /** Runs waiting for a thread, all accounts (TRANSFORMATION_MAX_QUEUE). */
+  maxQueue: number;
 }
 
 /** What a transformation receives. */
@@ -70,19 +121,36 @@ export interface TransformationInput {
   event_type: string;
 }
 
-/** What a run came to: the webhook to send, a cancellation, or why it failed. */
+/**
+ * What a run came to: the webhook to send, a cancellation, why it failed (the function's fault:
+ * the attempt fails), or `busy`: no thread was free in time (the service's capacity, not the
+ * function's: the delivery waits `retryAfterMs` without using an attempt, the API answers 503).
+ */
 export type TransformationResult =
   | { kind: 'transformed'; payload: unknown; headers: Record<string, string>; url: string }
   | { kind: 'cancelled' }
-  | { kind: 'failed'; error: string };
+  | { kind: 'failed'; error: string }
+  | TransformationBusy;
+
+/** No thread was free in time; try again after `retryAfterMs` (ms). */
+export interface TransformationBusy {
+  kind: 'busy';
+  retryAfterMs: number;
+  reason: string;
+}
 
 /**
  * Checks what a function returned: an object with `cancel: true`, or with `payload` (any JSON
  * value), `headers` (an object of strings, which the custom headers' rules must accept) and `url`
- * (an absolute http or https URL, or `inputUrl` unchanged: a broker destination's URI, which a
- * transformation cannot change).
+ * (`inputUrl` unchanged, or a URL that meets every rule of a `callback_url` under `policy`,
+ * {@link checkCallbackUrl}, and keeps `inputUrl`'s origin where callbacks are verified; a broker
+ * destination's URI cannot be changed).
  */
-export function checkTransformationOutput(value: unknown, inputUrl: string): TransformationResult {
+export function checkTransformationOutput(
+  value: unknown,
+  inputUrl: string,
+  policy: CallbackPolicy,
+): TransformationResult {
   const failed = (error: string): TransformationResult => ({ kind: 'failed', error });
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     return failed('handler must return the webhook object');
@@ -104,70 +172,11 @@ export function checkTransformationOutput(value: unknown, inputUrl: string): Tra
   if (typeof url !== 'string') return failed('the returned url must be a string');
   if (url === inputUrl) return { kind: 'transformed', payload, headers: checked.headers, url };
   if (!/^https?:/i.test(inputUrl)) return failed('the url of a broker destination cannot be changed');
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return failed('the returned url is not an absolute URL');
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
-    return failed('the returned url must be http or https');
+  const refused = checkCallbackUrl(url, policy, '/url');
+  if (refused !== null) return failed(`the returned url ${refused.detail}`);
+  if (policy.verification === true && new URL(url).origin !== new URL(inputUrl).origin)
+    return failed(
+      `the returned url must keep the callback's verified origin ${new URL(inputUrl).origin} (CALLBACK_VERIFICATION=challenge)`,
+    );
   return { kind: 'transformed', payload, headers: checked.headers, url };
-}
-
-/** Limits of one run. */
-export interface TransformationLimits {
-  /** CPU time a run may take, in ms (TRANSFORMATION_TIMEOUT_MS). */
-  timeoutMs: number;
-  /** Heap a run may use, in bytes (TRANSFORMATION_MEMORY_BYTES). */
-  memoryBytes: number;
-  /** Threads running transformations at once. */
-  threads: number;
-}
-
-/** Runs transformations on a thread pool. */
-export interface TransformationRunner {
-  /** Runs `source` on `input`; never throws for what the function does. */
-  run(source: string, input: TransformationInput): Promise<TransformationResult>;
-  /**
-   * Why `source` cannot be used (a syntax error, no `handler` function, too long), or null: it is
-   * evaluated, so its top level runs under the same limits.
-   */
-  check(source: string): Promise<string | null>;
-  close(): Promise<void>;
-}
-
-/** Starts a pool of `limits.threads` threads (each loads QuickJS once, at its first run). */
-export function createTransformationRunner(limits: TransformationLimits): TransformationRunner {
-  // The thread runs compiled JavaScript: from src/ (tests) and from dist/ alike, dist/ is beside.
-  const pool = new Piscina<TransformationTask, TransformationRaw>({
-    filename: new URL('../dist/transformation-thread.js', import.meta.url).href,
-    minThreads: 0,
-    maxThreads: limits.threads,
-    idleTimeout: 60_000,
-  });
-  return {
-    async run(source, input) {
-      const raw = await pool.run({
-        source,
-        inputJson: JSON.stringify(input),
-        timeoutMs: limits.timeoutMs,
-        memoryBytes: limits.memoryBytes,
-      });
-      if (!raw.ok) return { kind: 'failed', error: `the transformation failed: ${raw.error}` };
-      return checkTransformationOutput(raw.value, input.url);
-    },
-    async check(source) {
-      if (Buffer.byteLength(source) > maxTransformationBytes)
-        return `longer than ${maxTransformationBytes} bytes`;
-      const raw = await pool.run({
-        source,
-        inputJson: null,
-        timeoutMs: limits.timeoutMs,
-        memoryBytes: limits.memoryBytes,
-      });
-      return raw.ok ? null : raw.error;
-    },
-    close: () => pool.destroy(),
-  };
 }

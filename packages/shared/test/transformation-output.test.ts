@@ -1,7 +1,17 @@
 import { describe, expect, it } from '@jest/globals';
-import { checkTransformationOutput } from '../src/transformation.js';
+import { parseCallbackPolicy } from '../src/callback-policy.js';
+import { checkTransformationOutput as checkWithPolicy } from '../src/transformation.js';
 
 const url = 'https://hooks.slack.example/services/T0';
+const policy = parseCallbackPolicy({
+  NODE_ENV: 'test',
+  CALLBACK_ALLOW_PRIVATE: false,
+  CALLBACK_PORTS: '80,443,1024-65535',
+  CALLBACK_DENY_CIDRS: '',
+  CALLBACK_VERIFICATION: 'off',
+});
+const checkTransformationOutput = (value: unknown, inputUrl: string) =>
+  checkWithPolicy(value, inputUrl, policy);
 
 describe('what a transformation returns', () => {
   it('is the webhook to send: any JSON payload, headers the custom headers’ rules accept, an http(s) URL', () => {
@@ -37,11 +47,26 @@ describe('what a transformation returns', () => {
     [{ payload: 1, headers: { a: 1 }, url }, /object of strings/],
     [{ payload: 1, headers: { 'webhook-signature': 'forged' }, url }, /webhook-signature is refused/],
     [{ payload: 1, headers: { host: 'elsewhere' }, url }, /host is refused/],
-    [{ payload: 1, headers: {}, url: '/relative' }, /not an absolute URL/],
+    [{ payload: 1, headers: {}, url: '/relative' }, /must be an absolute URL/],
     [{ payload: 1, headers: {}, url: 'file:///etc/passwd' }, /http or https/],
+    [{ payload: 1, headers: {}, url: 'https://user:pass@client.example/hooks' }, /credentials/],
+    [{ payload: 1, headers: {}, url: 'http://localhost:8080/hooks' }, /loopback and internal hosts/],
+    [{ payload: 1, headers: {}, url: 'https://db.internal/hooks' }, /internal hosts/],
+    [{ payload: 1, headers: {}, url: 'https://intranet/hooks' }, /single-label/],
+    [{ payload: 1, headers: {}, url: 'https://client.example:22/hooks' }, /port 22/],
   ])('fails the attempt for %j', (value, error) => {
     const result = checkTransformationOutput(value, 'https://client.example/hooks');
     expect(result.kind).toBe('failed');
     expect(result.kind === 'failed' && result.error).toMatch(error);
+  });
+
+  it('keeps the verified origin where callbacks are verified: another path, not another host', () => {
+    const verified = { ...policy, verification: true };
+    const webhook = (to: string) => ({ payload: 1, headers: {}, url: to });
+    expect(
+      checkWithPolicy(webhook('https://client.example/other'), 'https://client.example/hooks', verified),
+    ).toMatchObject({ kind: 'transformed' });
+    const moved = checkWithPolicy(webhook(url), 'https://client.example/hooks', verified);
+    expect(moved.kind === 'failed' && moved.error).toMatch(/verified origin https:\/\/client.example/);
   });
 });

@@ -28,8 +28,8 @@ import {
   type QueueShards,
   type SecretBox,
   type TransformationRunner,
+  checkCallbackUrl,
 } from '@webhooks/shared';
-import { checkCallbackUrl } from '../lib/callback-url.js';
 import { writeTarget } from '../lib/destination-target.js';
 import { sealedClientCertificate, sealedCustomHeaders } from '../lib/callback-credentials.js';
 import { pageRequest } from '../lib/pagination.js';
@@ -179,7 +179,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           true,
         )!;
         checkSubscriptionSelection(catalogue, kind, event_types, filter);
-        await checkTransformation(options.transformations, request.body.transformation);
+        await checkTransformation(options.transformations, request.body.transformation, request.accountId);
         const id = uuidv7();
         const sealedHeaders = sealedCustomHeaders(headers ?? null, id, options.secretBox);
         const clientTls = sealedClientCertificate(clientCertificate, id, options.secretBox);
@@ -306,7 +306,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           : sealedClientCertificate(client_certificate, current.id, options.secretBox);
       checkSubscriptionSelection(catalogue, current.kind, event_types, filter);
       const { transformation } = request.body;
-      await checkTransformation(options.transformations, transformation);
+      await checkTransformation(options.transformations, transformation, request.accountId);
       // Any status change would let an unverified callback through later (pending → disabled → active).
       if (current.status === 'pending' && status !== undefined)
         throw new HttpProblem(

@@ -3,7 +3,8 @@
  * candidate sent with the sample, to try before saving it) on a sample payload in the same sandbox
  * and under the same limits as the worker, and answers what would be sent, a cancellation, or the
  * error the attempt would fail with. Nothing is published, stored or sent. The sample's `data` is
- * held to the limits of a published event (400 or 413 naming `/payload/data`).
+ * held to the limits of a published event (400 or 413 naming `/payload/data`); no sandbox thread
+ * free in time answers 503 with `Retry-After`.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';
@@ -20,7 +21,7 @@ import {
 import { publishProblem } from '../lib/publish-problem.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
-import { transformationProblem } from '../lib/transformation-check.js';
+import { transformationBusyProblem, transformationProblem } from '../lib/transformation-check.js';
 
 /** Options: the sandbox (null when TRANSFORMATIONS=false) and what opens stored headers. */
 export interface TransformationTestsOptions {
@@ -58,19 +59,24 @@ const transformationTests: FastifyPluginAsyncTypebox<TransformationTestsOptions>
         throw transformationProblem('cannot run: transformations are turned off in this deployment');
       const source = candidate ?? subscription.transformation;
       if (source === null) throw transformationProblem('is not set on this subscription; send one to try');
-      const result = await transformations.run(source, {
-        payload: buildDeliveryPayload(
-          {
-            timestamp: payload.timestamp ?? formatPayloadTimestamp(new Date()),
-            type: payload.type,
-            data: payload.data,
-          },
-          { webhookId: payload.webhook_id ?? subscription.webhookId },
-        ),
-        headers: openCustomHeaders(subscription.headers, subscription.id, secretBox),
-        url: subscription.callbackUrl,
-        event_type: payload.type,
-      });
+      const result = await transformations.run(
+        source,
+        {
+          payload: buildDeliveryPayload(
+            {
+              timestamp: payload.timestamp ?? formatPayloadTimestamp(new Date()),
+              type: payload.type,
+              data: payload.data,
+            },
+            { webhookId: payload.webhook_id ?? subscription.webhookId },
+          ),
+          headers: openCustomHeaders(subscription.headers, subscription.id, secretBox),
+          url: subscription.callbackUrl,
+          event_type: payload.type,
+        },
+        request.accountId,
+      );
+      if (result.kind === 'busy') throw transformationBusyProblem(result);
       if (result.kind === 'transformed')
         return { result: 'transformed', payload: result.payload, headers: result.headers, url: result.url };
       return result.kind === 'cancelled'

@@ -9,7 +9,8 @@
  * the subscription's gate (over the limit, it waits without using an attempt), re-reads the
  * delivery with its event and subscription (deleted subscription: dropped; disabled: cancelled),
  * takes its account's turn when the account scheduler did not admit it (a retry, a new round),
- * passes the subscription's `rate_limit` and its callback host's cap (`host-gate.ts`), sends the
+ * passes its callback host's cap (`host-gate.ts`) and the subscription's `rate_limit`, runs its
+ * transformation (`transform-step.ts`), sends the
  * attempt, gives the slots back and records the attempt with its outcome (`outcome.ts`). A FIFO
  * subscription's delivery waits until it is its subscription's head, and its end gives the next
  * one its job (`fifo.ts`), or its turn through the caller (`in-order.ts`). A head the caller hands
@@ -108,6 +109,12 @@ const fifoTurnWaitMs = 1_000;
 /** How long a FIFO head waits for an earlier event's fan-out to store its deliveries, in ms. */
 const fifoFanOutWaitMs = 50;
 
+/** The host whose cap an attempt to `url` counts in: a broker destination's is its broker's. */
+function capHost(url: string): string {
+  const broker = brokerTarget(url);
+  return broker === null ? new URL(url).hostname : brokerCapHost(broker);
+}
+
 /** What happened while the step held its slot. */
 type WithinSlot =
   | { kind: 'done'; result: Exclude<EndedWithoutAttempt, 'expired'>; fifo: boolean }
@@ -199,29 +206,43 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       });
       if (waitMs > 0) return { kind: 'wait', waitMs, inTurnList: true };
     }
-    // The transformation first: the URL it returns names the host whose slot is taken.
-    const transformed = await transformStep(deps.transformations, delivery);
-    if (transformed.kind === 'cancel') {
-      await deps.store.cancel(delivery.id, cancelledByTransformation);
-      return { kind: 'done', result: 'cancelled', fifo };
-    }
-    if (transformed.kind === 'failed') {
-      return { kind: 'sent', delivery, result: transformed.result, slot: null };
-    }
-    // The host's slot next: an attempt the cap holds back must not count in the rate window. A
-    // broker destination's cap is its broker's.
-    const callbackUrl = new URL(transformed.url);
-    const broker = brokerTarget(transformed.url);
-    const hostname = broker === null ? callbackUrl.hostname : brokerCapHost(broker);
-    const slot = await deps.hostGate.slotFor(hostname, subscription.accountId, ref.jobId, carried.slot);
+    // The host's cap and the rate limit admit the attempt before its transformation runs, so a
+    // wait costs no run. A broker destination's cap is its broker's.
+    const { accountId } = subscription;
+    const taken = await deps.hostGate.slotFor(
+      capHost(subscription.callbackUrl),
+      accountId,
+      ref.jobId,
+      carried.slot,
+    );
     carried.slot = null;
-    if (typeof slot === 'number') return { kind: 'wait', waitMs: slot };
+    if (typeof taken === 'number') return { kind: 'wait', waitMs: taken };
+    let slot: HeldHostSlot | null = taken;
     let sent = false;
     try {
       if (subscription.rateLimit !== null) {
         const waitMs = await deps.gate.pace(subscription.id, ref.jobId, subscription.rateLimit);
         if (waitMs > 0) return { kind: 'wait', waitMs };
       }
+      const transformed = await transformStep(deps.transformations, delivery);
+      if (transformed.kind === 'wait') return transformed;
+      if (transformed.kind === 'cancel') {
+        await deps.store.cancel(delivery.id, cancelledByTransformation);
+        return { kind: 'done', result: 'cancelled', fifo };
+      }
+      if (transformed.kind === 'failed')
+        return { kind: 'sent', delivery, result: transformed.result, slot: null };
+      // A transformation that moved the URL to another host goes on that host's slot.
+      const hostname = capHost(transformed.url);
+      if (hostname !== slot.hostname) {
+        const moved = await deps.hostGate.slotFor(hostname, accountId, ref.jobId, slot);
+        if (typeof moved === 'number') {
+          slot = null;
+          return { kind: 'wait', waitMs: moved };
+        }
+        slot = moved;
+      }
+      const callbackUrl = new URL(transformed.url);
       const { body, headers } = buildAttemptRequest(event, subscription, new Date(), transformed.transformed);
       // A span per attempt, retries included, in the trace the job carries (the event's).
       const result = await inSpan(
@@ -251,7 +272,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       sent = true;
       return { kind: 'sent', delivery, result, slot };
     } finally {
-      if (!sent) releases.push(deps.hostGate.giveBack(slot));
+      if (!sent && slot !== null) releases.push(deps.hostGate.giveBack(slot));
     }
   };
 

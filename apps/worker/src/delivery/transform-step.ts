@@ -3,8 +3,9 @@
  * where, once the function has run on the webhook (`transformation.ts` in @webhooks/shared). A
  * function that throws, runs out of time or memory, or returns the wrong shape fails the attempt
  * (`transformation_failed`, its error in the delivery log), which BullMQ retries like any failed
- * attempt; one that sets `cancel` cancels the delivery. The signature is made over the transformed
- * body, and a changed URL meets the same SSRF guard as every callback when it is sent.
+ * attempt; one that sets `cancel` cancels the delivery. A sandbox with no thread free in time
+ * makes the delivery wait without using an attempt. The signature is made over the transformed
+ * body; a changed URL met every `callback_url` rule, and meets the SSRF guard when it is sent.
  */
 import type { TransformationRunner } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
@@ -18,7 +19,9 @@ export type TransformStep =
   /** The function cancelled the delivery: nothing is sent. */
   | { kind: 'cancel' }
   /** The attempt failed before anything was sent. */
-  | { kind: 'failed'; result: AttemptResult };
+  | { kind: 'failed'; result: AttemptResult }
+  /** No sandbox thread was free in time: the delivery waits `waitMs`, using no attempt. */
+  | { kind: 'wait'; waitMs: number };
 
 /** The `last_error` of a delivery its transformation cancelled. */
 export const cancelledByTransformation = 'cancelled_by_transformation';
@@ -55,12 +58,17 @@ export async function transformStep(
   });
   if (runner === null)
     return failed('transformations are turned off in this deployment (TRANSFORMATIONS=false)');
-  const result = await runner.run(subscription.transformation, {
-    payload: attemptPayload(event, subscription),
-    headers: subscription.headers,
-    url: subscription.callbackUrl,
-    event_type: event.type,
-  });
+  const result = await runner.run(
+    subscription.transformation,
+    {
+      payload: attemptPayload(event, subscription),
+      headers: subscription.headers,
+      url: subscription.callbackUrl,
+      event_type: event.type,
+    },
+    subscription.accountId,
+  );
+  if (result.kind === 'busy') return { kind: 'wait', waitMs: result.retryAfterMs };
   if (result.kind === 'cancelled') return { kind: 'cancel' };
   if (result.kind === 'failed') return failed(result.error);
   return { kind: 'send', url: result.url, transformed: { payload: result.payload, headers: result.headers } };

@@ -1,13 +1,18 @@
 /**
  * The rules a callback URL must meet when a subscription is created or updated: an absolute
  * http(s) URL without credentials, on a port of CALLBACK_PORTS, not aimed at this network's own
- * hosts or addresses (server-side request forgery). The worker checks the resolved address again
- * at connect time; this early check gives the client a clear 400 instead of a delivery that can
- * never succeed.
+ * hosts or addresses (server-side request forgery). The API checks it when a subscription is
+ * written (a clear 400), the worker when a transformation returns another URL; the worker checks
+ * the resolved address again at connect time.
  */
 import ipaddr from 'ipaddr.js';
-import { addressDenied, callbackPort, portAllowed, type CallbackPolicy } from '@webhooks/shared';
-import type { FieldError } from './problem.js';
+import { addressDenied, callbackPort, portAllowed, type CallbackPolicy } from './callback-policy.js';
+
+/** A refused URL: the JSON pointer of its field and why, as a problem's `errors` entry. */
+export interface CallbackUrlError {
+  pointer: string;
+  detail: string;
+}
 
 const blockedHostnames = new Set(['localhost', 'metadata.google.internal', 'metadata']);
 
@@ -31,7 +36,7 @@ export function checkCallbackUrl(
   policy: CallbackPolicy,
   pointer = '/callback_url',
   hint = '',
-): FieldError | null {
+): CallbackUrlError | null {
   let url: URL;
   try {
     url = new URL(value);

@@ -1,0 +1,155 @@
+/**
+ * Runs transformations on a pool of worker threads (piscina), each with QuickJS in WebAssembly
+ * (`transformation-thread.ts`), so no run stalls an event loop of the service. The host bounds
+ * every run from outside the sandbox: a deadline from the moment its thread starts it (past it,
+ * piscina ends the thread and starts another), a bound on the time it may wait for a thread, and
+ * fair slots (`fair-slots.ts`): a run is handed to piscina only when a thread is free, each account
+ * holds a bounded share, and the accounts waiting take turns.
+ */
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { createFairSlots } from './fair-slots.js';
+import type { CallbackPolicy } from './callback-policy.js';
+import {
+  checkTransformationOutput,
+  maxTransformationBytes,
+  type TransformationBusy,
+  type TransformationInput,
+  type TransformationLimits,
+  type TransformationResult,
+} from './transformation.js';
+import type {
+  TransformationRaw,
+  TransformationTask,
+  TransformationThreadData,
+} from './transformation-thread.js';
+
+/** What a check of a source came to: usable, refused (why), or no thread free in time. */
+export type TransformationCheck = { kind: 'valid' } | { kind: 'refused'; error: string } | TransformationBusy;
+
+/** Runs transformations on a thread pool. */
+export interface TransformationRunner {
+  /**
+   * Runs `source` on `input` for `accountId`; never throws for what the function does. A run
+   * past TRANSFORMATION_TIMEOUT_MS, its heap or TRANSFORMATION_MAX_BODY_BYTES is `failed`, naming
+   * the limit; no thread free within TRANSFORMATION_QUEUE_TIMEOUT_MS is `busy`.
+   */
+  run(source: string, input: TransformationInput, accountId: string): Promise<TransformationResult>;
+  /**
+   * Whether `source` can be used (a syntax error, no `handler` function, too long, a top level
+   * past the limits: refused). It is evaluated, so its top level runs under the same limits.
+   */
+  check(source: string, accountId: string): Promise<TransformationCheck>;
+  close(): Promise<void>;
+}
+
+/**
+ * How long past its deadline the host lets a run go before it ends the thread, in ms: the
+ * interrupt inside QuickJS ends an ordinary loop first, with a clearer error.
+ */
+const hostGraceMs = 25;
+
+/** Longest wait for a thread that is starting (loading QuickJS), in ms. */
+const threadStartTimeoutMs = 30_000;
+
+/** Asks an account may queue, per slot it may hold. */
+const waitingPerSlot = 4;
+
+/** The reasons a run's signal fires with. */
+const queueTimedOut = 'queue timed out';
+const ranPastDeadline = 'ran past its deadline';
+
+/**
+ * Starts a pool of `limits.threads` threads (each loads QuickJS before its first run). The
+ * result's URL is checked against `policy`, as a `callback_url` would be.
+ */
+export function createTransformationRunner(
+  limits: TransformationLimits,
+  policy: CallbackPolicy,
+): TransformationRunner {
+  // The thread runs compiled JavaScript: from src/ (tests) and from dist/ alike, dist/ is beside.
+  const workerData: TransformationThreadData = { memoryBytes: limits.memoryBytes };
+  const pool = new Piscina<TransformationTask, TransformationRaw>({
+    filename: new URL('../dist/transformation-thread.js', import.meta.url).href,
+    minThreads: limits.threads,
+    maxThreads: limits.threads,
+    idleTimeout: Infinity,
+    workerData,
+  });
+  const slots = createFairSlots({
+    capacity: limits.threads,
+    perAccount: limits.accountConcurrency,
+    waitingPerAccount: limits.accountConcurrency * waitingPerSlot,
+    maxWaiting: limits.maxQueue,
+  });
+  const refusals = {
+    'account-full': "too many of this account's transformations are waiting for a thread",
+    full: 'too many transformations are waiting for a thread',
+    aborted: 'no transformation thread was free in time',
+  } as const;
+  const busy = (reason: string): TransformationBusy => ({
+    kind: 'busy',
+    retryAfterMs: limits.queueTimeoutMs,
+    reason,
+  });
+
+  /** One run under the account's slot and the host's deadlines. */
+  const execute = async (
+    accountId: string,
+    source: string,
+    inputJson: string | null,
+  ): Promise<TransformationRaw | TransformationBusy> => {
+    const controller = new AbortController();
+    let timer = setTimeout(() => controller.abort(queueTimedOut), limits.queueTimeoutMs);
+    const release = await slots.acquire(accountId, controller.signal);
+    clearTimeout(timer);
+    if (typeof release === 'string') return busy(refusals[release]);
+    // A free slot means a free thread, unless it is still starting (a cold start, or a thread
+    // just ended for running past its deadline): that wait has a bound of its own.
+    timer = setTimeout(() => controller.abort(queueTimedOut), threadStartTimeoutMs);
+    const { port1, port2 } = new MessageChannel();
+    port1.once('message', () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => controller.abort(ranPastDeadline), limits.timeoutMs + hostGraceMs);
+    });
+    try {
+      return await pool.run(
+        {
+          source,
+          inputJson,
+          timeoutMs: limits.timeoutMs,
+          maxOutputBytes: limits.maxOutputBytes,
+          started: port2,
+        },
+        { signal: controller.signal, transferList: [port2] },
+      );
+    } catch (error) {
+      const reason: unknown = controller.signal.reason;
+      if (reason === ranPastDeadline) return { ok: false, error: 'it ran past its time budget' };
+      if (reason === queueTimedOut) return busy(refusals.aborted);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      port1.close();
+      release();
+    }
+  };
+
+  return {
+    async run(source, input, accountId) {
+      const raw = await execute(accountId, source, JSON.stringify(input));
+      if ('kind' in raw) return raw;
+      if (!raw.ok) return { kind: 'failed', error: `the transformation failed: ${raw.error}` };
+      const value: unknown = raw.json === undefined ? undefined : JSON.parse(raw.json);
+      return checkTransformationOutput(value, input.url, policy);
+    },
+    async check(source, accountId) {
+      if (Buffer.byteLength(source) > maxTransformationBytes)
+        return { kind: 'refused', error: `longer than ${maxTransformationBytes} bytes` };
+      const raw = await execute(accountId, source, null);
+      if ('kind' in raw) return raw;
+      return raw.ok ? { kind: 'valid' } : { kind: 'refused', error: raw.error };
+    },
+    close: () => pool.destroy(),
+  };
+}
