@@ -2,14 +2,42 @@
  * Client certificates (mutual TLS) per subscription: a certificate and its private key in PEM,
  * which the worker presents when the callback's server asks for one (RFC 8446 §4.3.2), so that a
  * receiver can prove the sender by TLS alone. Checked when set (each parses, the key is the
- * certificate's, the certificate is valid now), stored as one JSON object sealed like the signing
+ * certificate's and of a type and size {@link keyRefusal} allows, the chain holds at most
+ * {@link maxChainCertificates}, the certificate is valid now), stored as one JSON object sealed like the signing
  * secrets, and shown only as a summary (subject, issuer, expiry, fingerprint), never the key.
  */
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import type { SecretBox } from './secret-box.js';
 
 /** Longest certificate or key accepted, in characters of PEM (a chain of a few certificates fits). */
 export const maxClientCertificatePem = 16_384;
+
+/** Most certificates in `certificate` (the client's own, then its intermediates). */
+export const maxChainCertificates = 4;
+
+/** The EC curves a client key may use: P-256 and P-384 (OpenSSL's names). */
+const allowedCurves = new Set(['prime256v1', 'secp384r1']);
+
+/**
+ * Why a client key is refused, or null: RSA of 2048 to 4096 bits, EC on P-256 or P-384, and
+ * Ed25519 only. The worker signs with it in every TLS handshake that asks, so a larger key would
+ * let a hostile callback that asks and hangs up spend the worker's CPU on every attempt.
+ */
+export function keyRefusal(
+  key: Pick<KeyObject, 'asymmetricKeyType' | 'asymmetricKeyDetails'>,
+): string | null {
+  const details = key.asymmetricKeyDetails ?? {};
+  if (key.asymmetricKeyType === 'rsa') {
+    const bits = details.modulusLength ?? 0;
+    return bits >= 2048 && bits <= 4096 ? null : `is an RSA key of ${bits} bits: use 2048 to 4096`;
+  }
+  if (key.asymmetricKeyType === 'ec')
+    return allowedCurves.has(details.namedCurve ?? '')
+      ? null
+      : `is an EC key on ${details.namedCurve ?? 'an unknown curve'}: use P-256 or P-384`;
+  if (key.asymmetricKeyType === 'ed25519') return null;
+  return `is a ${key.asymmetricKeyType ?? 'unknown'} key: use RSA (2048 to 4096 bits), EC (P-256, P-384) or Ed25519`;
+}
 
 /** A certificate and its private key, in PEM. */
 export interface ClientCertificate {
@@ -61,6 +89,18 @@ export function checkClientCertificate(
       problems: [{ pointer: '/client_certificate/key', detail: 'is not an unencrypted PEM private key' }],
     };
   }
+  const refused = keyRefusal(key);
+  if (refused !== null) return { problems: [{ pointer: '/client_certificate/key', detail: refused }] };
+  const chain = given.certificate.match(/-----BEGIN CERTIFICATE-----/g)?.length ?? 0;
+  if (chain > maxChainCertificates)
+    return {
+      problems: [
+        {
+          pointer: '/client_certificate/certificate',
+          detail: `holds ${chain} certificates: at most ${maxChainCertificates} (the certificate and its intermediates)`,
+        },
+      ],
+    };
   if (!certificate.checkPrivateKey(key))
     return {
       problems: [{ pointer: '/client_certificate/key', detail: "is not the certificate's private key" }],

@@ -19,7 +19,7 @@ export const destinationEnv = {
   DESTINATION_BROKERS: Type.String({
     default: '',
     description:
-      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}` or `{"type": "nats", "url": "nats://host:4222"}`, with `"accounts": [...]` to let only those accounts name it; a subscription names one in its `destination`. Empty: HTTP callbacks only',
+      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}` or `{"type": "nats", "url": "nats://host:4222"}`, with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
   }),
 };
 
@@ -44,6 +44,15 @@ export interface BrokerConfig {
   url: string;
   /** The accounts that may publish to it; undefined: every account. */
   accounts?: readonly string[];
+  /** RabbitMQ: the prefix every exchange must start with (`exchange_prefix`); undefined: any. */
+  exchangePrefix?: string;
+  /** NATS: the prefix every subject must start with (`subject_prefix`); undefined: any. */
+  subjectPrefix?: string;
+  /**
+   * RabbitMQ: the default exchange `''` and the broker's own `amq.*` ones may be named
+   * (`allow_reserved_exchanges`); refused by default.
+   */
+  allowReservedExchanges?: boolean;
 }
 
 /** Whether `accountId` may name `broker`. */
@@ -81,7 +90,8 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
   for (const [name, value] of Object.entries(parsed)) {
     if (!brokerName.test(name))
       throw refuse(`broker name "${name}" must be lower-case letters, digits and -`);
-    const { type, url, accounts } = (value ?? {}) as { type?: unknown; url?: unknown; accounts?: unknown };
+    const entry = (value ?? {}) as Record<string, unknown>;
+    const { type, url, accounts } = entry;
     if (type !== 'rabbitmq' && type !== 'nats')
       throw refuse(`broker ${name}: type must be "rabbitmq" or "nats"`);
     let scheme: string;
@@ -97,10 +107,23 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
       !(Array.isArray(accounts) && accounts.every((a) => typeof a === 'string' && a !== ''))
     )
       throw refuse(`broker ${name}: accounts must be a list of account ids`);
+    const prefixKey = type === 'rabbitmq' ? 'exchange_prefix' : 'subject_prefix';
+    const prefix = entry[prefixKey];
+    if (prefix !== undefined && (typeof prefix !== 'string' || prefix === ''))
+      throw refuse(`broker ${name}: ${prefixKey} must be a non-empty string`);
+    const reserved = entry.allow_reserved_exchanges;
+    if (reserved !== undefined && (type !== 'rabbitmq' || typeof reserved !== 'boolean'))
+      throw refuse(`broker ${name}: allow_reserved_exchanges is true or false, on a rabbitmq broker`);
     brokers.set(name, {
       type,
       url: String(url),
       ...(accounts === undefined ? {} : { accounts: accounts as string[] }),
+      ...(prefix === undefined
+        ? {}
+        : type === 'rabbitmq'
+          ? { exchangePrefix: prefix }
+          : { subjectPrefix: prefix }),
+      ...(reserved === true ? { allowReservedExchanges: true } : {}),
     });
   }
   return brokers;
@@ -142,6 +165,37 @@ export function brokerCapHost(target: BrokerTarget): string {
 const natsSubject = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
 
 /**
+ * Why `broker` refuses a target's exchange or subject, or null. RabbitMQ's default exchange `''`
+ * routes to any queue by name and `amq.*` are the broker's own (`amq.rabbitmq.trace`, in every
+ * vhost), refused unless the operator allows them; NATS subjects beginning `$` are the server's
+ * APIs (`$JS.API.STREAM.DELETE.*`, `$KV.*`, `$SYS.*`) and `_INBOX.` its replies
+ * (https://docs.nats.io/reference/reference-protocols/nats_api_reference), always
+ * refused. A per-broker prefix confines every account to its part of the broker.
+ */
+export function brokerNameRefusal(
+  target: BrokerTarget,
+  broker: Pick<BrokerConfig, 'exchangePrefix' | 'subjectPrefix' | 'allowReservedExchanges'>,
+): { pointer: string; detail: string } | null {
+  if (target.type === 'rabbitmq') {
+    const pointer = '/destination/exchange';
+    if (
+      broker.allowReservedExchanges !== true &&
+      (target.exchange === '' || target.exchange.startsWith('amq.'))
+    )
+      return { pointer, detail: "must not be the default exchange '' or one of the broker's own (amq.*)" };
+    if (broker.exchangePrefix !== undefined && !target.exchange.startsWith(broker.exchangePrefix))
+      return { pointer, detail: `must start with ${JSON.stringify(broker.exchangePrefix)} on this broker` };
+    return null;
+  }
+  const pointer = '/destination/subject';
+  if (target.subject.startsWith('$') || target.subject.startsWith('_INBOX.'))
+    return { pointer, detail: "must not be one of the server's own subjects ($…, _INBOX.…)" };
+  if (broker.subjectPrefix !== undefined && !target.subject.startsWith(broker.subjectPrefix))
+    return { pointer, detail: `must start with ${JSON.stringify(broker.subjectPrefix)} on this broker` };
+  return null;
+}
+
+/**
  * Checks a broker destination of `accountId` against the operator's brokers. A broker the account
  * may not name reads as one that does not exist, so that no account learns of another's.
  *
@@ -170,19 +224,19 @@ export function checkDestination(
       return { pointer: '/destination/exchange', detail: `is longer than ${maxBrokerNameBytes} bytes` };
     if (tooLong(input.routing_key))
       return { pointer: '/destination/routing_key', detail: `is longer than ${maxBrokerNameBytes} bytes` };
-    return {
-      target: {
-        type: 'rabbitmq',
-        broker: input.broker,
-        exchange: input.exchange,
-        routingKey: input.routing_key,
-      },
+    const target: BrokerTarget = {
+      type: 'rabbitmq',
+      broker: input.broker,
+      exchange: input.exchange,
+      routingKey: input.routing_key,
     };
+    return brokerNameRefusal(target, broker) ?? { target };
   }
   if (tooLong(input.subject) || !natsSubject.test(input.subject))
     return {
       pointer: '/destination/subject',
       detail: `must be dot-separated tokens without whitespace or wildcards (* >), at most ${maxBrokerNameBytes} bytes`,
     };
-  return { target: { type: 'nats', broker: input.broker, subject: input.subject } };
+  const target: BrokerTarget = { type: 'nats', broker: input.broker, subject: input.subject };
+  return brokerNameRefusal(target, broker) ?? { target };
 }

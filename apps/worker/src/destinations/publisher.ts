@@ -25,8 +25,14 @@ export interface BrokerPublisher {
    * Publishes `body` (the signed JSON payload) with `headers` (the Standard Webhooks and custom
    * headers) as message headers, and waits for the broker's confirmation; never throws, every
    * failure is in the result. Connects, or connects again after a lost connection, as needed.
+   * `accountId` is the subscription's: a broker may keep each account's publishes apart.
    */
-  publish(target: BrokerTarget, body: string, headers: Record<string, string>): Promise<AttemptResult>;
+  publish(
+    target: BrokerTarget,
+    body: string,
+    headers: Record<string, string>,
+    accountId: string,
+  ): Promise<AttemptResult>;
   /** Closes the broker connection. */
   close(): Promise<void>;
 }

@@ -1,6 +1,9 @@
 /**
  * The RabbitMQ destination (amqplib): each message is published persistent and `mandatory` to its
- * exchange with its routing key, on one confirm channel per broker, and counts as delivered once
+ * exchange with its routing key, on one connection per broker and one confirm channel per account
+ * (a channel error, such as a 403 on an exchange the broker user may not write to, closes only
+ * that account's channel; the exchange is then refused for {@link knownExchangeMs} without
+ * publishing), and counts as delivered once
  * the broker confirms it (publisher confirms, https://www.rabbitmq.com/docs/confirms). A nack, a
  * message the broker returns because no queue is bound for its routing key (a `basic.return`
  * comes before the `basic.ack`), a closed channel or no confirmation within DELIVERY_TIMEOUT_MS
@@ -17,17 +20,28 @@ import {
   publishClock,
   publishWithin,
   type BrokerPublisher,
+  type PublishClock,
   type PublisherOptions,
 } from './publisher.js';
 
 /** How long an exchange found on the broker is published to without checking it again, in ms. */
 export const knownExchangeMs = 60_000;
 
-interface Session {
-  connection: ChannelModel;
+/** One account's confirm channel. */
+interface AccountChannel {
   channel: ConfirmChannel;
   /** Message ids the broker returned as unroutable, until their confirmation is read. */
   returned: Set<string>;
+  /** The reply code the broker closed the channel with, once it has. */
+  closedWith?: unknown;
+}
+
+interface Session {
+  connection: ChannelModel;
+  /** Each account's channel, opened at its first publish and again after it closed. */
+  channels: Map<string, Promise<AccountChannel>>;
+  /** Exchanges the broker refused (403), with when they may be tried again. */
+  refused: Map<string, number>;
   /** Exchanges found, with when they are checked again. */
   exchanges: Map<string, number>;
   /** Checks in flight, which the attempts to the same exchange share (a fan-out asks at once). */
@@ -39,6 +53,14 @@ const noop = () => {};
 /** The AMQP reply code of a broker's channel or connection error, if any. */
 const replyCode = (error: unknown) => (error as { code?: unknown }).code;
 
+/** The failed attempt of an exchange the broker user may not publish to (403). */
+function accessRefused(clock: PublishClock, exchange: string) {
+  return clock.failed(
+    'broker_refused',
+    `the broker refused publishing to exchange "${exchange}" (403 access refused): the service's broker user may not write to it`,
+  );
+}
+
 /** Creates the publisher of the broker at `url` (`amqp://user:password@host:port/vhost`). */
 export function createRabbitMqPublisher(options: PublisherOptions): BrokerPublisher {
   const { url, timeoutMs, log } = options;
@@ -48,21 +70,39 @@ export function createRabbitMqPublisher(options: PublisherOptions): BrokerPublis
       const connection = await amqp.connect(url, { timeout: timeoutMs });
       connection.on('error', (error: Error) => log.warn({ err: error }, 'rabbitmq connection error'));
       connection.on('close', lost);
-      const channel = await connection.createConfirmChannel();
-      const returned = new Set<string>();
-      channel.on('return', (message) => {
-        const id = message.properties.messageId as string | undefined;
-        if (id !== undefined) returned.add(id);
-      });
-      channel.on('error', (error: Error) => log.warn({ err: error }, 'rabbitmq channel error'));
-      channel.on('close', () => {
-        lost();
-        connection.close().catch(noop);
-      });
-      return { connection, channel, returned, exchanges: new Map(), probes: new Map() };
+      return { connection, channels: new Map(), refused: new Map(), exchanges: new Map(), probes: new Map() };
     },
     (current) => current.connection.close(),
   );
+
+  /** `accountId`'s channel, opened if need be; a closed one is forgotten, not the connection. */
+  const channelOf = (current: Session, accountId: string): Promise<AccountChannel> => {
+    let opened = current.channels.get(accountId);
+    if (opened === undefined) {
+      opened = (async () => {
+        const channel = await current.connection.createConfirmChannel();
+        const own: AccountChannel = { channel, returned: new Set() };
+        channel.on('return', (message) => {
+          const id = message.properties.messageId as string | undefined;
+          if (id !== undefined) own.returned.add(id);
+        });
+        channel.on('error', (error: Error) => {
+          own.closedWith = replyCode(error);
+          log.warn({ err: error, accountId }, 'rabbitmq channel error');
+        });
+        channel.on('close', () => {
+          if (current.channels.get(accountId) === opened) current.channels.delete(accountId);
+        });
+        return own;
+      })();
+      const pending = opened;
+      current.channels.set(accountId, pending);
+      pending.catch(() => {
+        if (current.channels.get(accountId) === pending) current.channels.delete(accountId);
+      });
+    }
+    return opened;
+  };
 
   /** Whether `exchange` exists: a passive declare, on a channel that may close without harm. */
   const probeExchange = async (current: Session, exchange: string) => {
@@ -92,22 +132,27 @@ export function createRabbitMqPublisher(options: PublisherOptions): BrokerPublis
   };
 
   return {
-    async publish(target: BrokerTarget, body, headers) {
+    async publish(target: BrokerTarget, body, headers, accountId) {
       const clock = publishClock();
       if (target.type !== 'rabbitmq') return clock.failed('other', 'not a rabbitmq destination');
       const messageId = headers['webhook-id'] ?? '';
+      const refusedUntil = (current: Session) => current.refused.get(target.exchange) ?? 0;
       return publishWithin(
         session,
         timeoutMs,
         clock,
         'the broker did not confirm the message in time',
         async (current) => {
+          if (refusedUntil(current) > Date.now()) return accessRefused(clock, target.exchange);
+          let own: AccountChannel | undefined;
           try {
+            own = await channelOf(current, accountId);
+            const { channel, returned } = own;
             if (!(await exchangeExists(current, target.exchange)))
               return clock.failed('broker_refused', `the broker has no exchange named "${target.exchange}"`);
             const timestamp = Number(headers['webhook-timestamp']);
             await new Promise<void>((resolve, reject) => {
-              current.channel.publish(
+              channel.publish(
                 target.exchange,
                 target.routingKey,
                 Buffer.from(body),
@@ -122,14 +167,18 @@ export function createRabbitMqPublisher(options: PublisherOptions): BrokerPublis
                 (error: unknown) => (error ? reject(error) : resolve()),
               );
             });
-            if (current.returned.delete(messageId))
+            if (returned.delete(messageId))
               return clock.failed(
                 'broker_unroutable',
                 `the broker routed the message to no queue: nothing is bound to exchange "${target.exchange}" for routing key "${target.routingKey}"`,
               );
             return clock.confirmed();
           } catch (error) {
-            current.returned.delete(messageId);
+            own?.returned.delete(messageId);
+            if (replyCode(error) === 403 || own?.closedWith === 403) {
+              current.refused.set(target.exchange, Date.now() + knownExchangeMs);
+              return accessRefused(clock, target.exchange);
+            }
             return clock.failed('broker_refused', 'the broker did not confirm the message', error);
           }
         },

@@ -4,7 +4,13 @@
  * broker's publisher. Adding a destination type is a publisher (`publisher.ts`) and one entry in
  * {@link publisherFactories} (docs/destinations.md).
  */
-import { brokerAllows, brokerTarget, type BrokerConfig, type BrokerType } from '@webhooks/shared';
+import {
+  brokerAllows,
+  brokerNameRefusal,
+  brokerTarget,
+  type BrokerConfig,
+  type BrokerType,
+} from '@webhooks/shared';
 import type { AttemptSender } from '../delivery/attempt.js';
 import { publishClock, type BrokerPublisher, type PublisherOptions } from './publisher.js';
 import { createNatsPublisher } from './nats.js';
@@ -36,8 +42,8 @@ export function createBrokerPublishers(
 /**
  * The attempt path's sender for every destination: `http` for callback URLs, `publishers` by
  * broker name for broker destinations. A destination naming a broker this worker does not know, or
- * no longer lets the subscription's account use (DESTINATION_BROKERS changed since the subscription
- * was created), fails its attempt, saying so.
+ * no longer lets the subscription's account use, or an exchange or subject it refuses
+ * (DESTINATION_BROKERS changed since the subscription was created), fails its attempt, saying so.
  */
 export function createDestinationSender(
   http: AttemptSender,
@@ -57,7 +63,15 @@ export function createDestinationSender(
             `this deployment has no broker named "${target.broker}" for this account (DESTINATION_BROKERS)`,
           ),
         );
-      return publisher.publish(target, body, headers);
+      const refused = brokerNameRefusal(target, broker);
+      if (refused !== null)
+        return Promise.resolve(
+          publishClock().failed(
+            'broker_refused',
+            `this deployment refuses the destination: its ${refused.pointer.slice('/destination/'.length)} ${refused.detail}`,
+          ),
+        );
+      return publisher.publish(target, body, headers, accountId ?? '');
     },
     close() {
       http.close();
