@@ -154,5 +154,25 @@ describe('payload expunge', () => {
       headers: stack.api.auth('acct-expunge-stranger'),
     });
     expect(stranger.statusCode).toBe(404);
+
+    // Neither a retry nor a recovery sends the cancelled delivery again, with its emptied data.
+    const retried = await stack.api.app.inject({
+      method: 'POST',
+      url: `${detail.deliveries[0].resource_uri}/retry`,
+      headers: stack.api.auth(account),
+    });
+    expect(retried.statusCode).toBe(409);
+    expect(retried.json()).toMatchObject({ type: '/problems/payload-expunged' });
+    const recovered = await stack.api.app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${failing.id}/recover`,
+      headers: stack.api.auth(account),
+      payload: { since: new Date(Date.now() - 3_600_000).toISOString() },
+    });
+    expect(recovered.statusCode).toBe(202);
+    expect(recovered.json()).toMatchObject({ count: 0 });
+    expect((await get(account, detail.deliveries[0].resource_uri)).json()).toMatchObject({
+      status: 'cancelled',
+    });
   });
 });

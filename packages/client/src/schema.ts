@@ -389,7 +389,7 @@ export interface paths {
     put?: never;
     /**
      * Send again every failed or cancelled delivery of a time window
-     * @description Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. Deliveries already pending are left as they are, so recovering twice sends nothing twice. One call starts at most 1000 rounds; when more remain, `continue_after` says where the next call starts. At most 60 calls a minute per subscription, beside the account's request rate limit. The rounds are started at the account's pace: RECOVER_ROUNDS_PER_MINUTE, spent in windows of a second (or of two rounds, when the budget is under 120 a minute). A call starts what is left of the current window; when the window has nothing left, it answers 429 with Retry-After until the next. A window's rounds are sent evenly over it, behind the live deliveries, so a recovery leaves room for them and does not flood a receiver that has just come back. Follow `continue_after`, and wait out each 429. 503 with Retry-After past the backlog bound.
+     * @description Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. Deliveries already pending are left as they are, so recovering twice sends nothing twice; those of an event whose data was expunged are left out. One call starts at most 1000 rounds; when more remain, `continue_after` says where the next call starts. At most 60 calls a minute per subscription, beside the account's request rate limit. The rounds are started at the account's pace: RECOVER_ROUNDS_PER_MINUTE, spent in windows of a second (or of two rounds, when the budget is under 120 a minute). A call starts what is left of the current window; when the window has nothing left, it answers 429 with Retry-After until the next. A window's rounds are sent evenly over it, behind the live deliveries, so a recovery leaves room for them and does not flood a receiver that has just come back. Follow `continue_after`, and wait out each 429. 503 with Retry-After past the backlog bound.
      */
     post: operations['recoverDeliveries'];
     delete?: never;
@@ -3531,7 +3531,7 @@ export interface operations {
           'application/problem+json': components['schemas']['Problem'];
         };
       };
-      /** @description The delivery is not failed or cancelled, or the subscription is disabled */
+      /** @description The delivery is not failed or cancelled, its event's data was expunged, or the subscription is disabled */
       409: {
         headers: {
           [name: string]: unknown;

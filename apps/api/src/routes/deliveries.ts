@@ -178,7 +178,9 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         params: DeliveryParams,
         response: {
           202: Delivery,
-          409: problemResponse('The delivery is not failed or cancelled, or the subscription is disabled'),
+          409: problemResponse(
+            "The delivery is not failed or cancelled, its event's data was expunged, or the subscription is disabled",
+          ),
           ...problemResponses,
         },
       },
@@ -193,6 +195,12 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
           `Only a failed or cancelled delivery can be retried; this one is ${delivery.status}`,
         );
       }
+      if (delivery.event.payloadExpungedAt !== null)
+        throw new HttpProblem(
+          409,
+          'payload-expunged',
+          "This delivery's event had its data expunged: it cannot be sent again",
+        );
       if (subscription.status !== 'active') throw subscriptionDisabled();
       await startRounds(redelivery, request.accountId, [delivery], { recovered: false });
       const row = await app.prisma.delivery.findUniqueOrThrow({
@@ -242,7 +250,7 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         summary: 'Send again every failed or cancelled delivery of a time window',
         description:
           'Each delivery created in [since, until) that failed or was cancelled starts a fresh round of attempts. ' +
-          'Deliveries already pending are left as they are, so recovering twice sends nothing twice. ' +
+          'Deliveries already pending are left as they are, so recovering twice sends nothing twice; those of an event whose data was expunged are left out. ' +
           `One call starts at most ${recoverBatch} rounds; when more remain, \`continue_after\` says where the next call starts. ` +
           `At most ${recoverCallsPerMinute} calls a minute per subscription, beside the account's request rate limit. ` +
           "The rounds are started at the account's pace: RECOVER_ROUNDS_PER_MINUTE, spent in windows of a second (or of two rounds, when the budget is under 120 a minute). " +
@@ -317,6 +325,8 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
                 subscriptionId: subscription.id,
                 status: { in: ['failed', 'cancelled'] },
                 createdAt: { gte: since, lt: until },
+                // An expunged event's data is gone: its deliveries are never sent again.
+                event: { payloadExpungedAt: null },
                 ...(after === undefined ? {} : { id: { gt: after } }),
               },
               select: { id: true, eventId: true, subscriptionId: true, attemptsMade: true },
