@@ -8,6 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
@@ -15,10 +17,14 @@ const rabbitUrl = 'amqp://guest:guest@127.0.0.1:5672';
 const run = randomUUID().slice(0, 8);
 const exchange = `wh-isolation-${run}`;
 const queue = `wh-isolation-${run}`;
+const stream = `WH_ISOLATION_${run}`;
+const natsUrl = 'nats://127.0.0.1:4222';
 
 let stack: TestStack;
 let rabbit: ChannelModel;
 let channel: Channel;
+let natsClient: NatsConnection;
+let jsm: JetStreamManager;
 
 beforeAll(async () => {
   rabbit = await amqp.connect(rabbitUrl);
@@ -26,12 +32,15 @@ beforeAll(async () => {
   await channel.assertExchange(exchange, 'direct', { durable: false, autoDelete: false });
   await channel.assertQueue(queue, { durable: false, autoDelete: false });
   await channel.bindQueue(queue, exchange, 'order.created');
+  natsClient = await connect({ servers: natsUrl });
+  jsm = await jetstreamManager(natsClient);
+  await jsm.streams.add({ name: stream, subjects: [`wh-isolation-${run}.>`] });
   stack = await startTestStack('destination-isolation', {
     DESTINATION_BROKERS: JSON.stringify({
       orders: { type: 'rabbitmq', url: rabbitUrl },
       prefixed: { type: 'rabbitmq', url: rabbitUrl, exchange_prefix: 'tenant-' },
       traced: { type: 'rabbitmq', url: rabbitUrl, allow_reserved_exchanges: true },
-      events: { type: 'nats', url: 'nats://127.0.0.1:4222' },
+      events: { type: 'nats', url: natsUrl },
     }),
     DELIVERY_BACKOFF_MS: '100',
     DELIVERY_MAX_ATTEMPTS: '2',
@@ -44,6 +53,8 @@ afterAll(async () => {
   await channel?.deleteQueue(queue).catch(() => undefined);
   await channel?.deleteExchange(exchange).catch(() => undefined);
   await rabbit?.close();
+  await jsm?.streams.delete(stream).catch(() => undefined);
+  await natsClient?.close();
 }, 60_000);
 
 const create = (account: string, destination: Record<string, string>) =>
@@ -139,5 +150,24 @@ describe('one account’s channel error', () => {
     let queued = 0;
     while (await channel.get(queue, { noAck: true })) queued += 1;
     expect(queued).toBe(events);
+  });
+});
+
+describe('message ids', () => {
+  it('are the delivery’s, so two subscriptions of one event on one stream both arrive', async () => {
+    const subject = `wh-isolation-${run}.calls`;
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const created = await create('acct-two-copies', { type: 'nats', broker: 'events', subject });
+      expect(created.statusCode).toBe(201);
+      ids.push(created.json().id as string);
+    }
+    await stack.publisher.publish({ accountId: 'acct-two-copies', type: 'call.completed', data: {} });
+    await waitFor('both deliveries confirmed', async () => {
+      const rows = await stack.worker.prisma.delivery.findMany({ where: { subscriptionId: { in: ids } } });
+      return rows.length === 2 && rows.every((d) => d.status === 'succeeded');
+    });
+    // JetStream dropped neither as the other's duplicate.
+    expect((await jsm.streams.info(stream)).state.messages).toBe(2);
   });
 });

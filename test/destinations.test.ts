@@ -128,7 +128,9 @@ describe('a RabbitMQ destination', () => {
     const headers = message!.properties.headers as Record<string, string>;
     expect(JSON.parse(body)).toMatchObject({ type: 'call.completed', data: { order: 1 } });
     expect(message!.properties.contentType).toBe('application/json');
-    expect(message!.properties.messageId).toBe(headers['webhook-id']);
+    // The message id is the delivery's: one per subscription's copy of the event, kept across attempts.
+    const [delivery] = await deliveriesOf(created.id);
+    expect(message!.properties.messageId).toBe(delivery!.id);
     // Verified by the Standard Webhooks library from the message headers, as a consumer would.
     expect(() =>
       new Webhook(created.secret).verify(body, {
@@ -200,7 +202,8 @@ describe('a NATS JetStream destination', () => {
     const body = new TextDecoder().decode(stored!.data);
     const header = (name: string) => stored!.header.get(name);
     expect(JSON.parse(body)).toMatchObject({ type: 'call.completed', data: { call: 1 } });
-    expect(header('Nats-Msg-Id')).toBe(header('webhook-id'));
+    const [delivery] = await deliveriesOf(created.id);
+    expect(header('Nats-Msg-Id')).toBe(delivery!.id);
     expect(() =>
       new Webhook(created.secret).verify(body, {
         'webhook-id': header('webhook-id'),

@@ -37,7 +37,10 @@ const headers = { 'webhook-id': 'msg_registry', 'content-type': 'application/jso
 describe('the destination registry', () => {
   it('publishes for an account the broker lets in', async () => {
     // No stream stores this subject: the broker answered, so the publisher was reached.
-    const result = await sender.send('nats://acme/registry-nobody.x', '{}', headers, null, 'acct-acme');
+    const result = await sender.send('nats://acme/registry-nobody.x', '{}', headers, null, {
+      accountId: 'acct-acme',
+      deliveryId: 'delivery-1',
+    });
     expect(result).toMatchObject({
       errorClass: 'broker_refused',
       errorMessage: expect.stringContaining('no JetStream stream stores subject'),
@@ -49,7 +52,10 @@ describe('the destination registry', () => {
       ['nats://acme/registry-nobody.x', 'acct-other'],
       ['nats://gone/registry-nobody.x', 'acct-acme'],
     ] as const) {
-      const result = await sender.send(url, '{}', headers, null, account);
+      const result = await sender.send(url, '{}', headers, null, {
+        accountId: account,
+        deliveryId: 'delivery-1',
+      });
       expect(result).toMatchObject({ errorClass: 'broker_unavailable', statusCode: null });
       expect(result.errorMessage).toMatch(/has no broker named "(acme|gone)" for this account/);
     }

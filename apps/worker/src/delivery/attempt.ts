@@ -133,6 +133,12 @@ export interface AttemptSenderOptions {
 }
 
 /** Sends attempts over one keep-alive agent pair shared by the whole worker. */
+/** Whose attempt a send is: the subscription's account and the delivery's id. */
+export interface DeliveryRef {
+  accountId: string;
+  deliveryId: string;
+}
+
 export interface AttemptSender {
   /**
    * POSTs `body` to `url` with `headers`; never throws, every failure is in the result. A reset on
@@ -140,15 +146,15 @@ export interface AttemptSender {
    * request goes again on another connection (at most {@link maxStaleResends} times, all within
    * the attempt's timeout), and `startedAt` and `durationMs` cover all of it. With
    * `clientCertificate`, it is presented when the callback's server asks for one (mutual TLS);
-   * connections with it are pooled apart from those without. `accountId`, the account the attempt
-   * is for, matters to a broker destination only (`destinations/registry.ts`).
+   * connections with it are pooled apart from those without. `delivery`, the account and delivery
+   * the attempt is for, matters to a broker destination only (`destinations/registry.ts`).
    */
   send(
     url: string,
     body: string,
     headers: Record<string, string>,
     clientCertificate?: ClientCertificate | null,
-    accountId?: string,
+    delivery?: DeliveryRef,
   ): Promise<AttemptResult>;
   /** Closes the kept-alive sockets. */
   close(): void;

@@ -262,7 +262,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
             body,
             headers,
             subscription.clientCertificate,
-            subscription.accountId,
+            { accountId, deliveryId: delivery.id },
           );
           annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
           return sent;

@@ -57,7 +57,7 @@ export function createNatsPublisher(options: PublisherOptions): BrokerPublisher 
   );
 
   return {
-    async publish(target: BrokerTarget, body, headers) {
+    async publish(target: BrokerTarget, body, headers, { deliveryId }) {
       const clock = publishClock();
       if (target.type !== 'nats') return clock.failed('other', 'not a nats destination');
       return publishWithin(
@@ -70,7 +70,7 @@ export function createNatsPublisher(options: PublisherOptions): BrokerPublisher 
           for (const [name, value] of Object.entries(headers)) messageHeaders.set(name, value);
           try {
             await current.js.publish(target.subject, body, {
-              msgID: headers['webhook-id'] ?? '',
+              msgID: deliveryId,
               headers: messageHeaders,
               timeout: clock.remainingMs(timeoutMs),
             });

@@ -8,7 +8,12 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { BrokerTarget } from '@webhooks/shared';
-import { attemptErrorMessages, type AttemptErrorClass, type AttemptResult } from '../delivery/attempt.js';
+import {
+  attemptErrorMessages,
+  type AttemptErrorClass,
+  type AttemptResult,
+  type DeliveryRef,
+} from '../delivery/attempt.js';
 
 /** What a publisher is made from: one broker of DESTINATION_BROKERS. */
 export interface PublisherOptions {
@@ -25,13 +30,14 @@ export interface BrokerPublisher {
    * Publishes `body` (the signed JSON payload) with `headers` (the Standard Webhooks and custom
    * headers) as message headers, and waits for the broker's confirmation; never throws, every
    * failure is in the result. Connects, or connects again after a lost connection, as needed.
-   * `accountId` is the subscription's: a broker may keep each account's publishes apart.
+   * `delivery` names the account, whose publishes a broker may keep apart, and the delivery, whose
+   * id is the message id: unique to one subscription's copy of an event, the same on every attempt.
    */
   publish(
     target: BrokerTarget,
     body: string,
     headers: Record<string, string>,
-    accountId: string,
+    delivery: DeliveryRef,
   ): Promise<AttemptResult>;
   /** Closes the broker connection. */
   close(): Promise<void>;

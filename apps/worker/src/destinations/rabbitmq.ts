@@ -132,10 +132,9 @@ export function createRabbitMqPublisher(options: PublisherOptions): BrokerPublis
   };
 
   return {
-    async publish(target: BrokerTarget, body, headers, accountId) {
+    async publish(target: BrokerTarget, body, headers, { accountId, deliveryId: messageId }) {
       const clock = publishClock();
       if (target.type !== 'rabbitmq') return clock.failed('other', 'not a rabbitmq destination');
-      const messageId = headers['webhook-id'] ?? '';
       const refusedUntil = (current: Session) => current.refused.get(target.exchange) ?? 0;
       return publishWithin(
         session,

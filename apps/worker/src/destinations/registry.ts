@@ -51,12 +51,12 @@ export function createDestinationSender(
   publishers: ReadonlyMap<string, BrokerPublisher>,
 ): AttemptSender {
   return {
-    send(url, body, headers, clientCertificate, accountId) {
+    send(url, body, headers, clientCertificate, delivery) {
       const target = brokerTarget(url);
       if (target === null) return http.send(url, body, headers, clientCertificate);
       const broker = brokers.get(target.broker);
       const publisher = publishers.get(target.broker);
-      if (broker === undefined || publisher === undefined || !brokerAllows(broker, accountId ?? ''))
+      if (broker === undefined || publisher === undefined || delivery === undefined || !brokerAllows(broker, delivery.accountId))
         return Promise.resolve(
           publishClock().failed(
             'broker_unavailable',
@@ -71,7 +71,7 @@ export function createDestinationSender(
             `this deployment refuses the destination: its ${refused.pointer.slice('/destination/'.length)} ${refused.detail}`,
           ),
         );
-      return publisher.publish(target, body, headers, accountId ?? '');
+      return publisher.publish(target, body, headers, delivery);
     },
     close() {
       http.close();
