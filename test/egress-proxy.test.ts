@@ -1,12 +1,15 @@
 /**
  * Egress through a forward proxy (DELIVERY_PROXY_URL), with a real proxy (the `proxy` package)
  * started on a free port: deliveries to http and https callbacks go through CONNECT tunnels (TLS
- * end to end with the callback, the proxy sees only the host and port); and the SSRF guard still
- * refuses a callback whose address it would refuse, before the proxy is asked anything.
+ * end to end with the callback, the proxy sees only the host and port); the proxy is asked for the
+ * address the guard checked, never the name, which reaches the callback as `Host` and TLS SNI; and
+ * the SSRF guard still refuses a callback whose address it would refuse, before the proxy is asked
+ * anything.
  */
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createProxy } from 'proxy';
 import { createAttemptSender, userAgent } from '@webhooks/worker';
@@ -22,6 +25,8 @@ const asked: string[] = [];
 let tlsReceiver: HttpsServer;
 let tlsUrl: string;
 const tlsReceived: string[] = [];
+/** The `Host` header and the TLS SNI of each request the TLS receiver answered. */
+const tlsHosts: Array<{ host: string; servername: string | false }> = [];
 let stack: TestStack;
 
 const listen = async (server: HttpServer | HttpsServer) => {
@@ -34,11 +39,15 @@ beforeAll(async () => {
   proxy.prependListener('request', (request) => asked.push(`${request.method} ${request.url}`));
   proxy.prependListener('connect', (request) => asked.push(`CONNECT ${request.url}`));
   proxyUrl = `http://127.0.0.1:${await listen(proxy)}`;
-  const tls = certificates.selfSigned('tls', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1');
+  const tls = certificates.selfSigned('tls', '/CN=127.0.0.1', 'subjectAltName=IP:127.0.0.1,DNS:localhost');
   tlsReceiver = createHttpsServer({ key: tls.key, cert: tls.certificate }, (request, response) => {
     request.resume();
     request.on('end', () => {
       tlsReceived.push(String(request.headers['webhook-id']));
+      tlsHosts.push({
+        host: String(request.headers.host),
+        servername: (request.socket as TLSSocket).servername,
+      });
       response.end('ok');
     });
   });
@@ -73,6 +82,23 @@ describe('deliveries through DELIVERY_PROXY_URL', () => {
         `CONNECT ${new URL(tlsUrl).host}`,
       ]),
     );
+  });
+});
+
+describe('a callback named by its host name, through the proxy', () => {
+  it('has the proxy connect to the address the guard checked, the name kept for Host and TLS', async () => {
+    const port = new URL(tlsUrl).port;
+    await stack.subscribe('acct-proxy-name', { callback_url: `https://localhost:${port}/by-name` });
+    const before = asked.length;
+    const { id } = await stack.publisher.publish({
+      accountId: 'acct-proxy-name',
+      type: 'call.started',
+      data: {},
+    });
+    await waitFor('the delivery by name', () => tlsReceived.includes(id));
+    expect(tlsHosts[tlsReceived.indexOf(id)]).toEqual({ host: `localhost:${port}`, servername: 'localhost' });
+    expect(asked.slice(before)).toContain(`CONNECT 127.0.0.1:${port}`);
+    expect(asked.slice(before)).not.toContain(`CONNECT localhost:${port}`);
   });
 });
 

@@ -126,8 +126,9 @@ export interface AttemptSenderOptions {
   /**
    * DELIVERY_PROXY_URL: every attempt goes through this HTTP forward proxy (a CONNECT tunnel per
    * connection, hpagent), so that callbacks see the proxy's source addresses. The callback host's
-   * addresses are resolved and checked ({@link addressAllowed}) before the proxy is asked; the
-   * proxy resolves the name again, so it must refuse private ranges itself (docs/security.md).
+   * addresses are resolved and checked ({@link addressAllowed}) before the proxy is asked, and the
+   * proxy is asked for the checked address, never the name, which travels as `Host` and as TLS
+   * SNI (so split-horizon DNS at the proxy cannot send it elsewhere).
    */
   proxyUrl?: string;
 }
@@ -231,14 +232,19 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
    * Through the proxy, the SSRF guard's check of the addresses the worker would connect to: every
    * address the callback host resolves to must be one a callback may reach.
    *
+   * @returns `target` with its host replaced by the first address checked
    * @throws the resolver's error (classified `dns`), or RefusedTargetError naming the address
    */
-  const checkHost = async (hostname: string) => {
-    const host = hostname.replace(/^\[|\]$/g, '');
+  const checkedAddress = async (target: URL): Promise<URL> => {
+    const host = target.hostname.replace(/^\[|\]$/g, '');
     const addresses =
       isIP(host) === 0 ? await dnsCache.lookupAsync(host, { all: true }) : [{ address: host }];
     const refused = addresses.find(({ address }) => !addressAllowed(options.policy, address));
     if (refused !== undefined) throw new RefusedTargetError(`address ${refused.address} is not allowed`);
+    const { address } = addresses[0]!;
+    const to = new URL(target);
+    to.hostname = isIP(address) === 6 ? `[${address}]` : address;
+    return to;
   };
   // Built once: what every attempt shares is merged here, not per request.
   const client = got.extend({
@@ -319,13 +325,17 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
         finish(new RefusedTargetError(`port ${port} is not in CALLBACK_PORTS`));
         return;
       }
-      /** Sends the request to `to` and follows its answer. */
-      const post = (to: URL) => {
+      /**
+       * Sends the request to `to` and follows its answer; `host`, when `to` names the checked
+       * address instead of the callback's name, is that name (its `Host` header, and its SNI, which
+       * Node's agent takes from it).
+       */
+      const post = (to: URL, host?: string) => {
         // The attempt's whole time, resends included, stays within DELIVERY_TIMEOUT_MS.
         const remainingMs = Math.max(1, Math.round(options.timeoutMs - (performance.now() - start)));
         const stream = client.stream.post(to, {
           body,
-          headers,
+          headers: host === undefined ? headers : { ...headers, host },
           timeout: { request: remainingMs },
           ...(clientCertificate === null
             ? {}
@@ -355,9 +365,8 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
         stream.on('end', () => finish());
         stream.on('error', (error: Error) => finish(error));
       };
-      // Through the proxy, a resend after a stale connection was checked already.
-      if (proxyUrl !== undefined && first.resends === 0) {
-        checkHost(target.hostname).then(() => post(target), finish);
+      if (proxyUrl !== undefined) {
+        checkedAddress(target).then((to) => post(to, target.host), finish);
         return;
       }
       post(target);
