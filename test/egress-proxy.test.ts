@@ -26,7 +26,7 @@ let tlsReceiver: HttpsServer;
 let tlsUrl: string;
 const tlsReceived: string[] = [];
 /** The `Host` header and the TLS SNI of each request the TLS receiver answered. */
-const tlsHosts: Array<{ host: string; servername: string | false }> = [];
+const tlsHosts: Array<{ host: string; servername: string | false | null }> = [];
 let stack: TestStack;
 
 const listen = async (server: HttpServer | HttpsServer) => {

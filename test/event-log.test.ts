@@ -94,7 +94,9 @@ describe('payload expunge', () => {
   it('empties the event, cancels its pending delivery, and sends nothing more of it', async () => {
     const account = 'acct-expunge';
     const path = '/expunge/failing';
-    stack.receiver.script(path, [500, 500, 500, 500, 500]);
+    // The receiver echoes the data in its answer, which the attempt's record keeps.
+    const echo = { status: 500, body: '{"error":"could not store secret x"}' };
+    stack.receiver.script(path, [echo, echo, echo, echo, echo]);
     const failing = await stack.subscribe(account, { callback_url: `${stack.receiver.url}${path}` });
     const { id } = await stack.publisher.publish({
       accountId: account,
@@ -123,6 +125,7 @@ describe('payload expunge', () => {
     const delivery = (await get(account, detail.deliveries[0].resource_uri)).json();
     expect(delivery).toMatchObject({ payload_expunged: true, payload: { data: {} } });
     expect(delivery.attempts).toHaveLength(1);
+    expect(delivery.attempts[0]).toMatchObject({ status_code: 500, response_body: null });
 
     // The retry's job ends without sending: the receiver saw the one attempt, with the data.
     await waitFor('the retry job ended', async () => {

@@ -245,7 +245,7 @@ export interface paths {
     post?: never;
     /**
      * Expunge an event's data
-     * @description Empties the event's `data` for good, for a privacy request. Its deliveries and attempts stay in the log, marked `payload_expunged`; those still pending are cancelled (`last_error: "expunged"`), never sent with an empty body. An attempt already on its way when this is called still completes. Repeating it changes nothing.
+     * @description Empties the event's `data` for good, for a privacy request. Its deliveries and attempts stay in the log, marked `payload_expunged`; those still pending are cancelled (`last_error: "expunged"`), never sent with an empty body, and the attempts' response bodies and transformation errors, which may quote the data, are cleared. An attempt already on its way when this is called still completes. Repeating it changes nothing.
      */
     delete: operations['expungeEventPayload'];
     options?: never;

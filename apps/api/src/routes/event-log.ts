@@ -11,7 +11,8 @@
  *   one day of the log: the event by its id, its deliveries by ids sharing its time.
  * - `DELETE /api/events/{id}/payload`: empties the event's data and records when, in one
  *   transaction that cancels its pending deliveries (`last_error: "expunged"`), so none is ever sent
- *   with an empty body; deliveries and attempts stay in the log. Then the event's finished fan-out
+ *   with an empty body, and clears its attempts' response bodies and transformation errors, which
+ *   may quote the data; deliveries and attempts stay in the log. Then the event's finished fan-out
  *   job, which keeps the data in Redis up to an hour, is removed. 204, and again 204 when repeated.
  *
  * An event is listed once the worker has fanned it out to at least one subscription (usually
@@ -165,7 +166,7 @@ const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (app, {
         operationId: 'expungeEventPayload',
         summary: "Expunge an event's data",
         description:
-          'Empties the event\'s `data` for good, for a privacy request. Its deliveries and attempts stay in the log, marked `payload_expunged`; those still pending are cancelled (`last_error: "expunged"`), never sent with an empty body. An attempt already on its way when this is called still completes. Repeating it changes nothing.',
+          'Empties the event\'s `data` for good, for a privacy request. Its deliveries and attempts stay in the log, marked `payload_expunged`; those still pending are cancelled (`last_error: "expunged"`), never sent with an empty body, and the attempts\' response bodies and transformation errors, which may quote the data, are cleared. An attempt already on its way when this is called still completes. Repeating it changes nothing.',
         params: EventParams,
         response: {
           204: { type: 'null', description: 'Expunged (or already expunged)' },
@@ -184,6 +185,13 @@ const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (app, {
         app.prisma.$executeRaw`UPDATE deliveries SET status = 'cancelled', last_error = 'expunged',
             next_attempt_at = NULL, updated_at = now()
           WHERE event_id = ${event.id}::uuid AND id BETWEEN ${low}::uuid AND ${high}::uuid AND status = 'pending'`,
+        // What a receiver echoed, and what a transformation threw, may quote the data too.
+        app.prisma.$executeRaw`UPDATE delivery_attempts SET response_body = NULL,
+            error_message = CASE WHEN error_class = 'transformation_failed' THEN 'expunged' ELSE error_message END
+          WHERE delivery_id BETWEEN ${low}::uuid AND ${high}::uuid
+            AND delivery_id IN (SELECT id FROM deliveries
+              WHERE event_id = ${event.id}::uuid AND id BETWEEN ${low}::uuid AND ${high}::uuid)
+            AND (response_body IS NOT NULL OR error_class = 'transformation_failed')`,
       ]);
       try {
         await app.publisher.discardFinished(request.accountId, event.id);
