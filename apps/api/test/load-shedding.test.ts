@@ -1,6 +1,7 @@
 /**
  * The API sheds a spike instead of queueing it: while its event loop is saturated, publishes are
- * answered 503 with `Retry-After` at once, a quiet account's publishes are still accepted beside the
+ * answered 503 with `Retry-After` at once, as are an account's other costly routes (a transformation
+ * test here), a quiet account's publishes are still accepted beside the
  * flood, health and the subscription API keep answering, no client sees a connection error, and
  * every accepted event is delivered exactly once. The clients
  * run in a process of their own, so that their requests wait in the kernel while this process's
@@ -106,6 +107,33 @@ const quiet = async () => {
 await Promise.all([...Array.from({ length: Number(concurrency) }, lane), quiet()]);
 process.stdout.write(JSON.stringify(seen));
 `;
+
+describe('the costly routes of an account', () => {
+  it('are shed like its publishes while the process is saturated, and answered again after', async () => {
+    const created = await stack.subscribe('acct-costly', { callback_url: `${stack.receiver.url}/costly` });
+    const tryTransformation = () =>
+      stack.api.app.inject({
+        method: 'POST',
+        url: `/api/webhooks/${created.id}/transformation-tests`,
+        headers: stack.api.auth('acct-costly'),
+        payload: {
+          payload: { type: 'call.completed', data: {} },
+          transformation: 'function handler(w) { return w; }',
+        },
+      });
+    // The stack's start-up keeps the loop busy for a while: answered once it is over.
+    await waitFor('the start-up saturation over', async () => (await tryTransformation()).statusCode === 200);
+    // Held past the utilization threshold; the sample taken as it ends finds the process saturated.
+    const until = Date.now() + 800;
+    while (Date.now() < until);
+    await sleep(0);
+    const shed = await tryTransformation();
+    expect(shed.statusCode).toBe(503);
+    expect(shed.headers['retry-after']).toBe('1');
+    expect(shed.json()).toMatchObject({ type: expect.stringMatching(/overloaded$/) });
+    await waitFor('the saturation over', async () => (await tryTransformation()).statusCode === 200);
+  });
+});
 
 describe('a publish spike the API cannot keep up with', () => {
   it('gets 202 or 503 with Retry-After at once, never a connection error, sheds the flood and not a quiet account, and health and the subscription API keep answering', async () => {

@@ -3,9 +3,11 @@
  * `Retry-After` at once, before their body is parsed or Redis is asked, instead of queueing inside
  * the process until clients time out and retry, which feeds the spike. Saturation is measured by
  * @fastify/under-pressure: the event loop's delay and its utilization, sampled every
- * {@link sampleIntervalMs}. Only routes whose config sets `shedUnderPressure` are shed
- * (publishing an event, a test event): health and readiness answer, and the subscription API stays
- * usable for a platform's dashboard during a publish spike.
+ * {@link sampleIntervalMs}. Only routes whose config sets `shedUnderPressure` are shed: publishing
+ * an event or a test event, and the routes that run an account's code or work in bulk
+ * (transformation and filter tests, recover), which count in the same demand. Health and
+ * readiness answer, and the subscription API stays usable for a platform's dashboard during a
+ * publish spike.
  *
  * Shedding is fair between accounts: the saturation is noted when the request arrives, and once
  * its token names the account ({@link shedOverShare}, after authentication), only an account at or
@@ -22,7 +24,7 @@ import { createPublishDemand } from '../lib/publish-demand.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Set on routes answered 503 while the process is saturated (publishing). */
+    /** Set on routes answered 503 while the process is saturated: publishing, and costly ones. */
     shedUnderPressure?: boolean;
   }
   interface FastifyRequest {

@@ -244,6 +244,7 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
   app.post(
     '/api/webhooks/:id/recover',
     {
+      config: { shedUnderPressure: true },
       schema: {
         tags: ['deliveries'],
         operationId: 'recoverDeliveries',

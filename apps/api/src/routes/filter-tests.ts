@@ -26,6 +26,7 @@ const filterTests: FastifyPluginAsyncTypebox<{ catalogue: Catalogue }> = async (
   app.post(
     '/api/webhooks/:id/filter-tests',
     {
+      config: { shedUnderPressure: true },
       schema: {
         tags: ['subscriptions'],
         operationId: 'testSubscriptionFilter',

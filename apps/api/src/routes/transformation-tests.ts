@@ -36,6 +36,7 @@ const transformationTests: FastifyPluginAsyncTypebox<TransformationTestsOptions>
   app.post(
     '/api/webhooks/:id/transformation-tests',
     {
+      config: { shedUnderPressure: true },
       schema: {
         tags: ['subscriptions'],
         operationId: 'testSubscriptionTransformation',
