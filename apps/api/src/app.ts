@@ -130,7 +130,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     countingRedis.disconnect();
   });
-  // The sandbox that checks and tries transformations; its threads start with it.
+  // The sandbox that checks and tries transformations; its threads start at its first use.
   const transformations = config.TRANSFORMATIONS
     ? createTransformationRunner(transformationLimitsFromEnv(config), config.callbackPolicy)
     : null;

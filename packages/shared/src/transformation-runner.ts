@@ -60,8 +60,9 @@ const queueTimedOut = 'queue timed out';
 const ranPastDeadline = 'ran past its deadline';
 
 /**
- * Starts a pool of `limits.threads` threads (each loads QuickJS before its first run). The
- * result's URL is checked against `policy`, as a `callback_url` would be.
+ * Creates a pool of up to `limits.threads` threads, each started at a first run and ended after a
+ * minute idle (each loads QuickJS before it takes a run). The result's URL is checked against
+ * `policy`, as a `callback_url` would be.
  */
 export function createTransformationRunner(
   limits: TransformationLimits,
@@ -71,9 +72,10 @@ export function createTransformationRunner(
   const workerData: TransformationThreadData = { memoryBytes: limits.memoryBytes };
   const pool = new Piscina<TransformationTask, TransformationRaw>({
     filename: new URL('../dist/transformation-thread.js', import.meta.url).href,
-    minThreads: limits.threads,
+    // Started at the first run, not with the service: most deployments may never run one.
+    minThreads: 0,
     maxThreads: limits.threads,
-    idleTimeout: Infinity,
+    idleTimeout: 60_000,
     workerData,
   });
   const slots = createFairSlots({

@@ -28,13 +28,15 @@ export const transformationEnv = {
     default: 100,
     minimum: 1,
     maximum: 5_000,
-    description: 'CPU time one run of a transformation may take, in ms; past it the attempt fails',
+    description:
+      'Time one run of a transformation may take on its thread, in ms; past it the run is ended (its thread too, when QuickJS cannot stop it) and the attempt fails',
   }),
   TRANSFORMATION_MEMORY_MB: Type.Integer({
     default: 16,
     minimum: 1,
     maximum: 1_024,
-    description: 'Heap one run of a transformation may use, in MiB; past it the attempt fails',
+    description:
+      "Heap one run of a transformation may use, in MiB; past it the attempt fails. Each thread's WebAssembly memory is capped at this plus 20 MiB",
   }),
   TRANSFORMATION_THREADS: Type.Integer({
     default: 1,
