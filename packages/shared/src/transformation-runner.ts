@@ -3,8 +3,8 @@
  * (`transformation-thread.ts`), so no run stalls an event loop of the service. The host bounds
  * every run from outside the sandbox: a deadline from the moment its thread starts it (past it,
  * piscina ends the thread and starts another), a bound on the time it may wait for a thread, and
- * fair slots (`fair-slots.ts`): a run is handed to piscina only when a thread is free, each account
- * holds a bounded share, and the accounts waiting take turns.
+ * fair slots (`fair-slots.ts`): a run is handed to piscina only when a thread is free or has one
+ * run ahead, each account holds a bounded share, and the accounts waiting take turns.
  */
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
@@ -52,17 +52,19 @@ const hostGraceMs = 25;
 /** Longest wait for a thread that is starting (loading QuickJS), in ms. */
 const threadStartTimeoutMs = 30_000;
 
-/** Asks an account may queue, per slot it may hold. */
-const waitingPerSlot = 4;
+/**
+ * Runs handed to each thread at once: the one it runs and the next, so that it never waits for
+ * this event loop between two runs. The next waits at most one run's deadline for its start.
+ */
+const runsPerThread = 2;
 
 /** The reasons a run's signal fires with. */
 const queueTimedOut = 'queue timed out';
 const ranPastDeadline = 'ran past its deadline';
 
 /**
- * Creates a pool of up to `limits.threads` threads, each started at a first run and ended after a
- * minute idle (each loads QuickJS before it takes a run). The result's URL is checked against
- * `policy`, as a `callback_url` would be.
+ * Creates a pool of `limits.threads` threads, started at the first run (each loads QuickJS before
+ * it takes a run). The result's URL is checked against `policy`, as a `callback_url` would be.
  */
 export function createTransformationRunner(
   limits: TransformationLimits,
@@ -70,18 +72,24 @@ export function createTransformationRunner(
 ): TransformationRunner {
   // The thread runs compiled JavaScript: from src/ (tests) and from dist/ alike, dist/ is beside.
   const workerData: TransformationThreadData = { memoryBytes: limits.memoryBytes };
-  const pool = new Piscina<TransformationTask, TransformationRaw>({
-    filename: new URL('../dist/transformation-thread.js', import.meta.url).href,
-    // Started at the first run, not with the service: most deployments may never run one.
-    minThreads: 0,
-    maxThreads: limits.threads,
-    idleTimeout: 60_000,
-    workerData,
-  });
+  // Made at the first run, so a service that never runs one starts no thread; from then on its
+  // threads are kept, and one ended past its deadline is replaced at once (piscina's minimum),
+  // which the run queued behind it needs.
+  let pool: Piscina<TransformationTask, TransformationRaw> | undefined;
+  const poolOf = () =>
+    (pool ??= new Piscina<TransformationTask, TransformationRaw>({
+      filename: new URL('../dist/transformation-thread.js', import.meta.url).href,
+      minThreads: limits.threads,
+      maxThreads: limits.threads,
+      idleTimeout: Infinity,
+      workerData,
+    }));
   const slots = createFairSlots({
-    capacity: limits.threads,
+    capacity: limits.threads * runsPerThread,
     perAccount: limits.accountConcurrency,
-    waitingPerAccount: limits.accountConcurrency * waitingPerSlot,
+    // Half the queue at most: an account's burst (a fan-out to its many subscriptions) waits, and
+    // the other half is always there for the other accounts, whose turns come first anyway.
+    waitingPerAccount: Math.max(limits.accountConcurrency, Math.floor(limits.maxQueue / 2)),
     maxWaiting: limits.maxQueue,
   });
   const refusals = {
@@ -106,8 +114,9 @@ export function createTransformationRunner(
     const release = await slots.acquire(accountId, controller.signal);
     clearTimeout(timer);
     if (typeof release === 'string') return busy(refusals[release]);
-    // A free slot means a free thread, unless it is still starting (a cold start, or a thread
-    // just ended for running past its deadline): that wait has a bound of its own.
+    // A slot means a thread free or about to be (one run ahead at most), unless it is still
+    // starting (a cold start, or a thread just ended for running past its deadline): that wait
+    // has a bound of its own.
     timer = setTimeout(() => controller.abort(queueTimedOut), threadStartTimeoutMs);
     const { port1, port2 } = new MessageChannel();
     port1.once('message', () => {
@@ -115,7 +124,7 @@ export function createTransformationRunner(
       timer = setTimeout(() => controller.abort(ranPastDeadline), limits.timeoutMs + hostGraceMs);
     });
     try {
-      return await pool.run(
+      return await poolOf().run(
         {
           source,
           inputJson,
@@ -152,6 +161,8 @@ export function createTransformationRunner(
       if ('kind' in raw) return raw;
       return raw.ok ? { kind: 'valid' } : { kind: 'refused', error: raw.error };
     },
-    close: () => pool.destroy(),
+    close: async () => {
+      await pool?.destroy();
+    },
   };
 }
