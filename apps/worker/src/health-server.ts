@@ -1,8 +1,9 @@
 /**
  * The worker's operator endpoint (WORKER_HEALTH_PORT), for orchestrators' probes and Prometheus:
  * - `/healthz`: 200 while the process runs;
- * - `/readyz`: 200 when its BullMQ workers run and PostgreSQL and Redis both answer within 2 s,
- *   503 otherwise, with each dependency `ok` or `unreachable` in `checks` (as the API's);
+ * - `/readyz`: 200 when its BullMQ workers run, PostgreSQL and Redis both answer within 2 s and
+ *   the maintenance schedules are in Redis (`maintenance-schedules.ts`), 503 otherwise, with each
+ *   check `ok` or what is wrong in `checks` (as the API's);
  * - `/metrics`: the Prometheus text format (metrics.ts); with METRICS_TOKEN set, 401 without it.
  * The worker has no other HTTP surface.
  *
@@ -36,12 +37,14 @@ async function readiness(worker: RunningWorker): Promise<[number, object]> {
     answersWithin(worker.redis.ping(), readinessTimeoutMs),
   ]);
   const running = [...worker.events, ...worker.deliveries].every((consumer) => consumer.isRunning());
+  const missing = worker.schedules.missing();
   const checks = {
     postgresql: postgresql ? 'ok' : 'unreachable',
     redis: redis ? 'ok' : 'unreachable',
     workers: running ? 'ok' : 'not running',
+    schedules: missing.length === 0 ? 'ok' : `missing: ${missing.join(', ')}`,
   };
-  const ready = postgresql && redis && running;
+  const ready = postgresql && redis && running && missing.length === 0;
   return [ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks }];
 }
 

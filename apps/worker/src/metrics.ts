@@ -48,6 +48,7 @@ export interface WorkerMetrics {
   parked: Counter;
   inlineAttempts: Counter<'result'>;
   redriven: Counter<'kind'>;
+  schedulesRestored: Counter<'task'>;
   /**
    * Reads every shard's queues' job counts and scheduler's backlog, and the subscriptions by
    * status, now and every {@link queueSampleIntervalMs}, and whether Redis and PostgreSQL
@@ -142,6 +143,12 @@ export function createWorkerMetrics(): WorkerMetrics {
       name: 'webhook_inline_attempts_total',
       help: 'First deliveries taken to attempt without a delivery job (by the fan-out or the account scheduler), by result: sent (attempted, or ended without a request), waiting (handed to a delayed job: gate, rate limit, host cap), skipped (given a job at once: no inline capacity, another shard, a dependency fault)',
       labelNames: ['result'],
+      registers,
+    }),
+    schedulesRestored: new Counter({
+      name: 'webhook_maintenance_schedules_restored_total',
+      help: 'Maintenance schedules (reconcile, retention) a worker found missing from Redis, or stuck, and set again, by task',
+      labelNames: ['task'],
       registers,
     }),
     redriven: new Counter({

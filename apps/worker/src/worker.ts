@@ -35,6 +35,7 @@ import { createFanOutWatch, createFifoHeads } from './delivery/fifo.js';
 import { warnOfRetiredEventTypes } from './retired-event-types.js';
 import { createWorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
+import { keepMaintenanceScheduled, type KeptSchedules } from './maintenance-schedules.js';
 import { createShardedQueues } from './shard-queues.js';
 import { deleteExpiredRows, type RetentionReport } from './retention.js';
 import { createLogPartitions } from './log-partitions.js';
@@ -44,6 +45,9 @@ import { createLogPartitions } from './log-partitions.js';
  * DELIVERY_QUEUE_TARGET, so that a turn of a flooding account is a small part of one queue's worth.
  */
 const schedulerQuantum = 10;
+
+/** How often a worker checks that the maintenance schedules are in Redis, at most, in ms. */
+const scheduleCheckMs = 10_000;
 
 /** How often retention runs, in ms. */
 const retentionIntervalMs = 3_600_000;
@@ -60,6 +64,8 @@ export interface RunningWorker {
   redis: RedisConnection;
   /** The process's Prometheus registry. */
   metrics: Registry;
+  /** The maintenance schedules this worker keeps in Redis (`missing()` for readiness). */
+  schedules: KeptSchedules;
   /** One run of the reconciler, as its scheduler runs it. */
   reconcile(): Promise<ReconcileReport>;
   /** Stops taking jobs, lets running ones finish, then closes every connection. */
@@ -240,23 +246,18 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       stalledInterval: lockDuration,
     },
   );
-  // Upserted by every worker that starts: the same scheduler ids, so still one of each.
-  const schedule = (task: MaintenanceJobData['task'], every: number) =>
-    maintenanceQueue.upsertJobScheduler(
-      task,
-      { every },
-      {
-        name: task,
-        data: { task },
-        opts: { removeOnComplete: finishedJobRetention.completed, removeOnFail: finishedJobRetention.failed },
-      },
-    );
-  Promise.all([
-    schedule('reconcile', config.RECONCILE_INTERVAL_MS),
-    schedule('retention', retentionIntervalMs),
-  ]).catch((error: unknown) =>
-    log.error({ err: error }, 'maintenance schedules not set; retried at the next start'),
-  );
+  const schedules = keepMaintenanceScheduled({
+    queue: maintenanceQueue,
+    connection: producer,
+    schedules: [
+      { task: 'reconcile', every: config.RECONCILE_INTERVAL_MS },
+      { task: 'retention', every: retentionIntervalMs },
+    ],
+    checkMs: Math.min(config.RECONCILE_INTERVAL_MS, scheduleCheckMs),
+    retention: finishedJobRetention,
+    log,
+    restored: metrics.schedulesRestored,
+  });
   for (const worker of events)
     worker.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
   for (const worker of deliveries)
@@ -280,8 +281,10 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     redis: producer,
     metrics: metrics.registry,
     reconcile,
+    schedules,
     async close() {
       stopSampling();
+      schedules.stop();
       await Promise.all([
         ...events.map((worker) => worker.close()),
         ...deliveries.map((worker) => worker.close()),

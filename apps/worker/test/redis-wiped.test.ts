@@ -1,0 +1,75 @@
+/**
+ * A Redis that comes back empty (a failover to a replica that had not synced, a restart without
+ * persistence, `FLUSHALL`), through the real API, an in-process worker, PostgreSQL, a Redis of the
+ * test's own and an HTTP receiver: deliveries waiting for their retry when Redis is wiped are all
+ * delivered, without restarting the worker, because it sets the maintenance schedules again and
+ * the reconciler rebuilds their jobs from PostgreSQL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
+import { startPrivateRedis, type PrivateRedis } from '../../../scripts/lib/private-redis.js';
+import { startTestStack, type TestStack } from '../../../test/support/stack.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
+
+let redis: PrivateRedis;
+let stack: TestStack;
+beforeAll(async () => {
+  redis = await startPrivateRedis('everysec');
+  stack = await startTestStack('redis-wiped', {
+    REDIS_URL: redis.url,
+    RECONCILE_INTERVAL_MS: '1000',
+    RECONCILE_GRACE_MS: '1000',
+    // Retries far enough apart that every one is waiting in Redis when it is wiped.
+    DELIVERY_BACKOFF_MS: '3000',
+    DELIVERY_MAX_ATTEMPTS: '6',
+    SUBSCRIPTION_DISABLE_AFTER: '1000',
+  });
+}, 60_000);
+afterAll(async () => {
+  await stack?.close();
+  await redis?.shutdown();
+}, 60_000);
+
+describe('a Redis wiped while retries wait in it', () => {
+  it('delivers every stored delivery without a restart', async () => {
+    const events = 20;
+    const path = '/wiped';
+    // Each first attempt fails; every later request is answered 200 (a script's last answer repeats).
+    stack.receiver.script(path, [...Array<number>(events).fill(500), 200]);
+    const subscription = await stack.subscribe('acct-wiped', {
+      callback_url: `${stack.receiver.url}${path}`,
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < events; i++)
+      ids.push(
+        (await stack.publisher.publish({ accountId: 'acct-wiped', type: 'call.completed', data: { i } })).id,
+      );
+    const deliveries = () =>
+      stack.worker.prisma.delivery.findMany({ where: { subscriptionId: subscription.id } });
+    await waitFor('every first attempt failed, its retry waiting', async () => {
+      const rows = await deliveries();
+      return rows.length === events && rows.every((d) => d.status === 'pending' && d.attemptsMade === 1);
+    });
+
+    const client = new Redis(redis.url);
+    try {
+      await client.flushall();
+    } finally {
+      client.disconnect();
+    }
+
+    await waitFor(
+      'every delivery confirmed after the wipe',
+      async () => (await deliveries()).every((d) => d.status === 'succeeded'),
+      60_000,
+    );
+    // The script answered the first `events` requests 500; every later one was answered 200.
+    const confirmed = new Set(
+      stack.receiver
+        .at(path)
+        .slice(events)
+        .map((request) => String(request.headers['webhook-id'])),
+    );
+    expect([...confirmed].sort()).toEqual([...ids].sort());
+  }, 90_000);
+});
