@@ -54,6 +54,7 @@ import portal from './plugins/portal.js';
 import securityHeaders from './plugins/security-headers.js';
 import ipLimits from './plugins/ip-limits.js';
 import loadShedding from './plugins/load-shedding.js';
+import { connectionBound, descriptorLimit, outOfDescriptors } from './lib/descriptors.js';
 import signingSecret from './routes/signing-secret.js';
 import customHeaders from './routes/custom-headers.js';
 import subscriptions from './routes/subscriptions.js';
@@ -110,6 +111,12 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: () => randomUUID(),
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // A spike holds no more sockets than leave room for the descriptors its requests need.
+  const maxConnections = connectionBound(config.API_MAX_CONNECTIONS, descriptorLimit());
+  if (maxConnections !== null) app.server.maxConnections = maxConnections;
+  app.server.on('error', (error) => {
+    if (outOfDescriptors(error)) app.log.warn({ err: error }, 'out of file descriptors; connections wait');
+  });
   app.addHook('onRequest', (request, _reply, done) => {
     const clientId = clientRequestId(request);
     if (clientId !== undefined) request.log = request.log.child({ clientRequestId: clientId });

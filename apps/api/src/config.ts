@@ -154,6 +154,12 @@ export const apiEnvSchema = Type.Object({
     description:
       'Serve the OpenAPI document at `/docs/json` and Swagger UI at `/docs`, without a token; `false` answers 404 there, for an installation that keeps its API description private',
   }),
+  API_MAX_CONNECTIONS: Type.Integer({
+    default: 0,
+    minimum: 0,
+    description:
+      "Client connections the API holds at once; past it a new connection is closed at once, so that a spike cannot take the descriptors its requests need. 0: three quarters of the process's open-file limit (`ulimit -n`)",
+  }),
   API_SHED_EVENT_LOOP_DELAY_MS: Type.Integer({
     default: 500,
     minimum: 0,

@@ -1,10 +1,12 @@
 /**
  * The API service's entry point: reads the configuration (a refused one stops it with one line on
  * stderr, exit code 1), listens on HOST:PORT, and on SIGTERM or SIGINT stops accepting requests,
- * finishes those in flight and closes its connections.
+ * finishes those in flight and closes its connections. Running out of file descriptors does not
+ * end it (`lib/descriptors.ts`).
  */
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
+import { keepMemoryUsageThroughExhaustion } from './lib/descriptors.js';
 import { configErrorLine, redactedConfig } from '@webhooks/shared';
 import { apiEnvSchema, loadApiConfig, type ApiConfig } from './config.js';
 
@@ -21,6 +23,7 @@ function configOrExit(): ApiConfig {
 }
 
 const config = configOrExit();
+keepMemoryUsageThroughExhaustion();
 const app = await buildApp(config);
 
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
