@@ -56,7 +56,12 @@ export function createDestinationSender(
       if (target === null) return http.send(url, body, headers, clientCertificate);
       const broker = brokers.get(target.broker);
       const publisher = publishers.get(target.broker);
-      if (broker === undefined || publisher === undefined || delivery === undefined || !brokerAllows(broker, delivery.accountId))
+      if (
+        broker === undefined ||
+        publisher === undefined ||
+        delivery === undefined ||
+        !brokerAllows(broker, delivery.accountId)
+      )
         return Promise.resolve(
           publishClock().failed(
             'broker_unavailable',
