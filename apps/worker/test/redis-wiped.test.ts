@@ -20,7 +20,7 @@ beforeAll(async () => {
     RECONCILE_INTERVAL_MS: '1000',
     RECONCILE_GRACE_MS: '1000',
     // Retries far enough apart that every one is waiting in Redis when it is wiped.
-    DELIVERY_BACKOFF_MS: '20000',
+    DELIVERY_BACKOFF_MS: '3000',
     DELIVERY_MAX_ATTEMPTS: '6',
     SUBSCRIPTION_DISABLE_AFTER: '1000',
   });
