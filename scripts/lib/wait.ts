@@ -7,12 +7,13 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
  * Polls `probe` every `intervalMs` ms until it returns a value other than undefined/false, and
  * returns it.
  *
- * @throws Error naming `what` when `timeoutMs` (ms) passes first
+ * @throws Error naming `what` when `timeoutMs` (ms) passes first; the default is generous because
+ *   two test files share a 2-core CI machine with their services, and it bounds a hang only
  */
 export async function waitFor<T>(
   what: string,
   probe: () => T | Promise<T>,
-  timeoutMs = 15_000,
+  timeoutMs = 30_000,
   intervalMs = 25,
 ): Promise<Exclude<T, false | undefined>> {
   const deadline = Date.now() + timeoutMs;

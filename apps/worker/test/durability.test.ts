@@ -154,12 +154,13 @@ describe('the reconciler', () => {
 
 describe('DELIVERY_MAX_AGE', () => {
   it('gives up a delivery not sent in time as expired, without counting it against the callback', async () => {
-    const stack = await startTestStack('expiry', { DELIVERY_MAX_AGE: '1', DELIVERY_BACKOFF_MS: '1500' });
+    // The first attempt goes out well inside the 8 s; its retry, 12 s later, is past them.
+    const stack = await startTestStack('expiry', { DELIVERY_MAX_AGE: '8', DELIVERY_BACKOFF_MS: '12000' });
     try {
       stack.receiver.script('/late', [500, 200]);
       const sub = await stack.subscribe('acct-late', { callback_url: `${stack.receiver.url}/late` });
       await stack.publisher.publish({ accountId: 'acct-late', type: 'call.started', data: {} });
-      await waitFor('the delivery to end', () => allAre(stack, sub.id, 1, 'failed'));
+      await waitFor('the delivery to end', () => allAre(stack, sub.id, 1, 'failed'), 45_000);
       const [delivery] = await stack.api.app.prisma.delivery.findMany({ where: { subscriptionId: sub.id } });
       expect([delivery!.lastError, delivery!.attemptsMade]).toEqual(['expired', 1]);
       expect(stack.receiver.at('/late')).toHaveLength(1);
