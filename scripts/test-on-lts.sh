@@ -15,6 +15,6 @@ node="$(bash scripts/lts-node.sh)"
 echo "test suite on Node $("$node" --version)"
 "$node" --experimental-vm-modules node_modules/jest/bin/jest.js \
   packages/ \
-  apps/api/test/{subscriptions,events,test-events,auth,load-shedding,operations}.test.ts \
+  apps/api/test/{subscriptions,events,test-events,auth,load-shedding,burst,operations}.test.ts \
   apps/worker/test/{delivery,durability-rules,log-redaction}.test.ts \
   test/{config-errors,trace-context-privacy,tracing,demo}.test.ts

@@ -58,7 +58,7 @@ export function testEnv(
     // A test's API shares its process with the test's clients and often its worker: their work is
     // not the API's saturation. The load-shedding test sets its own thresholds.
     API_SHED_EVENT_LOOP_DELAY_MS: '0',
-    API_SHED_EVENT_LOOP_UTILIZATION: '0',
+    API_SHED_MAX_WAIT_MS: '0',
     ...env,
   };
 }

@@ -166,7 +166,7 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   // Before the per-IP limits and authentication: a shed request costs none of their work.
   await app.register(loadShedding, {
     maxEventLoopDelayMs: config.API_SHED_EVENT_LOOP_DELAY_MS,
-    maxEventLoopUtilization: config.API_SHED_EVENT_LOOP_UTILIZATION,
+    maxRequestWaitMs: config.API_SHED_MAX_WAIT_MS,
   });
   await app.register(ipLimits, {
     redis: countingRedis,

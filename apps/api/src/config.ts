@@ -164,14 +164,13 @@ export const apiEnvSchema = Type.Object({
     default: 500,
     minimum: 0,
     description:
-      'Event loop delay of the API process, in ms, past which `POST /api/events` and test events answer 503 with `Retry-After` at once instead of queueing inside the process; 0: not measured',
+      "How late the API process's event loop may run, in ms, before publishing and other costly requests answer 503 with `Retry-After` at once instead of queueing inside the process; shedding stops once it is back under half; 0: not measured",
   }),
-  API_SHED_EVENT_LOOP_UTILIZATION: Type.Number({
-    default: 0.98,
+  API_SHED_MAX_WAIT_MS: Type.Integer({
+    default: 500,
     minimum: 0,
-    maximum: 1,
     description:
-      'Event loop utilization of the API process (0 to 1, over the last 100 ms) past which publishing requests are shed the same way; 0: not measured',
+      'How long the oldest publishing or other costly request still in flight may have waited, in ms, before such requests are shed the same way; shedding stops once it is back under half; 0: not measured',
   }),
   RECOVER_ROUNDS_PER_MINUTE: Type.Integer({
     default: defaultRecoverRoundsPerMinute,

@@ -6,7 +6,6 @@
  */
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
-import { keepMemoryUsageThroughExhaustion } from './lib/descriptors.js';
 import { configErrorLine, redactedConfig } from '@webhooks/shared';
 import { apiEnvSchema, loadApiConfig, type ApiConfig } from './config.js';
 
@@ -23,7 +22,6 @@ function configOrExit(): ApiConfig {
 }
 
 const config = configOrExit();
-keepMemoryUsageThroughExhaustion();
 const app = await buildApp(config);
 
 closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {

@@ -71,7 +71,7 @@ describe('a client holding more connections than the API has descriptors', () =>
   it('gets the connections past the bound closed, and the API stays up and answers once they go', async () => {
     const sockets: Socket[] = [];
     const closed = await Promise.all(Array.from({ length: 2 * descriptors }, () => hold(sockets, 3_000)));
-    // Held through several of the load shedder's samples, which read the process's memory.
+    // Held for a while: no timer of the process may end it meanwhile.
     await sleep(500);
     expect(exited).toBe(false);
     expect(closed.filter(Boolean).length).toBeGreaterThan(0);

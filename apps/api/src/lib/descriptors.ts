@@ -47,32 +47,3 @@ export function outOfDescriptors(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'EMFILE' || code === 'ENFILE';
 }
-
-/**
- * Makes `process.memoryUsage()` (and its `rss()`) answer the last figures it read while the
- * process is out of descriptors, instead of throwing: @fastify/under-pressure calls it from a
- * timer every sample, where a throw is an uncaught exception that would end the service at the
- * height of a spike. Installed once, by the service's entry point.
- */
-export function keepMemoryUsageThroughExhaustion(): void {
-  const read = process.memoryUsage.bind(process);
-  const readRss = process.memoryUsage.rss.bind(process.memoryUsage);
-  let last = read();
-  const guarded = (() => {
-    try {
-      last = read();
-    } catch (error) {
-      if (!outOfDescriptors(error)) throw error;
-    }
-    return last;
-  }) as typeof process.memoryUsage;
-  guarded.rss = () => {
-    try {
-      return readRss();
-    } catch (error) {
-      if (!outOfDescriptors(error)) throw error;
-      return last.rss;
-    }
-  };
-  process.memoryUsage = guarded;
-}

@@ -1,0 +1,50 @@
+/**
+ * When the API sheds: by how long requests wait, not by how busy the process was. A burst that is
+ * answered within a few hundred milliseconds is not an overload; a request that would wait past a
+ * bound is. Two waits are measured: the event loop's delay (how late a timer fires, so how long a
+ * request read now waits to be handled) and the age of the oldest shed-able request still in
+ * flight (how long the work ahead of a new one already took). Hysteresis, as in a thermostat:
+ * shedding starts when a wait passes its bound and stops only when every wait is under half of it,
+ * so one slow sample neither starts nor ends it.
+ */
+
+/** The measure that started shedding: the metric's label and the log's reason. */
+export type OverloadMeasure = 'eventLoopDelay' | 'requestWait';
+
+/** Bounds in ms (API_SHED_EVENT_LOOP_DELAY_MS, API_SHED_MAX_WAIT_MS); 0 leaves a measure out. */
+export interface OverloadBounds {
+  maxEventLoopDelayMs: number;
+  maxRequestWaitMs: number;
+}
+
+/** One sample, in ms. */
+export interface OverloadSample {
+  /** How late the sampling timer fired. */
+  eventLoopDelayMs: number;
+  /** Age of the oldest shed-able request in flight; 0 when there is none. */
+  oldestRequestWaitMs: number;
+}
+
+/** Share of a bound under which a wait must fall before shedding stops. */
+export const releaseShare = 0.5;
+
+/**
+ * The shedding state after `sample`: the measure now shedding, or null.
+ *
+ * @param current the state before the sample (null: not shedding)
+ */
+export function nextOverload(
+  current: OverloadMeasure | null,
+  sample: OverloadSample,
+  bounds: OverloadBounds,
+): OverloadMeasure | null {
+  const waits: [OverloadMeasure, number, number][] = [
+    ['eventLoopDelay', sample.eventLoopDelayMs, bounds.maxEventLoopDelayMs],
+    ['requestWait', sample.oldestRequestWaitMs, bounds.maxRequestWaitMs],
+  ];
+  const active = waits.filter(([, , bound]) => bound > 0);
+  const over = active.find(([, wait, bound]) => wait > bound);
+  if (over !== undefined) return over[0];
+  if (current === null) return null;
+  return active.some(([, wait, bound]) => wait > bound * releaseShare) ? current : null;
+}

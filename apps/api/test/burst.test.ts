@@ -1,0 +1,69 @@
+/**
+ * A burst is not an overload: the built API, as deployed, with its default shedding bounds, accepts
+ * a burst of concurrent publishes right after it first answers `/readyz` 200, and a larger one once
+ * warm, with no 503. The requests are answered within a fraction of a second, so no request waits
+ * past a bound, however busy the process is meanwhile.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
+import { freePort, waitUntilReady } from '../../../scripts/lib/services.js';
+import { repositoryRoot } from '../../../scripts/lib/repository-root.js';
+
+let api: TestApi;
+let child: ChildProcess;
+let url: string;
+
+beforeAll(async () => {
+  api = await startTestApi('burst');
+  const port = await freePort();
+  url = `http://127.0.0.1:${port}`;
+  const env: Record<string, string> = testEnv(api.database.url, api.prefix, {
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    LOG_LEVEL: 'error',
+    RATE_LIMIT_PER_MINUTE: '100000',
+  });
+  // The service's default shedding bounds, which test services turn off.
+  for (const name of Object.keys(env)) if (name.startsWith('API_SHED_')) delete env[name];
+  child = spawn(process.execPath, ['apps/api/dist/server.js'], {
+    cwd: repositoryRoot(),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}, 60_000);
+afterAll(async () => {
+  if (child.exitCode === null) {
+    const gone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await gone;
+  }
+  await api.close();
+}, 30_000);
+
+/** `count` publishes of `account` sent at once; their statuses, in the order sent. */
+async function burst(account: string, count: number): Promise<number[]> {
+  const headers = { ...api.auth(account), 'content-type': 'application/json' };
+  const answers = await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      fetch(`${url}/api/events`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ type: 'call.completed', data: { i } }),
+      }).then(async (response) => {
+        await response.arrayBuffer();
+        return response.status;
+      }),
+    ),
+  );
+  return answers;
+}
+
+describe('a burst of concurrent publishes', () => {
+  it('is accepted whole by an API that has just said it is ready, and again once it is warm', async () => {
+    await waitUntilReady(url);
+    expect(await burst('acct-burst', 80)).toEqual(Array<number>(80).fill(202));
+    for (let i = 0; i < 5; i++) await burst('acct-burst', 20);
+    expect(await burst('acct-burst', 200)).toEqual(Array<number>(200).fill(202));
+  }, 60_000);
+});
