@@ -1,11 +1,13 @@
 /**
  * The API service's entry point: reads the configuration (a refused one stops it with one line on
  * stderr, exit code 1), listens on HOST:PORT, and on SIGTERM or SIGINT stops accepting requests,
- * finishes those in flight and closes its connections. Running out of file descriptors does not
+ * finishes those in flight and closes its connections. It listens once its publish path is warm
+ * (`warm-up.ts`). Running out of file descriptors does not
  * end it (`lib/descriptors.ts`).
  */
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
+import { warmUp } from './warm-up.js';
 import { configErrorLine, redactedConfig } from '@webhooks/shared';
 import { apiEnvSchema, loadApiConfig, type ApiConfig } from './config.js';
 
@@ -30,6 +32,7 @@ closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
   await app.close();
 });
 
+const warmed = await warmUp(app, config);
 await app.listen({ host: config.HOST, port: config.PORT });
 if (app.operator !== app) await app.operator.listen({ host: config.HOST, port: config.ADMIN_PORT });
 app.log.info(
@@ -38,6 +41,7 @@ app.log.info(
     redisMode: config.redis.mode,
     keyPrefix: config.keyPrefix,
     queueDashboard: config.ADMIN_TOKEN !== '',
+    warmUpPublishes: warmed,
   },
   'api started',
 );

@@ -1,11 +1,15 @@
 /**
  * A burst is not an overload: the built API, as deployed, with its default shedding bounds, accepts
  * a burst of concurrent publishes right after it first answers `/readyz` 200, and a larger one once
- * warm, with no 503. The requests are answered within a fraction of a second, so no request waits
+ * warm, with no 503. The warm-up it runs before listening queues nothing. The requests are answered within a fraction of a second, so no request waits
  * past a bound, however busy the process is meanwhile.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Queue } from 'bullmq';
+import { queueNames } from '@webhooks/shared';
+import { warmUp, warmUpRequests } from '../src/warm-up.js';
+import { testRedisUrl } from '../../../test/support/redis.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { freePort, waitUntilReady } from '../../../scripts/lib/services.js';
 import { repositoryRoot } from '../../../scripts/lib/repository-root.js';
@@ -66,4 +70,17 @@ describe('a burst of concurrent publishes', () => {
     for (let i = 0; i < 5; i++) await burst('acct-burst', 20);
     expect(await burst('acct-burst', 200)).toEqual(Array<number>(200).fill(202));
   }, 60_000);
+});
+
+describe('the warm-up before the API listens', () => {
+  it('runs the publish path to its validation, and queues no event', async () => {
+    const events = new Queue(queueNames.events, { connection: { url: testRedisUrl }, prefix: api.prefix });
+    try {
+      const before = await events.count();
+      expect(await warmUp(api.app, api.config)).toBe(warmUpRequests);
+      expect(await events.count()).toBe(before);
+    } finally {
+      await events.close();
+    }
+  });
 });
