@@ -5,11 +5,12 @@
  * publishes go through `app.inject` for an account of their own (a fresh random id each start)
  * with a body the schema refuses (400), so nothing is queued: token verification, the rate
  * limit's Redis script, the shedding hooks, body parsing, validation and problem details run as
- * for a real publish. Needs an HS256 key (JWT_SECRET) to mint the token; with an identity
+ * for a real publish, untraced. Needs an HS256 key (JWT_SECRET) to mint the token; with an identity
  * provider's key it warms nothing.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { untraced } from '@webhooks/shared/edge-sampling-hook';
 import type { ApiConfig } from './config.js';
 import { createTokenMinter } from './tokens.js';
 
@@ -40,14 +41,16 @@ export async function warmUp(
   if (['trace', 'debug', 'info'].includes(level)) app.log.level = 'warn';
   try {
     for (let sent = 0; sent < warmUpRequests; sent += warmUpConcurrency) {
-      const answers = await Promise.all(
-        Array.from({ length: warmUpConcurrency }, () =>
-          app.inject({
-            method: 'POST',
-            url: '/api/events',
-            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-            payload: { data: { warm: true } },
-          }),
+      const answers = await untraced(() =>
+        Promise.all(
+          Array.from({ length: warmUpConcurrency }, () =>
+            app.inject({
+              method: 'POST',
+              url: '/api/events',
+              headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+              payload: { data: { warm: true } },
+            }),
+          ),
         ),
       );
       refused += answers.filter((answer) => answer.statusCode === 400).length;

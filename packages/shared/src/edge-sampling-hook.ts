@@ -56,3 +56,8 @@ export function edgeSamplingHooks(
     ignores: () => isTracingSuppressed(context.active()),
   };
 }
+
+/** Runs `work` with tracing suppressed: nothing it starts makes a span (the API's own warm-up). */
+export function untraced<T>(work: () => T): T {
+  return context.with(suppressTracing(context.active()), work);
+}
