@@ -13,7 +13,12 @@ import { percentile } from '../scripts/lib/stats.js';
  * Load shedding off: a closed-loop load keeps the event loop saturated, and the capacity measured
  * here is what the API processes, not what it sheds.
  */
-export const sheddingOff = { API_SHED_EVENT_LOOP_DELAY_MS: '0', API_SHED_MAX_WAIT_MS: '0' };
+export const sheddingOff = {
+  API_SHED_EVENT_LOOP_DELAY_MS: '0',
+  API_SHED_MAX_WAIT_MS: '0',
+  API_SHED_MAX_FANOUT_WAIT_MS: '0',
+  API_SHED_MAX_IN_FLIGHT: '0',
+};
 
 /**
  * A backlog bound past what any ingest load publishes: no worker drains these stacks' events, and

@@ -38,6 +38,7 @@ import { retentionCost } from './retention-scenario.js';
 import { logGrowth, type LogRun } from './log-growth-scenario.js';
 import { partitioningShare, roundsRatio } from './rounds.js';
 import { overload, overloadSubscriptions } from './overload-scenario.js';
+import { flood, type FloodRun } from './flood-scenario.js';
 import { shardedQueues, type ClusterRun } from './sharding-scenario.js';
 import type { DeliveryCost } from './cost-probe.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
@@ -129,7 +130,9 @@ const stepFigure = ({ p50Ms, p99Ms }: StepPercentiles) => `${p50Ms.toFixed(0)} /
 const stepsFigure = (s: StepLatencies) =>
   `p50 / p99 by step: accepted ${stepFigure(s.accepted)}, stored ${stepFigure(s.stored)}, attempted ${stepFigure(s.attempted)}, received ${stepFigure(s.received)} ms`;
 
-/** Each scenario runs, keeps its figures in `results` and returns its table rows. */
+/** Seconds of the open-loop flood at 10× the API's capacity. */
+const floodSeconds = 10;
+
 /** 300 scans of a 15 MiB string: a few interpreter steps, far past any budget. */
 const builtInHog = `function handler(w) {
   const s = 'a'.repeat(15 * 1024 * 1024);
@@ -138,6 +141,7 @@ const builtInHog = `function handler(w) {
   return w;
 }`;
 
+/** Each scenario runs, keeps its figures in `results` and returns its table rows. */
 const scenarios: Record<string, () => Promise<BenchRow[]>> = {
   async throughput() {
     step('transport');
@@ -457,6 +461,7 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         target: 'API p99 ≤ 5×, steady p99 ≤ 2×, only 202/429/503, no timeouts, all delivered',
         met: run.met,
       },
+      floodRow(await flood(Math.round(10 * run.capacity), floodSeconds, step), run.capacity),
       reportedRow(
         "API spike: the steady account's delivery p99 beside the spike / beside half capacity",
         `${spike.steadyP99Ms.toFixed(0)} ms`,
@@ -918,6 +923,22 @@ function sampledRow(scenario: string, figure: string, baseline: string, ratio: n
 }
 
 /** A row whose ratio is only reported: it explains a target, it has none of its own. */
+/** The open-loop flood's row: `run` at 10× `capacity` (req/s). */
+function floodRow(run: FloodRun, capacity: number): BenchRow {
+  const firstTries = Object.entries(run.firstTries)
+    .map(([outcome, count]) => `${count} × ${outcome}`)
+    .join(', ');
+  results.flood = run;
+  return {
+    scenario: `API flood: 10× the API's ingest capacity (${capacity.toFixed(0)} req/s), ${run.rate} publishes/s for ${run.seconds} s, open loop, clients with a 5 s timeout retrying 429, 503 and timeouts 500 ms apart`,
+    figure: `${run.started} publishes; first tries ${firstTries}; ${run.tries} tries in all; ${run.accepted.length} accepted, ${run.givenUp} given up; ${run.delivered} of the accepted delivered; API ${run.apiUp ? 'up' : 'down'} after it`,
+    baseline: '—',
+    ratio: run.accepted.length === 0 ? 0 : run.delivered / run.accepted.length,
+    target: 'API up, every first try 202, 429 or 503 within 5 s, every accepted event delivered',
+    met: run.met,
+  };
+}
+
 function reportedRow(scenario: string, figure: string, baseline: string, ratio: number): BenchRow {
   return { scenario, figure, baseline, ratio, target: null, met: null };
 }

@@ -59,6 +59,8 @@ export function testEnv(
     // not the API's saturation. The load-shedding test sets its own thresholds.
     API_SHED_EVENT_LOOP_DELAY_MS: '0',
     API_SHED_MAX_WAIT_MS: '0',
+    API_SHED_MAX_FANOUT_WAIT_MS: '0',
+    API_SHED_MAX_IN_FLIGHT: '0',
     ...env,
   };
 }

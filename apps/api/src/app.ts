@@ -26,7 +26,7 @@ import {
 } from '@webhooks/shared';
 import { apiServerUrl, type ApiConfig } from './config.js';
 import { createAccountQuotas } from './lib/account-quotas.js';
-import { createBacklogWatch } from './lib/backlog.js';
+import { createBacklogWatch, type BacklogWatch } from './lib/backlog.js';
 import { createIdempotencyStore } from './lib/idempotency-store.js';
 import { createViews } from './lib/views.js';
 import { createPortalTokens, portalKey } from './lib/portal-tokens.js';
@@ -163,10 +163,15 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   await app.register(validation);
   await app.register(problemDetails);
   await app.register(metrics);
-  // Before the per-IP limits and authentication: a shed request costs none of their work.
+  // Before the per-IP limits and authentication: a shed request costs none of their work. The
+  // fan-out's wait is the backlog watch's, made once Redis is (below).
+  let backlog: BacklogWatch | undefined;
   await app.register(loadShedding, {
     maxEventLoopDelayMs: config.API_SHED_EVENT_LOOP_DELAY_MS,
     maxRequestWaitMs: config.API_SHED_MAX_WAIT_MS,
+    maxFanOutWaitMs: config.API_SHED_MAX_FANOUT_WAIT_MS,
+    maxInFlight: config.API_SHED_MAX_IN_FLIGHT,
+    fanOutWaitMs: () => backlog?.fanOutWaitMs() ?? 0,
   });
   await app.register(ipLimits, {
     redis: countingRedis,
@@ -267,26 +272,31 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
     });
     await accountScope.register(signingSecret, { secretBox });
     await accountScope.register(customHeaders, { secretBox });
-    const backlog = createBacklogWatch(
+    const watch = createBacklogWatch(
       app.redis,
       config.shards.prefixes,
       { events: config.BACKLOG_MAX_EVENTS, deliveries: config.BACKLOG_MAX_DELIVERIES },
       app.log,
+      config.API_SHED_MAX_FANOUT_WAIT_MS > 0,
     );
-    app.addHook('onClose', async () => backlog.close());
+    backlog = watch;
+    app.addHook('onClose', async () => watch.close());
     await accountScope.register(events, {
-      backlog,
+      backlog: watch,
       quotas,
       idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(app.prisma) : null,
     });
     await accountScope.register(eventLog, { views, catalogue: config.catalogue });
-    await accountScope.register(testEvents, { catalogue: config.catalogue, admission: { backlog, quotas } });
+    await accountScope.register(testEvents, {
+      catalogue: config.catalogue,
+      admission: { backlog: watch, quotas },
+    });
     await accountScope.register(filterTests, { catalogue: config.catalogue });
     await accountScope.register(transformationTests, { transformations, secretBox });
     await accountScope.register(deliveries, {
       maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
       views,
-      backlog,
+      backlog: watch,
       redis: countingRedis,
       keyPrefix: config.keyPrefix,
       recoverRoundsPerMinute: config.RECOVER_ROUNDS_PER_MINUTE,

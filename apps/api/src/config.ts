@@ -166,6 +166,18 @@ export const apiEnvSchema = Type.Object({
     description:
       "How late the API process's event loop may run, in ms, before publishing and other costly requests answer 503 with `Retry-After` at once instead of queueing inside the process; shedding stops once it is back under half; 0: not measured",
   }),
+  API_SHED_MAX_FANOUT_WAIT_MS: Type.Integer({
+    default: 500,
+    minimum: 0,
+    description:
+      'How long the oldest event waiting for its fan-out may have waited, in ms, before publishing and other costly requests of accounts over their share are shed the same way (sampled every 250 ms); shedding stops once it is back under half; 0: not measured',
+  }),
+  API_SHED_MAX_IN_FLIGHT: Type.Integer({
+    default: 512,
+    minimum: 0,
+    description:
+      'Publishing and other costly requests one API process holds at once; past it, those of accounts over their share answer 503 with `Retry-After` at once, so that a burst of thousands is not admitted together; 0: no bound',
+  }),
   API_SHED_MAX_WAIT_MS: Type.Integer({
     default: 500,
     minimum: 0,

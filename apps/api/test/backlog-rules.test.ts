@@ -11,6 +11,7 @@ describe('the backlog rule', () => {
     deliveries,
     accounts,
     waitingOrParked,
+    fanOutWaitMs: 0,
   });
 
   it('refuses at either bound, names it, and never with a bound of 0', () => {

@@ -1,7 +1,8 @@
 /**
  * A burst is not an overload: the built API, as deployed, with its default shedding bounds, accepts
  * a burst of concurrent publishes right after it first answers `/readyz` 200, and a larger one once
- * warm, with no 503. The warm-up it runs before listening queues nothing. The requests are answered within a fraction of a second, so no request waits
+ * warm, with no 503. The warm-up it runs before listening queues nothing. Events that wait for
+ * their fan-out past the bound are what sheds, and only the account filling the queue. The requests are answered within a fraction of a second, so no request waits
  * past a bound, however busy the process is meanwhile.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -13,6 +14,7 @@ import { testRedisUrl } from '../../../test/support/redis.js';
 import { startTestApi, testEnv, type TestApi } from '../../../test/support/api.js';
 import { freePort, waitUntilReady } from '../../../scripts/lib/services.js';
 import { repositoryRoot } from '../../../scripts/lib/repository-root.js';
+import { waitFor } from '../../../scripts/lib/wait.js';
 
 let api: TestApi;
 let child: ChildProcess;
@@ -81,6 +83,37 @@ describe('the warm-up before the API listens', () => {
       expect(await events.count()).toBe(before);
     } finally {
       await events.close();
+    }
+  });
+});
+
+describe('events waiting for their fan-out past API_SHED_MAX_FANOUT_WAIT_MS', () => {
+  it('shed the account that keeps publishing, and not a quiet one', async () => {
+    // No worker: the first event waits for its fan-out until its age passes the bound.
+    const stalled = await startTestApi('fanout-wait', {
+      API_SHED_MAX_FANOUT_WAIT_MS: '200',
+      RATE_LIMIT_PER_MINUTE: '100000',
+    });
+    try {
+      const publish = async (account: string) =>
+        (
+          await stalled.app.inject({
+            method: 'POST',
+            url: '/api/events',
+            headers: stalled.auth(account),
+            payload: { type: 'call.completed', data: {} },
+          })
+        ).statusCode;
+      const statuses: number[] = [];
+      await waitFor('a publish shed', async () => {
+        statuses.push(await publish('acct-filling'));
+        return statuses.at(-1) === 503;
+      });
+      expect(statuses.slice(0, -1).every((status) => status === 202)).toBe(true);
+      expect(statuses[0]).toBe(202);
+      expect(await publish('acct-quiet')).toBe(202);
+    } finally {
+      await stalled.close();
     }
   });
 });

@@ -46,6 +46,8 @@ export interface Backlog {
    * parked in the delayed set; a job parked for its turn counts twice, so this errs high.
    */
   waitingOrParked: number;
+  /** Age of the oldest event waiting for its fan-out, in ms (0: none waits), the oldest shard's. */
+  fanOutWaitMs: number;
 }
 
 /** Past this many times BACKLOG_MAX_DELIVERIES, every account is refused, its share or not. */
@@ -99,12 +101,15 @@ export function fairShareRefusal(backlog: Backlog, limits: BacklogLimits, waitin
  */
 export interface BacklogWatch {
   refusal(accountId: string): Promise<string | null>;
+  /** The latest sample's {@link Backlog.fanOutWaitMs}, for load shedding. */
+  fanOutWaitMs(): number;
   close(): void;
 }
 
 /**
  * Samples the backlog on `redis`, summed over the queue shards under `prefixes` (their key
- * prefixes): the `events` queue's waiting, prioritized and delayed jobs, and the account
+ * prefixes), when a bound is set or `sampleFanOutWait`: the `events` queue's waiting, prioritized
+ * and delayed jobs and the age of its oldest waiting one, and the account
  * scheduler's held deliveries plus the `deliveries` queue's waiting, prioritized (a backlogged
  * account's admitted deliveries are prioritized behind the others) and delayed jobs. A failed read keeps
  * the last sample (the publish itself then meets the Redis fault and answers 503).
@@ -114,9 +119,11 @@ export function createBacklogWatch(
   prefixes: readonly string[],
   limits: BacklogLimits,
   log: FastifyBaseLogger,
+  sampleFanOutWait: boolean,
 ): BacklogWatch {
-  if (limits.events === 0 && limits.deliveries === 0) return { refusal: async () => null, close: () => {} };
-  let latest: Backlog = { events: 0, deliveries: 0, accounts: 0, waitingOrParked: 0 };
+  let latest: Backlog = { events: 0, deliveries: 0, accounts: 0, waitingOrParked: 0, fanOutWaitMs: 0 };
+  if (limits.events === 0 && limits.deliveries === 0 && !sampleFanOutWait)
+    return { refusal: async () => null, fanOutWaitMs: () => 0, close: () => {} };
   // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
   const sampleShard = async (prefix: string): Promise<Backlog> => {
     const events = queueLayout(prefix, queueNames.events);
@@ -133,6 +140,8 @@ export function createBacklogWatch(
       .zcount(parkedAccountsKey(prefix), Date.now(), '+inf')
       .llen(schedulerRingKey(prefix))
       .zcard(schedulerAdmittingKey(prefix))
+      // BullMQ pushes a job on the left of `wait` and its workers take from the right.
+      .lindex(events.wait, -1)
       .exec();
     const [
       wait,
@@ -149,6 +158,9 @@ export function createBacklogWatch(
       if (error) throw error;
       return Number(value);
     });
+    const oldest = answers?.[10]?.[1];
+    const addedAt =
+      typeof oldest === 'string' ? Number(await redis.hget(events.job(oldest), 'timestamp')) : NaN;
     return {
       events: wait! + prioritized! + delayed!,
       deliveries: held! + queued! + queuedBehind! + parked!,
@@ -156,6 +168,7 @@ export function createBacklogWatch(
       // large, refusing fewer.
       accounts: Math.max(accounts!, parkedAccounts!),
       waitingOrParked: Math.max(0, held! - admitting!) + parked!,
+      fanOutWaitMs: Number.isFinite(addedAt) ? Math.max(0, Date.now() - addedAt) : 0,
     };
   };
   /**
@@ -179,6 +192,7 @@ export function createBacklogWatch(
       deliveries: shards.reduce((sum, shard) => sum + shard.deliveries, 0),
       accounts: shards.reduce((sum, shard) => sum + shard.accounts, 0),
       waitingOrParked: shards.reduce((sum, shard) => sum + shard.waitingOrParked, 0),
+      fanOutWaitMs: Math.max(0, ...shards.map((shard) => shard.fanOutWaitMs)),
     };
   };
   const timer = setInterval(() => {
@@ -193,6 +207,7 @@ export function createBacklogWatch(
       if (overall === null || eventsFull) return overall;
       return fairShareRefusal(latest, limits, await waitingOf(accountId));
     },
+    fanOutWaitMs: () => latest.fanOutWaitMs,
     close: () => clearInterval(timer),
   };
 }

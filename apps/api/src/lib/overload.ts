@@ -1,20 +1,26 @@
 /**
  * When the API sheds: by how long requests wait, not by how busy the process was. A burst that is
  * answered within a few hundred milliseconds is not an overload; a request that would wait past a
- * bound is. Two waits are measured: the event loop's delay (how late a timer fires, so how long a
- * request read now waits to be handled) and the age of the oldest shed-able request still in
- * flight (how long the work ahead of a new one already took). Hysteresis, as in a thermostat:
+ * bound is. Three waits are measured: the event loop's delay (how long a request read now waits to
+ * be handled), the age of the oldest shed-able request still in flight (how long the work ahead
+ * of a new one already took), and the age of the oldest event waiting for its fan-out (how long an
+ * event accepted now waits before its deliveries start). Hysteresis, as in a thermostat:
  * shedding starts when a wait passes its bound and stops only when every wait is under half of it,
- * so one slow sample neither starts nor ends it.
+ * so one slow sample neither starts nor ends it. Between two samples, a bound on the requests in
+ * flight keeps a burst of thousands from being admitted at once, each then waiting on the others.
  */
 
 /** The measure that started shedding: the metric's label and the log's reason. */
-export type OverloadMeasure = 'eventLoopDelay' | 'requestWait';
+export type OverloadMeasure = 'eventLoopDelay' | 'requestWait' | 'fanOutWait' | 'inFlight';
 
-/** Bounds in ms (API_SHED_EVENT_LOOP_DELAY_MS, API_SHED_MAX_WAIT_MS); 0 leaves a measure out. */
+/**
+ * Bounds in ms (API_SHED_EVENT_LOOP_DELAY_MS, API_SHED_MAX_WAIT_MS, API_SHED_MAX_FANOUT_WAIT_MS);
+ * 0 leaves a measure out.
+ */
 export interface OverloadBounds {
   maxEventLoopDelayMs: number;
   maxRequestWaitMs: number;
+  maxFanOutWaitMs: number;
 }
 
 /** One sample, in ms. */
@@ -23,6 +29,8 @@ export interface OverloadSample {
   eventLoopDelayMs: number;
   /** Age of the oldest shed-able request in flight; 0 when there is none. */
   oldestRequestWaitMs: number;
+  /** Age of the oldest event waiting for its fan-out; 0 when there is none. */
+  fanOutWaitMs: number;
 }
 
 /** Share of a bound under which a wait must fall before shedding stops. */
@@ -41,10 +49,20 @@ export function nextOverload(
   const waits: [OverloadMeasure, number, number][] = [
     ['eventLoopDelay', sample.eventLoopDelayMs, bounds.maxEventLoopDelayMs],
     ['requestWait', sample.oldestRequestWaitMs, bounds.maxRequestWaitMs],
+    ['fanOutWait', sample.fanOutWaitMs, bounds.maxFanOutWaitMs],
   ];
   const active = waits.filter(([, , bound]) => bound > 0);
   const over = active.find(([, wait, bound]) => wait > bound);
   if (over !== undefined) return over[0];
   if (current === null) return null;
   return active.some(([, wait, bound]) => wait > bound * releaseShare) ? current : null;
+}
+
+/**
+ * Whether a shed-able request arriving while `inFlight` others are in flight is one too many:
+ * 'inFlight' at or past `maxInFlight` (API_SHED_MAX_IN_FLIGHT; 0: no bound), else null. Checked at
+ * each arrival, as a semaphore would be, not sampled.
+ */
+export function inFlightOverload(inFlight: number, maxInFlight: number): OverloadMeasure | null {
+  return maxInFlight > 0 && inFlight >= maxInFlight ? 'inFlight' : null;
 }

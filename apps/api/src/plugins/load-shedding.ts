@@ -18,7 +18,12 @@ import fp from 'fastify-plugin';
 import { Counter } from 'prom-client';
 import { HttpProblem } from '../lib/problem.js';
 import { createPublishDemand } from '../lib/publish-demand.js';
-import { nextOverload, type OverloadBounds, type OverloadMeasure } from '../lib/overload.js';
+import {
+  inFlightOverload,
+  nextOverload,
+  type OverloadBounds,
+  type OverloadMeasure,
+} from '../lib/overload.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -44,13 +49,18 @@ export const sampleIntervalMs = 100;
 /** The `Retry-After` of a shed request, in seconds. */
 export const shedRetryAfterSeconds = 1;
 
-/** Options: the bounds, in ms (API_SHED_EVENT_LOOP_DELAY_MS, API_SHED_MAX_WAIT_MS). */
-export type LoadSheddingOptions = OverloadBounds;
+/** Options: the bounds, in ms, and where the fan-out's wait is read. */
+export interface LoadSheddingOptions extends OverloadBounds {
+  /** Shed-able requests one process holds at once (API_SHED_MAX_IN_FLIGHT); 0: no bound. */
+  maxInFlight: number;
+  /** Age of the oldest event waiting for its fan-out, in ms, as last sampled (`lib/backlog.ts`). */
+  fanOutWaitMs(): number;
+}
 
 const loadShedding: FastifyPluginAsync<LoadSheddingOptions> = async (app, options) => {
   const shed = new Counter({
     name: 'webhook_api_shed_requests_total',
-    help: 'Requests answered 503 at once because requests were waiting past a bound, by the measure (eventLoopDelay, requestWait)',
+    help: 'Requests answered 503 at once because requests or events were waiting past a bound, by the measure (eventLoopDelay, requestWait, fanOutWait, inFlight)',
     labelNames: ['measure'],
     registers: [app.metrics],
   });
@@ -68,6 +78,7 @@ const loadShedding: FastifyPluginAsync<LoadSheddingOptions> = async (app, option
       {
         eventLoopDelayMs: Math.max(0, now - lastSample - sampleIntervalMs),
         oldestRequestWaitMs: oldest.done === true ? 0 : now - oldest.value,
+        fanOutWaitMs: options.fanOutWaitMs(),
       },
       options,
     );
@@ -79,7 +90,7 @@ const loadShedding: FastifyPluginAsync<LoadSheddingOptions> = async (app, option
   app.decorateRequest('saturatedBy', null);
   app.addHook('onRequest', (request, reply, done) => {
     if (request.routeOptions.config.shedUnderPressure === true) {
-      request.saturatedBy = shedding;
+      request.saturatedBy = shedding ?? inFlightOverload(inFlight.size, options.maxInFlight);
       const id = request.id;
       inFlight.set(id, performance.now());
       // 'close' follows every response, and a connection that ends without one: none is left in.
