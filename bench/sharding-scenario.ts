@@ -46,8 +46,7 @@ async function onCluster(shards: number, load: DeliveryLoad, progress: Progress)
 /**
  * The number of accounts, one subscription each. A delivery's queue is its subscription's shard,
  * picked by the hash of its random id: 20 subscriptions put over 47% of the deliveries on one of
- * three masters about one run in four (bench/HISTORY.md, "The sharded queues' spread is the
- * subscriptions' draw"); 100 make that about one in two hundred.
+ * three masters about one run in four; 100 make that about one in two hundred.
  */
 const shardedAccounts = 100;
 

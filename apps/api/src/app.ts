@@ -145,8 +145,8 @@ export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
 
   // First, so that its spans cover every route registered after it: a request span and a handler
   // span each. A span for every hook (a dozen a request) costs in a request that is not sampled
-  // too; without them and the SDK's metrics, tracing at 1% added a sixth less CPU to a publish
-  // (bench/HISTORY.md, "Tracing that records less"). A hook's time shows as the request span's gap.
+  // too; without them and the SDK's metrics, tracing at 1% added a sixth less CPU to a publish.
+  // A hook's time shows as the request span's gap.
   if (config.tracing) {
     // Before the request span starts: a request drawn against runs with tracing suppressed, and
     // @fastify/otel leaves it alone.

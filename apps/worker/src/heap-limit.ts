@@ -38,7 +38,6 @@ export function heapLimitMb(env: Record<string, string | undefined>): number {
  * worker's CPU per delivery by 10-25% and the p99 at 200 events/s from 20 ms to 14 ms (on Node 26,
  * whose collector promotes less of this load, it changed little either way). V8's default (about
  * 48 MiB on 64-bit) once took the RSS to 259-260 MiB at a 100,000-delivery backlog; with this code,
- * 48 MiB peaked at 244-253 MiB there, as 24 MiB did (bench/HISTORY.md, "A young generation of
- * 48 MiB").
+ * 48 MiB peaked at 244-253 MiB there, as 24 MiB did.
  */
 export const youngGenerationMb = 48;

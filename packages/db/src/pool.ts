@@ -1,8 +1,7 @@
 /**
  * A bare `pg` pool for the worker's hot path: the fan-out, and loading and recording
  * deliveries. Prisma stays the schema, the migrations and the data layer of everything else; on a
- * path that runs a few statements per delivery, its per-query overhead was a third of the cost
- * (bench/HISTORY.md, "Throughput work").
+ * path that runs a few statements per delivery, its per-query overhead was a third of the cost.
  */
 import pg from 'pg';
 import { connectTimeoutMs } from './client.js';
@@ -32,10 +31,9 @@ export interface PgPoolOptions {
  * estimated no dearer (postgresql.org/docs/15/sql-prepare.html, "Notes"). A hot-path statement run
  * for one row at a time (an ordered delivery's record, any delivery at low load) is always
  * estimated cheaper planned for its one-element arrays, so it was planned again on every run:
- * 0.6 ms of the 0.8 a record cost PostgreSQL, against 0.4 in all from the generic plan
- * (bench/HISTORY.md, "An ordered head's gate and host slot, and the worker's statements planned
- * once"). The day partitions of the log are still pruned when the plan runs
- * (`log-partitions.test.ts` checks the batch load). A pooler in front must pass the setting on
+ * 0.6 ms of the 0.8 a record cost PostgreSQL, against 0.4 in all from the generic plan. The day
+ * partitions of the log are still pruned when the plan runs (`log-partitions.test.ts` checks the
+ * batch load). A pooler in front must pass the setting on
  * (docs/operations.md); DATABASE_GENERIC_PLANS=false leaves it out.
  */
 const planOnce = '-c plan_cache_mode=force_generic_plan';

@@ -4,7 +4,7 @@
  * Redis `addBulk`, and each caller still awaits its own result, so nothing is acknowledged before
  * it is written. On the project's machines one round trip costs about as much CPU as a whole HTTP
  * attempt (a socket write, a wake-up of PostgreSQL or Redis), so batching is what lets publishing
- * and delivery keep up with the transport (bench/HISTORY.md).
+ * and delivery keep up with the transport.
  */
 import DataLoader from 'dataloader';
 
@@ -43,7 +43,7 @@ export function batcher<I, O>(
     maxBatchSize: options.maxBatchSize ?? 100,
     // The end of the event loop's turn, not a fixed window: completions that arrive together
     // (answers from receivers, PostgreSQL or Redis) still batch, and an idle caller waits for
-    // nothing (bench/HISTORY.md, "Throughput work", round 4).
+    // nothing.
     batchScheduleFn: (callback) => setImmediate(callback),
   });
   return (input) => loader.load(input);

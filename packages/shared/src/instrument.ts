@@ -19,8 +19,7 @@
  *
  * The incoming side of the http instrumentation, alone, cost about as much as all of tracing's
  * instrumentations together, in every request, sampled or not: it binds the request and the
- * response to the trace context, which slows every later access to them (bench/HISTORY.md,
- * "Sampling at the edge").
+ * response to the trace context, which slows every later access to them.
  *
  * The ESM loader hook that lets the instrumentations see those imports is import-in-the-middle's
  * synchronous one (`module.registerHooks`, in the service's own thread) where the runtime supports
@@ -46,8 +45,7 @@ if (tracingRequested(process.env)) {
   ]);
   // Each instrumentation's Hook() sends the names of its modules (pg, pg-pool, ioredis) over this
   // channel, and the hook wraps those alone: wrapping every module the service imports read and
-  // parsed each one's source again, and a traced API took 30-40% longer to start (bench/HISTORY.md,
-  // "A traced service's start").
+  // parsed each one's source again, and a traced API took 30-40% longer to start.
   const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
   if (loaderHook.supportsSyncHooks()) loaderHook.register(registerOptions.data);
   else register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, registerOptions);

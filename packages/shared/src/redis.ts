@@ -166,7 +166,7 @@ export function createWorkerConnection(topology: RedisTopology | string): RedisC
  * iterable` when a script command (`defineCommand`, which the rate limiter and the delivery gate
  * use) is sent before the connection is ready with the offline queue off (redis/ioredis#1931,
  * #1511), and that would crash the process. Batching of concurrent publishes (`addBulk`) and
- * explicit pipelines keep most of what it saved (bench/HISTORY.md).
+ * explicit pipelines keep most of what it saved.
  */
 export function createProducerConnection(topology: RedisTopology | string): RedisConnection {
   return connect(
@@ -182,7 +182,7 @@ export function createProducerConnection(topology: RedisTopology | string): Redi
  * A connection for many small independent commands, such as the API's per-request rate limit:
  * on one node or behind Sentinel, the commands of one event-loop turn go to Redis as one write
  * (ioredis' auto-pipelining), which on the project's machines saves about one socket write per
- * request (bench/HISTORY.md, "Throughput work", round 6). Never for BullMQ, whose scripts are not
+ * request. Never for BullMQ, whose scripts are not
  * known to be safe with it.
  *
  * Not on a Cluster: there an auto-pipeline groups the commands of several slots served by the same

@@ -84,7 +84,7 @@ export function startingThrottle(bounds: InFlightBounds): DeliveryThrottle {
 /**
  * {@link readDeliveryThrottles} shared by concurrent callers: the ids asked for within one turn of
  * the event loop are read in one round trip (`batcher`), so a burst of API reads costs Redis one
- * pipeline rather than one per request (bench/HISTORY.md, "Throughput work", round 6).
+ * pipeline rather than one per request.
  *
  * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING
  * @returns a function from subscription ids to their throttling; it rejects with ioredis' errors

@@ -18,7 +18,7 @@
  *   ({@link slowStartSlotMs}); a slower one earns one a window. A hot subscription with a fast
  *   callback thus reaches the attempts in flight its rate needs within a few slot times: climbing
  *   one a window, a subscription at 400 events/s whose slots took 100 ms while a worker warmed up
- *   parked 800 deliveries and waited seconds (bench/HISTORY.md, "Slow start"). (Adding 1/limit per
+ *   parked 800 deliveries and waited seconds. (Adding 1/limit per
  *   attempt, as TCP does per acknowledgement, would add only 1/limit per window under the
  *   compare-and-set: measured, a hot subscription then took 24 s to climb from 10 to 50.)
  * - Above the base, a slowing attempt or any answer that is not 200 (a 500, a 429) halves the

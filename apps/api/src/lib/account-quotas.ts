@@ -9,8 +9,7 @@
  * is not counted. The charges an API process makes within one turn of its event loop go to Redis
  * as one script call per account and day, each charge weighed against the ones before it as if
  * they had been sent one after another: under load one account's publishes arrive many to a turn,
- * and a call each was one Redis command per publish beyond what any accepted event costs
- * (bench/HISTORY.md, "Ingest: the payload quota counted once a turn").
+ * and a call each was one Redis command per publish beyond what any accepted event costs.
  */
 import { batcher, type AccountOverride, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';

@@ -58,8 +58,7 @@ export function createPortalTokens(key: string, clockToleranceMs: number): Porta
   const sign = createSigner({ key, algorithm: 'HS256' });
   const decode = createDecoder();
   // Every authenticated request asks, and a client sends the same token many times: decoding it
-  // each time was about 3% of the API's CPU under ingest load (bench/HISTORY.md, "Ingest: the
-  // payload quota counted once a turn").
+  // each time was about 3% of the API's CPU under ingest load.
   const claimed = new LRUCache<string, boolean>({
     max: claimedTokensKept,
     maxSize: claimedTokenCharsKept,

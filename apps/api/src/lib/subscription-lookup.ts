@@ -18,7 +18,7 @@ export async function findOwnSubscription(
   id: string,
 ): Promise<Subscription> {
   // findUnique, not findFirst: Prisma batches the findUnique calls of one tick into one statement,
-  // which made reads under load about twice as fast (bench/HISTORY.md, "Throughput work", round 6).
+  // which made reads under load about twice as fast.
   const row = isUuid(id) ? await prisma.subscription.findUnique({ where: { id, accountId } }) : null;
   if (row === null) throw notFound(`Subscription ${id}`);
   return row;

@@ -65,8 +65,7 @@ declare module 'fastify' {
 /**
  * How long this process trusts a read of an address's failure count, in ms. Read from Redis on
  * every authenticated request (a MULTI of GET and PTTL), it took about a fifth of the API's CPU
- * under load from one address (bench/HISTORY.md, "The failure count of an address, read once a
- * second").
+ * under load from one address.
  */
 export const failureCountTtlMs = 1_000;
 
@@ -84,7 +83,7 @@ export default fp<IpLimitsOptions>(
     const open = perMinute(options.redis, `${options.keyPrefix}:ip-open`, options.openPerMinute);
     const failures = perMinute(options.redis, `${options.keyPrefix}:ip-auth`, options.authFailuresPerMinute);
     // An address's key never changes, and parsing it on every request was about 2% of the API's
-    // CPU under ingest load (bench/HISTORY.md, "Ingest: the payload quota counted once a turn").
+    // CPU under ingest load.
     const addressKeys = new LRUCache<string, string>({
       max: failureCountsKept,
       memoMethod: (address) => clientAddressKey(address),

@@ -3,7 +3,7 @@
  * process, holding its BullMQ worker slot, rather than being parked in BullMQ's delayed set.
  * Parking costs two Redis round trips and sends the job to the back of the queue,
  * which turned the bursts a batched fan-out hands to 50 worker slots into a latency tail of
- * hundreds of ms at 200 events/s (bench/HISTORY.md, "Throughput work"). A short wait in place avoids that;
+ * hundreds of ms at 200 events/s. A short wait in place avoids that;
  * its bounds keep the fairness promise that a slow subscription cannot hold many worker slots: a
  * subscription that began to hang has a long turn (`parkDelayMs`) and is parked at once.
  */

@@ -198,8 +198,7 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
       return entry;
     });
     // A plain timer, cleared: an aborted timers/promises sleep builds a DOMException and an
-    // AbortError, each with its stack, on every event a fan-out waits on (bench/HISTORY.md, "The
-    // inline attempts' deadline on a plain timer").
+    // AbortError, each with its stack, on every event a fan-out waits on.
     let deadline: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(late),

@@ -9,7 +9,7 @@
  * slots, rounded down. A quiet account's first deliveries are admitted at once by their own
  * fan-out, which attempts them on the spot when a slot is free; when a flood's admitted attempts
  * took every slot, they became delivery jobs instead and waited for a worker to fetch them (about
- * 25 ms at the median on a saturated 2-core machine, bench/HISTORY.md). Rounded down, so that a
+ * 25 ms at the median on a saturated 2-core machine). Rounded down, so that a
  * worker of fewer than five slots keeps them all for its admissions, which must always progress.
  *
  * @param capacity the worker's inline attempts at once (WORKER_CONCURRENCY)
