@@ -59,7 +59,7 @@ function post(body: string): Promise<{ outcome: string; id?: string }> {
           const status = response.statusCode ?? 0;
           const id =
             status === 202 ? (JSON.parse(Buffer.concat(chunks).toString()) as { id: string }).id : undefined;
-          resolve({ outcome: String(status), ...(id === undefined ? {} : { id }) });
+          resolve({ outcome: String(status), id });
         });
         response.on('error', () => undefined);
       },

@@ -443,6 +443,8 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
   async spike() {
     const run = await apiSpike(size.overloadSeconds, 20, step);
     results.spike = run;
+    const flooded = await flood(Math.round(10 * run.capacity), floodSeconds, step);
+    results.flood = flooded;
     const { half, spike } = run;
     const answers = (r: SpikeRun) =>
       `${Object.entries(r.statuses)
@@ -461,7 +463,7 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         target: 'API p99 ≤ 5×, steady p99 ≤ 2×, only 202/429/503, no timeouts, all delivered',
         met: run.met,
       },
-      floodRow(await flood(Math.round(10 * run.capacity), floodSeconds, step), run.capacity),
+      floodRow(flooded, run.capacity),
       reportedRow(
         "API spike: the steady account's delivery p99 beside the spike / beside half capacity",
         `${spike.steadyP99Ms.toFixed(0)} ms`,
@@ -928,7 +930,6 @@ function floodRow(run: FloodRun, capacity: number): BenchRow {
   const firstTries = Object.entries(run.firstTries)
     .map(([outcome, count]) => `${count} × ${outcome}`)
     .join(', ');
-  results.flood = run;
   return {
     scenario: `API flood: 10× the API's ingest capacity (${capacity.toFixed(0)} req/s), ${run.rate} publishes/s for ${run.seconds} s, open loop, clients with a 5 s timeout retrying 429, 503 and timeouts 500 ms apart`,
     figure: `${run.started} publishes; first tries ${firstTries}; ${run.tries} tries in all; ${run.accepted.length} accepted, ${run.givenUp} given up; ${run.delivered} of the accepted delivered; API ${run.apiUp ? 'up' : 'down'} after it`,

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { loadApiConfig } from './config.js';
-import { createTokenMinter } from './tokens.js';
+import { configuredTokenMinter } from './tokens.js';
 
 const usage = 'usage: pnpm token <account-id> [--ttl 1h]';
 
@@ -29,15 +29,10 @@ if (values.help || account === undefined || positionals.length > 1 || !(seconds 
 }
 // Like `pnpm start`, a local shell without NODE_ENV is development: the token then matches the API's.
 const config = loadApiConfig({ NODE_ENV: 'development', ...process.env });
-if (config.jwtKey.algorithm !== 'HS256') {
+const mint = configuredTokenMinter(config, seconds * 1000);
+if (mint === null) {
   console.error('JWT_PUBLIC_KEY is set: tokens come from your identity provider, not from this command');
   process.exit(2);
 }
 if (config.jwtWarning) console.error(`warning: ${config.jwtWarning}`);
-const mint = createTokenMinter({
-  secret: config.jwtKey.key,
-  ttlMs: seconds * 1000,
-  ...(config.JWT_ISSUER === '' ? {} : { issuer: config.JWT_ISSUER }),
-  ...(config.JWT_AUDIENCE === '' ? {} : { audience: config.JWT_AUDIENCE }),
-});
 console.log(mint(account));

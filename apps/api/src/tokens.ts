@@ -36,3 +36,21 @@ export function createTokenMinter(
       ...claims,
     });
 }
+
+/**
+ * The minter of tokens an API configured with `config` accepts: its JWT_SECRET, and JWT_ISSUER and
+ * JWT_AUDIENCE when set, each token living `ttlMs` ms. Null when the API verifies an identity
+ * provider's key (JWT_PUBLIC_KEY), whose tokens cannot be minted here.
+ */
+export function configuredTokenMinter(
+  config: { jwtKey: { algorithm: string; key: string }; JWT_ISSUER: string; JWT_AUDIENCE: string },
+  ttlMs: number,
+): ReturnType<typeof createTokenMinter> | null {
+  if (config.jwtKey.algorithm !== 'HS256') return null;
+  return createTokenMinter({
+    secret: config.jwtKey.key,
+    ttlMs,
+    issuer: config.JWT_ISSUER === '' ? undefined : config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE === '' ? undefined : config.JWT_AUDIENCE,
+  });
+}

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { untraced } from '@webhooks/shared/edge-sampling-hook';
 import type { ApiConfig } from './config.js';
-import { createTokenMinter } from './tokens.js';
+import { configuredTokenMinter } from './tokens.js';
 
 /** Publishes sent while warming, and how many at once. */
 export const warmUpRequests = 400;
@@ -28,13 +28,9 @@ export async function warmUp(
   app: FastifyInstance,
   config: Pick<ApiConfig, 'jwtKey' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>,
 ): Promise<number> {
-  if (config.jwtKey.algorithm !== 'HS256') return 0;
-  const token = createTokenMinter({
-    secret: config.jwtKey.key,
-    ttlMs: 60_000,
-    ...(config.JWT_ISSUER === '' ? {} : { issuer: config.JWT_ISSUER }),
-    ...(config.JWT_AUDIENCE === '' ? {} : { audience: config.JWT_AUDIENCE }),
-  })(`warm-up-${randomUUID()}`);
+  const mint = configuredTokenMinter(config, 60_000);
+  if (mint === null) return 0;
+  const token = mint(`warm-up-${randomUUID()}`);
   let refused = 0;
   // Its requests' log lines would be hundreds of the first lines a deployment shows.
   const level = app.log.level;
