@@ -8,6 +8,8 @@ import type { Config } from 'jest';
 
 const root = process.cwd();
 const sources: Record<string, string> = {
+  '@webhooks/publisher': 'packages/publisher/src/index.ts',
+  '@webhooks/publisher/config-error': 'packages/publisher/src/config-error.ts',
   '@webhooks/shared': 'packages/shared/src/index.ts',
   '@webhooks/shared/edge-sampling-hook': 'packages/shared/src/edge-sampling-hook.ts',
   '@webhooks/shared/unsampled-work': 'packages/shared/src/unsampled-work.ts',
@@ -26,7 +28,15 @@ const requiredEsmPackages = ['cookie', 'content-disposition', '@apidevtools/json
 const pnpmDirs = requiredEsmPackages.map((name) => name.replace('/', '+').replace(/[.+]/g, '\\$&'));
 const requiredEsm = `/node_modules/\\.pnpm/(${pnpmDirs.join('|')})@`;
 
-const workspaces = ['packages/shared', 'packages/client', 'packages/db', 'apps/api', 'apps/worker', 'test'];
+const workspaces = [
+  'packages/publisher',
+  'packages/shared',
+  'packages/client',
+  'packages/db',
+  'apps/api',
+  'apps/worker',
+  'test',
+];
 
 const project = (dir: string): Config => ({
   displayName: dir,

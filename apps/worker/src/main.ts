@@ -12,7 +12,7 @@ import { pino } from 'pino';
 // The one module it needs, not the package: the package's graph (BullMQ, ioredis, OpenTelemetry)
 // would load a second time in this thread: 70 MiB of RSS in a bare process, less in the service
 // but enough to put its peak past 256 MiB.
-import { configErrorLine } from '@webhooks/shared/config-error';
+import { configErrorLine } from '@webhooks/publisher/config-error';
 import { heapLimitMb, youngGenerationMb } from './heap-limit.js';
 
 /** What the launcher sends the service thread. */

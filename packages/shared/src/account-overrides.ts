@@ -8,8 +8,8 @@
  */
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
-import { ConfigError } from './config-error.js';
-import { isValidAccountId } from './account-id.js';
+import { ConfigError } from '@webhooks/publisher';
+import { isValidAccountId } from '@webhooks/publisher';
 
 /** What one account may override. */
 export const accountOverrideSchema = Type.Object(

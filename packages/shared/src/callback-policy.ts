@@ -11,7 +11,7 @@
  */
 import ipaddr from 'ipaddr.js';
 import Type from 'typebox';
-import { ConfigError } from './config-error.js';
+import { ConfigError } from '@webhooks/publisher';
 
 /**
  * Public addresses refused whatever the settings: 168.63.129.16 is Azure's host endpoint

@@ -7,12 +7,12 @@
 import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import Value from 'typebox/value';
 import { callbackPolicyEnv } from './callback-policy.js';
-import type { Catalogue } from './catalogue.js';
-import { CatalogueError, exampleCatalogueFile, loadCatalogue } from './catalogue-file.js';
+import type { Catalogue } from '@webhooks/publisher';
+import { CatalogueError, exampleCatalogueFile, loadCatalogue } from '@webhooks/publisher';
 import { logFormatEnv } from './logger-options.js';
-import { ConfigError, configErrorLine } from './config-error.js';
+import { ConfigError, configErrorLine } from '@webhooks/publisher';
 import type { InFlightBounds } from './throttle.js';
-import { redisEnv, redisSettingsFromEnv, type RedisSettings } from './redis.js';
+import { redisEnv, redisSettingsFromEnv, type RedisSettings } from '@webhooks/publisher';
 
 export { ConfigError, configErrorLine };
 

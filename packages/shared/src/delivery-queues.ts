@@ -4,10 +4,10 @@
  * worker (FIFO heads, re-driven and notice deliveries) add outside the account scheduler.
  */
 import { Queue, type Job, type QueueOptions } from 'bullmq';
-import type { QueueShards } from './queue-shards.js';
+import type { QueueShards } from '@webhooks/publisher';
 import { noteParked, type ParkedJob } from './parked-deliveries.js';
-import { deliveryJob, queueNames, type DeliveryJobData } from './queues.js';
-import type { RedisConnection } from './redis.js';
+import { deliveryJob, queueNames, type DeliveryJobData } from '@webhooks/publisher';
+import type { RedisConnection } from '@webhooks/publisher';
 
 /** One round of a delivery, as {@link deliveryJob} takes it. */
 export type DeliveryRound = Parameters<typeof deliveryJob>[0];

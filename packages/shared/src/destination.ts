@@ -12,7 +12,7 @@
  * no wildcard (`*`, `>`) (https://docs.nats.io/nats-concepts/subjects).
  */
 import Type from 'typebox';
-import { ConfigError } from './config-error.js';
+import { ConfigError } from '@webhooks/publisher';
 
 /** The environment variable of destinations, read by the API and the worker. */
 export const destinationEnv = {

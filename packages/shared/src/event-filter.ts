@@ -16,7 +16,7 @@
  */
 import siftModule from 'sift';
 import type * as Sift from 'sift';
-import { findInJson, type JsonProblem } from './json-walk.js';
+import { findInJson, type JsonProblem } from '@webhooks/publisher';
 import {
   countedOperations,
   filterOperations,

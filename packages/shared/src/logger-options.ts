@@ -5,7 +5,7 @@
  * is a development dependency, absent from the images, so production refuses it.
  */
 import Type from 'typebox';
-import { ConfigError } from './config-error.js';
+import { ConfigError } from '@webhooks/publisher';
 import { connectionUrlSecrets, secretRedactingHooks } from './log-redaction.js';
 
 /** LOG_PRETTY, part of both services' schemas. */

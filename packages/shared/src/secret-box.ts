@@ -13,7 +13,7 @@
  * prefix is a plaintext secret (no key configured, or not migrated yet). With a key set in
  * production, both are refused instead.
  */
-import { splitList } from './env-list.js';
+import { splitList } from '@webhooks/publisher';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { ConfigError } from './config.js';
 

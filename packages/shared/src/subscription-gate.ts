@@ -3,9 +3,9 @@
  * worker's gate (apps/worker/src/delivery/gate.ts) writes these keys; the rules behind the values
  * are in `throttle.ts`.
  */
-import { batcher } from './batching.js';
-import type { QueueShards } from './queue-shards.js';
-import type { RedisConnection } from './redis.js';
+import { batcher } from '@webhooks/publisher';
+import type { QueueShards } from '@webhooks/publisher';
+import type { RedisConnection } from '@webhooks/publisher';
 import { inFlightLimit, throttleState, type InFlightBounds, type ThrottleState } from './throttle.js';
 
 /**
