@@ -9,6 +9,7 @@ WORKDIR /repo
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
+COPY packages/publisher/package.json packages/publisher/
 COPY packages/shared/package.json packages/shared/
 COPY packages/db/package.json packages/db/
 COPY packages/client/package.json packages/client/
@@ -33,6 +34,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf 
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
 WORKDIR /app
 COPY --from=prod-deps /repo/node_modules node_modules
+COPY --from=prod-deps /repo/packages/publisher/node_modules packages/publisher/node_modules
 COPY --from=prod-deps /repo/packages/shared/node_modules packages/shared/node_modules
 COPY --from=prod-deps /repo/packages/db/node_modules packages/db/node_modules
 COPY --from=prod-deps /repo/apps/api/node_modules apps/api/node_modules
@@ -40,6 +42,8 @@ COPY --from=build /repo/package.json /repo/pnpm-workspace.yaml ./
 COPY --from=build /repo/prisma prisma
 # EVENT_CATALOGUE's default; mount your own catalogue file and point EVENT_CATALOGUE at it.
 COPY catalogues catalogues
+COPY --from=build /repo/packages/publisher/package.json packages/publisher/
+COPY --from=build /repo/packages/publisher/dist packages/publisher/dist
 COPY --from=build /repo/packages/shared/package.json packages/shared/
 COPY --from=build /repo/packages/db/package.json packages/db/
 COPY --from=build /repo/packages/db/dist packages/db/dist

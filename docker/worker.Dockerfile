@@ -9,6 +9,7 @@ WORKDIR /repo
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml ./
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
+COPY packages/publisher/package.json packages/publisher/
 COPY packages/shared/package.json packages/shared/
 COPY packages/db/package.json packages/db/
 COPY packages/client/package.json packages/client/
@@ -29,14 +30,17 @@ RUN pnpm install --frozen-lockfile --prod --filter @webhooks/worker...
 FROM node:26-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 # No NODE_OPTIONS heap limit: main.js bounds the worker's heap itself (WORKER_MAX_HEAP_MB), the
-# same way on every start path (bench/README.md, "Issue #14").
+# same way on every start path.
 ENV NODE_ENV=production HOST=0.0.0.0 WORKER_HEALTH_PORT=3001
 WORKDIR /app
 COPY --from=prod-deps /repo/node_modules node_modules
+COPY --from=prod-deps /repo/packages/publisher/node_modules packages/publisher/node_modules
 COPY --from=prod-deps /repo/packages/shared/node_modules packages/shared/node_modules
 COPY --from=prod-deps /repo/packages/db/node_modules packages/db/node_modules
 COPY --from=prod-deps /repo/apps/worker/node_modules apps/worker/node_modules
 COPY --from=build /repo/package.json /repo/pnpm-workspace.yaml ./
+COPY --from=build /repo/packages/publisher/package.json packages/publisher/
+COPY --from=build /repo/packages/publisher/dist packages/publisher/dist
 COPY --from=build /repo/packages/shared/package.json packages/shared/
 COPY --from=build /repo/packages/db/package.json packages/db/
 COPY --from=build /repo/packages/db/dist packages/db/dist
