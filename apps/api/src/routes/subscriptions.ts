@@ -51,6 +51,7 @@ import { noStore } from '../lib/headers.js';
 import { requestChallenge } from '../lib/challenge-request.js';
 import { createSubscriptionPresenter } from '../lib/subscription-presenter.js';
 import { checkTransformation } from '../lib/transformation-check.js';
+import { subscriptionChange } from '../lib/subscription-update.js';
 
 /** Options of the subscription routes. */
 export interface SubscriptionRoutesOptions {
@@ -293,67 +294,41 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       },
     },
     async (request) => {
+      const { body } = request;
       const current = await findOwnSubscription(app.prisma, request.accountId, request.params.id);
-      const { webhook_id, status, rate_limit, event_types, filter, ordering, headers } = request.body;
-      const target = writeTarget(request.body, options.brokers, request.accountId, rejectBadCallback, false);
-      const callback_url = target?.callbackUrl;
-      const sealedHeaders =
-        headers === undefined ? undefined : sealedCustomHeaders(headers, current.id, options.secretBox);
-      const { client_certificate } = request.body;
-      const clientTls =
-        client_certificate === undefined
+      const target = writeTarget(body, options.brokers, request.accountId, rejectBadCallback, false);
+      const headers =
+        body.headers === undefined
           ? undefined
-          : sealedClientCertificate(client_certificate, current.id, options.secretBox);
-      checkSubscriptionSelection(catalogue, current.kind, event_types, filter);
-      const { transformation } = request.body;
-      await checkTransformation(options.transformations, transformation, request.accountId);
-      // Any status change would let an unverified callback through later (pending → disabled → active).
-      if (current.status === 'pending' && status !== undefined)
-        throw new HttpProblem(
-          409,
-          'verification-pending',
-          'The callback has not answered its challenge yet; answer it, then POST .../verification to ask again',
-        );
-      const moved =
-        options.verifyCallbacks &&
-        target?.broker === false &&
-        callback_url !== undefined &&
-        callback_url !== current.callbackUrl;
-      // A callback waiting for its challenge that becomes a broker destination has nothing to prove.
-      const toBroker = target?.broker === true && current.status === 'pending';
-      // Leaving FIFO ordering, the deliveries that waited their turn get their jobs below: those a
-      // fan-out under way stores for the subscription as still FIFO must be committed before they
-      // are read, or none would ever give them a job.
-      const leavesFifo = current.ordering === 'fifo' && ordering === 'none';
+          : sealedCustomHeaders(body.headers, current.id, options.secretBox);
+      const clientTls =
+        body.client_certificate === undefined
+          ? undefined
+          : sealedClientCertificate(body.client_certificate, current.id, options.secretBox);
+      checkSubscriptionSelection(catalogue, current.kind, body.event_types, body.filter);
+      await checkTransformation(options.transformations, body.transformation, request.accountId);
+      const { data, moved, leavesFifo } = subscriptionChange(
+        {
+          callbackUrl: target?.callbackUrl,
+          toBroker: target?.broker,
+          webhookId: body.webhook_id,
+          status: body.status,
+          rateLimit: body.rate_limit,
+          eventTypes: body.event_types,
+          filter: body.filter === undefined ? undefined : storedFilter(body.filter),
+          ordering: body.ordering,
+          headers,
+          clientTls,
+          transformation: body.transformation,
+        },
+        current,
+        options.verifyCallbacks,
+      );
       // On the state read above only: two updates sent together (a new callback_url, and a status)
       // must not both apply on what each read, or the status would skip the new URL's challenge.
-      const row = await updateIfUnchanged(
-        app.prisma,
-        current,
-        {
-          ...(callback_url === undefined ? {} : { callbackUrl: callback_url }),
-          ...(webhook_id === undefined ? {} : { webhookId: webhook_id }),
-          // A new callback proves itself before any status applies, or disabling and re-enabling it
-          // would skip the challenge.
-          ...(moved
-            ? { status: 'pending' as const }
-            : toBroker
-              ? { status: 'active' as const }
-              : status === undefined
-                ? {}
-                : { status }),
-          ...(rate_limit === undefined ? {} : { rateLimit: rate_limit }),
-          ...(event_types === undefined ? {} : { eventTypes: event_types }),
-          ...(filter === undefined ? {} : { filter: storedFilter(filter) }),
-          ...(ordering === undefined ? {} : { ordering }),
-          ...(sealedHeaders === undefined ? {} : { headers: sealedHeaders }),
-          ...(clientTls === undefined ? {} : { clientTls }),
-          ...(transformation === undefined ? {} : { transformation }),
-          // Re-activating starts the failure count afresh, or one more failure would disable it again.
-          ...(status === 'active' ? { consecutiveFailures: 0 } : {}),
-        },
-        { waitForFanOuts: leavesFifo },
-      );
+      // Leaving FIFO, the deliveries a fan-out under way stores as still FIFO must be committed
+      // before releaseWaiting reads them.
+      const row = await updateIfUnchanged(app.prisma, current, data, { waitForFanOuts: leavesFifo });
       if (moved) await requestVerification(row.id, row.callbackUrl, request.log);
       if (leavesFifo) await releaseWaiting(row.id, request.accountId, request.log);
       return presentWritten(row);
