@@ -41,7 +41,7 @@ const started = performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One try: the status and, for a 202, the event id; `timeout` or `error` without an answer. */
-function post(body: string): Promise<{ outcome: string; id?: string }> {
+function post(body: string): Promise<{ outcome: string; id?: string | undefined }> {
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     const req = request(

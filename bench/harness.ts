@@ -182,7 +182,7 @@ export async function withBenchStack<T>(
     env?: Record<string, string>;
     workers?: number;
     answer?: (path: string) => BareAnswer;
-    prepareDatabase?: (databaseUrl: string) => Promise<void>;
+    prepareDatabase?: ((databaseUrl: string) => Promise<void>) | undefined;
   },
   run: (stack: BenchStack, publisher: EventPublisher, receiver: Receiver) => Promise<T>,
 ): Promise<T> {

@@ -38,7 +38,12 @@ afterAll(async () => {
 });
 
 const call = (account: string, method: 'GET' | 'POST' | 'PUT', url: string, payload?: object) =>
-  stack.api.app.inject({ method, url, headers: stack.api.auth(account), payload });
+  stack.api.app.inject({
+    method,
+    url,
+    headers: stack.api.auth(account),
+    ...(payload === undefined ? {} : { payload }),
+  });
 
 /** The deliveries the fan-out of event `id` created, once its job has completed. */
 const fannedOut = (id: string) =>

@@ -25,7 +25,7 @@ export interface DemoOptions {
   /** Requests of the calls route answered 500 before it starts answering 200 (default 3). */
   failFirst?: number;
   /** Use running services at this URL instead of starting them (API_URL). */
-  apiUrl?: string;
+  apiUrl?: string | undefined;
   /** DATABASE_URL of the services the demo starts (default: theirs, from the environment). */
   databaseUrl?: string;
   /** Called with delivered / expected as deliveries arrive. */

@@ -48,7 +48,7 @@ export const entries = {
 export function startService(
   name: keyof typeof entries,
   env: Record<string, string>,
-  options: { verbose?: boolean; nodeArgs?: string[] } = {},
+  options: { verbose?: boolean; nodeArgs?: string[] | undefined } = {},
 ): ServiceProcess {
   const entry = entries[name];
   // As the images start them: the OpenTelemetry SDK first, inert unless OTEL_* variables ask.

@@ -11,11 +11,11 @@ export interface TokenMinterOptions {
   /** The HS256 secret: JWT_SECRET of the API that will verify the tokens. */
   secret: string;
   /** Lifetime of each token in ms (default one hour). */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
   /** `iss` claim, for an API with JWT_ISSUER set. */
-  issuer?: string;
+  issuer?: string | undefined;
   /** `aud` claim, for an API with JWT_AUDIENCE set. */
-  audience?: string;
+  audience?: string | undefined;
 }
 
 /**

@@ -42,7 +42,12 @@ describe('PostgreSQL unreachable', () => {
   });
 
   const call = (method: 'GET' | 'POST', url: string, payload?: object) =>
-    app.inject({ method, url, payload, headers: { authorization: `Bearer ${token}` } });
+    app.inject({
+      method,
+      url,
+      ...(payload === undefined ? {} : { payload }),
+      headers: { authorization: `Bearer ${token}` },
+    });
 
   it('answers 503 with Retry-After on every route that needs it, then 2xx again once it is back', async () => {
     const created = await call('POST', '/api/webhooks', { callback_url: 'https://example.com/h' });

@@ -6,14 +6,19 @@ const active = { status: 'active', callbackUrl: 'https://a.example/hooks', order
 const pending = { ...active, status: 'pending' } as const;
 
 describe('what PUT /api/webhooks/{id} changes', () => {
-  it('writes only the fields sent, leaving the others undefined for Prisma to keep', () => {
+  it('writes only the fields sent: Prisma keeps every other column', () => {
     const { data, moved, leavesFifo } = subscriptionChange({ webhookId: 'crm', rateLimit: 5 }, active, false);
-    expect(data).toMatchObject({ webhookId: 'crm', rateLimit: 5 });
-    expect(Object.entries(data).filter(([, value]) => value !== undefined)).toEqual([
-      ['webhookId', 'crm'],
-      ['rateLimit', 5],
-    ]);
+    expect(data).toStrictEqual({ webhookId: 'crm', rateLimit: 5 });
     expect({ moved, leavesFifo }).toEqual({ moved: false, leavesFifo: false });
+  });
+
+  it('writes a null sent to clear a field', () => {
+    const { data } = subscriptionChange(
+      { webhookId: null, transformation: null, rateLimit: undefined },
+      active,
+      false,
+    );
+    expect(data).toStrictEqual({ webhookId: null, transformation: null });
   });
 
   it('makes a moved callback pending under challenges, whatever status was asked', () => {

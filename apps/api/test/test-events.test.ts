@@ -13,7 +13,12 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 const call = (account: string, method: 'GET' | 'POST' | 'PUT', url: string, payload?: object) =>
-  stack.api.app.inject({ method, url, headers: stack.api.auth(account), payload });
+  stack.api.app.inject({
+    method,
+    url,
+    headers: stack.api.auth(account),
+    ...(payload === undefined ? {} : { payload }),
+  });
 
 describe('POST /api/webhooks/{id}/test-events', () => {
   it('delivers the example of the type to that subscription only, and logs it as a delivery', async () => {

@@ -19,7 +19,7 @@ interface ClientAnswer<T> {
  */
 export type Outcome<T> =
   | { ok: true; data: T }
-  | { ok: false; failure: string; status: number; problem?: Problem; retryAfterSeconds?: number };
+  | { ok: false; failure: string; status: number; problem?: Problem | undefined; retryAfterSeconds?: number };
 
 /** Awaits `call` and says what it gave; a network failure (no answer) is the API unavailable. */
 export async function outcome<T>(call: Promise<ClientAnswer<T>>): Promise<Outcome<T>> {

@@ -26,7 +26,7 @@ export function EventTypePicker({
   types: PickableType[];
   chosen: string[] | null;
   onChange: (chosen: string[] | null) => void;
-  error?: string;
+  error?: string | undefined;
 }) {
   const toggle = (type: string, on: boolean) => {
     const next = new Set(chosen ?? []);

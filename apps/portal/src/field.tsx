@@ -10,8 +10,8 @@ export function Field({
 }: {
   id: string;
   label: string;
-  hint?: string;
-  error?: string;
+  hint?: string | undefined;
+  error?: string | undefined;
   children: (attributes: Record<string, unknown>) => preact.JSX.Element;
 }) {
   const described = [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(' ');

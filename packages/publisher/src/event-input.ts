@@ -39,21 +39,21 @@ export interface EventInput {
   /** The event's own content: a JSON object, at most 256 KiB serialized. */
   data: Record<string, unknown>;
   /** When the event occurred; defaults to now. A Date or an ISO 8601 string. */
-  occurredAt?: Date | string;
+  occurredAt?: Date | string | undefined;
   /** A second publish with the same key for the same account within 24 hours enqueues nothing. */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
   /** The request that published it (`X-Request-Id`), carried to the worker's log lines. */
-  requestId?: string;
+  requestId?: string | undefined;
   /**
    * A test event (`POST /api/webhooks/{id}/test-events`): delivered to this subscription of the
    * account only, and allowed an operational type. The caller checks that the account owns it.
    */
-  subscriptionId?: string;
+  subscriptionId?: string | undefined;
   /**
    * The event id, when the caller reserved one (a UUIDv7); a new one otherwise. The API reserves
    * it to record an idempotency key in PostgreSQL before the event is queued.
    */
-  id?: string;
+  id?: string | undefined;
 }
 
 /**

@@ -192,7 +192,7 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
     telemetry === undefined
       ? () => undefined
       : () => telemetry.contextManager.getMetadata(telemetry.contextManager.active());
-  type Entry = { data: EventJobData; idempotencyKey?: string; traceMetadata?: string };
+  type Entry = { data: EventJobData; idempotencyKey: string | undefined; traceMetadata: string | undefined };
   const adders = queues.map((queue) =>
     batcher<Entry, Job<EventJobData>>(async (entries) => {
       const jobs = await queue.addBulk(
@@ -203,10 +203,14 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
             opts: {
               ...job.opts,
               ...(traceMetadata === undefined ? {} : { telemetry: { metadata: traceMetadata } }),
-              deduplication:
-                idempotencyKey === undefined
-                  ? undefined
-                  : { id: idempotencyId(data.accountId, idempotencyKey), ttl: idempotencyWindowMs },
+              ...(idempotencyKey === undefined
+                ? {}
+                : {
+                    deduplication: {
+                      id: idempotencyId(data.accountId, idempotencyKey),
+                      ttl: idempotencyWindowMs,
+                    },
+                  }),
             },
           };
         }),

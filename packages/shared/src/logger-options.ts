@@ -28,21 +28,28 @@ export interface LoggerConfig {
   brokers?: ReadonlyMap<string, { url: string }>;
 }
 
+/** pino's `LoggerOptions`, as far as a service sets them. */
+export interface ServiceLoggerOptions {
+  level: string;
+  name?: string;
+  hooks: ReturnType<typeof secretRedactingHooks>;
+  transport?: { target: string; options: Record<string, unknown> };
+}
+
 /**
  * pino's options for a service's logger.
  *
  * @param name the logger's `name` field (`worker`), if any
  * @throws ConfigError naming LOG_PRETTY when it is set outside NODE_ENV development
  */
-export function serviceLoggerOptions(config: LoggerConfig, name?: string) {
+export function serviceLoggerOptions(config: LoggerConfig, name?: string): ServiceLoggerOptions {
   if (config.LOG_PRETTY && config.NODE_ENV !== 'development') {
     throw new ConfigError(
       `Invalid environment variable LOG_PRETTY=true: pino-pretty is a development dependency, so it is refused unless NODE_ENV is development (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`,
     );
   }
-  return {
+  const options: ServiceLoggerOptions = {
     level: config.LOG_LEVEL,
-    ...(name === undefined ? {} : { name }),
     hooks: secretRedactingHooks(
       connectionUrlSecrets([
         config.DATABASE_URL,
@@ -50,13 +57,13 @@ export function serviceLoggerOptions(config: LoggerConfig, name?: string) {
         ...[...(config.brokers?.values() ?? [])].map((broker) => broker.url),
       ]),
     ),
-    ...(config.LOG_PRETTY
-      ? {
-          transport: {
-            target: 'pino-pretty',
-            options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
-          },
-        }
-      : {}),
   };
+  if (name !== undefined) options.name = name;
+  if (config.LOG_PRETTY) {
+    options.transport = {
+      target: 'pino-pretty',
+      options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+    };
+  }
+  return options;
 }

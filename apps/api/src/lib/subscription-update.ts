@@ -1,7 +1,7 @@
 /**
  * What `PUT /api/webhooks/{id}` changes: a pure function from the checked request and the stored
  * row to the columns to write and the follow-ups to run. Fields left out of the request are
- * `undefined` in the change, which Prisma leaves untouched.
+ * left out of the change, which Prisma then leaves as they are.
  */
 import type { Prisma, Subscription } from '@webhooks/db';
 import type { SubscriptionUpdate } from '@webhooks/shared';
@@ -13,20 +13,20 @@ type Body = SubscriptionUpdate;
 /** The request's fields once checked, sealed and stored as columns; each is absent when not sent. */
 export interface SubscriptionUpdateRequest {
   /** The new callback URL, or the broker target's stored form (`writeTarget`). */
-  callbackUrl?: string;
+  callbackUrl?: string | undefined;
   /** True for a broker destination, false for an HTTP callback, absent when neither was sent. */
-  toBroker?: boolean;
-  webhookId?: Body['webhook_id'];
-  status?: Body['status'];
-  rateLimit?: Body['rate_limit'];
-  eventTypes?: Body['event_types'];
-  filter?: ReturnType<typeof storedFilter>;
-  ordering?: Body['ordering'];
+  toBroker?: boolean | undefined;
+  webhookId?: Body['webhook_id'] | undefined;
+  status?: Body['status'] | undefined;
+  rateLimit?: Body['rate_limit'] | undefined;
+  eventTypes?: Body['event_types'] | undefined;
+  filter?: ReturnType<typeof storedFilter> | undefined;
+  ordering?: Body['ordering'] | undefined;
   /** Sealed custom headers (`sealedCustomHeaders`). */
-  headers?: string | null;
+  headers?: string | null | undefined;
   /** Sealed client certificate (`sealedClientCertificate`). */
-  clientTls?: string | null;
-  transformation?: Body['transformation'];
+  clientTls?: string | null | undefined;
+  transformation?: Body['transformation'] | undefined;
 }
 
 /** The change to apply, and what must follow it. */
@@ -72,7 +72,7 @@ export function subscriptionChange(
   if (moved) status = 'pending';
   else if (toVerifiedBroker) status = 'active';
   return {
-    data: {
+    data: definedFields({
       callbackUrl: request.callbackUrl,
       webhookId: request.webhookId,
       status,
@@ -84,8 +84,15 @@ export function subscriptionChange(
       clientTls: request.clientTls,
       transformation: request.transformation,
       consecutiveFailures: request.status === 'active' ? 0 : undefined,
-    },
+    }),
     moved,
     leavesFifo: current.ordering === 'fifo' && request.ordering === 'none',
+  };
+}
+
+/** `fields` without its undefined entries: how a partial update says "keep this column". */
+function definedFields<T extends object>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
   };
 }

@@ -262,7 +262,7 @@ export interface ScheduledEntry {
 /** The entry value of a scheduled delivery (`sched:entries`). */
 export function entryValue(delivery: {
   accountId: string;
-  requestId?: string;
+  requestId?: string | undefined;
   created?: boolean;
   held?: boolean;
 }): string {

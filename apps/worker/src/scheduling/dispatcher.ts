@@ -11,7 +11,7 @@ export interface ScheduledDelivery {
   eventId: string;
   subscriptionId: string;
   /** The publishing request's `X-Request-Id`, for the attempt's log lines. */
-  requestId?: string;
+  requestId?: string | undefined;
   /**
    * The fan-out created its row just now. Only such a delivery may be attempted inline: one
    * scheduled again (a fan-out run again) may have its job already, under the same id.
