@@ -1,7 +1,7 @@
 /**
  * What the API's plugins add to Fastify's types: `app.prisma`, `app.redis`, `app.publisher`,
- * `app.deliveryQueues`, `app.verificationQueue` (plugins/prisma.ts, plugins/queues.ts) and
- * `request.accountId` (plugins/auth.ts). Declared here, in one module that index.ts re-exports,
+ * `app.deliveryQueues`, `app.verificationQueue` (plugins/external/prisma.ts, queues.ts) and
+ * `request.accountId` (plugins/app/auth.ts). Declared here, in one module that index.ts re-exports,
  * so code building on the app (tests, tools) sees them too.
  */
 import type { Queue } from 'bullmq';
@@ -18,7 +18,7 @@ import type {
 declare module 'fastify' {
   interface FastifyInstance {
     prisma: PrismaClient;
-    /** The app's Prometheus registry (plugins/metrics.ts). */
+    /** The app's Prometheus registry (plugins/external/metrics.ts). */
     metrics: Registry;
     /** Where `/metrics` and the queue dashboard are served: the app, or the ADMIN_PORT listener. */
     operator: FastifyInstance;
@@ -32,7 +32,7 @@ declare module 'fastify' {
     replicaWatch: ReplicaWatch | null;
   }
   interface FastifyRequest {
-    /** The authenticated account (the token's `sub`); set on every route of the account scope (app.ts). */
+    /** The authenticated account (the token's `sub`); set on every route of the account scope (account-scope.ts). */
     accountId: string;
   }
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createSigner } from 'fast-jwt';
 import { startTestApi, testJwtSecret, type TestApi } from '../../../test/support/api.js';
 import { sleep } from '../../../scripts/lib/wait.js';
-import { clockToleranceMs } from '../src/plugins/auth.js';
+import { clockToleranceMs } from '../src/plugins/app/auth.js';
 
 let api: TestApi;
 beforeAll(async () => {

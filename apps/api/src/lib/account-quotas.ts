@@ -2,7 +2,7 @@
  * The quotas the API applies per account, each with a default and a per-account override
  * (ACCOUNT_OVERRIDES): subscriptions an account may have (MAX_SUBSCRIPTIONS_PER_ACCOUNT), and bytes
  * of event `data` accepted per UTC day (ACCOUNT_PAYLOAD_BYTES_PER_DAY). Requests a minute are the
- * rate limit's (`plugins/rate-limit.ts`); deliveries a second are the worker's account scheduler's.
+ * rate limit's (`plugins/app/rate-limit.ts`); deliveries a second are the worker's account scheduler's.
  *
  * The day's bytes are counted in Redis (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, under the
  * account's queue shard, kept two days), shared by every API instance; a publish the quota refuses

@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type {} from '../decorators.js';
+import type {} from '../../decorators.js';
 import { Queue } from 'bullmq';
 import { Gauge } from 'prom-client';
 import {

@@ -12,17 +12,17 @@
  * one instance refuses exactly from the failure that crosses the limit, while a lockout counted by
  * another instance reaches this one within that time.
  *
- * Routes of the account scope are marked `accountScoped` (app.ts) and pay the account's own rate
+ * Routes of the account scope are marked `accountScoped` (account-scope.ts) and pay the account's own rate
  * limit instead of the open one. Behind a proxy, set TRUST_PROXY (a hop count or the proxies'
  * addresses) so that the address is the client's, not the proxy's. An IPv6 client is counted by
  * its /64 (`lib/client-address.ts`).
  */
 import fp from 'fastify-plugin';
-import { clientAddressKey } from '../lib/client-address.js';
+import { clientAddressKey } from '../../lib/client-address.js';
 import { LRUCache } from 'lru-cache';
 import { RateLimiterRes } from 'rate-limiter-flexible';
 import type { RedisConnection } from '@webhooks/shared';
-import { perMinute, spend, tooMany } from '../lib/per-minute-limit.js';
+import { perMinute, spend, tooMany } from '../../lib/per-minute-limit.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -57,7 +57,7 @@ export interface AuthFailureLimit {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Failed authentications per IP (plugins/auth.ts counts them). */
+    /** Failed authentications per IP (auth.ts counts them). */
     authFailures: AuthFailureLimit;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Per-account rate limiting (RATE_LIMIT_PER_MINUTE requests a minute) with @fastify/rate-limit on
- * a Redis count, so every API instance shares it. Registered inside the account scope of app.ts,
+ * a Redis count, so every API instance shares it. Registered inside the account scope (account-scope.ts),
  * after authentication: it attaches to exactly the authenticated routes (never by URL prefix),
  * keyed on the verified account, so nobody can spend another account's allowance. Over the limit:
  * 429 with `Retry-After` (seconds).
@@ -18,8 +18,8 @@ import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { FastifyBaseLogger, RouteOptions } from 'fastify';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
-import { serviceUnavailable } from '../lib/infrastructure-error.js';
-import { HttpProblem } from '../lib/problem.js';
+import { serviceUnavailable } from '../../lib/infrastructure-error.js';
+import { HttpProblem } from '../../lib/problem.js';
 
 /** Methods that change nothing: they pass uncounted while Redis cannot count them. */
 const readMethods = new Set(['GET', 'HEAD', 'OPTIONS']);

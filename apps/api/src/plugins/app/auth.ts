@@ -1,6 +1,6 @@
 /**
  * Bearer-token authentication (docs/security.md#in-detail, "Tokens"). Registered inside the account
- * scope of app.ts, so it guards exactly the routes registered there, whatever spelling of the path
+ * scope (account-scope.ts), so it guards exactly the routes registered there, whatever spelling of the path
  * (percent-encoding, dot segments, absolute-form targets) reached them: the decision belongs to
  * the route, never to the URL string.
  *
@@ -19,12 +19,12 @@
  */
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
-import type {} from '../decorators.js';
+import type {} from '../../decorators.js';
 import jwt from '@fastify/jwt';
 import { isValidAccountId } from '@webhooks/shared';
-import { HttpProblem } from '../lib/problem.js';
-import type { ApiConfig } from '../config.js';
-import type { PortalTokens } from '../lib/portal-tokens.js';
+import { HttpProblem } from '../../lib/problem.js';
+import type { ApiConfig } from '../../config.js';
+import type { PortalTokens } from '../../lib/portal-tokens.js';
 import type { AuthFailureLimit } from './ip-limits.js';
 
 declare module 'fastify' {
@@ -73,7 +73,7 @@ export interface AuthOptions {
    * them (then none is accepted).
    */
   portal: { tokens: PortalTokens; revoked(sessionId: string): Promise<boolean> } | null;
-  /** Failed authentications per IP (plugins/ip-limits.ts). */
+  /** Failed authentications per IP (ip-limits.ts). */
   authFailures: AuthFailureLimit;
 }
 

@@ -4,7 +4,7 @@
  * hold a connection with a runaway query; one that runs past it answers 503 with `Retry-After`.
  */
 import fp from 'fastify-plugin';
-import type {} from '../decorators.js';
+import type {} from '../../decorators.js';
 import { createPrismaClient } from '@webhooks/db';
 
 export default fp<{ databaseUrl: string; statementTimeoutMs: number }>(

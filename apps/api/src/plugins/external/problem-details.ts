@@ -8,8 +8,8 @@
 import fp from 'fastify-plugin';
 import { Problem } from '@webhooks/shared';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isInfrastructureError, serviceUnavailable } from '../lib/infrastructure-error.js';
-import { HttpProblem, type FieldError } from '../lib/problem.js';
+import { isInfrastructureError, serviceUnavailable } from '../../lib/infrastructure-error.js';
+import { HttpProblem, type FieldError } from '../../lib/problem.js';
 
 type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
 

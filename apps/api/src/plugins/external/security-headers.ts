@@ -2,7 +2,7 @@
  * Security headers on every answer, with helmet: `X-Content-Type-Options: nosniff`, no
  * framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), no referrer, and a
  * Content-Security-Policy that lets a JSON answer load nothing. Swagger UI and the portal set
- * policies of their own for their pages (plugins/swagger.ts, plugins/portal.ts).
+ * policies of their own for their pages (swagger.ts, portal.ts).
  *
  * `Strict-Transport-Security` goes only on answers that reached the client over TLS (the request's
  * protocol, from `X-Forwarded-Proto` with TRUST_PROXY): RFC 6797 section 7.2 forbids it over plain

@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import { operatorTokenAccepted, queueNames, type RedisConnection } from '@webhooks/shared';
-import { HttpProblem } from '../lib/problem.js';
+import { HttpProblem } from '../../lib/problem.js';
 
 /** Where the dashboard is served. */
 export const queueDashboardPath = '/admin/queues';

@@ -16,14 +16,14 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter } from 'prom-client';
-import { HttpProblem } from '../lib/problem.js';
-import { createPublishDemand } from '../lib/publish-demand.js';
+import { HttpProblem } from '../../lib/problem.js';
+import { createPublishDemand } from '../../lib/publish-demand.js';
 import {
   inFlightOverload,
   nextOverload,
   type OverloadBounds,
   type OverloadMeasure,
-} from '../lib/overload.js';
+} from '../../lib/overload.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -7,7 +7,7 @@
  */
 import fp from 'fastify-plugin';
 import { findUnstorableJson, maxDataDepth } from '@webhooks/shared';
-import { HttpProblem } from '../lib/problem.js';
+import { HttpProblem } from '../../lib/problem.js';
 
 /**
  * Deepest nesting of any request body: a guard well above event `data`'s own bound

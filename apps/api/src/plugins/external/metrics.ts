@@ -8,10 +8,10 @@
  */
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync } from 'fastify';
-import type {} from '../decorators.js';
+import type {} from '../../decorators.js';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { httpStatusClass, operatorTokenAccepted } from '@webhooks/shared';
-import { HttpProblem } from '../lib/problem.js';
+import { HttpProblem } from '../../lib/problem.js';
 
 export default fp(
   async (app) => {

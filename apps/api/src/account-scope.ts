@@ -1,0 +1,107 @@
+/**
+ * Every route of an account's data, in one encapsulated scope: its authentication, rate limit and
+ * input guard apply to every route registered inside it and to no other, so no spelling of a path
+ * reaches account data unauthenticated. Each route is marked `accountScoped` (load shedding reads
+ * it).
+ */
+import fp from 'fastify-plugin';
+import type { FastifyPluginAsync } from 'fastify';
+import type { ApiConfig } from './config.js';
+import type { BacklogWatch } from './lib/backlog.js';
+import { createIdempotencyStore } from './lib/idempotency-store.js';
+import type { PortalLinks } from './lib/portal-links.js';
+import auth from './plugins/app/auth.js';
+import rateLimit from './plugins/app/rate-limit.js';
+import storableInput from './plugins/app/storable-input.js';
+import deliveries from './routes/deliveries.js';
+import customHeaders from './routes/custom-headers.js';
+import eventLog from './routes/event-log.js';
+import events from './routes/events.js';
+import eventTypes from './routes/event-types.js';
+import filterTests from './routes/filter-tests.js';
+import portalSessions from './routes/portal-sessions.js';
+import signingSecret from './routes/signing-secret.js';
+import subscriptions from './routes/subscriptions.js';
+import testEvents from './routes/test-events.js';
+import transformationTests from './routes/transformation-tests.js';
+import type { ApiServices } from './services.js';
+
+/** What the scope is built from. */
+export interface AccountScopeOptions {
+  config: ApiConfig;
+  services: ApiServices;
+  backlog: BacklogWatch;
+  /** Portal links; null without a portal key. */
+  portalLinks: PortalLinks | null;
+}
+
+const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, options) => {
+  const { config, services, backlog, portalLinks } = options;
+  const { views, quotas, transformations, portalTokens, countingRedis } = services;
+  const { catalogue, secretBox } = config;
+  scope.addHook('onRoute', (route) => {
+    route.config = { ...route.config, accountScoped: true };
+  });
+  await scope.register(auth, {
+    authFailures: scope.authFailures,
+    jwtKey: config.jwtKey,
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+    maxAgeSeconds: config.JWT_MAX_AGE_SECONDS,
+    portal:
+      portalTokens === null || portalLinks === null
+        ? null
+        : { tokens: portalTokens, revoked: (id: string) => portalLinks.revoked(id) },
+  });
+  scope.addHook('onRequest', scope.shedOverShare);
+  await scope.register(rateLimit, {
+    max: config.RATE_LIMIT_PER_MINUTE,
+    keyPrefixOf: config.shards.accountPrefix,
+    redis: countingRedis,
+  });
+  await scope.register(storableInput);
+
+  await scope.register(eventTypes, { views });
+  await scope.register(subscriptions, {
+    callbackPolicy: config.callbackPolicy,
+    callbackHint:
+      config.NODE_ENV === 'development'
+        ? ' (in development, CALLBACK_ALLOW_PRIVATE=true allows local callbacks)'
+        : '',
+    secretBox,
+    transformations,
+    shards: config.shards,
+    inFlightBounds: config.inFlightBounds,
+    maxPerAccount: quotas.maxSubscriptions,
+    verifyCallbacks: config.CALLBACK_VERIFICATION === 'challenge',
+    views,
+    catalogue,
+    maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
+    brokers: config.brokers,
+  });
+  await scope.register(signingSecret, { secretBox });
+  await scope.register(customHeaders, { secretBox });
+  await scope.register(events, {
+    backlog,
+    quotas,
+    idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(scope.prisma) : null,
+  });
+  await scope.register(eventLog, { views, catalogue });
+  await scope.register(testEvents, { catalogue, admission: { backlog, quotas } });
+  await scope.register(filterTests, { catalogue });
+  await scope.register(transformationTests, { transformations, secretBox });
+  await scope.register(deliveries, {
+    maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
+    views,
+    backlog,
+    redis: countingRedis,
+    keyPrefix: config.keyPrefix,
+    recoverRoundsPerMinute: config.RECOVER_ROUNDS_PER_MINUTE,
+  });
+  if (portalLinks !== null) await scope.register(portalSessions, { links: portalLinks, views });
+};
+
+// Named, as every plugin of this app (fastify-plugin's `encapsulate` keeps the scope its own):
+// Fastify looks for an unnamed plugin's name through every loaded module, twice a registration,
+// which under jest's module registry took most of a test API's start.
+export default fp(accountScope, { name: 'account-scope', encapsulate: true });
