@@ -1,14 +1,10 @@
 /**
- * Builds the API service (no listening: server.ts does that, tests use `inject`). It only composes:
- * the services come from services.ts, then the plugins in the one order they depend on: tracing,
- * request ids, headers, validation and errors, metrics, PostgreSQL and Redis (no hooks of their
- * own), load shedding and per-IP limits (the first hooks of a request, so a shed one costs no more
- * work), the OpenAPI document and the public routes, the operators' routes, and the account scope
- * (account-scope.ts).
- *
- * The operators' routes (`/metrics`, and the queue dashboard when ADMIN_TOKEN is set) are served
- * by `app.operator`: the app itself, or with ADMIN_PORT a second Fastify instance that server.ts
- * listens with on that port, so that they need not be reachable where clients are.
+ * Builds the API service (server.ts listens; tests use `inject`). It only composes: the services
+ * of services.ts, then the plugins in the order they depend on: tracing, request ids, headers,
+ * validation and errors, metrics, PostgreSQL and Redis, load shedding and per-IP limits (the first
+ * request hooks, so a shed request costs nothing more), the OpenAPI document and public routes,
+ * the operators' routes (`app.operator`: the app, or with ADMIN_PORT a second instance so they
+ * need not be reachable by clients), and the account scope (account-scope.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';

@@ -1,22 +1,12 @@
 /**
- * The processor of the `events` queue: stores the event, finds the account's active subscriptions
- * that receive its type (general ones every type, kind ones their kind's, narrowed by the types
- * each chose; a test event only its one subscription) and whose content filter, if any, matches
- * the payload, creates one delivery per subscription and hands them to the account scheduler
- * (`scheduling/account-scheduler.ts`), which admits them into the `deliveries` queue in fair order
- * across accounts; those it admits at once are attempted here, inline (`delivery/inline.ts`), and
- * get a job only when that attempt did not end the delivery. Concurrent events are fanned out
- * together, one SQL statement (sent with `pg` directly, as the delivery path's) and one scheduler
- * call per batch (see `batcher` in @webhooks/shared). Content filters are evaluated here with sift (event-filter.ts in
- * @webhooks/shared), so a second statement creates the deliveries of the filtered subscriptions that
- * matched; a batch without filtered subscriptions costs one statement. The deliveries of a FIFO
- * subscription skip the account scheduler: its head gets its job (`delivery/fifo.ts`), the others
- * wait their turn in PostgreSQL. Every step is idempotent, and job ids are `<event id>.<subscription id>`, so a
- * fan-out run twice (a stalled job) never delivers twice. An event no active subscription receives
- * is not stored: retention would only delete it unread.
- *
- * A fan-out that PostgreSQL or Redis fails is deferred (`deferral.ts`), never failed: an accepted
- * event waits out an outage of any length.
+ * The processor of the `events` queue: stores the event, creates one delivery per active
+ * subscription that receives its type and whose filter matches, and hands them to the account
+ * scheduler, which admits them fairly across accounts; those admitted at once are attempted here
+ * (`delivery/inline.ts`) and get a job only if that attempt did not end them. Concurrent events
+ * fan out together: one `pg` statement and one scheduler call per batch. A FIFO subscription's
+ * head gets its job (`delivery/fifo.ts`), the rest wait in PostgreSQL. Job ids are
+ * `<event id>.<subscription id>`, so a fan-out run twice never delivers twice; a PostgreSQL or
+ * Redis fault defers it (`deferral.ts`), never fails it.
  */
 import { context, type Context } from '@opentelemetry/api';
 import type { Job } from 'bullmq';

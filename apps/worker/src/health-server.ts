@@ -1,15 +1,9 @@
 /**
- * The worker's operator endpoint (WORKER_HEALTH_PORT), for orchestrators' probes and Prometheus:
- * - `/healthz`: 200 while the process runs;
- * - `/readyz`: 200 when its BullMQ workers run, PostgreSQL and Redis both answer within 2 s and
- *   the maintenance schedules are in Redis (`maintenance-schedules.ts`), 503 otherwise, with each
- *   check `ok` or what is wrong in `checks` (as the API's);
- * - `/metrics`: the Prometheus text format (metrics.ts); with METRICS_TOKEN set, 401 without it.
- * The worker has no other HTTP surface.
- *
- * `/readyz` asks PostgreSQL and Redis, so it is bounded: at most {@link readinessPerMinutePerIp}
- * requests a minute from one address (429 with `Retry-After`, rate-limiter-flexible), and
- * concurrent requests share one check, however many addresses send them.
+ * The worker's operator endpoint (WORKER_HEALTH_PORT): `/healthz` (200 while it runs), `/readyz`
+ * (200 when its BullMQ workers run, PostgreSQL and Redis answer within 2 s and the maintenance
+ * schedules exist, else 503 naming each failed check), `/metrics` (METRICS_TOKEN when set).
+ * `/readyz` is bounded: {@link readinessPerMinutePerIp} a minute per address (429), and concurrent
+ * requests share one check.
  */
 import { createServer, type Server } from 'node:http';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';

@@ -1,16 +1,10 @@
 /**
- * The delivery log's daily partitions. `events`, `deliveries` and `delivery_attempts` are
- * range-partitioned by the UTC day of their UUIDv7 ids (the migration
- * `partitioned_delivery_log` explains the keys); the SQL functions it defines create and drop
- * one day of all three tables at once. This module decides which days: the maintenance job
- * creates {@link partitionDaysAhead} days ahead, and retention drops the days that ended before
- * its cutoff.
- *
- * Creating or dropping a partition takes an ACCESS EXCLUSIVE lock on the parent table for an
- * instant; each statement gives up after {@link ddlLockTimeoutMs} rather than queue the log's
- * writes behind a long transaction, and is tried again at the next run. Each is one raw
- * statement, never a Prisma batch: a batch makes Prisma load its query compiler, and loading it
- * from this background task raced the test runner's module loading.
+ * Which days of the delivery log exist. `events`, `deliveries` and `delivery_attempts` are
+ * range-partitioned by the UTC day of their UUIDv7 ids (migration `partitioned_delivery_log`);
+ * the maintenance job creates {@link partitionDaysAhead} days ahead and retention drops the days
+ * before its cutoff. A partition's DDL locks its parent for an instant, so each statement gives up
+ * after {@link ddlLockTimeoutMs} and is tried at the next run. Raw statements, never a Prisma batch,
+ * whose query compiler's loading raced the test runner's.
  */
 import type { PrismaClient } from '@webhooks/db';
 

@@ -1,21 +1,10 @@
 /**
- * Prometheus metrics of the worker with prom-client, on a registry of the process's
- * own, served by the health server at `/metrics`. Labels stay few: no subscription, account or
- * event ids, so a million subscriptions add no series.
- *
- * - `webhook_deliveries_total{outcome}`: what each delivery job run came to (`succeeded`, `retry`,
- *   `given_up` (an expired delivery included), `cancelled`, `dropped`);
- * - `webhook_attempt_duration_seconds{status_class}`: one observation per attempt sent;
- * - `webhook_attempt_in_flight_limit`: the subscription's in-flight limit each attempt was sent
- *   under, the path of the adaptive limit (below SUBSCRIPTION_MAX_IN_FLIGHT while throttled, above
- *   it while earned);
- * - `webhook_delivery_latency_seconds`: from the event's acceptance to its confirmation;
- * - `webhook_queue_jobs{queue, state, shard}`: sampled from BullMQ every {@link queueSampleIntervalMs};
- * - `webhook_scheduler_waiting{what, shard}`: the account scheduler's backlog, sampled with the queues:
- *   `accounts` with deliveries waiting for their turn, and those `deliveries`;
- * - `webhook_subscriptions_throttled_total`, `webhook_deliveries_parked_total` (the per-subscription gate)
- *   and `webhook_reconciler_redriven_total{kind}` (the reconciler);
- * - Node's process defaults (`collectDefaultMetrics`).
+ * The worker's Prometheus metrics (prom-client, a registry of its own, served at `/metrics`):
+ * deliveries by outcome, attempt durations by status class, the in-flight limit each attempt was
+ * sent under, acceptance-to-confirmation latency, queue jobs by state and shard (sampled every
+ * {@link queueSampleIntervalMs}), the account scheduler's backlog, throttled subscriptions, parked
+ * deliveries, reconciler re-drives, and Node's defaults. docs/operations.md lists them. No
+ * subscription, account or event id is a label, so a million subscriptions add no series.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Queue } from 'bullmq';

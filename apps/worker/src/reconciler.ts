@@ -1,18 +1,10 @@
 /**
- * The reconciler: re-drives whatever an outage, a crash or a lost Redis write left
- * without a job.
- * - A delivery `pending` for longer than the grace period past its `next_attempt_at` whose round
- *   has no live job (none at all, or one in the failed set after stalling too often) gets its job
- *   again, under its deterministic id (`deliveryJobId`). Of a FIFO subscription, only the head
- *   (`delivery/fifo.ts`): the later ones wait for their turn without a job.
- * - A fan-out job in the failed set is retried with fresh attempts.
- * - A `subscription.disabled` notice stored with no delivery and no fan-out job (its job was lost
- *   between the record statement's commit and its publish) is published again.
- *
- * It looks in every queue shard (`shard-queues.ts`), those of a layout being drained included, so a
- * delivery whose job sits in another shard than its subscription's now is not taken for lost.
- * It runs as one BullMQ job scheduler (worker.ts), so once per interval across all workers, and it
- * is idempotent: a second run finds every job it re-drove alive and does nothing.
+ * The reconciler re-drives what an outage, a crash or a lost Redis write left without a job: a
+ * delivery `pending` past its `next_attempt_at` and a grace period whose round has no live job
+ * (of a FIFO subscription, only the head) gets it again under its deterministic id; a failed
+ * fan-out job is retried; a `subscription.disabled` notice stored without its job is published
+ * again. It looks in every queue shard, a draining layout's included. It runs as one BullMQ job
+ * scheduler, once per interval across all workers, and is idempotent.
  */
 import type { Queue } from 'bullmq';
 import type { DeliveryJobData, RedisConnection } from '@webhooks/shared';

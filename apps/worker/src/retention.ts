@@ -1,13 +1,9 @@
 /**
- * Retention: events, deliveries and attempts older than RETENTION_DAYS are deleted. The delivery
- * log is partitioned by day (log-partitions.ts): a day that ended before the cutoff is dropped
- * whole, which writes almost no WAL and leaves no dead rows to vacuum. Rows in the default
- * partitions (ids outside every day created) are deleted by when they were stored, attempts
- * first, then deliveries, then events, each in statements of at most `batchSize` rows (default
- * 1,000), so no statement holds its locks for long. Runs hourly as a BullMQ job scheduler
- * (worker.ts). It also clears the previous signing secrets whose overlap after a rotation has
- * ended: no delivery signs with them any more, so keeping them would only widen what a leaked row
- * gives away. And it deletes the idempotency keys kept in PostgreSQL once their 24 hours are over.
+ * Retention, hourly as a BullMQ job scheduler: events, deliveries and attempts older than
+ * RETENTION_DAYS go. Days that ended before the cutoff are dropped whole (log-partitions.ts), with
+ * almost no WAL; rows in the default partitions are deleted in batches of at most `batchSize`
+ * (1,000). It also clears previous signing secrets whose rotation overlap ended, and idempotency
+ * keys kept in PostgreSQL past their 24 hours.
  */
 import type { PrismaClient } from '@webhooks/db';
 import { idempotencyWindowMs } from '@webhooks/shared';

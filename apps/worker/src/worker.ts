@@ -1,13 +1,10 @@
 /**
- * The delivery worker: for each queue shard it consumes (WORKER_SHARDS, `shard-queues.ts`), a
- * BullMQ worker on `events` (fan-out, which sends first attempts inline when it runs beside the
- * attempts) and one on `deliveries` (attempts), either or both as
- * WORKER_QUEUES says; one on `verifications` (callback challenges) beside the attempts; and one on
- * `maintenance` (the reconciler, and retention with the delivery log's days ahead, as job
- * schedulers), wired with their PostgreSQL pools (`pg` for the fan-out and the attempts, Prisma
- * for the rest), Redis connections, HTTP sender and metrics.
- * Any number of worker processes may run against the same Redis and database; BullMQ hands each
- * job to one of them, and each scheduled task runs once per interval whatever their number.
+ * The delivery worker: for each queue shard it consumes (WORKER_SHARDS), BullMQ workers on
+ * `events` (fan-out, with inline first attempts beside the attempts) and `deliveries`, as
+ * WORKER_QUEUES says; one on `verifications` beside the attempts; one on `maintenance` (the
+ * reconciler, retention and the log's days ahead, as job schedulers); wired with their pools,
+ * Redis connections, HTTP sender and metrics. Any number of processes may share Redis and the
+ * database: BullMQ hands each job to one, and each scheduled task runs once per interval.
  */
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';

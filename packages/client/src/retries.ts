@@ -1,14 +1,9 @@
 /**
- * The client's retries, with ky (https://github.com/sindresorhus/ky#retry): a call the API
- * answers 429 or 503 is sent again after the `Retry-After` it names (RFC 9110 §10.2.3), spread by
- * a random part of that wait so that the clients an overload refused do not all come back at once;
- * a 408, 500, 502 or 504, or a network failure, after an exponential backoff with full jitter.
- * Every call gives up after `limit` retries or once `timeoutMs` has passed, retries included, and
- * then answers with the last response (or rejects with the network error).
- *
- * Only calls that are safe to send twice are retried: `GET`, `PUT`, `DELETE`, `HEAD` and
- * `OPTIONS`, and a `POST` that carries an `Idempotency-Key` (a publish the API deduplicates for
- * 24 hours). A `POST` without one is sent once: a 503 may follow an accepted write.
+ * The client's retries, with ky: a 429 or 503 after its `Retry-After` (RFC 9110 §10.2.3) plus a
+ * random part of it; a 408, 500, 502, 504 or network failure after exponential backoff with full
+ * jitter; at most `limit` retries within `timeoutMs`, then the last answer. Only calls safe to send
+ * twice are retried: `GET`, `PUT`, `DELETE`, `HEAD`, `OPTIONS`, and a `POST` with an
+ * `Idempotency-Key` (a 503 may follow an accepted write).
  */
 import ky, { HTTPError, type Options } from 'ky';
 

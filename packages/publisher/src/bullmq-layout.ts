@@ -1,13 +1,9 @@
 /**
- * The one module that knows BullMQ's private Redis layout, for the reads its public API has no
- * cheap form of: the lengths of a queue's wait list, prioritized and delayed sets in one pipeline
- * per shard (the API's backlog bound), the oldest waiting, delayed and active job ids (the FIFO
- * watch), whether a job's hash exists and whether it is in the failed set (the reconciler), a job's
- * `data` field, and the wait list and prioritized set the account scheduler's script measures.
- *
- * BullMQ is pinned to one exact version (6.7.0) for this reason, and
- * `packages/shared/test/bullmq-layout.test.ts` fails when an upgrade changes anything here: each
- * key's name and Redis type, and where a job's data lives, checked against a real queue.
+ * The one module that knows BullMQ's private Redis layout, for reads its API has no cheap form
+ * of: queue lengths per shard (the backlog bound), the oldest waiting, delayed and active ids (the
+ * FIFO watch), a job's hash and failed-set membership (the reconciler), a job's `data` field, and
+ * what the scheduler's script measures. BullMQ is pinned to 6.7.0 for it, and
+ * `bullmq-layout.test.ts` checks each key against a real queue.
  */
 
 /** A queue's keys under its key prefix (`<prefix>:<queue>:<part>`), and each one's Redis type. */

@@ -1,14 +1,9 @@
 /**
- * The event catalogue: every kind of event the service delivers, the event types of each, what
- * their `data` looks like, and who may send them. It is the operator's: both services load it from
- * the file EVENT_CATALOGUE names (`catalogue-file.ts`), and this module is what they use of it.
- *
- * Event types are written `<resource>.<action>` (docs/event-catalogue.md#the-catalogue-file). Each kind gets its own
- * subscription endpoint, `POST /api/webhooks/<kind>` (docs/event-catalogue.md#subscriptions-choose-their-event-types), and a
- * subscription made there receives that kind's types unless it chooses some of them.
- *
- * The `operational` kind is the service's own and never in the file: the service emits its types
- * (`subscription.disabled`), publishers may not.
+ * The event catalogue: every kind of event, its event types (`<resource>.<action>`), what their
+ * `data` looks like, and who may send them (docs/event-catalogue.md). Both services load it from
+ * EVENT_CATALOGUE (`catalogue-file.ts`); each kind gets a subscription endpoint
+ * `POST /api/webhooks/<kind>`. The `operational` kind is the service's own: publishers may not
+ * send its types.
  */
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 

@@ -1,16 +1,9 @@
 /**
- * An ioredis Cluster client whose `disconnect()` ends it even while it is reconnecting.
- *
- * ioredis (5.11; 6.0 is the same) ends a cluster client when its pool of node connections drains.
- * A client that has lost every node (a failover caught it between slot maps, or the cluster is
- * down) waits to reconnect with its pool already empty, so `disconnect()` leaves it
- * `disconnecting` for ever: no `end` event, and the commands in its offline queue never settle.
- * BullMQ's `Worker.close()` disconnects its blocking connection and waits for that `end`, so a
- * worker closed then never finished closing (taskforcesh/bullmq#4656 is the same wait on one
- * Redis). This class then does what ioredis does for a client that never connected: status
- * `close`, then its close handling, which ends the client and fails its offline queue with
- * "None of startup nodes is available". Its duplicates, BullMQ's blocking connections, are of
- * this class too.
+ * An ioredis Cluster client whose `disconnect()` ends it even while it is reconnecting. ioredis
+ * 5.11 ends a cluster client when its node pool drains, so one that lost every node waits with an
+ * empty pool and stays `disconnecting` for ever: no `end`, and its offline queue never settles,
+ * which hangs BullMQ's `Worker.close()` (taskforcesh/bullmq#4656). This class then ends it as
+ * ioredis ends a client that never connected. Its duplicates are of this class too.
  */
 import { Cluster, type ClusterNode, type ClusterOptions } from 'ioredis';
 

@@ -1,16 +1,9 @@
 /**
- * Sharded queues (QUEUE_SHARDS): the event and delivery queues split into N sets of BullMQ queues,
- * each under its own hash tag, so that a Redis Cluster spreads them over its masters. Redis Cluster
- * runs a script only when its keys share a slot (BullMQ, "Redis Cluster"), so each shard keeps
- * together what its scripts touch: its `events` and `deliveries` queues, the account scheduler
- * that admits into them, and the delivery gates of its subscriptions.
- *
- * - An event's fan-out, and its account's rate-limit counts, idempotency keys and payload quota,
- *   go to the account's shard ({@link QueueShards.ofAccount}).
- * - A delivery, its retries and its subscription's gate go to the subscription's shard
- *   ({@link QueueShards.ofSubscription}).
- *
- * With one shard (the default) every key stays under the service's key prefix, as before sharding.
+ * Sharded queues (QUEUE_SHARDS): the event and delivery queues split into N shards, each under its
+ * own hash tag, so a Redis Cluster spreads them over its masters; a script's keys must share a
+ * slot (BullMQ, "Redis Cluster"). An event's fan-out and its account's counts go to the account's
+ * shard ({@link QueueShards.ofAccount}); a delivery and its subscription's gate to the
+ * subscription's ({@link QueueShards.ofSubscription}). One shard keeps the plain key prefix.
  */
 import { createHash } from 'node:crypto';
 import clusterKeySlot from 'cluster-key-slot';

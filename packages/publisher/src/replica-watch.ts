@@ -1,13 +1,9 @@
 /**
- * Which queue shards cannot take publishes because their Redis master has fewer replicas than
- * REDIS_WAIT_REPLICAS asks for. A publish waits for that many replicas to hold the event (`WAIT`),
- * so such a master refuses every event: after a failover, the promoted replica has none of its
- * own until the old master returns as its replica, a spare one migrates
- * (`cluster-allow-replica-migration`), or an operator runs `CLUSTER REPLICATE`
- * (docs/operations.md, "A lost Redis replica"). The watch asks each shard's master for its
- * replicas (`ROLE`, https://redis.io/docs/latest/commands/role/) every interval, so that the API
- * refuses those shards' publishes at once instead of after the `WAIT` timeout, and `/readyz` and
- * the metrics can say which shards refuse. Writes come back as soon as a sample sees a replica.
+ * Which queue shards cannot take publishes because their master has fewer replicas than
+ * REDIS_WAIT_REPLICAS (after a failover the promoted replica has none until one is attached;
+ * docs/operations.md, "A lost Redis replica"). It asks each shard's master `ROLE` every interval,
+ * so the API refuses those shards' publishes at once instead of after `WAIT` times out, and
+ * `/readyz` and the metrics name them.
  */
 import type { RedisConnection } from './redis.js';
 

@@ -1,13 +1,9 @@
 /**
- * Where callbacks may point: the operator's settings that both services enforce, the API when a
- * callback URL is written (a clear 400) and the worker when it connects (after name resolution,
- * so a public name resolving to a refused address is caught too).
- *
- * - CALLBACK_ALLOW_PRIVATE lets loopback, private, link-local and metadata addresses through; it
- *   is refused at start outside NODE_ENV development and test.
- * - CALLBACK_PORTS: the ports a callback may use (80, 443 and 1024-65535 by default), so that the
- *   service cannot knock on a host's SSH, SMTP or database ports.
- * - CALLBACK_DENY_CIDRS: the operator's own ranges, refused beside {@link defaultDeniedCidrs}.
+ * Where callbacks may point, enforced by the API when a URL is written (a 400) and by the worker
+ * when it connects (after name resolution). CALLBACK_ALLOW_PRIVATE lets loopback, private,
+ * link-local and metadata addresses through (refused outside development and test);
+ * CALLBACK_PORTS limits ports (80, 443, 1024-65535 by default); CALLBACK_DENY_CIDRS adds the
+ * operator's ranges to {@link defaultDeniedCidrs}.
  */
 import ipaddr from 'ipaddr.js';
 import Type from 'typebox';

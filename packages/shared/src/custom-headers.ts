@@ -1,13 +1,9 @@
 /**
- * Custom headers per subscription: what a client may ask the service to send with each delivery
- * to its callback (an API key for the gateway in front of it, a tenant header), and what it may
- * not. A name must be an HTTP token (RFC 9110 §5.6.2) and a value a field value without control
- * characters (RFC 9110 §5.5), so that no header can split a request or smuggle another. Names the
- * service sets itself, or that would change how the request is framed or routed, are refused:
- * the Standard Webhooks headers (`webhook-*`, https://www.standardwebhooks.com), `content-type`,
- * `content-length`, `transfer-encoding`, `host`, `connection` and the other hop-by-hop headers
- * (RFC 9110 §7.6.1), `expect`, `user-agent` and the proxy's own. Names are case-insensitive, and
- * stored lower-case.
+ * Custom headers per subscription (an API key for a gateway, a tenant header). A name must be an
+ * HTTP token (RFC 9110 §5.6.2) and a value a field value without control characters (§5.5). Names
+ * the service sets or that change framing or routing are refused: `webhook-*` (Standard Webhooks),
+ * `content-type`, `content-length`, `host`, hop-by-hop headers (RFC 9110 §7.6.1), `expect`,
+ * `user-agent`, the proxy's. Names are stored lower-case.
  */
 import type { SecretBox } from './secret-box.js';
 

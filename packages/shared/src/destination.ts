@@ -1,15 +1,10 @@
 /**
- * Destinations: where a subscription's deliveries go. `http` is the callback URL of the
- * specification; `rabbitmq` publishes to an exchange with a routing key, and `nats` to a JetStream
- * subject, on a broker the operator names in DESTINATION_BROKERS (its URL, with credentials, never
- * travels through the public API). A broker destination is stored, logged and shown as a URI in
- * `callback_url` ({@link destinationUrl}: `rabbitmq://<broker>/<exchange>/<routing key>`,
- * `nats://<broker>/<subject>`, each part percent-encoded), so that the delivery log, the host cap
- * (one per broker) and everything that names a delivery's target read one field.
- *
- * Rules: AMQP 0-9-1 names are short strings of at most 255 bytes (the AMQP 0-9-1 specification,
- * section 4.2.5.3); NATS subjects are dot-separated tokens without whitespace, and a publish names
- * no wildcard (`*`, `>`) (https://docs.nats.io/nats-concepts/subjects).
+ * Destinations: where a subscription's deliveries go. `http` is the callback URL; `rabbitmq`
+ * publishes to an exchange with a routing key, `nats` to a JetStream subject, on a broker named in
+ * DESTINATION_BROKERS (its URL never travels through the API). A broker destination is shown as a
+ * URI in `callback_url` ({@link destinationUrl}), so the log and the host cap read one field. AMQP
+ * names are at most 255 bytes (AMQP 0-9-1, 4.2.5.3); NATS subjects are dot-separated tokens and a
+ * publish names no wildcard (docs.nats.io, "Subjects").
  */
 import Type from 'typebox';
 import { ConfigError } from '@webhooks/publisher';

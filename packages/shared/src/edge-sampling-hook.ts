@@ -1,16 +1,9 @@
 /**
- * The API's edge decision ({@link EdgeSampling}), as a Fastify `onRequest` hook registered before
- * `@fastify/otel`'s, so that the request span starts in the context it leaves (which the rest of
- * the request, its body read and its handler, runs in too):
- *
- * - a request carrying a valid W3C `traceparent` (W3C Trace Context, "traceparent Header") goes
- *   the SDK's way: under a `parentbased_*` sampler it follows its caller;
- * - a request without one starts a trace with probability `ratio` (its server span is then
- *   recorded: `edge-sampler.ts`); one that does not runs with tracing suppressed, so every
- *   instrumentation skips it instead of doing its work for spans that record nothing, and
- *   `@fastify/otel` leaves it alone ({@link EdgeSamplingHooks.ignores}). The jobs it
- *   adds carry no trace context, and the worker samples their work as roots of its own, at the
- *   same ratio.
+ * The API's edge decision ({@link EdgeSampling}) as an `onRequest` hook registered before
+ * `@fastify/otel`'s. A request with a valid W3C `traceparent` follows its caller; one without
+ * starts a trace with probability `ratio`, and otherwise runs with tracing suppressed, so every
+ * instrumentation skips it and `@fastify/otel` leaves it alone
+ * ({@link EdgeSamplingHooks.ignores}). Its jobs carry no trace context.
  */
 import { context, isSpanContextValid } from '@opentelemetry/api';
 import { isTracingSuppressed, parseTraceParent, suppressTracing } from '@opentelemetry/core';

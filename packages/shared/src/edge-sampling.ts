@@ -1,14 +1,9 @@
 /**
- * Head sampling decided at the API's edge, before any instrumentation runs, read from the
- * standard `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` (the OpenTelemetry SDK environment
- * specification, "General SDK Configuration"). No import of the OpenTelemetry libraries: the API's
- * hook (`edge-sampling-hook.ts`) draws by this rule, and the SDK's sampler (`edge-sampler.ts`,
- * given to the SDK by `instrument.ts`) takes the draw.
- *
- * Why at the edge: the SDK's sampler decides when the request's span starts, and every
- * instrumentation still does its work for a request it did not sample (spans that record nothing,
- * contexts, wrapped callbacks). A request decided against at the edge runs with tracing
- * suppressed, so that work is skipped; one decided for is traced whole.
+ * Head sampling decided at the API's edge, from OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
+ * (the OpenTelemetry SDK environment specification). The SDK's sampler decides only when a span
+ * starts, after every instrumentation did its work; a request decided against at the edge runs
+ * with tracing suppressed instead. No OpenTelemetry import: the hook (`edge-sampling-hook.ts`)
+ * draws by this rule and the SDK's sampler (`edge-sampler.ts`) takes the draw.
  */
 
 /**

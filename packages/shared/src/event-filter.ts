@@ -1,18 +1,10 @@
 /**
- * Content filters of subscriptions (`filter`): a MongoDB-style query on the payload a callback
- * would receive (`type`, `timestamp`, `webhook_id`, `data`), evaluated with sift, as Convoy and
- * Outpost offer them. Example: `{"data.direction": "inbound", "data.duration_seconds": {"$gte": 60}}`.
- *
- * Only comparison (`$eq $ne $gt $gte $lt $lte`), set (`$in $nin $all`), existence (`$exists`) and
- * logical (`$and $or $nor $not`) operators are allowed: `$where`, `$regex` and every other
- * operator are refused when the filter is written, and sift is given no others, so no filter runs
- * code or a regular expression.
- *
- * Filters run in the fan-out every account shares, so their cost is bounded, not only their size:
- * a filter is at most {@link maxFilterBytes} bytes serialized, {@link maxFilterDepth} levels deep,
- * with {@link maxFilterOperators} operators and {@link maxFilterOperands} operands to each `$in`,
- * `$nin` or `$all`; scalar `$in` operands are looked up in a set; and one evaluation visits at most
- * {@link maxFilterVisits} values (filter-operations.ts), past which the filter matches nothing.
+ * Content filters (`filter`): a MongoDB-style query on the payload (`type`, `timestamp`,
+ * `webhook_id`, `data`) evaluated with sift, as Convoy and Outpost offer. Only comparison, set,
+ * `$exists` and logical operators are allowed, so no filter runs code or a regular expression.
+ * Filters run in the shared fan-out, so their cost is bounded: {@link maxFilterBytes},
+ * {@link maxFilterDepth}, {@link maxFilterOperators}, {@link maxFilterOperands}, and
+ * {@link maxFilterVisits} values per evaluation, past which the filter matches nothing.
  */
 import siftModule from 'sift';
 import type * as Sift from 'sift';

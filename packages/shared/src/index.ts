@@ -32,3 +32,4 @@ export * from './edge-sampling.js';
 export * from './tracing.js';
 export * from './schemas/index.js';
 export * from './resource-paths.js';
+export * from './scheduler-keys.js';

@@ -1,38 +1,13 @@
 /**
- * The OpenTelemetry SDK of a service, loaded before it with `node --import` (the way ESM modules
- * can be instrumented: the loader hook must see `pg` and `ioredis` being imported). It does
- * nothing unless the standard `OTEL_*` variables ask for traces ({@link tracingRequested}); then it
- * exports them as those variables say (OTLP by default, OTEL_EXPORTER_OTLP_ENDPOINT), with the
- * maintained instrumentations of pg and ioredis. The API's requests are traced by `@fastify/otel`
- * (its request span is the server span). OTEL_SERVICE_NAME names the service. It
- * exports no metrics unless OTEL_METRICS_EXPORTER names an exporter (the SDK's own default is
- * OTLP). A Redis span records its command's name, never its arguments (a publish's carry the
- * event's data).
- *
- * Node's http module is not instrumented. Callbacks belong to third parties, so nothing of a trace
- * reaches them: outgoing HTTP requests (only callback POSTs and verification challenges are made)
- * carry no trace context, and their URLs stay out of the trace backend; the worker's own
- * `webhook attempt` span records each with its URL cut to scheme, host and path. Only the W3C
- * trace context propagates (W3C Trace Context recommendation): `baggage` a client sends is
- * ignored, whatever OTEL_PROPAGATORS says, so no client's baggage rides along with work the
- * service batches across accounts.
- *
- * The incoming side of the http instrumentation, alone, cost about as much as all of tracing's
- * instrumentations together, in every request, sampled or not: it binds the request and the
- * response to the trace context, which slows every later access to them.
- *
- * The ESM loader hook that lets the instrumentations see those imports is import-in-the-middle's
- * synchronous one (`module.registerHooks`, in the service's own thread) where the runtime supports
- * it (`supportsSyncHooks`: Node 22.22.3, 24.11.1, 25.1.0 and later in each line, and 26, the
- * images' runtime), and the asynchronous `module.register` one elsewhere (Node 20): Node 26
- * deprecates `module.register` (DEP0205) and warned on every start of a traced service. Either
- * wraps only the modules the instrumentations hook (import-in-the-middle's
- * `createAddHookMessageChannel`, as the OpenTelemetry JS ESM guide shows).
- *
- * When OTEL_TRACES_SAMPLER samples a ratio of the traces, the API draws for a request without
- * trace context at its edge (`edge-sampling-hook.ts`) and the SDK takes that draw
- * (`edge-sampler.ts`): a request not sampled runs with tracing suppressed, so the instrumentations
- * skip it instead of doing their work for spans that record nothing.
+ * The OpenTelemetry SDK of a service, loaded before it with `node --import` (so the ESM loader
+ * hook sees `pg` and `ioredis` imported). It does nothing unless the `OTEL_*` variables ask for
+ * traces ({@link tracingRequested}), then exports them as those say, with pg's and ioredis's
+ * instrumentations; a Redis span records its command, never its arguments. Node's http module is
+ * not instrumented: its incoming side cost as much as all the rest, and callbacks are third
+ * parties, so no trace context or `baggage` reaches them. The loader hook is import-in-the-middle's
+ * synchronous one where the runtime has `module.registerHooks` (Node 26 deprecates
+ * `module.register`, DEP0205), the asynchronous one on Node 20. With a ratio sampler the SDK takes
+ * the API's edge draw (`edge-sampler.ts`), so an unsampled request runs with tracing suppressed.
  */
 import { register } from 'node:module';
 import { edgeSamplingOf } from './edge-sampling.js';

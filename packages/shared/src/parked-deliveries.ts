@@ -9,7 +9,7 @@
  * is approximate in that one way: a job woken before its time counts until that time.
  */
 import type { ChainableCommander } from 'ioredis';
-import { parkedAccountsKey, parkedDeliveriesKey } from '@webhooks/publisher';
+import { parkedAccountsKey, parkedDeliveriesKey } from './scheduler-keys.js';
 
 /** A delivery job of `accountId` parked until `dueAt` (ms since the epoch). */
 export interface ParkedJob {

@@ -1,17 +1,10 @@
 /**
- * Signing secrets at rest: AES-256-GCM (node:crypto) under SECRETS_ENCRYPTION_KEY, so a leaked
- * database backup cannot be used to forge deliveries. Several keys may be configured,
- * newest first: the newest encrypts, any of them decrypts, and `pnpm db:migrate` re-encrypts rows
- * under the newest key, after which an older key can be removed.
- *
- * Stored form: `enc:v2:<key id>:<iv>:<ciphertext+tag>`, base64url parts; the key id is the first 8
- * hex digits of the key's SHA-256, so decryption picks its key without trying each. The sealed
- * value is bound to its subscription (the subscription id is GCM's additional authenticated data,
- * NIST SP 800-38D section 7), so a secret copied into another subscription's row does not open
- * there; the tag is 16 bytes, pinned on decryption. `enc:v1:` values, sealed before that binding,
- * open outside production and are resealed as v2 by `pnpm db:migrate`. A value without the `enc:`
- * prefix is a plaintext secret (no key configured, or not migrated yet). With a key set in
- * production, both are refused instead.
+ * Signing secrets at rest: AES-256-GCM under SECRETS_ENCRYPTION_KEY (newest first: the newest
+ * encrypts, any decrypts, `pnpm db:migrate` re-encrypts). Stored as
+ * `enc:v2:<key id>:<iv>:<ciphertext+tag>` (base64url; key id the first 8 hex digits of the key's
+ * SHA-256), bound to its subscription id as GCM's additional data (NIST SP 800-38D section 7).
+ * `enc:v1:` values (unbound) open outside production and are resealed by `pnpm db:migrate`; a
+ * value without `enc:` is plaintext. In production with a key, both are refused.
  */
 import { splitList } from '@webhooks/publisher';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';

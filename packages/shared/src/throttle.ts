@@ -1,30 +1,13 @@
 /**
- * How many attempts one subscription may have in flight: slow start, additive increase and
- * multiplicative decrease, as TCP's congestion window (RFC 5681 section 3.1). The allowance is a
- * real number between 1 and the ceiling (SUBSCRIPTION_IN_FLIGHT_CEILING); its integer part is the
- * in-flight limit. A subscription starts at the base (SUBSCRIPTION_MAX_IN_FLIGHT).
- * - An attempt that timed out or could not connect halves it (never below 1). All attempts sent
- *   under one allowance count as one window: the gate applies a change only to the allowance the
- *   attempt was admitted under, so ten hanging attempts halve it once, not ten times.
- * - A confirmed attempt raises the allowance it was admitted under. The gate applies one change
- *   per window (the compare-and-set above), so a window of successes raises it once: by 1 below the
- *   base, back up to it; at or above the base, while the callback does not slow down (an attempt
- *   that held its slot over twice the subscription's average slot time, by a margin, is slowing: a
- *   gradient on latency), it doubles up to the slow-start threshold, then adds 1, up to the
- *   ceiling: TCP's slow start and congestion avoidance (RFC 5681 section 3.1). The threshold is
- *   the ceiling until the allowance first falls on a timeout or an answer other than 200, and
- *   then the allowance it fell to (never below the base), as TCP's `ssthresh`; a fall on latency
- *   alone leaves it ({@link nextThreshold}). Only a callback that answers fast doubles
- *   ({@link slowStartSlotMs}); a slower one earns one a window. A hot subscription with a fast
- *   callback thus reaches the attempts in flight its rate needs within a few slot times: climbing
- *   one a window, a subscription at 400 events/s whose slots took 100 ms while a worker warmed up
- *   parked 800 deliveries and waited seconds. (Adding 1/limit per
- *   attempt, as TCP does per acknowledgement, would add only 1/limit per window under the
- *   compare-and-set: measured, a hot subscription then took 24 s to climb from 10 to 50.)
- * - Above the base, a slowing attempt or any answer that is not 200 (a 500, a 429) halves the
- *   allowance, down to the base at most. At or below the base such answers say nothing about
- *   capacity and leave it alone: the retry schedule deals with those.
- * None of this touches attempts, backoff or auto-disable.
+ * How many attempts one subscription may have in flight: TCP's congestion window (RFC 5681
+ * section 3.1) over a real-valued allowance between 1 and SUBSCRIPTION_IN_FLIGHT_CEILING, whose
+ * integer part is the limit; it starts at SUBSCRIPTION_MAX_IN_FLIGHT (the base). The gate applies
+ * one change per window (a compare-and-set on the allowance an attempt was admitted under), so ten
+ * hanging attempts halve it once. A timeout or connection failure halves it; above the base, a
+ * slowing attempt ({@link isSlowing}) or an answer other than 200 halves it down to the base. A
+ * window of successes doubles it below the slow-start threshold for a fast callback, and adds 1
+ * otherwise (adding 1/limit per attempt, as TCP does, took a hot subscription 24 s to climb from
+ * 10 to 50). Attempts, backoff and auto-disable are not its business.
  */
 
 /** What an attempt says about its callback's capacity. */

@@ -1,13 +1,9 @@
 /**
  * Transformations: a subscription's small JavaScript function that reshapes each webhook before it
- * is sent, as Svix's transformations do (https://docs.svix.com/transformations): posting to a Slack
- * or Discord incoming webhook, which expects its own body, say. It is written
- * `function handler(webhook) { …; return webhook; }` and receives
- * `{payload, headers, url, event_type}` (the payload is the body the callback would get); it
- * returns the same shape, changed, or sets `cancel: true` to send nothing.
- *
- * This module holds the settings and the check of what a run returns
- * ({@link checkTransformationOutput}); `transformation-runner.ts` runs them.
+ * is sent, as Svix's do (docs.svix.com/transformations), e.g. for a Slack incoming webhook.
+ * `function handler(webhook) { …; return webhook; }` receives `{payload, headers, url,
+ * event_type}` and returns it changed, or sets `cancel: true`. This module holds the settings and
+ * the check of a run's result ({@link checkTransformationOutput}); `transformation-runner.ts` runs it.
  */
 import Type from 'typebox';
 import type { CallbackPolicy } from './callback-policy.js';

@@ -1,15 +1,10 @@
 /**
- * The quotas the API applies per account, each with a default and a per-account override
- * (ACCOUNT_OVERRIDES): subscriptions an account may have (MAX_SUBSCRIPTIONS_PER_ACCOUNT), and bytes
- * of event `data` accepted per UTC day (ACCOUNT_PAYLOAD_BYTES_PER_DAY). Requests a minute are the
- * rate limit's (`plugins/app/rate-limit.ts`); deliveries a second are the worker's account scheduler's.
- *
- * The day's bytes are counted in Redis (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, under the
- * account's queue shard, kept two days), shared by every API instance; a publish the quota refuses
- * is not counted. The charges an API process makes within one turn of its event loop go to Redis
- * as one script call per account and day, each charge weighed against the ones before it as if
- * they had been sent one after another: under load one account's publishes arrive many to a turn,
- * and a call each was one Redis command per publish beyond what any accepted event costs.
+ * The API's per-account quotas, each with a default and an ACCOUNT_OVERRIDES override:
+ * subscriptions (MAX_SUBSCRIPTIONS_PER_ACCOUNT) and bytes of event `data` per UTC day
+ * (ACCOUNT_PAYLOAD_BYTES_PER_DAY). The day's bytes are counted in Redis
+ * (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, on the account's shard, kept two days), shared
+ * by every API instance; a refused publish is not counted. One event-loop turn's charges go to
+ * Redis as one script call per account and day, each weighed against those before it.
  */
 import { batcher, type AccountOverride, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';

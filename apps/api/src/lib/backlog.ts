@@ -1,17 +1,10 @@
 /**
- * The backlog bound: under an overload, `POST /api/events` answers 503 with `Retry-After` once the
- * work accepted and not yet delivered passes BACKLOG_MAX_EVENTS or BACKLOG_MAX_DELIVERIES, instead
- * of accepting more than the workers can drain and letting Redis grow without bound. The backlog
- * is sampled in the background (every {@link backlogSampleMs}), so a publish pays nothing for it;
- * a bound is therefore approximate, by what one interval accepts.
- *
- * Past the deliveries bound, shedding is fair ({@link fairShareRefusal}): an account is refused
- * only while it has at least its share of the deliveries waiting for their accounts' turn or parked
- * in BullMQ's delayed set (a retry's backoff, a gate, the host cap: the worker's `parked.ts`),
- * over the accounts that wait, so the accounts that filled the bound are refused first and a quiet
- * account's publish is still accepted, up to {@link hardCeilingFactor} times the bound, where
- * every account is refused. Reading an account's waiting and parked deliveries costs two commands
- * per queue shard, and only while the bound is passed.
+ * The backlog bound: `POST /api/events` answers 503 with `Retry-After` once the work accepted and
+ * not yet delivered passes BACKLOG_MAX_EVENTS or BACKLOG_MAX_DELIVERIES, so Redis does not grow
+ * without bound. Sampled in the background every {@link backlogSampleMs}, so a bound is
+ * approximate by one interval's publishes. Past the deliveries bound shedding is fair
+ * ({@link fairShareRefusal}): only accounts with at least their share of the waiting and parked
+ * deliveries are refused, up to {@link hardCeilingFactor} times the bound, where every account is.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import {

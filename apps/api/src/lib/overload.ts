@@ -1,13 +1,9 @@
 /**
- * When the API sheds: by how long requests wait, not by how busy the process was. A burst that is
- * answered within a few hundred milliseconds is not an overload; a request that would wait past a
- * bound is. Three waits are measured: the event loop's delay (how long a request read now waits to
- * be handled), the age of the oldest shed-able request still in flight (how long the work ahead
- * of a new one already took), and the age of the oldest event waiting for its fan-out (how long an
- * event accepted now waits before its deliveries start). Hysteresis, as in a thermostat:
- * shedding starts when a wait passes its bound and stops only when every wait is under half of it,
- * so one slow sample neither starts nor ends it. Between two samples, a bound on the requests in
- * flight keeps a burst of thousands from being admitted at once, each then waiting on the others.
+ * When the API sheds: by how long requests wait, not by how busy the process is. Three waits are
+ * measured: the event loop's delay, the age of the oldest shed-able request in flight, and the age
+ * of the oldest event waiting for its fan-out. Shedding starts when a wait passes its bound and
+ * stops when every wait is under half of it (hysteresis, so one slow sample neither starts nor
+ * ends it); between samples, a bound on requests in flight stops a burst of thousands at once.
  */
 
 /** The measure that started shedding: the metric's label and the log's reason. */

@@ -1,16 +1,10 @@
 /**
- * Portal links: what `POST /api/portal-sessions` hands a platform for its customer. A link is a
- * random one-time secret (`plk_…`, 32 random bytes), valid PORTAL_LINK_SECONDS, that the portal
- * page exchanges once for a session token (`lib/portal-tokens.ts`); a second exchange, or one
- * after the link expired, is refused. So a link that leaks from a browser history, a proxy log or
- * a screen share is worth nothing once used or a few minutes old. Each session has an id, which
- * the platform can revoke (`DELETE /api/portal-sessions/{id}`): its link, if not used yet, and its
- * token stop working at once.
- *
- * Redis keys, under the queue prefix: `portal:link:<SHA-256 of the link>` (the session waiting to
- * be exchanged, expiring with the link), `portal:session:<session id>` (its account, so that only
- * that account revokes it) and `portal:revoked:<session id>`, both expiring when the session
- * would have at the latest.
+ * Portal links: what `POST /api/portal-sessions` hands a platform for its customer. A link
+ * (`plk_…`, 32 random bytes) is valid PORTAL_LINK_SECONDS and exchanged once for a session token
+ * (`lib/portal-tokens.ts`), so a leaked link is worthless once used or a few minutes old. A session
+ * can be revoked (`DELETE /api/portal-sessions/{id}`). Redis keys, under the queue prefix:
+ * `portal:link:<SHA-256 of the link>`, `portal:session:<id>` (its account) and
+ * `portal:revoked:<id>`, each expiring with what it guards.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { RedisConnection } from '@webhooks/shared';

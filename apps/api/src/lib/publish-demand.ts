@@ -1,13 +1,9 @@
 /**
- * Who is asking to publish, lately, in this API process: the demand fair shedding divides. Counts
- * of shed-able requests (publishes, test events) per account in the current bucket and the one
- * before it; a bucket closes at the next request once {@link demandWindowMs} has passed since it
- * opened and it counted at least {@link demandMinRequests}. Buckets are counted in requests seen,
- * not in wall time: after a pause (an event loop held, an idle minute) the bucket before still
- * holds the last demand seen, so the first requests after it are weighed against that demand
- * instead of each looking like the only one; and a bucket that saw only a request or two before a
- * pause never becomes the whole measure, where a quiet account's one request would look like half
- * the demand. Memory is bounded by the accounts of two buckets.
+ * Who is asking to publish lately in this API process: the demand fair shedding divides. Counts
+ * of shed-able requests per account in the current bucket and the one before; a bucket closes at
+ * the next request once {@link demandWindowMs} passed and it counted {@link demandMinRequests}.
+ * Buckets close on requests seen, not wall time, so after a pause the last demand still weighs
+ * the first requests. Memory is bounded by two buckets' accounts.
  */
 
 /** How long a counting bucket stays open at least, in ms, once it saw a request. */

@@ -1,20 +1,11 @@
 /**
- * The pace of a recovery. An account's recover calls start RECOVER_ROUNDS_PER_MINUTE rounds a
- * minute at most, spent in short windows ({@link paceWindow}: a second, or long enough for two
- * rounds at a slower pace), and the rounds of a window are sent evenly over it. A recovery of
- * thousands then leaves room for the account's live deliveries and for everyone else's, and does
- * not knock over a receiver that has just come back (Segment's replay guidance sizes a replay
- * below the destination's rate limit for the same reason, leaving a margin for real-time events).
- *
- * A window's rounds are started by the calls within it, not ahead of it: the work of starting
- * them (reading the rows, queueing the jobs) is spread over the minute as well. In the bench's
- * recover row, 10,000 rounds started in the first 17 s of a minute, each then waiting for its time,
- * held a steady account's deliveries up to 460 ms (p50) over those seconds. A window with nothing
- * left answers 429 with `Retry-After` until the next one.
- *
- * A call reserves its rounds in the window's count before it reads them ({@link grantedRounds}),
- * so concurrent calls of one account, for several of its subscriptions, share the window instead
- * of each taking all of it; what a call reserved and did not start is given back.
+ * The pace of a recovery: an account's recover calls start at most RECOVER_ROUNDS_PER_MINUTE rounds
+ * a minute, in short windows ({@link paceWindow}), sent evenly over each, so a recovery of
+ * thousands leaves room for live deliveries and does not knock over a receiver just back (as
+ * Segment's replay guidance sizes a replay below the destination's rate limit). A window's rounds
+ * are started by the calls within it; one with nothing left answers 429 with `Retry-After`. A call
+ * reserves its rounds before reading them ({@link grantedRounds}), so concurrent calls share a
+ * window, and gives back what it did not start.
  */
 
 /**

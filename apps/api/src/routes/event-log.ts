@@ -1,23 +1,11 @@
 /**
- * The events API: an account's events, and each one's deliveries across its subscriptions, so that
- * a client or the portal can answer "did event X go out, and where?" without knowing the
- * subscription; and payload expunge for privacy requests.
- *
- * - `GET /api/events`: newest first by id (UUIDv7: acceptance order), filtered by `event_type`,
- *   `since` and `until` (acceptance time), paged, and read on past the deepest page with `before`.
- *   Time bounds and the cursor become bounds on the id, which the delivery log is partitioned by,
- *   so PostgreSQL reads only the days they cover.
- * - `GET /api/events/{id}`: the event, its data, and its delivery to each subscription. Both read
- *   one day of the log: the event by its id, its deliveries by ids sharing its time.
- * - `DELETE /api/events/{id}/payload`: empties the event's data and records when, in one
- *   transaction that cancels its pending deliveries (`last_error: "expunged"`), so none is ever sent
- *   with an empty body, and clears its attempts' response bodies and transformation errors, which
- *   may quote the data; deliveries and attempts stay in the log. Then the event's finished fan-out
- *   job, which keeps the data in Redis up to an hour, is removed. 204, and again 204 when repeated.
- *
- * An event is listed once the worker has fanned it out to at least one subscription (usually
- * milliseconds after it was accepted); before, and for an event no subscription received (nothing
- * went out, and the log does not keep it), its id answers 404.
+ * The events API: "did event X go out, and where?" without knowing the subscription, and payload
+ * expunge. `GET /api/events` lists newest first by id (UUIDv7), filtered by `event_type`, `since`
+ * and `until`, paged with `before`; bounds become bounds on the id, so PostgreSQL reads only the
+ * log's days they cover. `GET /api/events/{id}` gives the event and its delivery per subscription.
+ * `DELETE /api/events/{id}/payload` empties the data, cancels its pending deliveries and clears
+ * its attempts' response bodies in one transaction, then drops its finished fan-out job (204, again
+ * 204 when repeated). An event no subscription received is not logged: its id answers 404.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -1,13 +1,9 @@
 /**
- * The signing secret of a subscription: read it (`GET /api/webhooks/{id}/secret`) or replace it
- * (`POST /api/webhooks/{id}/secret/rotate`). For a `v1a` (Ed25519) subscription, what is read is
- * the public key (`whpk_`), and a rotation makes a new key pair. After a rotation the old secret keeps signing beside
- * the new one for 24 hours (both signatures sent), so receivers can switch without losing events.
- *
- * Secrets are stored sealed by the {@link SecretBox} (AES-256-GCM) and every answer
- * carrying one has `Cache-Control: no-store`. A rotation is one UPDATE statement, so concurrent
- * rotations are serialised by PostgreSQL's row lock: each one moves the secret that is current at
- * that moment to `previous_secret`, and every secret handed out signs for its whole announced life.
+ * A subscription's signing secret: `GET /api/webhooks/{id}/secret` reads it (an Ed25519 `v1a`
+ * subscription's public key, `whpk_`), `POST .../secret/rotate` replaces it; the old one keeps
+ * signing beside the new one for 24 hours. Secrets are sealed at rest ({@link SecretBox}), answers
+ * carry `Cache-Control: no-store`, and a rotation is one UPDATE, so concurrent ones serialise on
+ * the row lock.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -1,17 +1,10 @@
 /**
- * The RabbitMQ destination (amqplib): each message is published persistent and `mandatory` to its
- * exchange with its routing key, on one connection per broker and one confirm channel per account
- * (a channel error, such as a 403 on an exchange the broker user may not write to, closes only
- * that account's channel; the exchange is then refused for {@link knownExchangeMs} without
- * publishing), and counts as delivered once
- * the broker confirms it (publisher confirms, https://www.rabbitmq.com/docs/confirms). A nack, a
- * message the broker returns because no queue is bound for its routing key (a `basic.return`
- * comes before the `basic.ack`), a closed channel or no confirmation within DELIVERY_TIMEOUT_MS
- * fail the attempt, which BullMQ retries.
- *
- * Publishing to an exchange that does not exist closes the channel (404), which would fail every
- * other subscription's message in flight on it: so an exchange is first checked on a channel of
- * its own (`checkExchange`), and known ones are remembered for {@link knownExchangeMs}.
+ * The RabbitMQ destination (amqplib): each message is published persistent and `mandatory`, on one
+ * connection per broker and one confirm channel per account (a channel error closes only that
+ * account's), and is delivered once the broker confirms it (rabbitmq.com/docs/confirms). A nack, a
+ * `basic.return` (no queue bound), a closed channel or no confirm within DELIVERY_TIMEOUT_MS fail
+ * the attempt. An unknown exchange would close the channel (404) for everyone on it, so exchanges
+ * are checked on a channel of their own first and remembered {@link knownExchangeMs}.
  */
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import type { BrokerTarget } from '@webhooks/shared';

@@ -1,15 +1,9 @@
 /**
  * The processor of the `verifications` queue: sends a `pending` subscription's callback its signed
- * challenge (`challenge.ts`) through the delivery path's HTTP sender, SSRF guard included, and
- * makes the subscription `active` when the callback answers it, then sends the deliveries that
- * waited for it (a moved callback's) at once. A subscription no longer pending,
- * deleted, or whose callback URL changed since is left alone. Anything else throws, and BullMQ
- * tries again with its exponential backoff (`verificationRetry` in @webhooks/shared); after the
- * last try the subscription stays `pending` until the client asks for another verification.
- *
- * A challenge takes a slot of its host's cap, in its account's share, as a delivery does: one
- * account's verifications cannot aim more at a host than its deliveries could, nor keep other
- * accounts off it. A challenge over the cap waits in BullMQ's delayed set without using a try.
+ * challenge through the delivery path's sender (SSRF guard included), makes it `active` when
+ * answered, and sends the deliveries that waited. One no longer pending, deleted or moved is left
+ * alone; other failures are retried by BullMQ's backoff (`verificationRetry`). A challenge takes a
+ * slot of its host's cap in its account's share, waiting without using a try when over it.
  */
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';

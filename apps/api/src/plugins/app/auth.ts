@@ -1,21 +1,11 @@
 /**
- * Bearer-token authentication (docs/security.md#in-detail, "Tokens"). Registered inside the account
- * scope (account-scope.ts), so it guards exactly the routes registered there, whatever spelling of the path
- * (percent-encoding, dot segments, absolute-form targets) reached them: the decision belongs to
- * the route, never to the URL string.
- *
- * A token is a JWT verified by @fastify/jwt (fast-jwt) with the one configured algorithm (`alg:
- * none` and every other algorithm are refused). It must carry `exp` and `iat`, and is refused
- * JWT_MAX_AGE_SECONDS after its `iat` whatever its `exp` (RFC 8725 section 3.10: bounded
- * lifetimes); `nbf` is honoured; `iss` and `aud` must match JWT_ISSUER / JWT_AUDIENCE when set;
- * 30 s of clock skew are allowed. The account
- * is the `sub` claim: a non-blank string of at most 255 characters with no control characters and
- * valid Unicode. Any failure is a 401 with `WWW-Authenticate: Bearer` (RFC 6750 section 3) and a
- * problem body, never a 500.
- *
- * A token claiming `scope: "portal"` is checked as a portal session token instead
- * (lib/portal-tokens.ts), with the portal key; it acts for its account on every route except
- * those whose route config sets `portalRefused`, which answer 403.
+ * Bearer-token authentication (docs/security.md, "Tokens"), registered inside the account scope so
+ * it guards exactly its routes, whatever spelling of the path reached them. A token is a JWT
+ * verified by @fastify/jwt with the one configured algorithm; it must carry `exp` and `iat`, is
+ * refused JWT_MAX_AGE_SECONDS after `iat` (RFC 8725 section 3.10), honours `nbf`, must match
+ * JWT_ISSUER / JWT_AUDIENCE when set, with 30 s of clock skew. The account is `sub`. Any failure is
+ * a 401 with `WWW-Authenticate: Bearer` (RFC 6750 section 3). A token with `scope: "portal"` is a
+ * portal session token (lib/portal-tokens.ts), refused 403 on routes that set `portalRefused`.
  */
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';

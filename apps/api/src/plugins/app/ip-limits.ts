@@ -1,21 +1,10 @@
 /**
- * Limits per client IP address, for what no account pays for: requests to the open routes (health
- * and readiness, the API documentation, the portal's files, `/metrics` when it shares the API
- * port, unknown paths) and failed authentications. Both count in Redis with rate-limiter-flexible,
- * shared by every API instance, and fall back to a count in this process's memory while Redis is
- * away, so an outage never lifts them. Over a limit: 429 with `Retry-After`. After
- * AUTH_FAILURES_PER_MINUTE_PER_IP failed authentications an address gets 429 on every account
- * route, valid token or not, until its minute ends: guessing tokens costs a minute per handful.
- *
- * Every authenticated request asks for its address's failure count. A read of it is kept in this
- * process for {@link failureCountTtlMs}, and the failures this process counts update it at once:
- * one instance refuses exactly from the failure that crosses the limit, while a lockout counted by
- * another instance reaches this one within that time.
- *
- * Routes of the account scope are marked `accountScoped` (account-scope.ts) and pay the account's own rate
- * limit instead of the open one. Behind a proxy, set TRUST_PROXY (a hop count or the proxies'
- * addresses) so that the address is the client's, not the proxy's. An IPv6 client is counted by
- * its /64 (`lib/client-address.ts`).
+ * Limits per client IP for what no account pays for: requests to the open routes (health, docs,
+ * the portal's files, unknown paths) and failed authentications. Counted in Redis with
+ * rate-limiter-flexible, shared by every instance, falling back to this process's memory while
+ * Redis is away; over a limit, 429 with `Retry-After`. After AUTH_FAILURES_PER_MINUTE_PER_IP
+ * failures an address gets 429 on every account route until its minute ends. A failure count read
+ * is cached {@link failureCountTtlMs}. Behind a proxy set TRUST_PROXY; IPv6 clients count by /64.
  */
 import fp from 'fastify-plugin';
 import { clientAddressKey } from '../../lib/client-address.js';

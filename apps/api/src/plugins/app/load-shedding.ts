@@ -1,16 +1,10 @@
 /**
- * Load shedding: while requests would wait past a bound (`lib/overload.ts`), publishing requests
- * are answered 503 with `Retry-After` at once, before their body is parsed or Redis is asked,
- * instead of queueing inside the process until clients time out and retry, which feeds the spike.
- * Only routes whose config sets `shedUnderPressure` are shed and measured: publishing an event or a
- * test event, and the routes that run an account's code or work in bulk (transformation and
- * filter tests, recover). Health, readiness and the subscription API are never shed.
- *
- * Shedding is fair between accounts: once a request's token names its account
- * ({@link shedOverShare}, after authentication), only an account at or above an equal share of the
- * recent demand is refused (`lib/publish-demand.ts`), so a quiet account's publish is accepted
- * while a flood is shed. Every shed request is counted (`webhook_api_shed_requests_total`, by the
- * measure that started shedding).
+ * Load shedding: while requests would wait past a bound (`lib/overload.ts`), the routes whose
+ * config sets `shedUnderPressure` (publishes, test events, transformation and filter tests,
+ * recover) are answered 503 with `Retry-After` before their body is parsed, instead of queueing
+ * until clients time out and retry. Fair between accounts: after authentication
+ * ({@link shedOverShare}) only an account at or above an equal share of the recent demand is
+ * refused (`lib/publish-demand.ts`). Counted in `webhook_api_shed_requests_total` by measure.
  */
 import { performance } from 'node:perf_hooks';
 import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';

@@ -1,17 +1,9 @@
 /**
- * Per-account rate limiting (RATE_LIMIT_PER_MINUTE requests a minute) with @fastify/rate-limit on
- * a Redis count, so every API instance shares it. Registered inside the account scope (account-scope.ts),
- * after authentication: it attaches to exactly the authenticated routes (never by URL prefix),
- * keyed on the verified account, so nobody can spend another account's allowance. Over the limit:
- * 429 with `Retry-After` (seconds).
- *
- * The count goes through the app's counting connection (`createPipelinedConnection` in
- * @webhooks/shared, shared with the payload quota), auto-pipelined except on a Cluster, so the
- * increments of concurrent requests reach Redis as one write. Its command timeout bounds the
- * wait. When the count fails (Redis down, or up but past the command timeout), a read passes
- * uncounted (`skipOnError`) and a write answers 503 with `Retry-After`: the limit fails closed for
- * what changes state. While the connection is known down, writes get that 503 at once instead of
- * after the timeout.
+ * Per-account rate limiting (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit on a Redis count
+ * shared by every instance, keyed on the verified account inside the account scope; over it, 429
+ * with `Retry-After` (s). Counts go through the auto-pipelined counting connection. When a count
+ * fails, a read passes uncounted and a write answers 503 with `Retry-After` (fail closed for what
+ * changes state), at once while the connection is known to be down.
  */
 import fp from 'fastify-plugin';
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';

@@ -1,15 +1,8 @@
 /**
- * Security headers on every answer, with helmet: `X-Content-Type-Options: nosniff`, no
- * framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), no referrer, and a
- * Content-Security-Policy that lets a JSON answer load nothing. Swagger UI and the portal set
- * policies of their own for their pages (swagger.ts, portal.ts).
- *
- * `Strict-Transport-Security` goes only on answers that reached the client over TLS (the request's
- * protocol, from `X-Forwarded-Proto` with TRUST_PROXY): RFC 6797 section 7.2 forbids it over plain
- * HTTP.
- *
- * helmet's middleware is built once here and run on every request: @fastify/helmet built it again
- * for each request (parsing the policy's directives), about 5% of the API's CPU under load.
+ * Security headers on every answer, with helmet: `nosniff`, no framing, no referrer, and a CSP that
+ * lets a JSON answer load nothing (Swagger UI and the portal set their own). HSTS only on answers
+ * that reached the client over TLS (RFC 6797 section 7.2). helmet's middleware is built once:
+ * @fastify/helmet built it per request, about 5% of the API's CPU under load.
  */
 import fp from 'fastify-plugin';
 import helmet from 'helmet';
