@@ -95,6 +95,9 @@ local function spend(account, tokens, rate, n)
   end
 end`;
 
+/** The prioritized set's score range of the back lane's jobs (recovered rounds are outside it). */
+const backLaneScores = prioritizedScores(backLanePriority);
+
 /**
  * The admission script. Its keys and arguments are named at its top, and given by name by
  * {@link createAdmissionScript}: the keys of {@link accountSchedulerKeys} and BullMQ's wait list and
@@ -121,9 +124,6 @@ end`;
  * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting},
  * with the lanes of {@link lanes}.
  */
-/** The prioritized set's score range of the back lane's jobs (recovered rounds are outside it). */
-const backLaneScores = prioritizedScores(backLanePriority);
-
 const admitLua = `${inChunksLua}
 local ringKey, entriesKey, admittingKey, deficitKey, weightKey, waitKey, quotaKey, prioritizedKey, grantedKey = unpack(KEYS)
 local listPrefix, bucketPrefix, defaultRate = ARGV[1], ARGV[6], ARGV[5]
