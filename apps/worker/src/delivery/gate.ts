@@ -44,9 +44,9 @@ import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
 
 /**
  * The rate window, in ms: one second and a guard of 100 ms, so that the jitter between admitting an
- * attempt and its arrival cannot put `rate_limit + 1` requests into one second at the receiver. A
- * guard of 50 ms was once exceeded on a loaded 2-core CI machine; the cost is a pace up to 10%
- * below `rate_limit`, which keeps the promise that it is never exceeded.
+ * attempt and its arrival cannot put `rate_limit + 1` requests into one second at the receiver
+ * (50 ms is not enough on a loaded 2-core machine). The cost is a pace up to 10% below
+ * `rate_limit`, which keeps the promise that it is never exceeded.
  */
 export const rateWindowMs = 1_100;
 
