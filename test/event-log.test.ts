@@ -45,6 +45,8 @@ describe('the events API', () => {
 
     const started = (await get(account, '/api/events?event_type=call.started')).json();
     expect(started.results.map((e: { id: string }) => e.id)).toEqual([ids[2], ids[0]]);
+    const byType = (await get(account, '/api/events?type=call.completed')).json();
+    expect(byType.results.map((e: { id: string }) => e.id)).toEqual([ids[1]]);
     const after = (await get(account, `/api/events?before=${ids[2]}&page_size=1`)).json();
     expect(after.results.map((e: { id: string }) => e.id)).toEqual([ids[1]]);
     expect(after.next).toContain(`before=${ids[2]}`);
@@ -54,6 +56,10 @@ describe('the events API', () => {
     const unknown = await get(account, '/api/events?event_type=call.started,nope.nope');
     expect(unknown.statusCode).toBe(400);
     expect(unknown.json().errors[0].pointer).toBe('/event_type');
+    const unknownType = await get(account, '/api/events?type=nope.nope');
+    expect([unknownType.statusCode, unknownType.json().errors[0].pointer]).toEqual([400, '/type']);
+    const both = await get(account, '/api/events?type=call.started&event_type=call.completed');
+    expect([both.statusCode, both.json().errors[0].pointer]).toEqual([400, '/type']);
     expect((await get('acct-events-other', `/api/events/${ids[0]}`)).statusCode).toBe(404);
   });
 

@@ -2551,6 +2551,11 @@ export interface operations {
          * @example call.completed,call.failed
          */
         event_type?: string;
+        /**
+         * @description The same as `event_type`, as Stripe names it; give one of the two
+         * @example call.completed
+         */
+        type?: string;
         /** @description Only events accepted at or after this time */
         since?: string;
         /** @description Only events accepted before this time */

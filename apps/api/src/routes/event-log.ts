@@ -1,6 +1,6 @@
 /**
  * The events API: "did event X go out, and where?" without knowing the subscription, and payload
- * expunge. `GET /api/events` lists newest first by id (UUIDv7), filtered by `event_type`, `since`
+ * expunge. `GET /api/events` lists newest first by id (UUIDv7), filtered by `event_type` (or `type`), `since`
  * and `until`, paged with `before`; bounds become bounds on the id, so PostgreSQL reads only the
  * log's days they cover. `GET /api/events/{id}` gives the event and its delivery per subscription.
  * `DELETE /api/events/{id}/payload` empties the data, cancels its pending deliveries and clears
@@ -40,24 +40,27 @@ const badQuery = (name: string, detail: string) =>
   new HttpProblem(400, 'validation', `${name} ${detail}`, [{ pointer: `/${name}`, detail }]);
 
 /**
- * The event types of a list's `event_type` (comma-separated), each a type of `catalogue`.
+ * The event types a list asks for, comma-separated in `event_type` or its alias `type` (Stripe's
+ * name for it), each a type of `catalogue`; null when neither is given.
  *
- * @throws HttpProblem 400 naming `event_type` for an unknown type or too many
+ * @throws HttpProblem 400 naming the parameter given for an unknown type or too many, and naming
+ *   `type` when both are given
  */
 export function listedEventTypes(
-  value: string | undefined,
+  query: { event_type?: string | undefined; type?: string | undefined },
   catalogue: Pick<Catalogue, 'entry'>,
 ): string[] | null {
+  if (query.event_type !== undefined && query.type !== undefined)
+    throw badQuery('type', 'is the same filter as event_type: give one of the two');
+  const name = query.type === undefined ? 'event_type' : 'type';
+  const value = query.type ?? query.event_type;
   if (value === undefined) return null;
   const types = [...new Set(value.split(',').map((t) => t.trim()))];
   if (types.length > maxListedEventTypes)
-    throw badQuery('event_type', `names more than ${maxListedEventTypes} types`);
+    throw badQuery(name, `names more than ${maxListedEventTypes} types`);
   const unknown = types.find((t) => catalogue.entry(t) === undefined);
   if (unknown !== undefined)
-    throw badQuery(
-      'event_type',
-      `names ${JSON.stringify(unknown)}, which is not an event type of the catalogue`,
-    );
+    throw badQuery(name, `names ${JSON.stringify(unknown)}, which is not an event type of the catalogue`);
   return types;
 }
 
@@ -101,7 +104,7 @@ const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (app, {
         request.query,
         'narrow the query with event_type, since or until, or read on with before set to the id of the last event seen',
       );
-      const types = listedEventTypes(request.query.event_type, catalogue);
+      const types = listedEventTypes(request.query, catalogue);
       const ids = listedIdRange(request.query);
       if (ids === null) return views.eventsPage(request.query, page, 0, []);
       const where = {

@@ -68,6 +68,14 @@ export const EventListQuery = Type.Object(
         examples: ['call.completed,call.failed'],
       }),
     ),
+    type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 2_000,
+        description: 'The same as `event_type`, as Stripe names it; give one of the two',
+        examples: ['call.completed'],
+      }),
+    ),
     since: Type.Optional(
       Type.String({ format: 'date-time', description: 'Only events accepted at or after this time' }),
     ),
