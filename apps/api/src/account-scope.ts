@@ -22,6 +22,7 @@ import filterTests from './routes/filter-tests.js';
 import portalSessions from './routes/portal-sessions.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
+import subscriptionHealth from './routes/subscription-health.js';
 import testEvents from './routes/test-events.js';
 import transformationTests from './routes/transformation-tests.js';
 import type { ApiServices } from './services.js';
@@ -79,6 +80,7 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     brokers: config.brokers,
   });
+  await scope.register(subscriptionHealth, { views });
   await scope.register(signingSecret, { secretBox });
   await scope.register(customHeaders, { secretBox });
   await scope.register(events, {

@@ -147,6 +147,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/webhooks/{id}/health': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** How the endpoint answers lately: success rate, latency, failures in a row, state */
+    get: operations['getSubscriptionHealth'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/webhooks/{id}/secret': {
     parameters: {
       query?: never;
@@ -2293,6 +2310,135 @@ export interface operations {
       };
       /** @description The subscription is not pending: there is nothing to verify */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  getSubscriptionHealth: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            subscription: {
+              resource_uri: string;
+            };
+            /** @description idle: no attempt in 24 hours; failing: 5 failed attempts in a row, or under half of the last 15 minutes’ confirmed (from 10 attempts); degraded: the last attempt failed, or under 95% confirmed; else healthy */
+            state: 'idle' | 'healthy' | 'degraded' | 'failing';
+            /** @description Attempts since the last confirmed one, within 24 hours */
+            consecutive_failures: number;
+            /** @description When the last confirmed attempt started, within 24 hours */
+            last_success_at: string | null;
+            /** @description The last failed attempt within 24 hours */
+            last_failure: {
+              /** Format: date-time */
+              at: string;
+              /** @description The answer, null without one */
+              status_code: number | null;
+              /** @description timeout, connection_refused, dns, blocked_address, http_status, … */
+              error: string | null;
+            } | null;
+            windows: {
+              last_15_minutes: {
+                /**
+                 * Format: date-time
+                 * @description Start of the window
+                 */
+                since: string;
+                /** @description Attempts started in the window */
+                attempts: number;
+                /** @description Of them, those a 200 confirmed */
+                succeeded: number;
+                /** @description succeeded / attempts; null without attempts */
+                success_rate: number | null;
+                /** @description Attempt durations, from the request to the answer or the failure; null without attempts */
+                latency_ms: {
+                  /** @description Median attempt duration, ms */
+                  p50: number;
+                  /** @description 95th percentile, ms */
+                  p95: number;
+                } | null;
+              };
+              last_24_hours: {
+                /**
+                 * Format: date-time
+                 * @description Start of the window
+                 */
+                since: string;
+                /** @description Attempts started in the window */
+                attempts: number;
+                /** @description Of them, those a 200 confirmed */
+                succeeded: number;
+                /** @description succeeded / attempts; null without attempts */
+                success_rate: number | null;
+                /** @description Attempt durations, from the request to the answer or the failure; null without attempts */
+                latency_ms: {
+                  /** @description Median attempt duration, ms */
+                  p50: number;
+                  /** @description 95th percentile, ms */
+                  p95: number;
+                } | null;
+              };
+            };
+          };
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -121,6 +121,8 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
   }
 
   return {
+    /** The resources' addresses under `baseUrl`. */
+    links,
     subscription,
     delivery,
     event,

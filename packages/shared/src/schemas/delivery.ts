@@ -154,3 +154,63 @@ export const DeliveryStats = Type.Object({
   }),
 });
 export type DeliveryStats = Static<typeof DeliveryStats>;
+
+/** One window of {@link SubscriptionHealth}. */
+export const HealthWindow = Type.Object({
+  since: Type.String({ format: 'date-time', description: 'Start of the window' }),
+  attempts: Type.Integer({ description: 'Attempts started in the window' }),
+  succeeded: Type.Integer({ description: 'Of them, those a 200 confirmed' }),
+  success_rate: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
+    description: 'succeeded / attempts; null without attempts',
+  }),
+  latency_ms: Type.Union(
+    [
+      Type.Object({
+        p50: Type.Number({ description: 'Median attempt duration, ms' }),
+        p95: Type.Number({ description: '95th percentile, ms' }),
+      }),
+      Type.Null(),
+    ],
+    {
+      description: 'Attempt durations, from the request to the answer or the failure; null without attempts',
+    },
+  ),
+});
+
+/** Answer of `GET /api/webhooks/{id}/health`: how the subscription's endpoint answers lately. */
+export const SubscriptionHealth = Type.Object({
+  subscription: Type.Object({ resource_uri: Type.String() }),
+  state: Type.Union(
+    [Type.Literal('idle'), Type.Literal('healthy'), Type.Literal('degraded'), Type.Literal('failing')],
+    {
+      description:
+        'idle: no attempt in 24 hours; failing: 5 failed attempts in a row, or under half of the last 15 minutes’ confirmed (from 10 attempts); degraded: the last attempt failed, or under 95% confirmed; else healthy',
+    },
+  ),
+  consecutive_failures: Type.Integer({
+    description: 'Attempts since the last confirmed one, within 24 hours',
+  }),
+  last_success_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'When the last confirmed attempt started, within 24 hours',
+  }),
+  last_failure: Type.Union(
+    [
+      Type.Object({
+        at: Type.String({ format: 'date-time' }),
+        status_code: Type.Union([Type.Integer(), Type.Null()], {
+          description: 'The answer, null without one',
+        }),
+        error: Type.Union([Type.String(), Type.Null()], {
+          description: 'timeout, connection_refused, dns, blocked_address, http_status, …',
+        }),
+      }),
+      Type.Null(),
+    ],
+    { description: 'The last failed attempt within 24 hours' },
+  ),
+  windows: Type.Object({
+    last_15_minutes: HealthWindow,
+    last_24_hours: HealthWindow,
+  }),
+});
+export type SubscriptionHealth = Static<typeof SubscriptionHealth>;

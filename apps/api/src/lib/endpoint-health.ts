@@ -1,0 +1,53 @@
+/**
+ * A subscription's endpoint health from its recent attempts: pure rules over the figures
+ * `GET /api/webhooks/{id}/health` reads from the delivery log. The states follow what Svix and
+ * Convoy show of an endpoint: no attempts, all well, some failing, or failing outright.
+ */
+
+/** The attempts of one window, as PostgreSQL aggregates them. */
+export interface AttemptWindow {
+  attempts: number;
+  /** Attempts a 200 confirmed. */
+  succeeded: number;
+  /** Median and 95th percentile of the attempts' durations, in ms; null without attempts. */
+  p50Ms: number | null;
+  p95Ms: number | null;
+}
+
+/** What the state is decided from. */
+export interface HealthFigures {
+  /** The last 15 minutes. */
+  recent: AttemptWindow;
+  /** The last 24 hours. */
+  day: AttemptWindow;
+  /** Attempts since the last confirmed one, within the day. */
+  consecutiveFailures: number;
+}
+
+/** `idle`: no attempt in 24 hours; `healthy`; `degraded`: some fail; `failing`: most fail, or a run does. */
+export type HealthState = 'idle' | 'healthy' | 'degraded' | 'failing';
+
+/** Failed attempts in a row that make an endpoint `failing`, whatever its rate. */
+export const failingRun = 5;
+
+/** Attempts in the recent window below which its success rate says nothing. */
+export const minRateAttempts = 10;
+
+/** The success rate of `window`, between 0 and 1; null without attempts. */
+export function successRate(window: AttemptWindow): number | null {
+  return window.attempts === 0 ? null : window.succeeded / window.attempts;
+}
+
+/**
+ * The endpoint's state: `failing` after {@link failingRun} failed attempts in a row, or under half
+ * of the last 15 minutes' attempts confirmed; `degraded` under 95% of them, or after a failed last
+ * attempt; `idle` without an attempt in 24 hours; else `healthy`. A rate counts from
+ * {@link minRateAttempts} attempts on, so one failure of three does not make a quiet endpoint fail.
+ */
+export function healthState(figures: HealthFigures): HealthState {
+  if (figures.day.attempts === 0) return 'idle';
+  const rate = figures.recent.attempts >= minRateAttempts ? successRate(figures.recent) : null;
+  if (figures.consecutiveFailures >= failingRun || (rate !== null && rate < 0.5)) return 'failing';
+  if (figures.consecutiveFailures > 0 || (rate !== null && rate < 0.95)) return 'degraded';
+  return 'healthy';
+}
