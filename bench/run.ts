@@ -155,15 +155,6 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
     // limit is not what bounds the worker (one subscription alone gets SUBSCRIPTION_MAX_IN_FLIGHT).
     const e2eLoad = { events: size.e2e, accounts: 20, subscriptions: 1 };
     const e2e = await deliveryThroughput('e2e', e2eLoad, progress);
-    const ungated = await deliveryThroughput('e2e-ungated', e2eLoad, progress, {
-      SUBSCRIPTION_GATE: 'false',
-    });
-    const unscheduled = await deliveryThroughput('e2e-unscheduled', e2eLoad, progress, {
-      ACCOUNT_SCHEDULER: 'false',
-    });
-    const queued = await deliveryThroughput('e2e-queued', e2eLoad, progress, {
-      DELIVERY_INLINE_FIRST_ATTEMPT: 'false',
-    });
     const fanOut = await deliveryThroughput(
       'fan-out',
       { events: size.fanOutEvents, accounts: 1, subscriptions: 100 },
@@ -180,9 +171,6 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
       nodeHttp,
       floor,
       e2e,
-      ungated,
-      unscheduled,
-      queued,
       fanOut,
       hot,
     });
@@ -214,27 +202,6 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         e2e.deliveriesPerSecond / floor,
         0.55,
       ),
-      ratioRow(
-        'fairness cost: end-to-end, gates on / off',
-        `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s with the per-subscription gates`,
-        `${ungated.deliveriesPerSecond.toFixed(0)} deliveries/s with SUBSCRIPTION_GATE=false`,
-        e2e.deliveriesPerSecond / ungated.deliveriesPerSecond,
-        0.9,
-      ),
-      ratioRow(
-        'account scheduler cost: end-to-end, on / off',
-        `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s scheduled fairly across accounts`,
-        `${unscheduled.deliveriesPerSecond.toFixed(0)} deliveries/s with ACCOUNT_SCHEDULER=false`,
-        e2e.deliveriesPerSecond / unscheduled.deliveriesPerSecond,
-        0.9,
-      ),
-      reportedRow(
-        'inline first attempt: end-to-end, inline / every first attempt queued',
-        `${e2e.deliveriesPerSecond.toFixed(0)} deliveries/s, first attempts sent by the fan-out`,
-        `${queued.deliveriesPerSecond.toFixed(0)} deliveries/s with DELIVERY_INLINE_FIRST_ATTEMPT=false`,
-        e2e.deliveriesPerSecond / queued.deliveriesPerSecond,
-      ),
-      cpuCostRow('end-to-end, every first attempt queued', queued.cost, clientCpu, null),
       ratioRow(
         'fan-out 1 → 100',
         `${fanOut.deliveriesPerSecond.toFixed(0)} deliveries/s (${fanOut.deliveries})`,

@@ -80,11 +80,6 @@ export const workerEnvSchema = Type.Object({
     maximum: 60_000,
     description: 'Time allowed for one DNS query of a callback host (two tries), in ms',
   }),
-  SUBSCRIPTION_GATE: Type.Boolean({
-    default: true,
-    description:
-      "Per-subscription in-flight limits and adaptive throttling across workers (SUBSCRIPTION_MAX_IN_FLIGHT); `false` only for a single-tenant deployment, or to measure the gate's cost. A subscription's `rate_limit` applies either way",
-  }),
   DATABASE_GENERIC_PLANS: Type.Boolean({
     default: true,
     description:
@@ -132,16 +127,6 @@ export const workerEnvSchema = Type.Object({
     maximum: 100_000,
     description:
       'Attempts in flight to one callback host at most (counted by registrable domain, or by address for an IP literal), across all subscriptions, accounts and workers, so that the service cannot flood a third party; more wait without using an attempt',
-  }),
-  ACCOUNT_SCHEDULER: Type.Boolean({
-    default: true,
-    description:
-      "Fair scheduling of first deliveries across accounts (DELIVERY_QUEUE_TARGET, ACCOUNT_DELIVERIES_PER_SECOND, ACCOUNT_OVERRIDES); `false` puts them on the shared queue in arrival order: only for a single-tenant deployment, or to measure the scheduler's cost",
-  }),
-  DELIVERY_INLINE_FIRST_ATTEMPT: Type.Boolean({
-    default: true,
-    description:
-      "A first attempt is sent without a delivery job: by the fan-out when the account scheduler admits it at once (for the fan-out's `events` role), and by the account scheduler's background admission for what it admits later; only a failed, throttled or waiting delivery becomes a job. Needs a worker running the `deliveries` role; at most WORKER_CONCURRENCY inline attempts at once, beside the delivery jobs. `false` queues every first attempt: only to measure what the inline attempt saves",
   }),
   DELIVERY_INLINE_DEADLINE_MS: Type.Integer({
     default: 250,

@@ -156,7 +156,6 @@ export function startDeliveries(
       redis: gateRedis,
       prefix: shard.prefix,
       bounds: config.inFlightBounds,
-      inFlightLimits: config.SUBSCRIPTION_GATE,
       leaseMs: deps.lockDuration,
       // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
       maxParkMs: 60_000,

@@ -113,7 +113,6 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     queueOptions: { ...traced, connection: producer },
     maxAttempts: policy.maxAttempts,
     scheduler: {
-      enabled: config.ACCOUNT_SCHEDULER,
       redis: producer,
       queueTarget: config.DELIVERY_QUEUE_TARGET,
       quantum: schedulerQuantum,
@@ -172,7 +171,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const deliveries = delivering?.workers ?? [];
   // One budget of inline attempts for the fan-out's and the scheduler's background admission's.
   const inline =
-    delivering !== null && config.DELIVERY_INLINE_FIRST_ATTEMPT
+    delivering !== null
       ? createInlineAttempts({
           deliverFor: (subscriptionId) =>
             delivering.deliverFor(sharded.ofSubscription(subscriptionId).prefix),

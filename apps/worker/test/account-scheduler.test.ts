@@ -54,7 +54,6 @@ const scheduler = (
   const dispatcher = createDispatch({ deliveries, maxAttempts: 3, queueTarget, log });
   if (attempts !== undefined) dispatcher.attemptWith(attempts, { background: true });
   return createAccountScheduler({
-    enabled: true,
     redis,
     prefix,
     deliveries,
@@ -262,16 +261,6 @@ describe('the account scheduler', () => {
     const next = capped.filter((d) => more.has(d.subscriptionId)).map((d) => d.subscriptionId);
     expect(next).toEqual(capped.slice(5, 5 + next.length).map((d) => d.subscriptionId));
     expect(next.length).toBeLessThanOrEqual(5);
-  });
-
-  it('switched off (ACCOUNT_SCHEDULER=false), puts deliveries on the queue in arrival order', async () => {
-    const s = scheduler({ enabled: false });
-    const flood = deliveriesOf('acct-flood', 60);
-    const quiet = deliveriesOf('acct-quiet', 1);
-    await s.schedule(flood);
-    await s.schedule(quiet);
-    expect(await waiting()).toEqual([...flood, ...quiet].map((d) => d.subscriptionId));
-    expect(await s.holds(quiet)).toEqual([false]);
   });
 
   it('holds a delivery once however often the fan-out hands it over', async () => {

@@ -30,7 +30,6 @@ const gate = createDeliveryGate({
   redis,
   prefix,
   bounds: { base: 10, ceiling: 10 },
-  inFlightLimits: true,
   leaseMs,
   maxParkMs: 60_000,
   // Every delivery over the limit is parked at once, so each answer is the gate's park delay.

@@ -17,7 +17,7 @@
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { backLanePriority, batcher, deliveryJobId, type DeliveryJobData } from '@webhooks/shared';
+import { backLanePriority, batcher, type DeliveryJobData } from '@webhooks/shared';
 import { lanes } from '../scheduling/admission-script.js';
 import { backgroundRoom, worthAdmitting } from '../scheduling/admission-room.js';
 import type { AdmissionDispatcher, ScheduledDelivery, SchedulerHooks } from '../scheduling/dispatcher.js';
@@ -82,12 +82,6 @@ function withLoaded(candidate: InlineCandidate, delivery: FanOutDelivery): Inlin
     return traced;
   }
 }
-
-/** A scheduled delivery as an inline attempt's candidate (its first round, front lane). */
-const candidateOf = (d: FanOutDelivery): InlineCandidate => ({
-  ...candidateOfJob(deliveryJobId(d.eventId, d.subscriptionId), d.accountId, d.requestId, false),
-  ...(d.traceContext === undefined ? {} : { traceContext: d.traceContext }),
-});
 
 /** Options of {@link createDispatch}. */
 export interface DispatchOptions {
@@ -246,17 +240,6 @@ export function createDispatch(options: DispatchOptions): Dispatch {
       await settle(ran.settled, true);
       // The caller's attempts that ended within the deadline freed slots too.
       if (ran.settled.length > 0) hooks.slotsFreed();
-    },
-    async bypass(list) {
-      const attempted = (d: FanOutDelivery) => own !== undefined && d.created === true;
-      const candidates = list.filter(attempted).map((d) => withLoaded(candidateOf(d), d));
-      const ran = candidates.length === 0 ? none : await own!.attempt(candidates);
-      const queued = list
-        .filter((d) => !attempted(d))
-        .map(candidateOf)
-        .map((candidate) => ({ jobId: candidate.jobId, job: candidateJob(candidate, maxAttempts) }));
-      followLate(ran.late, false);
-      await settle([...queued, ...ran.settled], false);
     },
     async close() {
       await Promise.all([...late]);

@@ -200,10 +200,6 @@ export interface DeliveryGateOptions {
   /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING. */
   bounds: InFlightBounds;
   /**
-   * SUBSCRIPTION_GATE. When false, every job is admitted at once without a round trip, nothing is
-   * throttled and `release` does nothing; `pace` (a subscription's `rate_limit`) still applies.
-   */
-  inFlightLimits: boolean;
   /** How long a slot is held at most, in ms: longer than the longest attempt (DELIVERY_TIMEOUT_MS). */
   leaseMs: number;
   /** Longest wait of a parked delivery before it asks again, in ms. */
@@ -267,7 +263,7 @@ const maxFullHints = 10_000;
 
 /** Creates the gate on `options.redis` (registering its scripts there). */
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
-  const { redis, prefix, bounds, leaseMs, maxParkMs, wake, log, metrics, inFlightLimits } = options;
+  const { redis, prefix, bounds, leaseMs, maxParkMs, wake, log, metrics } = options;
   let waitingInSlot = 0;
   /** How long a parked entry is remembered, in ms: past the longest park, so a live one is kept. */
   const parkedMemoryMs = maxParkMs * 2;
@@ -329,17 +325,8 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     return park(fresh);
   };
 
-  const open: Admission = {
-    admitted: true,
-    allowance: String(bounds.base),
-    inFlightLimit: bounds.base,
-    averageMs: null,
-    threshold: bounds.ceiling,
-  };
-
   return {
     async acquire(subscriptionId, jobId, firstAsk = false) {
-      if (!inFlightLimits) return open;
       let admission = await ask(subscriptionId, jobId, true, !firstAsk);
       let waitedMs = 0;
       while (
@@ -366,7 +353,6 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     },
 
     async release(subscriptionId, jobId, admission, attempt, heldMs) {
-      if (!inFlightLimits) return;
       fullHints.delete(subscriptionId);
       const keys = subscriptionGateKeys(prefix, subscriptionId);
       const allowance = Number(admission.allowance);

@@ -1,5 +1,5 @@
 /**
- * The fan-out's inline first attempt (DELIVERY_INLINE_FIRST_ATTEMPT), as Svix's worker sends its
+ * The fan-out's inline first attempt, as Svix's worker sends its
  * first attempts: a first delivery the account scheduler admits at once is attempted by the fan-out
  * itself through the one attempt path (`deliver.ts`: the gate, the host cap, the record), and only
  * what did not end there becomes a delivery job: a failed attempt's retry (BullMQ's attempts less

@@ -63,12 +63,6 @@ import {
 
 /** Options of {@link createAccountScheduler}. */
 export interface AccountSchedulerOptions<D extends ScheduledDelivery = ScheduledDelivery> {
-  /**
-   * ACCOUNT_SCHEDULER. When false, deliveries go straight onto the `deliveries` queue in arrival
-   * order, as they did before accounts were scheduled: only to measure the scheduler's cost, or
-   * for a single-tenant deployment.
-   */
-  enabled: boolean;
   /** A producer connection (never a blocking one). */
   redis: RedisConnection;
   /** The effective queue key prefix (QUEUE_PREFIX, hash-tagged on a Cluster). */
@@ -263,11 +257,6 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
 
   return {
     async schedule(list) {
-      if (!options.enabled) {
-        for (let i = 0; i < list.length; i += scheduleChunk)
-          await dispatcher.bypass(list.slice(i, i + scheduleChunk));
-        return;
-      }
       // Admitted in the same call, not behind the background admission: a quiet account's
       // delivery reaches the queue one script call after its fan-out.
       let backlog = false;
@@ -277,7 +266,7 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
     },
     admit,
     async turn(job) {
-      return !options.enabled || (await turns.turn(job)) ? 0 : heldParkMs;
+      return (await turns.turn(job)) ? 0 : heldParkMs;
     },
     async backlog() {
       const [accounts, deliveries] = await Promise.all([redis.llen(keys.ring), redis.hlen(keys.entries)]);
@@ -294,7 +283,6 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
       });
     },
     async start() {
-      if (!options.enabled) return;
       closed = false;
       stopping = new AbortController();
       const { signal } = stopping;

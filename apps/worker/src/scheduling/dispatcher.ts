@@ -65,11 +65,6 @@ export interface AdmissionDispatcher<D extends ScheduledDelivery> {
    *   are admitted again)
    */
   dispatch(admitted: ReadonlyArray<AdmittedDelivery<D>>): Promise<void>;
-  /**
-   * Takes deliveries without the scheduler (ACCOUNT_SCHEDULER=false): straight to their jobs, or
-   * to their inline attempts. @throws as {@link dispatch}
-   */
-  bypass(deliveries: readonly D[]): Promise<void>;
   /** Waits for attempts still followed in the background. */
   close(): Promise<void>;
 }
