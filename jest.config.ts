@@ -32,6 +32,7 @@ const workspaces = [
   'packages/publisher',
   'packages/shared',
   'packages/client',
+  'packages/cli',
   'packages/db',
   'apps/api',
   'apps/worker',

@@ -13,6 +13,7 @@ COPY packages/publisher/package.json packages/publisher/
 COPY packages/shared/package.json packages/shared/
 COPY packages/db/package.json packages/db/
 COPY packages/client/package.json packages/client/
+COPY packages/cli/package.json packages/cli/
 COPY apps/portal/package.json apps/portal/
 
 FROM base AS build

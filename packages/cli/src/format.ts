@@ -1,0 +1,63 @@
+/**
+ * How the CLI prints what it reads: one line per delivery change, one per subscription. Pure
+ * functions of the API's JSON, so the output can be tested without a terminal.
+ */
+
+/** A delivery as `GET /api/events/{id}` lists it, with its event's type. */
+export interface DeliveryView {
+  id: string;
+  subscription: { id: string };
+  status: string;
+  attempts_made: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  updated_at: string;
+}
+
+/**
+ * The line of a delivery of event type `type`: when it last changed, the type, its status, its
+ * attempts, the last answer (an HTTP status or an error class) and the subscription it went to.
+ */
+export function deliveryLine(type: string, delivery: DeliveryView): string {
+  const answer = delivery.last_status_code ?? delivery.last_error ?? '-';
+  return [
+    delivery.updated_at,
+    type.padEnd(24),
+    delivery.status.padEnd(9),
+    `attempts=${delivery.attempts_made}`,
+    `answer=${answer}`,
+    `subscription=${delivery.subscription.id}`,
+  ].join('  ');
+}
+
+/** A subscription as the API shows it, as far as a listing needs. */
+export interface SubscriptionView {
+  id: string;
+  status: string;
+  kind: string | null;
+  callback_url: string;
+  event_types: string[];
+}
+
+/** The line of a subscription: id, status, kind (`*` for every kind), callback URL, chosen types. */
+export function subscriptionLine(subscription: SubscriptionView): string {
+  const types = subscription.event_types.length === 0 ? 'all types' : subscription.event_types.join(',');
+  return [
+    subscription.id,
+    subscription.status.padEnd(8),
+    (subscription.kind ?? '*').padEnd(10),
+    subscription.callback_url,
+    types,
+  ].join('  ');
+}
+
+/**
+ * Whether a delivery changed since it was last printed: its status or its attempts. `seen` maps a
+ * delivery id to the key printed last and is updated.
+ */
+export function changed(seen: Map<string, string>, delivery: DeliveryView): boolean {
+  const key = `${delivery.status}/${delivery.attempts_made}`;
+  if (seen.get(delivery.id) === key) return false;
+  seen.set(delivery.id, key);
+  return true;
+}

@@ -1,0 +1,138 @@
+/**
+ * The `webhooks` command: subscriptions, test events and a tail of deliveries over the service's
+ * REST API with `@webhooks/client`, parsed by commander. The API's address and token come from
+ * `--api-url` and `--token`, or WEBHOOKS_API_URL and WEBHOOKS_TOKEN.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { createWebhookClient, type WebhookClient } from '@webhooks/client';
+import { subscriptionLine, type SubscriptionView } from './format.js';
+import { problemError, tailDeliveries } from './tail.js';
+
+/** Where the program writes, and what it reads of its environment. */
+export interface ProgramIo {
+  out(line: string): void;
+  env: Record<string, string | undefined>;
+  /** Ends `deliveries tail` (Ctrl-C in a terminal). */
+  signal: AbortSignal;
+}
+
+/** The API's address when neither `--api-url` nor WEBHOOKS_API_URL is given. */
+export const defaultApiUrl = 'http://127.0.0.1:3000';
+
+/**
+ * The program, ready for `parseAsync(process.argv)`.
+ *
+ * @throws Error (commander's, or {@link problemError} with the API's problem title and detail)
+ *   from `parseAsync` when the command line or a call fails; main.ts prints it and exits 1
+ */
+export function createProgram(io: ProgramIo): Command {
+  const program = new Command('webhooks')
+    .description('The webhook service from a terminal')
+    .addOption(new Option('--api-url <url>', 'the API').env('WEBHOOKS_API_URL').default(defaultApiUrl))
+    .addOption(new Option('--token <jwt>', 'a bearer token of your account').env('WEBHOOKS_TOKEN'))
+    .showHelpAfterError();
+
+  const client = (command: Command): WebhookClient => {
+    const { apiUrl, token } = command.optsWithGlobals<{ apiUrl: string; token?: string }>();
+    const given = token ?? io.env.WEBHOOKS_TOKEN;
+    if (given === undefined || given === '') throw new Error('no token: pass --token or set WEBHOOKS_TOKEN');
+    return createWebhookClient({ baseUrl: apiUrl, token: given });
+  };
+
+  const subscriptions = program.command('subscriptions').description('Your subscriptions');
+  subscriptions
+    .command('list')
+    .description('List them, oldest first')
+    .option('--type <event-type>', 'only those that receive this event type')
+    .action(async (options: { type?: string }, command: Command) => {
+      const api = client(command);
+      for (let page = 1; ; page += 1) {
+        const query = { page, page_size: 100, ...(options.type === undefined ? {} : { type: options.type }) };
+        const { data, error } = await api.GET('/api/webhooks', { params: { query } });
+        if (error !== undefined) throw problemError(error);
+        for (const subscription of data.results) io.out(subscriptionLine(subscription as SubscriptionView));
+        if (data.next === null) break;
+      }
+    });
+  subscriptions
+    .command('create')
+    .description('Subscribe a callback URL; prints its id and signing secret (shown once)')
+    .argument('<callback-url>', 'an absolute http(s) URL of your app')
+    .option('--events <types>', "event types, comma-separated, wildcards allowed ('call.*')")
+    .option('--webhook-id <id>', 'your own id, sent in every payload')
+    .action(
+      async (callbackUrl: string, options: { events?: string; webhookId?: string }, command: Command) => {
+        const body = {
+          callback_url: callbackUrl,
+          ...(options.events === undefined ? {} : { event_types: options.events.split(',') }),
+          ...(options.webhookId === undefined ? {} : { webhook_id: options.webhookId }),
+        };
+        const { data, error } = await client(command).POST('/api/webhooks', { body });
+        if (error !== undefined) throw problemError(error);
+        io.out(`${data.id}  ${data.secret}`);
+      },
+    );
+  subscriptions
+    .command('delete')
+    .description('Delete one; its pending deliveries are dropped')
+    .argument('<id>', 'the subscription id')
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { error } = await client(command).DELETE('/api/webhooks/{id}', { params: { path: { id } } });
+      if (error !== undefined) throw problemError(error);
+      io.out(`deleted ${id}`);
+    });
+
+  program
+    .command('trigger')
+    .description(
+      "Send the catalogue's example of an event type to each of your active subscriptions that receives it",
+    )
+    .argument('<event-type>', 'such as call.completed')
+    .action(async (type: string, _options: unknown, command: Command) => {
+      const api = client(command);
+      const { data, error } = await api.GET('/api/webhooks', {
+        params: { query: { type, status: 'active', page_size: 100 } },
+      });
+      if (error !== undefined) throw problemError(error);
+      if (data.results.length === 0) throw new Error(`no active subscription of yours receives ${type}`);
+      for (const { id } of data.results) {
+        const sent = await api.POST('/api/webhooks/{id}/test-events', {
+          params: { path: { id } },
+          body: { type },
+        });
+        if (sent.error !== undefined) throw problemError(sent.error);
+        io.out(`sent ${type} to ${id} (event ${sent.data.id})`);
+      }
+    });
+
+  program
+    .command('deliveries')
+    .description('Your deliveries')
+    .command('tail')
+    .description('Print each delivery as it changes, until interrupted')
+    .addOption(
+      new Option('--status <status>', 'only deliveries in this status').choices([
+        'pending',
+        'succeeded',
+        'failed',
+        'cancelled',
+      ]),
+    )
+    .option('--interval <ms>', 'time between polls, in ms', (value) => Number.parseInt(value, 10), 1000)
+    .option('--since <time>', 'follow events accepted from this ISO 8601 time on (default: now)', (value) => {
+      const since = new Date(value);
+      if (Number.isNaN(since.getTime())) throw new InvalidArgumentError('not an ISO 8601 time');
+      return since;
+    })
+    .action(async (options: { status?: string; interval: number; since?: Date }, command: Command) => {
+      await tailDeliveries(client(command), {
+        status: options.status,
+        since: options.since,
+        intervalMs: options.interval,
+        signal: io.signal,
+        print: io.out,
+      });
+    });
+
+  return program;
+}
