@@ -4,6 +4,7 @@
  * attempt claims and the BullMQ worker running the attempts; and the `verifications` worker,
  * which sends callback challenges through the same sender.
  */
+import { createReceiverAuthorizer } from './delivery/receiver-authorization.js';
 import { createRequire } from 'node:module';
 import { Job, Worker, type Queue, type WorkerOptions } from 'bullmq';
 import type { Logger } from 'pino';
@@ -99,6 +100,7 @@ export function startDeliveries(
       : { extraCertificateAuthorities: config.callbackCertificateAuthorities }),
     ...(config.proxyUrl === undefined ? {} : { proxyUrl: config.proxyUrl }),
   });
+  const authorizer = createReceiverAuthorizer(sender.fetch);
   const destinations = createDestinationSender(
     sender,
     config.brokers,
@@ -175,6 +177,7 @@ export function startDeliveries(
     const deliver = createDeliver({
       store,
       sender: destinations,
+      authorizer,
       claims,
       gate,
       hostGate,
@@ -222,6 +225,7 @@ export function startDeliveries(
     createVerificationProcessor({
       pool: deps.pool,
       sender,
+      authorizer,
       secretBox: config.secretBox,
       hostGate,
       async wakeDeliveries(subscriptionId) {

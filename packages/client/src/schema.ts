@@ -521,6 +521,28 @@ export interface components {
         valid_to: string;
         fingerprint_sha256: string;
       } | null;
+      /** @description How the service authenticates to the callback, its secret masked; null: by the signature alone */
+      auth:
+        | (
+            | {
+                /** @enum {string} */
+                type: 'basic';
+                username: string;
+                /** @enum {string} */
+                password: '********';
+              }
+            | {
+                /** @enum {string} */
+                type: 'oauth2_client_credentials';
+                token_url: string;
+                client_id: string;
+                /** @enum {string} */
+                client_secret: '********';
+                scope: string | null;
+                audience: string | null;
+              }
+          )
+        | null;
       /** @description The JavaScript run on each webhook before it is sent; null: none */
       transformation: string | null;
       /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -883,6 +905,28 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description How the service authenticates to the callback beside the signature; sent with `Authorization`, after the custom headers */
+          auth?:
+            | {
+                /** @enum {string} */
+                type: 'basic';
+                /** @description HTTP Basic user id: no colon or control characters (RFC 7617 section 2) */
+                username: string;
+                /** @description Its password; never shown again */
+                password: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'oauth2_client_credentials';
+                /** @description The authorization server's token endpoint: an absolute http(s) URL, under the same rules as a callback URL */
+                token_url: string;
+                client_id: string;
+                /** @description Sent with HTTP Basic client authentication (RFC 6749 section 2.3.1); never shown again */
+                client_secret: string;
+                scope?: string;
+                /** @description Sent as `audience`, for servers that ask for it */
+                audience?: string;
+              };
           /** @description null: none */
           transformation?: string | null;
           /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -953,6 +997,28 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description How the service authenticates to the callback, its secret masked; null: by the signature alone */
+            auth:
+              | (
+                  | {
+                      /** @enum {string} */
+                      type: 'basic';
+                      username: string;
+                      /** @enum {string} */
+                      password: '********';
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'oauth2_client_credentials';
+                      token_url: string;
+                      client_id: string;
+                      /** @enum {string} */
+                      client_secret: '********';
+                      scope: string | null;
+                      audience: string | null;
+                    }
+                )
+              | null;
             /** @description The JavaScript run on each webhook before it is sent; null: none */
             transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -1118,6 +1184,28 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description How the service authenticates to the callback beside the signature; sent with `Authorization`, after the custom headers */
+          auth?:
+            | {
+                /** @enum {string} */
+                type: 'basic';
+                /** @description HTTP Basic user id: no colon or control characters (RFC 7617 section 2) */
+                username: string;
+                /** @description Its password; never shown again */
+                password: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'oauth2_client_credentials';
+                /** @description The authorization server's token endpoint: an absolute http(s) URL, under the same rules as a callback URL */
+                token_url: string;
+                client_id: string;
+                /** @description Sent with HTTP Basic client authentication (RFC 6749 section 2.3.1); never shown again */
+                client_secret: string;
+                scope?: string;
+                /** @description Sent as `audience`, for servers that ask for it */
+                audience?: string;
+              };
           /** @description null: none */
           transformation?: string | null;
           /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -1188,6 +1276,28 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description How the service authenticates to the callback, its secret masked; null: by the signature alone */
+            auth:
+              | (
+                  | {
+                      /** @enum {string} */
+                      type: 'basic';
+                      username: string;
+                      /** @enum {string} */
+                      password: '********';
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'oauth2_client_credentials';
+                      token_url: string;
+                      client_id: string;
+                      /** @enum {string} */
+                      client_secret: '********';
+                      scope: string | null;
+                      audience: string | null;
+                    }
+                )
+              | null;
             /** @description The JavaScript run on each webhook before it is sent; null: none */
             transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -1353,6 +1463,28 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description How the service authenticates to the callback beside the signature; sent with `Authorization`, after the custom headers */
+          auth?:
+            | {
+                /** @enum {string} */
+                type: 'basic';
+                /** @description HTTP Basic user id: no colon or control characters (RFC 7617 section 2) */
+                username: string;
+                /** @description Its password; never shown again */
+                password: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'oauth2_client_credentials';
+                /** @description The authorization server's token endpoint: an absolute http(s) URL, under the same rules as a callback URL */
+                token_url: string;
+                client_id: string;
+                /** @description Sent with HTTP Basic client authentication (RFC 6749 section 2.3.1); never shown again */
+                client_secret: string;
+                scope?: string;
+                /** @description Sent as `audience`, for servers that ask for it */
+                audience?: string;
+              };
           /** @description null: none */
           transformation?: string | null;
           /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -1423,6 +1555,28 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description How the service authenticates to the callback, its secret masked; null: by the signature alone */
+            auth:
+              | (
+                  | {
+                      /** @enum {string} */
+                      type: 'basic';
+                      username: string;
+                      /** @enum {string} */
+                      password: '********';
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'oauth2_client_credentials';
+                      token_url: string;
+                      client_id: string;
+                      /** @enum {string} */
+                      client_secret: '********';
+                      scope: string | null;
+                      audience: string | null;
+                    }
+                )
+              | null;
             /** @description The JavaScript run on each webhook before it is sent; null: none */
             transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -1588,6 +1742,28 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          /** @description How the service authenticates to the callback beside the signature; sent with `Authorization`, after the custom headers */
+          auth?:
+            | {
+                /** @enum {string} */
+                type: 'basic';
+                /** @description HTTP Basic user id: no colon or control characters (RFC 7617 section 2) */
+                username: string;
+                /** @description Its password; never shown again */
+                password: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'oauth2_client_credentials';
+                /** @description The authorization server's token endpoint: an absolute http(s) URL, under the same rules as a callback URL */
+                token_url: string;
+                client_id: string;
+                /** @description Sent with HTTP Basic client authentication (RFC 6749 section 2.3.1); never shown again */
+                client_secret: string;
+                scope?: string;
+                /** @description Sent as `audience`, for servers that ask for it */
+                audience?: string;
+              };
           /** @description null: none */
           transformation?: string | null;
           /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -1658,6 +1834,28 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description How the service authenticates to the callback, its secret masked; null: by the signature alone */
+            auth:
+              | (
+                  | {
+                      /** @enum {string} */
+                      type: 'basic';
+                      username: string;
+                      /** @enum {string} */
+                      password: '********';
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'oauth2_client_credentials';
+                      token_url: string;
+                      client_id: string;
+                      /** @enum {string} */
+                      client_secret: '********';
+                      scope: string | null;
+                      audience: string | null;
+                    }
+                )
+              | null;
             /** @description The JavaScript run on each webhook before it is sent; null: none */
             transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -1828,6 +2026,28 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description How the service authenticates to the callback, its secret masked; null: by the signature alone */
+            auth:
+              | (
+                  | {
+                      /** @enum {string} */
+                      type: 'basic';
+                      username: string;
+                      /** @enum {string} */
+                      password: '********';
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'oauth2_client_credentials';
+                      token_url: string;
+                      client_id: string;
+                      /** @enum {string} */
+                      client_secret: '********';
+                      scope: string | null;
+                      audience: string | null;
+                    }
+                )
+              | null;
             /** @description The JavaScript run on each webhook before it is sent; null: none */
             transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -1968,6 +2188,30 @@ export interface operations {
             /** @description Its unencrypted PEM private key */
             key: string;
           } | null;
+          auth?:
+            | (
+                | {
+                    /** @enum {string} */
+                    type: 'basic';
+                    /** @description HTTP Basic user id: no colon or control characters (RFC 7617 section 2) */
+                    username: string;
+                    /** @description Its password; never shown again */
+                    password: string;
+                  }
+                | {
+                    /** @enum {string} */
+                    type: 'oauth2_client_credentials';
+                    /** @description The authorization server's token endpoint: an absolute http(s) URL, under the same rules as a callback URL */
+                    token_url: string;
+                    client_id: string;
+                    /** @description Sent with HTTP Basic client authentication (RFC 6749 section 2.3.1); never shown again */
+                    client_secret: string;
+                    scope?: string;
+                    /** @description Sent as `audience`, for servers that ask for it */
+                    audience?: string;
+                  }
+              )
+            | null;
           /** @description null: none */
           transformation?: string | null;
         };
@@ -2034,6 +2278,28 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description How the service authenticates to the callback, its secret masked; null: by the signature alone */
+            auth:
+              | (
+                  | {
+                      /** @enum {string} */
+                      type: 'basic';
+                      username: string;
+                      /** @enum {string} */
+                      password: '********';
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'oauth2_client_credentials';
+                      token_url: string;
+                      client_id: string;
+                      /** @enum {string} */
+                      client_secret: '********';
+                      scope: string | null;
+                      audience: string | null;
+                    }
+                )
+              | null;
             /** @description The JavaScript run on each webhook before it is sent; null: none */
             transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -2259,6 +2525,28 @@ export interface operations {
               valid_to: string;
               fingerprint_sha256: string;
             } | null;
+            /** @description How the service authenticates to the callback, its secret masked; null: by the signature alone */
+            auth:
+              | (
+                  | {
+                      /** @enum {string} */
+                      type: 'basic';
+                      username: string;
+                      /** @enum {string} */
+                      password: '********';
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'oauth2_client_credentials';
+                      token_url: string;
+                      client_id: string;
+                      /** @enum {string} */
+                      client_secret: '********';
+                      scope: string | null;
+                      audience: string | null;
+                    }
+                )
+              | null;
             /** @description The JavaScript run on each webhook before it is sent; null: none */
             transformation: string | null;
             /** @description Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation */
@@ -3554,7 +3842,7 @@ export interface operations {
               duration_ms: number;
               /** @description HTTP status answered, null when none (and for a broker destination) */
               status_code: number | null;
-              /** @description timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | transformation_failed | broker_unavailable | broker_refused (a missing exchange or stream, a nack) | broker_unroutable (no queue bound for the routing key) | other */
+              /** @description timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | transformation_failed | auth_failed (no token from the OAuth 2.0 token URL) | broker_unavailable | broker_refused (a missing exchange or stream, a nack) | broker_unroutable (no queue bound for the routing key) | other */
               error: string | null;
               error_message: string | null;
               /** @description First 4 KiB of the answer */

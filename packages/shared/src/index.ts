@@ -31,5 +31,6 @@ export * from './throttle.js';
 export * from './edge-sampling.js';
 export * from './tracing.js';
 export * from './schemas/index.js';
+export * from './receiver-auth.js';
 export * from './resource-paths.js';
 export * from './scheduler-keys.js';

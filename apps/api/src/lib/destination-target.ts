@@ -25,10 +25,15 @@ const refuse = (pointer: string, detail: string) =>
  * @param checkCallback the SSRF check of an http(s) callback URL; throws its 400
  * @throws HttpProblem 400 naming `/callback_url` (missing on create, or sent beside a broker
  *   destination), `/destination/...` (an unknown broker, a broker of another type, a bad name), or
- *   `/client_certificate` (sent with a broker destination)
+ *   `/client_certificate` or `/auth` (sent with a broker destination)
  */
 export function writeTarget(
-  body: { callback_url?: string; destination?: DestinationInput; client_certificate?: unknown },
+  body: {
+    callback_url?: string;
+    destination?: DestinationInput;
+    client_certificate?: unknown;
+    auth?: unknown;
+  },
   brokers: ReadonlyMap<string, BrokerConfig>,
   accountId: string,
   checkCallback: (url: string) => void,
@@ -48,6 +53,8 @@ export function writeTarget(
     throw refuse('/callback_url', `must be left out with a ${destination.type} destination`);
   if (body.client_certificate !== undefined && body.client_certificate !== null)
     throw refuse('/client_certificate', 'applies to http destinations only');
+  if (body.auth !== undefined && body.auth !== null)
+    throw refuse('/auth', 'applies to http destinations only');
   const checked = checkDestination(destination, brokers, accountId);
   if ('pointer' in checked) throw refuse(checked.pointer, checked.detail);
   return { callbackUrl: destinationUrl(checked.target), broker: true };

@@ -26,6 +26,8 @@ export interface SubscriptionUpdateRequest {
   headers?: string | null | undefined;
   /** Sealed client certificate (`sealedClientCertificate`). */
   clientTls?: string | null | undefined;
+  /** Sealed receiver authentication (`sealReceiverAuth`). */
+  auth?: string | null | undefined;
   transformation?: Body['transformation'] | undefined;
 }
 
@@ -82,6 +84,7 @@ export function subscriptionChange(
       ordering: request.ordering,
       headers: request.headers,
       clientTls: request.clientTls,
+      auth: request.auth,
       transformation: request.transformation,
       consecutiveFailures: request.status === 'active' ? 0 : undefined,
     }),

@@ -29,6 +29,9 @@ import {
   type SecretBox,
   type TransformationRunner,
   checkCallbackUrl,
+  receiverAuthFromInput,
+  sealReceiverAuth,
+  type ReceiverAuthInput,
 } from '@webhooks/shared';
 import { writeTarget } from '../lib/destination-target.js';
 import { sealedClientCertificate, sealedCustomHeaders } from '../lib/callback-credentials.js';
@@ -98,6 +101,25 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       options.callbackHint,
     );
     if (error) throw new HttpProblem(400, 'validation', `callback_url ${error.detail}`, [error]);
+  };
+
+  /**
+   * `input` sealed for subscription `id`; null for none. An OAuth 2.0 token URL meets every rule a
+   * callback URL meets: the worker fetches it.
+   *
+   * @throws HttpProblem 400 naming `/auth/token_url`
+   */
+  const sealAuth = (input: ReceiverAuthInput | null, id: string): string | null => {
+    if (input?.type === 'oauth2_client_credentials') {
+      const error = checkCallbackUrl(
+        input.token_url,
+        options.callbackPolicy,
+        '/auth/token_url',
+        options.callbackHint,
+      );
+      if (error) throw new HttpProblem(400, 'validation', `auth.token_url ${error.detail}`, [error]);
+    }
+    return input === null ? null : sealReceiverAuth(receiverAuthFromInput(input), id, options.secretBox);
   };
 
   const { present, presentOne, presentWritten } = createSubscriptionPresenter(
@@ -184,6 +206,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         const id = uuidv7();
         const sealedHeaders = sealedCustomHeaders(headers ?? null, id, options.secretBox);
         const clientTls = sealedClientCertificate(clientCertificate, id, options.secretBox);
+        const auth = sealAuth(request.body.auth ?? null, id);
         const secret = generateSigningSecret(request.body.signature_scheme ?? 'v1');
         const row = await app.prisma.$transaction(async (tx) => {
           // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
@@ -210,6 +233,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               rateLimit: rate_limit ?? null,
               headers: sealedHeaders,
               clientTls,
+              auth,
               transformation: request.body.transformation ?? null,
               secret: options.secretBox.seal(secret, id),
               // A broker answers no challenge: the operator named it.
@@ -305,6 +329,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         body.client_certificate === undefined
           ? undefined
           : sealedClientCertificate(body.client_certificate, current.id, options.secretBox);
+      const auth = body.auth === undefined ? undefined : sealAuth(body.auth, current.id);
       checkSubscriptionSelection(catalogue, current.kind, body.event_types, body.filter);
       await checkTransformation(options.transformations, body.transformation, request.accountId);
       const { data, moved, leavesFifo } = subscriptionChange(
@@ -319,6 +344,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           ordering: body.ordering,
           headers,
           clientTls,
+          auth,
           transformation: body.transformation,
         },
         current,

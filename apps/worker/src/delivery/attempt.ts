@@ -45,6 +45,7 @@ export type AttemptErrorClass =
   | 'blocked_address'
   | 'http_status'
   | 'transformation_failed'
+  | 'auth_failed'
   | 'broker_unavailable'
   | 'broker_refused'
   | 'broker_unroutable'
@@ -85,7 +86,7 @@ const unreachableAddressMessage =
  * their wording tells open ports from closed ones.
  */
 export const attemptErrorMessages: Record<
-  Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed'>,
+  Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed' | 'auth_failed'>,
   string
 > = {
   timeout: 'the callback did not answer in time',
@@ -157,9 +158,24 @@ export interface AttemptSender {
     clientCertificate?: ClientCertificate | null,
     delivery?: DeliveryRef,
   ): Promise<AttemptResult>;
+  /**
+   * A request that is not an attempt (an OAuth 2.0 token request), under the same rules: CALLBACK_PORTS,
+   * the addresses a callback may reach, the proxy, DELIVERY_TIMEOUT_MS, no redirect followed; its
+   * answer's body read up to {@link maxFetchedBytes}. A fetch-compatible signature, for libraries
+   * that take one (`customFetch` of oauth4webapi).
+   *
+   * @throws RefusedTargetError for a refused port or address, got's errors for a failed request
+   */
+  fetch(
+    url: string,
+    init: { method: string; headers: Record<string, string>; body?: string },
+  ): Promise<Response>;
   /** Closes the kept-alive sockets. */
   close(): void;
 }
+
+/** The most of an answer {@link AttemptSender.fetch} reads, in bytes (64 KiB). */
+export const maxFetchedBytes = 64 * 1024;
 
 /**
  * A callback URL on a port outside CALLBACK_PORTS, or whose host resolves to an address the policy
@@ -172,7 +188,7 @@ class RefusedTargetError extends Error {
 /** Sorts a request error into the delivery log's error classes. */
 export function classifyError(
   error: unknown,
-): Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed'> {
+): Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed' | 'auth_failed'> {
   if (error instanceof RefusedTargetError) return 'blocked_address';
   const {
     code,
@@ -374,6 +390,29 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
 
   return {
     send: (url, body, headers, clientCertificate) => send(url, body, headers, clientCertificate),
+    async fetch(url, init) {
+      const target = new URL(url);
+      const port = callbackPort(target);
+      if (!portAllowed(options.policy, port))
+        throw new RefusedTargetError(`port ${port} is not in CALLBACK_PORTS`);
+      const to = proxyUrl === undefined ? target : await checkedAddress(target);
+      const request = client(to, {
+        method: init.method as 'POST',
+        headers: to === target ? init.headers : { ...init.headers, host: target.host },
+        ...(init.body === undefined ? {} : { body: init.body }),
+        timeout: { request: options.timeoutMs },
+      });
+      request.on('downloadProgress', (progress: { transferred: number }) => {
+        if (progress.transferred > maxFetchedBytes) request.cancel(`answer over ${maxFetchedBytes} bytes`);
+      });
+      const response = await request;
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(response.headers)) {
+        if (typeof value === 'string') headers.set(name, value);
+      }
+      const body = response.statusCode === 204 ? null : new Uint8Array(response.rawBody);
+      return new Response(body, { status: response.statusCode, headers });
+    },
     close() {
       agent.http.destroy();
       agent.https.destroy();

@@ -48,6 +48,7 @@ import type { DeliveryGate } from './gate.js';
 import type { HeldHostSlot, HostGate } from './host-gate.js';
 import { parkedUntil, type ParkedDeliveries } from './parked.js';
 import { decideOutcome } from './outcome.js';
+import type { ReceiverAuthorizer } from './receiver-authorization.js';
 import { buildAttemptRequest } from './request.js';
 import { observeAttempt } from './observe-attempt.js';
 import { cancelledByTransformation, transformStep } from './transform-step.js';
@@ -65,6 +66,8 @@ import type { DeliveryStore, LoadedDelivery } from './store.js';
 export interface DeliverDeps {
   store: DeliveryStore;
   sender: AttemptSender;
+  /** The receiver's `Authorization`, from the subscription's `auth`. */
+  authorizer: ReceiverAuthorizer;
   /** One run of a round at a time (claim.ts). */
   claims: AttemptClaims;
   gate: DeliveryGate;
@@ -257,12 +260,14 @@ export function createDeliver(deps: DeliverDeps): Deliver {
           'url.full': urlForSpan(callbackUrl),
         },
         async (annotate) => {
-          const sent = await deps.sender.send(
-            transformed.url,
-            body,
-            headers,
-            subscription.clientCertificate,
-            { accountId, deliveryId: delivery.id },
+          const sent = await deps.authorizer.send(subscription.id, subscription.auth, (authorization) =>
+            deps.sender.send(
+              transformed.url,
+              body,
+              authorization === undefined ? headers : { ...headers, authorization },
+              subscription.clientCertificate,
+              { accountId, deliveryId: delivery.id },
+            ),
           );
           annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
           return sent;

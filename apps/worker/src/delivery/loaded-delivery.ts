@@ -3,7 +3,7 @@
  * an attempt, and a round's key. Apart from the store that reads them (`store.ts`) and the
  * statement that records attempts (`attempt-record.ts`), which both use them.
  */
-import type { ClientCertificate } from '@webhooks/shared';
+import type { ClientCertificate, ReceiverAuth } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import type { DeliveryOutcome } from './outcome.js';
 
@@ -35,6 +35,8 @@ export interface LoadedDelivery {
     headers: Record<string, string>;
     /** The client certificate presented to the callback's server (mutual TLS), or null. */
     clientCertificate: ClientCertificate | null;
+    /** How the service authenticates to the receiver beside the signature, or null. */
+    auth: ReceiverAuth | null;
     /** The transformation run on each webhook before it is sent (transformation.ts), or null. */
     transformation: string | null;
   };

@@ -15,6 +15,7 @@ import {
   batcher,
   openClientCertificate,
   openCustomHeaders,
+  openReceiverAuth,
   timeIdRange,
   type SecretBox,
 } from '@webhooks/shared';
@@ -107,6 +108,8 @@ export type SubscriptionRow = {
   headers: string | null;
   /** The client certificate and key, sealed (`client-certificate.ts` in @webhooks/shared), or null. */
   client_tls: string | null;
+  /** The receiver authentication, sealed (`receiver-auth.ts` in @webhooks/shared), or null. */
+  auth: string | null;
   /** The transformation's source, or null. */
   transformation: string | null;
 };
@@ -126,6 +129,7 @@ const subscriptionColumns = {
   account_id: 's.account_id',
   headers: 's.headers',
   client_tls: 's.client_tls',
+  auth: 's.auth',
   transformation: 's.transformation',
 } satisfies Record<Exclude<keyof SubscriptionRow, 'subscription_id'>, string>;
 
@@ -212,6 +216,7 @@ function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelive
       accountId: row.account_id,
       headers: openCustomHeaders(row.headers, row.subscription_id, secretBox),
       clientCertificate: openClientCertificate(row.client_tls, row.subscription_id, secretBox),
+      auth: openReceiverAuth(row.auth, row.subscription_id, secretBox),
       transformation: row.transformation,
     },
     isHead,

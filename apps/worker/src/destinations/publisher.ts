@@ -48,7 +48,7 @@ export function publishClock() {
   const startedAt = new Date();
   const start = performance.now();
   const result = (
-    errorClass: Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed'> | null,
+    errorClass: Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed' | 'auth_failed'> | null,
     message?: string,
     detail?: unknown,
   ): AttemptResult => ({

@@ -51,6 +51,7 @@ export function createDestinationSender(
   publishers: ReadonlyMap<string, BrokerPublisher>,
 ): AttemptSender {
   return {
+    fetch: (url, init) => http.fetch(url, init),
     send(url, body, headers, clientCertificate, delivery) {
       const target = brokerTarget(url);
       if (target === null) return http.send(url, body, headers, clientCertificate);

@@ -5,12 +5,14 @@
  * alone; other failures are retried by BullMQ's backoff (`verificationRetry`). A challenge takes a
  * slot of its host's cap in its account's share, waiting without using a try when over it.
  */
+import type { ReceiverAuthorizer } from '../delivery/receiver-authorization.js';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
 import {
   openClientCertificate,
   openCustomHeaders,
+  openReceiverAuth,
   type SecretBox,
   type VerificationJobData,
 } from '@webhooks/shared';
@@ -25,6 +27,8 @@ export type VerificationResult = 'verified' | 'not_pending';
 export interface VerificationDeps {
   pool: Pool;
   sender: AttemptSender;
+  /** The receiver's `Authorization`: a challenge carries it as a delivery does. */
+  authorizer: ReceiverAuthorizer;
   secretBox: SecretBox;
   /** The deliveries' host cap. */
   hostGate: HostGate;
@@ -54,8 +58,9 @@ export function createVerificationProcessor(deps: VerificationDeps) {
       secret: string;
       headers: string | null;
       client_tls: string | null;
+      auth: string | null;
     }>(
-      `SELECT account_id, callback_url, webhook_id, status::text, secret, headers, client_tls FROM subscriptions WHERE id = $1::uuid`,
+      `SELECT account_id, callback_url, webhook_id, status::text, secret, headers, client_tls, auth FROM subscriptions WHERE id = $1::uuid`,
       [subscriptionId],
     );
     const [row] = rows;
@@ -79,11 +84,15 @@ export function createVerificationProcessor(deps: VerificationDeps) {
         challenge,
         new Date(),
       );
-      answer = await deps.sender.send(
-        row.callback_url,
-        body,
-        headers,
-        openClientCertificate(row.client_tls, subscriptionId, deps.secretBox),
+      const clientCertificate = openClientCertificate(row.client_tls, subscriptionId, deps.secretBox);
+      const auth = openReceiverAuth(row.auth, subscriptionId, deps.secretBox);
+      answer = await deps.authorizer.send(subscriptionId, auth, (authorization) =>
+        deps.sender.send(
+          row.callback_url,
+          body,
+          authorization === undefined ? headers : { ...headers, authorization },
+          clientCertificate,
+        ),
       );
     } finally {
       await deps.hostGate.release(hostname, row.account_id, slotId);

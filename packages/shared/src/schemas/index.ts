@@ -7,3 +7,4 @@ export * from './problem.js';
 export * from './subscription.js';
 export * from './portal.js';
 export * from './transformation.js';
+export * from './receiver-auth.js';

@@ -12,6 +12,7 @@ import {
 import { maxClientCertificatePem } from '../client-certificate.js';
 import { maxBrokerNameBytes } from '../destination.js';
 import { PageQuery } from './pagination.js';
+import { ReceiverAuthInput, ReceiverAuthView } from './receiver-auth.js';
 import { TransformationField } from './transformation.js';
 
 /** Longest callback URL accepted, in characters. */
@@ -175,6 +176,7 @@ export const SubscriptionCreate = Type.Object(
     ordering: Type.Optional(Ordering),
     headers: Type.Optional(CustomHeaders),
     client_certificate: Type.Optional(ClientCertificateInput),
+    auth: Type.Optional(ReceiverAuthInput),
     transformation: Type.Optional(TransformationField),
     signature_scheme: Type.Optional(SignatureSchemeField),
     account_id: Type.Optional(
@@ -201,6 +203,7 @@ export const SubscriptionUpdate = Type.Object(
     ordering: Type.Optional(Ordering),
     headers: Type.Optional(CustomHeaders),
     client_certificate: Type.Optional(ClientCertificateInput),
+    auth: Type.Optional(Type.Union([ReceiverAuthInput, Type.Null()])),
     transformation: Type.Optional(TransformationField),
   },
   { additionalProperties: false, minProperties: 1 },
@@ -245,6 +248,10 @@ export const Subscription = Type.Object(
           'The client certificate presented to the callback (mutual TLS), without its key; null: none',
       },
     ),
+    auth: Type.Union([ReceiverAuthView, Type.Null()], {
+      description:
+        'How the service authenticates to the callback, its secret masked; null: by the signature alone',
+    }),
     transformation: Type.Union([Type.String(), Type.Null()], {
       description: 'The JavaScript run on each webhook before it is sent; null: none',
     }),

@@ -1,0 +1,75 @@
+/**
+ * How the service authenticates to a subscription's receiver beside the signature: HTTP Basic
+ * (RFC 7617) or an OAuth 2.0 access token of the client credentials grant (RFC 6749 section 4.4),
+ * which the worker fetches and caches (Convoy and Svix offer both). Stored sealed by the
+ * {@link SecretBox}, bound to its subscription; shown with its secrets masked.
+ */
+import { maskedHeaderValue } from './custom-headers.js';
+import type { ReceiverAuthInput, ReceiverAuthView } from './schemas/receiver-auth.js';
+import type { SecretBox } from './secret-box.js';
+
+/** A subscription's receiver authentication, as the worker uses it. */
+export type ReceiverAuth =
+  | { type: 'basic'; username: string; password: string }
+  | {
+      type: 'oauth2_client_credentials';
+      tokenUrl: string;
+      clientId: string;
+      clientSecret: string;
+      scope: string | null;
+      audience: string | null;
+    };
+
+/** The stored form of an API `auth` field. */
+export function receiverAuthFromInput(input: ReceiverAuthInput): ReceiverAuth {
+  if (input.type === 'basic') return { type: 'basic', username: input.username, password: input.password };
+  return {
+    type: 'oauth2_client_credentials',
+    tokenUrl: input.token_url,
+    clientId: input.client_id,
+    clientSecret: input.client_secret,
+    scope: input.scope ?? null,
+    audience: input.audience ?? null,
+  };
+}
+
+/** `auth` sealed for subscription `subscriptionId`; null for none. */
+export function sealReceiverAuth(
+  auth: ReceiverAuth | null,
+  subscriptionId: string,
+  box: SecretBox,
+): string | null {
+  return auth === null ? null : box.seal(JSON.stringify(auth), subscriptionId);
+}
+
+/**
+ * The receiver authentication stored as `sealed` for `subscriptionId`; null for none.
+ *
+ * @throws the secret box's error when no configured key opens it
+ */
+export function openReceiverAuth(
+  sealed: string | null,
+  subscriptionId: string,
+  box: Pick<SecretBox, 'open'>,
+): ReceiverAuth | null {
+  return sealed === null ? null : (JSON.parse(box.open(sealed, subscriptionId)) as ReceiverAuth);
+}
+
+/** How the API shows `auth`: every field but the password or client secret, masked. */
+export function maskedReceiverAuth(auth: ReceiverAuth | null): ReceiverAuthView | null {
+  if (auth === null) return null;
+  if (auth.type === 'basic') return { type: 'basic', username: auth.username, password: maskedHeaderValue };
+  return {
+    type: 'oauth2_client_credentials',
+    token_url: auth.tokenUrl,
+    client_id: auth.clientId,
+    client_secret: maskedHeaderValue,
+    scope: auth.scope,
+    audience: auth.audience,
+  };
+}
+
+/** The `Authorization` header of HTTP Basic authentication (RFC 7617 section 2), UTF-8. */
+export function basicAuthorization(username: string, password: string): string {
+  return `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`;
+}
