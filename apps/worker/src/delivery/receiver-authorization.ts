@@ -77,7 +77,7 @@ export function createReceiverAuthorizer(
         parameters,
         {
           [oauth.customFetch]: (url, options) =>
-            fetch(url, { method: options.method, headers: options.headers, body: String(options.body) }),
+            fetch(url, { method: options.method, headers: options.headers, body: options.body.toString() }),
           // An http token URL is as allowed as an http callback URL: the callback policy decided.
           [oauth.allowInsecureRequests]: true,
         },
@@ -91,14 +91,19 @@ export function createReceiverAuthorizer(
     }
   };
 
-  /** The token of `key`, requested once however many attempts ask at the same time. */
+  /**
+   * The token of `key`, requested once however many attempts ask at the same time; `refused`, a
+   * token the receiver answered 401 to, is requested again only if it is still the one kept, so a
+   * burst of 401s to one token makes one request.
+   */
   const token = (
     key: string,
     auth: Extract<ReceiverAuth, { type: 'oauth2_client_credentials' }>,
-    fresh: boolean,
+    refused?: string,
   ) => {
     const kept = tokens.get(key);
-    if (!fresh && kept !== undefined && kept.refreshAt > now()) return Promise.resolve(kept.token);
+    if (kept !== undefined && kept.token !== refused && kept.refreshAt > now())
+      return Promise.resolve(kept.token);
     const waiting = pending.get(key);
     if (waiting !== undefined) return waiting;
     const started = request(auth)
@@ -121,9 +126,10 @@ export function createReceiverAuthorizer(
       const key = JSON.stringify([subscriptionId, auth.tokenUrl, auth.clientId, auth.scope, auth.audience]);
       const startedAt = new Date();
       try {
-        const first = await send(`Bearer ${await token(key, auth, false)}`);
+        const used = await token(key, auth);
+        const first = await send(`Bearer ${used}`);
         if (first.statusCode !== 401) return first;
-        return await send(`Bearer ${await token(key, auth, true)}`);
+        return await send(`Bearer ${await token(key, auth, used)}`);
       } catch (error) {
         if (!(error instanceof ReceiverAuthError)) throw error;
         return authFailure(error.message, startedAt, now() - startedAt.getTime());
