@@ -27,7 +27,7 @@ const followMs = 24 * 60 * 60 * 1000;
  * Follows the account's deliveries until `signal` aborts.
  *
  * @throws Error with the API's problem title and detail when a poll is refused (401, 403, 429 after
- *   the client's retries); a network failure is retried at the next poll
+ *   the client's retries); rejects with the network error when the API cannot be reached after them
  */
 export async function tailDeliveries(client: WebhookClient, options: TailOptions): Promise<void> {
   const since = (options.since ?? new Date()).toISOString();
@@ -36,10 +36,17 @@ export async function tailDeliveries(client: WebhookClient, options: TailOptions
   const open = new Map<string, number>();
   const ended = new Set<string>();
   while (!options.signal.aborted) {
-    const listed = await client.GET('/api/events', { params: { query: { since, page_size: 100 } } });
-    if (listed.error !== undefined) throw problemError(listed.error);
-    for (const event of listed.data?.results ?? []) {
-      if (!ended.has(event.id) && !open.has(event.id)) open.set(event.id, Date.now());
+    // Newest first: read on (`before`) until an event already known, so a poll that finds more
+    // than a page of new events misses none of them.
+    let before: string | undefined;
+    for (;;) {
+      const query = { since, page_size: 100, ...(before === undefined ? {} : { before }) };
+      const listed = await client.GET('/api/events', { params: { query } });
+      if (listed.error !== undefined) throw problemError(listed.error);
+      const fresh = listed.data.results.filter((event) => !ended.has(event.id) && !open.has(event.id));
+      for (const event of fresh) open.set(event.id, Date.now());
+      if (fresh.length < listed.data.results.length || listed.data.next === null) break;
+      before = listed.data.results.at(-1)!.id;
     }
     for (const [id, firstSeen] of open) {
       const detail = await client.GET('/api/events/{id}', { params: { path: { id } } });

@@ -51,6 +51,15 @@ export type AttemptErrorClass =
   | 'broker_unroutable'
   | 'other';
 
+/**
+ * The classes whose delivery-log message is a fixed sentence ({@link attemptErrorMessages}): every
+ * one but an HTTP status and a transformation's or a token's failure, which carry their own.
+ */
+export type RequestErrorClass = Exclude<
+  AttemptErrorClass,
+  'http_status' | 'transformation_failed' | 'auth_failed'
+>;
+
 /** What one attempt came to. */
 export interface AttemptResult {
   startedAt: Date;
@@ -85,10 +94,7 @@ const unreachableAddressMessage =
  * the library's messages carry the resolved address and host name of a refused callback, and
  * their wording tells open ports from closed ones.
  */
-export const attemptErrorMessages: Record<
-  Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed' | 'auth_failed'>,
-  string
-> = {
+export const attemptErrorMessages: Record<RequestErrorClass, string> = {
   timeout: 'the callback did not answer in time',
   connection_refused: 'the callback refused the connection',
   connection_reset: 'the connection to the callback was closed before it answered',
@@ -186,9 +192,7 @@ class RefusedTargetError extends Error {
 }
 
 /** Sorts a request error into the delivery log's error classes. */
-export function classifyError(
-  error: unknown,
-): Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed' | 'auth_failed'> {
+export function classifyError(error: unknown): RequestErrorClass {
   if (error instanceof RefusedTargetError) return 'blocked_address';
   const {
     code,

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { BrokerTarget } from '@webhooks/shared';
 import {
   attemptErrorMessages,
-  type AttemptErrorClass,
+  type RequestErrorClass,
   type AttemptResult,
   type DeliveryRef,
 } from '../delivery/attempt.js';
@@ -48,7 +48,7 @@ export function publishClock() {
   const startedAt = new Date();
   const start = performance.now();
   const result = (
-    errorClass: Exclude<AttemptErrorClass, 'http_status' | 'transformation_failed' | 'auth_failed'> | null,
+    errorClass: RequestErrorClass | null,
     message?: string,
     detail?: unknown,
   ): AttemptResult => ({
