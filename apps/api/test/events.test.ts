@@ -125,7 +125,7 @@ describe('GET /api/event-types', () => {
     expect(kinds.flatMap((k: { types: string[] }) => k.types)).toEqual([
       ...['call.started', 'call.completed', 'call.failed'],
       ...['message.sent', 'message.received', 'message.failed'],
-      'subscription.disabled',
+      ...['subscription.disabled', 'subscription.failing', 'subscription.recovered'],
     ]);
     expect(kinds[0].event_types[1]).toMatchObject({
       type: 'call.completed',

@@ -29,7 +29,11 @@ describe('POST /api/webhooks', () => {
       kind: null,
       status: 'active',
       rate_limit: null,
-      delivery: { in_flight_limit: 10, state: 'healthy' },
+      delivery: {
+        in_flight_limit: 10,
+        state: 'healthy',
+        breaker: { state: 'closed', opened_at: null, retry_at: null },
+      },
     });
     expect(body.event_types).toContain('message.failed');
     expect(body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);

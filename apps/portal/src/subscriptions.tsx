@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { Subscription, WebhookClient } from '@webhooks/client';
 import { useLoaded } from './api-call.js';
-import { Badge, describeDestination, Failure, Loading } from './parts.js';
+import { Badge, describeDestination, Failure, Loading, Time } from './parts.js';
 import { href } from './route.js';
 
 const pageSize = 20;
@@ -67,6 +67,14 @@ export function SubscriptionFacts({
     <div class="facts">
       <Badge status={subscription.status} />
       {subscription.delivery.state === 'throttled' && <Badge status="throttled" />}
+      {subscription.delivery.breaker.retry_at !== null && (
+        <span
+          class="badge badge-failed"
+          title="The callback kept failing: deliveries wait, using no attempts"
+        >
+          paused, next try <Time iso={subscription.delivery.breaker.retry_at} />
+        </span>
+      )}
       <span>{subscription.kind ?? 'every event type'}</span>
       {subscription.destination.type !== 'http' && (
         <span>{describeDestination(subscription.destination)}</span>

@@ -19,6 +19,9 @@ import {
   tracingRequested,
   redisSettingsFromEnv,
   inFlightBoundsFromEnv,
+  breakerEnv,
+  breakerOptionsFromEnv,
+  type BreakerOptions,
   type InFlightBounds,
   secretBoxFromEnv,
   splitList,
@@ -41,6 +44,7 @@ export const workerEnvSchema = Type.Object({
   ...heapLimitEnv,
   ...transformationEnv,
   ...destinationEnv,
+  ...breakerEnv,
   WORKER_CONCURRENCY: Type.Integer({
     default: 50,
     minimum: 1,
@@ -186,6 +190,8 @@ export type WorkerConfig = Static<typeof workerEnvSchema> &
     drainShards: QueueShards | null;
     /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING: where each subscription's in-flight limit starts and how far it may rise. */
     inFlightBounds: InFlightBounds;
+    /** BREAKER_*: when a subscription's circuit breaker opens, and for how long. */
+    breaker: BreakerOptions;
     /** ACCOUNT_OVERRIDES as account → its settings. */
     accountOverrides: ReadonlyMap<string, AccountOverride>;
     /** The event catalogue of EVENT_CATALOGUE, checked and compiled. */
@@ -274,6 +280,7 @@ export function loadWorkerConfig(env: Record<string, string | undefined> = proce
     ...redisSettingsFromEnv(config),
     secretBox: secretBoxFromEnv(config),
     inFlightBounds: inFlightBoundsFromEnv(config),
+    breaker: breakerOptionsFromEnv(config),
     dnsServers: parseDnsServers(config.DNS_SERVERS),
     callbackCertificateAuthorities: readCertificateAuthorities(config.CALLBACK_CA_FILE),
     proxyUrl: parseProxyUrl(config.DELIVERY_PROXY_URL),

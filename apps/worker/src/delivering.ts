@@ -18,6 +18,7 @@ import {
   subscriptionOfDeliveryJob,
   transformationLimitsFromEnv,
   type DeliveryJobData,
+  type EventJobData,
   type RedisConnection,
   type VerificationJobData,
 } from '@webhooks/shared';
@@ -29,6 +30,8 @@ import type { DeliveryPolicy } from './delivery/backoff.js';
 import { createAttemptClaims } from './delivery/claim.js';
 import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
 import { createDeliveryGate } from './delivery/gate.js';
+import { createSubscriptionBreaker } from './delivery/breaker.js';
+import { createBreakerNotices } from './delivery/breaker-notices.js';
 import { createInOrder } from './delivery/in-order.js';
 import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
@@ -109,18 +112,21 @@ export function startDeliveries(
   const transformations = config.TRANSFORMATIONS
     ? createTransformationRunner(transformationLimitsFromEnv(config), config.callbackPolicy)
     : null;
+  const links = resourceLinks(config.PUBLIC_BASE_URL);
+  const enqueueNotices = async (notices: EventJobData[]) => {
+    try {
+      await sharded.addEvents(notices);
+    } catch (error) {
+      log.warn({ err: error }, 'operational events not fanned out yet; the reconciler will');
+    }
+  };
   const store = createDeliveryStore(deps.pool, {
     disableAfter: config.SUBSCRIPTION_DISABLE_AFTER,
     secretBox: config.secretBox,
-    links: resourceLinks(config.PUBLIC_BASE_URL),
-    async enqueueNotices(notices) {
-      try {
-        await sharded.addEvents(notices);
-      } catch (error) {
-        log.warn({ err: error }, 'subscription.disabled events not fanned out yet; the reconciler will');
-      }
-    },
+    links,
+    enqueueNotices,
   });
+  const breakerNotices = createBreakerNotices({ pool: deps.pool, links, enqueueNotices, log });
   /**
    * Sends a delayed delivery job of `queue` now (BullMQ's `promote`). Never throws: a job not
    * delayed (running, being parked, or gone) asks again on its own; `what` names the wake-up.
@@ -167,6 +173,17 @@ export function startDeliveries(
       },
       log,
       metrics,
+      breaker: createSubscriptionBreaker({
+        redis: gateRedis,
+        prefix: shard.prefix,
+        breaker: config.breaker,
+        async wake(jobId) {
+          await promoteDelivery(shard.deliveries, jobId, 'wake-up of a delivery held by its breaker');
+        },
+        onChange: breakerNotices,
+        log,
+        metrics,
+      }),
     });
     const claims = createAttemptClaims({
       redis: gateRedis,

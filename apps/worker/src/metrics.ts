@@ -35,6 +35,7 @@ export interface WorkerMetrics {
   queueJobs: Gauge<'queue' | 'state' | 'shard'>;
   throttled: Counter;
   parked: Counter;
+  breakerTransitions: Counter;
   inlineAttempts: Counter<'result'>;
   redriven: Counter<'kind'>;
   schedulesRestored: Counter<'task'>;
@@ -121,6 +122,12 @@ export function createWorkerMetrics(): WorkerMetrics {
     throttled: new Counter({
       name: 'webhook_subscriptions_throttled_total',
       help: 'Times a subscription went from its full in-flight limit to a lowered one (it timed out or answered 429/503)',
+      registers,
+    }),
+    breakerTransitions: new Counter({
+      name: 'webhook_subscription_breaker_transitions_total',
+      help: "Subscriptions' circuit breakers opened (after failing attempts), reopened (their probe failed) and closed (an attempt confirmed), by transition",
+      labelNames: ['transition'],
       registers,
     }),
     parked: new Counter({

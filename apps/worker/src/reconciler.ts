@@ -2,7 +2,7 @@
  * The reconciler re-drives what an outage, a crash or a lost Redis write left without a job: a
  * delivery `pending` past its `next_attempt_at` and a grace period whose round has no live job
  * (of a FIFO subscription, only the head) gets it again under its deterministic id; a failed
- * fan-out job is retried; a `subscription.disabled` notice stored without its job is published
+ * fan-out job is retried; an operational notice (`subscription.disabled`, `.failing`, `.recovered`) stored without its job is published
  * again. It looks in every queue shard, a draining layout's included. It runs as one BullMQ job
  * scheduler, once per interval across all workers, and is idempotent.
  */
@@ -14,13 +14,7 @@ import type { WorkerMetrics } from './metrics.js';
 import { noticeEvent, type StoredNotice } from './delivery/attempt-record.js';
 import { isFifoHeadSql } from './delivery/fifo-head.js';
 import type { ShardedQueues, ShardQueues } from './shard-queues.js';
-import {
-  deliveryJobId,
-  finishedJobRetention,
-  firstIdAt,
-  layoutOf,
-  subscriptionDisabledType,
-} from '@webhooks/shared';
+import { deliveryJobId, finishedJobRetention, firstIdAt, layoutOf, operationalTypes } from '@webhooks/shared';
 
 /** What the reconciler needs. */
 export interface ReconcilerDeps {
@@ -50,7 +44,7 @@ export interface ReconcileReport {
   deliveries: number;
   /** Failed fan-out jobs retried. */
   fanOuts: number;
-  /** `subscription.disabled` notices published again. */
+  /** Operational notices published again. */
   notices: number;
 }
 
@@ -185,7 +179,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
   const republishNotices = async (): Promise<number> => {
     const rows = await deps.prisma.$queryRaw<StoredNotice[]>`
       SELECT e.id::text, e.account_id, e.type, e.data, e.occurred_at FROM events e
-      WHERE e.type = ${subscriptionDisabledType}
+      WHERE e.type = ANY(${[...operationalTypes]}::text[])
         AND e.id >= ${firstIdAt(new Date(Date.now() - noticeLookbackMs))}::uuid
         AND e.created_at < now() - make_interval(secs => ${deps.graceMs / 1000})
         AND e.payload_expunged_at IS NULL

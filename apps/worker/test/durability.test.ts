@@ -359,6 +359,9 @@ describe('auto-disable', () => {
       DELIVERY_MAX_ATTEMPTS: '1',
       SUBSCRIPTION_DISABLE_AFTER: '1000',
       SUBSCRIPTION_MAX_IN_FLIGHT: '100',
+      // Every attempt must be made and counted: the breaker would hold most of them.
+      BREAKER_FAILURES_IN_ROW: '1000',
+      BREAKER_MIN_ATTEMPTS: '1000',
     });
     const second = startWorker(stack.workerConfig, silent);
     try {

@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createDeliveryGate, type Admission } from '../src/delivery/gate.js';
 import { createHostGate, hostCapKeys } from '../src/delivery/host-gate.js';
+import { createSubscriptionBreaker } from '../src/delivery/breaker.js';
 import { subscriptionGateKeys } from '@webhooks/shared';
 import { createWorkerMetrics } from '../src/metrics.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
@@ -26,6 +27,7 @@ afterAll(async () => {
 
 const leaseMs = 3_000;
 const woken: string[] = [];
+const metrics = createWorkerMetrics();
 const gate = createDeliveryGate({
   redis,
   prefix,
@@ -38,7 +40,24 @@ const gate = createDeliveryGate({
     woken.push(jobId);
   },
   log: pino({ level: 'silent' }),
-  metrics: createWorkerMetrics(),
+  metrics,
+  // Out of reach: these slots' leases are the subject, not the callback's failures.
+  breaker: createSubscriptionBreaker({
+    redis,
+    prefix,
+    breaker: {
+      failuresInRow: 1000,
+      failureRate: 1,
+      minAttempts: 1000,
+      windowMs: 60_000,
+      cooldownMs: 1_000,
+      maxCooldownMs: 1_000,
+    },
+    async wake() {},
+    async onChange() {},
+    log: pino({ level: 'silent' }),
+    metrics,
+  }),
 });
 
 const admitted = (admission: Admission) => {

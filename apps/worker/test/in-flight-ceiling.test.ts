@@ -10,6 +10,8 @@ import { waitFor } from '../../../scripts/lib/wait.js';
 
 const base = 2;
 const ceiling = 6;
+/** A breaker that never opened, as the subscription shows it. */
+const closed = { state: 'closed', opened_at: null, retry_at: null };
 let stack: TestStack;
 
 beforeAll(async () => {
@@ -19,6 +21,9 @@ beforeAll(async () => {
     SUBSCRIPTION_IN_FLIGHT_CEILING: String(ceiling),
     DELIVERY_MAX_ATTEMPTS: '1',
     SUBSCRIPTION_DISABLE_AFTER: '1000',
+    // Twenty 500s in a row cut the allowance back here; the breaker would hold them instead.
+    BREAKER_FAILURES_IN_ROW: '1000',
+    BREAKER_MIN_ATTEMPTS: '1000',
   });
 });
 afterAll(() => stack.close());
@@ -56,7 +61,7 @@ async function burst(subscriptionId: string, count: number, total: number, accou
 describe('a subscription whose callback answers 200 at once', () => {
   it('earns attempts in flight past the base, up to the ceiling, gives them back when it answers 500, then earns them more slowly', async () => {
     const sub = await stack.subscribe('acct-hot', { callback_url: `${stack.receiver.url}/hot` });
-    expect(await inFlight(sub.id)).toEqual({ in_flight_limit: base, state: 'healthy' });
+    expect(await inFlight(sub.id)).toEqual({ in_flight_limit: base, state: 'healthy', breaker: closed });
 
     const fast = await burst(sub.id, 200, 200);
     const limits = fast.map((attempt) => attempt.inFlightLimit!);
@@ -73,7 +78,7 @@ describe('a subscription whose callback answers 200 at once', () => {
     const failing = await burst(sub.id, 20, 220);
     expect(failing.slice(200).every((attempt) => attempt.statusCode === 500)).toBe(true);
     // Each window of 500s halves what was earned, never below the base.
-    expect(await inFlight(sub.id)).toEqual({ in_flight_limit: base, state: 'healthy' });
+    expect(await inFlight(sub.id)).toEqual({ in_flight_limit: base, state: 'healthy', breaker: closed });
 
     // Cut back once, it earns one a window past where it fell to, as TCP past its ssthresh.
     stack.receiver.script('/hot', [200]);

@@ -23,6 +23,9 @@ beforeAll(async () => {
     DELIVERY_BACKOFF_MS: '3000',
     DELIVERY_MAX_ATTEMPTS: '6',
     SUBSCRIPTION_DISABLE_AFTER: '1000',
+    // Every first attempt must fail and wait as a retry; the breaker would hold half of them.
+    BREAKER_FAILURES_IN_ROW: '1000',
+    BREAKER_MIN_ATTEMPTS: '1000',
   });
 }, 60_000);
 afterAll(async () => {

@@ -68,6 +68,9 @@ beforeAll(async () => {
     DELIVERY_MAX_ATTEMPTS: String(maxAttempts),
     DELIVERY_BACKOFF_MS: '50',
     SUBSCRIPTION_DISABLE_AFTER: '1000000',
+    // A's retries are what this test pits against B: its breakers must not hold them.
+    BREAKER_FAILURES_IN_ROW: '1000000',
+    BREAKER_MIN_ATTEMPTS: '1000000',
   });
   floodReceiver = await startReceiver({ answer: { status: 500, afterMs: floodAnswerMs } });
 });

@@ -20,6 +20,8 @@ const env = {
   DELIVERY_MAX_ATTEMPTS: '1',
   SUBSCRIPTION_DISABLE_AFTER: '100',
 };
+/** A breaker that never opened, as the subscription shows it. */
+const closed = { state: 'closed', opened_at: null, retry_at: null };
 let stack: TestStack;
 let second: WorkerProcess;
 
@@ -57,7 +59,11 @@ describe('a subscription whose attempts time out', () => {
   it('is throttled down to one attempt in flight, shown on the subscription and in the delivery log, and climbs back with successes', async () => {
     stack.receiver.script('/slow', ['hang']);
     const sub = await stack.subscribe('acct-slow', { callback_url: `${stack.receiver.url}/slow` });
-    expect(await pacing('acct-slow', sub.id)).toEqual({ in_flight_limit: 4, state: 'healthy' });
+    expect(await pacing('acct-slow', sub.id)).toEqual({
+      in_flight_limit: 4,
+      state: 'healthy',
+      breaker: closed,
+    });
 
     for (let i = 0; i < 8; i++) await publishTo('acct-slow');
     const timedOut = await waitFor('eight timed-out attempts', async () => {
@@ -69,7 +75,11 @@ describe('a subscription whose attempts time out', () => {
     expect(limits[0]).toBe(4);
     expect(limits.at(-1)).toBe(1);
     expect([...limits].sort((a, b) => b - a)).toEqual(limits);
-    expect(await pacing('acct-slow', sub.id)).toEqual({ in_flight_limit: 1, state: 'throttled' });
+    expect(await pacing('acct-slow', sub.id)).toEqual({
+      in_flight_limit: 1,
+      state: 'throttled',
+      breaker: closed,
+    });
 
     expect(stack.receiver.at('/slow')).toHaveLength(8);
 
@@ -89,7 +99,11 @@ describe('a subscription whose attempts time out', () => {
       },
       30_000,
     );
-    expect(await pacing('acct-slow', sub.id)).toEqual({ in_flight_limit: 4, state: 'healthy' });
+    expect(await pacing('acct-slow', sub.id)).toEqual({
+      in_flight_limit: 4,
+      state: 'healthy',
+      breaker: closed,
+    });
   });
 });
 

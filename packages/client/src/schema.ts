@@ -97,7 +97,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Subscribe to operational events (subscription.disabled) */
+    /** Subscribe to operational events (subscription.disabled, subscription.failing, subscription.recovered) */
     post: operations['createOperationalSubscription'];
     delete?: never;
     options?: never;
@@ -557,6 +557,15 @@ export interface components {
         in_flight_limit: number;
         /** @description `throttled` while `in_flight_limit` is below the service's base */
         state: 'healthy' | 'throttled';
+        /** @description The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`) */
+        breaker: {
+          /** @description closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides */
+          state: 'closed' | 'open' | 'half_open';
+          /** @description When the breaker opened; null while closed */
+          opened_at: string | null;
+          /** @description When the next probe attempt may go; null while closed */
+          retry_at: string | null;
+        };
       };
       /** Format: date-time */
       created_at: string;
@@ -1033,6 +1042,15 @@ export interface operations {
               in_flight_limit: number;
               /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
+              /** @description The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`) */
+              breaker: {
+                /** @description closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides */
+                state: 'closed' | 'open' | 'half_open';
+                /** @description When the breaker opened; null while closed */
+                opened_at: string | null;
+                /** @description When the next probe attempt may go; null while closed */
+                retry_at: string | null;
+              };
             };
             /** Format: date-time */
             created_at: string;
@@ -1312,6 +1330,15 @@ export interface operations {
               in_flight_limit: number;
               /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
+              /** @description The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`) */
+              breaker: {
+                /** @description closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides */
+                state: 'closed' | 'open' | 'half_open';
+                /** @description When the breaker opened; null while closed */
+                opened_at: string | null;
+                /** @description When the next probe attempt may go; null while closed */
+                retry_at: string | null;
+              };
             };
             /** Format: date-time */
             created_at: string;
@@ -1591,6 +1618,15 @@ export interface operations {
               in_flight_limit: number;
               /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
+              /** @description The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`) */
+              breaker: {
+                /** @description closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides */
+                state: 'closed' | 'open' | 'half_open';
+                /** @description When the breaker opened; null while closed */
+                opened_at: string | null;
+                /** @description When the next probe attempt may go; null while closed */
+                retry_at: string | null;
+              };
             };
             /** Format: date-time */
             created_at: string;
@@ -1870,6 +1906,15 @@ export interface operations {
               in_flight_limit: number;
               /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
+              /** @description The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`) */
+              breaker: {
+                /** @description closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides */
+                state: 'closed' | 'open' | 'half_open';
+                /** @description When the breaker opened; null while closed */
+                opened_at: string | null;
+                /** @description When the next probe attempt may go; null while closed */
+                retry_at: string | null;
+              };
             };
             /** Format: date-time */
             created_at: string;
@@ -2062,6 +2107,15 @@ export interface operations {
               in_flight_limit: number;
               /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
+              /** @description The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`) */
+              breaker: {
+                /** @description closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides */
+                state: 'closed' | 'open' | 'half_open';
+                /** @description When the breaker opened; null while closed */
+                opened_at: string | null;
+                /** @description When the next probe attempt may go; null while closed */
+                retry_at: string | null;
+              };
             };
             /** Format: date-time */
             created_at: string;
@@ -2314,6 +2368,15 @@ export interface operations {
               in_flight_limit: number;
               /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
+              /** @description The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`) */
+              breaker: {
+                /** @description closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides */
+                state: 'closed' | 'open' | 'half_open';
+                /** @description When the breaker opened; null while closed */
+                opened_at: string | null;
+                /** @description When the next probe attempt may go; null while closed */
+                retry_at: string | null;
+              };
             };
             /** Format: date-time */
             created_at: string;
@@ -2561,6 +2624,15 @@ export interface operations {
               in_flight_limit: number;
               /** @description `throttled` while `in_flight_limit` is below the service's base */
               state: 'healthy' | 'throttled';
+              /** @description The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`) */
+              breaker: {
+                /** @description closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides */
+                state: 'closed' | 'open' | 'half_open';
+                /** @description When the breaker opened; null while closed */
+                opened_at: string | null;
+                /** @description When the next probe attempt may go; null while closed */
+                retry_at: string | null;
+              };
             };
             /** Format: date-time */
             created_at: string;

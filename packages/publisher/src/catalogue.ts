@@ -63,11 +63,24 @@ export interface Catalogue {
 /** The operational event the worker emits when it disables a subscription after failing deliveries. */
 export const subscriptionDisabledType = 'subscription.disabled';
 
+/** The operational event the worker emits when a subscription's circuit breaker opens. */
+export const subscriptionFailingType = 'subscription.failing';
+
+/** The operational event the worker emits when a subscription's circuit breaker closes again. */
+export const subscriptionRecoveredType = 'subscription.recovered';
+
+/** What every operational notice about a subscription carries (examples of the catalogue). */
+const aboutSubscription = {
+  subscription_id: '0193a5c4-0000-7000-8000-000000000000',
+  resource_uri: '/api/webhooks/0193a5c4-0000-7000-8000-000000000000',
+  callback_url: 'https://client.example/hooks',
+};
+
 /** The service's own kind, appended to every catalogue. */
 const operational: EventKindEntry = {
   kind: operationalKind,
   description:
-    'About your subscriptions, emitted by the service: subscription.disabled when one is disabled after failing deliveries.',
+    'About your subscriptions, emitted by the service: subscription.failing when its circuit breaker opens (its deliveries wait), subscription.recovered when it closes, subscription.disabled when one is disabled after failing deliveries.',
   types: [
     {
       type: subscriptionDisabledType,
@@ -75,13 +88,33 @@ const operational: EventKindEntry = {
       description: 'A subscription was disabled after failing deliveries.',
       schema: null,
       // The fields the worker sends (delivery/attempt-record.ts).
+      example: { ...aboutSubscription, reason: 'consecutive_failures', failure_count: 20 },
+      deprecated: false,
+    },
+    {
+      type: subscriptionFailingType,
+      kind: operationalKind,
+      description:
+        "A subscription's circuit breaker opened after failing attempts: its deliveries wait, using no attempts, until a probe attempt at retry_at is confirmed.",
+      schema: null,
+      // The fields the worker sends (delivery/breaker-notices.ts).
       example: {
-        subscription_id: '0193a5c4-0000-7000-8000-000000000000',
-        resource_uri: '/api/webhooks/0193a5c4-0000-7000-8000-000000000000',
-        callback_url: 'https://client.example/hooks',
+        ...aboutSubscription,
         reason: 'consecutive_failures',
-        failure_count: 20,
+        failure_count: 10,
+        window_attempts: 12,
+        window_failures: 10,
+        retry_at: '2026-12-04T12:00:30.000Z',
       },
+      deprecated: false,
+    },
+    {
+      type: subscriptionRecoveredType,
+      kind: operationalKind,
+      description:
+        "A subscription's circuit breaker closed: an attempt was confirmed, and its waiting deliveries flow again.",
+      schema: null,
+      example: { ...aboutSubscription, failing_since: '2026-12-04T12:00:00.000Z' },
       deprecated: false,
     },
   ],

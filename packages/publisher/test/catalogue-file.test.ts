@@ -47,7 +47,12 @@ describe('the catalogue file', () => {
         kinds: { shop: { description: 'Shop.', types: { 'order.placed': { description: 'x' } } } },
       }),
     );
-    expect(catalogue.types).toEqual(['order.placed', 'subscription.disabled']);
+    expect(catalogue.types).toEqual([
+      'order.placed',
+      'subscription.disabled',
+      'subscription.failing',
+      'subscription.recovered',
+    ]);
   });
 
   it.each([

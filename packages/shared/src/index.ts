@@ -28,6 +28,7 @@ export * from './signature.js';
 export * from './status-class.js';
 export * from './subscription-gate.js';
 export * from './throttle.js';
+export * from './breaker.js';
 export * from './edge-sampling.js';
 export * from './tracing.js';
 export * from './schemas/index.js';

@@ -7,6 +7,7 @@ import { batcher } from '@webhooks/publisher';
 import type { QueueShards } from '@webhooks/publisher';
 import type { RedisConnection } from '@webhooks/publisher';
 import { inFlightLimit, throttleState, type InFlightBounds, type ThrottleState } from './throttle.js';
+import { breakerState, type BreakerState } from './breaker.js';
 
 /**
  * Redis keys of one subscription's gate, all in one hash slot so that the
@@ -14,7 +15,8 @@ import { inFlightLimit, throttleState, type InFlightBounds, type ThrottleState }
  * - `leases`: sorted set of the job ids holding an in-flight slot, scored by lease expiry (ms);
  * - `parked`: sorted set of the job ids waiting for a slot, scored by when they started waiting;
  * - `sent`: sorted set of the attempts admitted in the last rate window (for `rate_limit`);
- * - `state`: hash holding `allowance` while it is below the maximum.
+ * - `state`: hash holding `allowance` while it is below the maximum, the average slot time, and
+ *   the circuit breaker's counts and state (`open_until`, `opened_at` in ms while it is open).
  */
 export function subscriptionGateKeys(prefix: string, subscriptionId: string) {
   const base = `${prefix}:gate:{${subscriptionId}}`;
@@ -26,10 +28,31 @@ export function subscriptionGateKeys(prefix: string, subscriptionId: string) {
   };
 }
 
+/** A subscription's circuit breaker as the API shows it; times are ISO 8601, null while closed. */
+export interface BreakerView {
+  state: BreakerState;
+  opened_at: string | null;
+  retry_at: string | null;
+}
+
 /** A subscription's throttling as the API shows it (`delivery` on the subscription resource). */
 export interface DeliveryThrottle {
   in_flight_limit: number;
   state: ThrottleState;
+  breaker: BreakerView;
+}
+
+const closedBreaker: BreakerView = { state: 'closed', opened_at: null, retry_at: null };
+
+/** The breaker of a gate's `open_until` and `opened_at` fields (ms, as stored) at `nowMs`. */
+function breakerView(openUntil: string | null, openedAt: string | null, nowMs: number): BreakerView {
+  if (openUntil === null) return closedBreaker;
+  const retryAt = Number(openUntil);
+  return {
+    state: breakerState(retryAt, nowMs),
+    opened_at: openedAt === null ? null : new Date(Number(openedAt)).toISOString(),
+    retry_at: new Date(retryAt).toISOString(),
+  };
 }
 
 /**
@@ -57,19 +80,25 @@ export async function readDeliveryThrottles(
   // One pipeline per shard: a Cluster runs a pipeline only when its keys share a node.
   for (const [prefix, ids] of byPrefix) {
     const pipeline = redis.pipeline();
-    for (const id of ids) pipeline.hget(subscriptionGateKeys(prefix, id).state, 'allowance');
+    for (const id of ids)
+      pipeline.hmget(subscriptionGateKeys(prefix, id).state, 'allowance', 'open_until', 'opened_at');
     const replies = (await pipeline.exec()) ?? [];
+    const now = Date.now();
     ids.forEach((id, i) => {
       const [error, value] = replies[i] ?? [null, null];
       if (error) throw error;
-      throttles.set(id, throttleOf(typeof value === 'string' ? Number(value) : bounds.base, bounds));
+      const [allowance, openUntil, openedAt] = (value as Array<string | null> | null) ?? [null, null, null];
+      throttles.set(id, {
+        ...throttleOf(allowance == null ? bounds.base : Number(allowance), bounds),
+        breaker: breakerView(openUntil ?? null, openedAt ?? null, now),
+      });
     });
   }
   return throttles;
 }
 
 /** The pacing of a subscription whose gate allows `allowance` attempts in flight. */
-function throttleOf(allowance: number, bounds: InFlightBounds): DeliveryThrottle {
+function throttleOf(allowance: number, bounds: InFlightBounds): Omit<DeliveryThrottle, 'breaker'> {
   return {
     in_flight_limit: inFlightLimit(allowance, bounds.ceiling),
     state: throttleState(allowance, bounds.base),
@@ -78,7 +107,7 @@ function throttleOf(allowance: number, bounds: InFlightBounds): DeliveryThrottle
 
 /** The pacing every subscription starts with (no gate state yet): the base limit, healthy. */
 export function startingThrottle(bounds: InFlightBounds): DeliveryThrottle {
-  return throttleOf(bounds.base, bounds);
+  return { ...throttleOf(bounds.base, bounds), breaker: closedBreaker };
 }
 
 /**

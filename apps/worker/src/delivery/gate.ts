@@ -1,24 +1,15 @@
 /**
- * The per-subscription gate in Redis that every worker process passes before sending an attempt:
- * - at most the subscription's in-flight limit of its attempts hold a slot at once: the adaptive
- *   allowance of `throttle.ts` in @webhooks/shared, which starts at SUBSCRIPTION_MAX_IN_FLIGHT,
- *   falls when the callback times out and rises (doubling per window until it first falls, when
- *   the callback answers fast) to SUBSCRIPTION_IN_FLIGHT_CEILING while it answers 200 at its
- *   usual pace;
- * - with `rate_limit`, at most that many attempts are admitted in any window of
- *   {@link rateWindowMs};
- * - a job over the limit waits a few ms in place when {@link waitsInSlot} allows, else is parked:
- *   the processor moves it to BullMQ's delayed set, without using an attempt and without holding
- *   a worker slot, for about the time the deliveries parked before it need to go through
- *   (`parkDelayMs`), and never much past the end of the oldest slot's lease (a slot whose holder
- *   died frees itself then, and wakes nobody). The slot is taken before the delivery is read from
- *   PostgreSQL, so parking costs two Redis round trips and no query. A slot freed wakes the parked
- *   job first in line, but is not reserved for it: whichever of the subscription's jobs asks next
- *   takes it, so a slot never idles while a woken job travels through a long queue.
+ * The per-subscription gate in Redis that every worker passes before sending an attempt:
+ * - at most the subscription's in-flight limit of its attempts hold a slot at once (the adaptive
+ *   allowance of `throttle.ts`, between SUBSCRIPTION_MAX_IN_FLIGHT and the ceiling);
+ * - with `rate_limit`, at most that many attempts in any window of {@link rateWindowMs};
+ * - while its circuit breaker is open (`breaker.ts`), none but the half-open probe;
+ * - a job refused waits a few ms in place when {@link waitsInSlot} allows, else is parked in
+ *   BullMQ's delayed set (no attempt used, no worker slot held) for about the time the jobs parked
+ *   before it need (`parkDelayMs`). A freed slot wakes the first parked job without reserving it.
  *
- * Slots are leases that expire ({@link DeliveryGateOptions.leaseMs}), so a worker killed mid-attempt
- * cannot keep one. Each operation is one Lua script, atomic across workers, timed by Redis' clock
- * so that workers' clocks need not agree. Queueing, ordering and retries stay BullMQ's.
+ * Slots are leases ({@link DeliveryGateOptions.leaseMs}), so a worker killed mid-attempt cannot
+ * keep one. Each operation is one Lua script on Redis' clock, so workers' clocks need not agree.
  */
 import { setTimeout } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -40,37 +31,26 @@ import {
   type RedisConnection,
 } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
+import type { SubscriptionBreaker } from './breaker.js';
 import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
 
 /**
- * The rate window, in ms: one second and a guard of 100 ms, so that the jitter between admitting an
- * attempt and its arrival cannot put `rate_limit + 1` requests into one second at the receiver
- * (50 ms is not enough on a loaded 2-core machine). The cost is a pace up to 10% below
- * `rate_limit`, which keeps the promise that it is never exceeded.
+ * The rate window, in ms: a second and a 100 ms guard, so that the jitter between admission and
+ * arrival cannot put `rate_limit + 1` requests into one second at the receiver.
  */
 export const rateWindowMs = 1_100;
 
-/**
- * Gate state (a lowered allowance, the average duration) is forgotten a day after it was created
- * or last refreshed, in ms.
- */
+/** Gate state is forgotten a day after it was created or last refreshed, in ms. */
 const stateTtlMs = 86_400_000;
 
 /**
- * The share of releases that refresh the state's TTL, and of admissions that refresh the leases'.
- * Every release rewrites the state, and a refresh on each would cost a command per delivery; a
- * state in use is refreshed within a few dozen releases, and one that expires anyway loses only a
- * lowered allowance, which the callback's next timeouts lower again (the average slot time is
- * written back by the release that finds it gone, with a fresh TTL).
+ * The share of releases that refresh the state's TTL, and of admissions that refresh the leases':
+ * a refresh on each would cost a command per delivery, and a state that expires loses only what
+ * the next attempts learn again.
  */
 const stateRefreshShare = 1 / 16;
 
-/**
- * The TTL of a subscription's leases key, in ms, set when an admission creates the key and on a
- * share of the others ({@link stateRefreshShare}). A day, far past any lease: a key that expires
- * with a live lease in it (no refresh drawn in a day of admissions) lets that slot be taken twice
- * until the lease ends, no worse.
- */
+/** The TTL of a subscription's leases key, in ms: a day, far past any lease. */
 const leasesTtlMs = 86_400_000;
 
 const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
@@ -80,22 +60,39 @@ const nowMs = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + 
  * entry is forgotten, ceiling in flight, '1' when the job may be parked already ('0': it asks for
  * the first time), '1' to refresh the leases' TTL. Returns {admitted 1|0, allowance, parked jobs
  * ahead of this one (parked in the order they first asked), average slot time ms or '', age of the
- * oldest slot held in ms, slow-start threshold or ''}.
+ * oldest slot held in ms (refused by the breaker: ms until it may ask again), slow-start threshold
+ * or '', breaker: '' closed, 'open', 'probing' (another job's probe is in flight) or 'probe' (this
+ * job is the half-open probe, admitted whatever is in flight)}.
  *
  * Expired leases (their holder died) and forgotten parked entries are cleared only when the
  * subscription is at its limit, the one case where they change the answer: an admission under
- * the limit costs four commands instead of eight.
- *
- * The leases' key gets its TTL ({@link leasesTtlMs}) when this admission creates it, and then on
- * a share of admissions ({@link stateRefreshShare}), not on each: the last release deletes the key
- * anyway, so the TTL only bounds how long a crashed holder's expired lease can linger.
+ * the limit costs four commands instead of eight. The leases' key gets its TTL
+ * ({@link leasesTtlMs}) when this admission creates it, and then on a share of admissions.
  */
 const acquireLua = `${nowMs}
 local job, leaseMs = ARGV[1], tonumber(ARGV[2])
-local state = redis.call('HMGET', KEYS[3], 'allowance', 'average_ms', 'threshold')
+local state = redis.call('HMGET', KEYS[3], 'allowance', 'average_ms', 'threshold', 'open_until', 'probe', 'probe_until')
 local allowance = state[1] or ARGV[3]
 local average = state[2] or ''
 local threshold = state[3] or ''
+local openUntil = tonumber(state[4])
+if openUntil then
+  local waitMs, breaker = openUntil - now, 'open'
+  if waitMs <= 0 then
+    local probeUntil = tonumber(state[6])
+    if state[5] == job or not probeUntil or probeUntil <= now then
+      redis.call('HSET', KEYS[3], 'probe', job, 'probe_until', now + leaseMs)
+      redis.call('ZADD', KEYS[1], now + leaseMs, job)
+      redis.call('PEXPIRE', KEYS[1], ${leasesTtlMs})
+      if ARGV[6] == '1' then redis.call('ZREM', KEYS[2], job) end
+      return {1, '1', 0, average, 0, threshold, 'probe'}
+    end
+    waitMs, breaker = probeUntil - now, 'probing'
+  end
+  redis.call('ZADD', KEYS[2], 'NX', now, job)
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]))
+  return {0, allowance, 0, average, waitMs, threshold, breaker}
+end
 local limit = math.max(1, math.min(tonumber(ARGV[5]), math.floor(tonumber(allowance))))
 local held = redis.call('ZCARD', KEYS[1])
 if held >= limit then
@@ -108,12 +105,12 @@ if held >= limit then
   redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[4]))
   local ahead = redis.call('ZRANK', KEYS[2], job)
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs), threshold}
+  return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs), threshold, ''}
 end
 redis.call('ZADD', KEYS[1], now + leaseMs, job)
 if held == 0 or ARGV[7] == '1' then redis.call('PEXPIRE', KEYS[1], ${leasesTtlMs}) end
 if ARGV[6] == '1' then redis.call('ZREM', KEYS[2], job) end
-return {1, allowance, 0, average, 0, threshold}`;
+return {1, allowance, 0, average, 0, threshold, ''}`;
 
 /**
  * KEYS: sent. ARGV: job id, rate limit, rate window ms. Returns 0 and counts the attempt when the
@@ -133,20 +130,21 @@ return 0`;
 /**
  * KEYS: leases, state, parked. ARGV: job id, base in flight, allowance expected, new allowance (''
  * for no change), new average slot time ms, ceiling in flight, new slow-start threshold ('' for no
- * change), '1' to refresh the state's TTL, ms after which a parked entry is forgotten. The new
- * allowance (and threshold) is set only if the allowance is still the one expected
- * (compare-and-set), so all the attempts of one window change it once; an allowance back at the
- * base is not stored.
- * When a slot is free, returns the id of the parked job first in line (in a list), to be promoted;
- * else an empty list.
+ * change), '1' to refresh the state's TTL, ms after which a parked entry is forgotten, the
+ * attempt's outcome for the breaker ('1' confirmed, '0' failed, '' nothing sent), now in ms, the
+ * breaker's window in ms. The new allowance (and threshold) is set only if the allowance is still
+ * the one expected (compare-and-set), so all the attempts of one window change it once; an
+ * allowance back at the base is not stored. The breaker's counts ride on the same `HSET`.
  *
- * The parked line is popped before the leases are counted: with nobody parked, the usual case, a
- * release costs one command less, and the rare head popped while the subscription is still full
- * goes back in its place.
+ * Returns {the parked job first in line to promote when a slot is free, else '', failed attempts
+ * in a row, attempts and failures in the breaker's window, times the breaker opened (0 closed),
+ * 1 when this job was the half-open probe}. The parked line is popped before the leases are
+ * counted: with nobody parked, the usual case, a release costs one command less.
  */
 const releaseLua = `
 redis.call('ZREM', KEYS[1], ARGV[1])
-local allowance = redis.call('HGET', KEYS[2], 'allowance') or ARGV[2]
+local s = redis.call('HMGET', KEYS[2], 'allowance', 'fails', 'win_at', 'win_n', 'win_fail', 'opens', 'probe')
+local allowance = s[1] or ARGV[2]
 local changed = ARGV[4] ~= '' and allowance == ARGV[3]
 if changed then allowance = ARGV[4] end
 if changed and ARGV[7] ~= '' then redis.call('HSET', KEYS[2], 'threshold', ARGV[7]) end
@@ -154,25 +152,36 @@ if changed and tonumber(allowance) == tonumber(ARGV[2]) then
   redis.call('HDEL', KEYS[2], 'allowance')
   changed = false
 end
-local created
-if changed then
-  created = redis.call('HSET', KEYS[2], 'average_ms', ARGV[5], 'allowance', allowance)
-else
-  created = redis.call('HSET', KEYS[2], 'average_ms', ARGV[5])
+local fields = {'average_ms', ARGV[5]}
+if changed then table.insert(fields, 'allowance') table.insert(fields, allowance) end
+local fails, n, f = tonumber(s[2]) or 0, tonumber(s[4]) or 0, tonumber(s[5]) or 0
+if ARGV[10] ~= '' then
+  local now, winAt = tonumber(ARGV[11]), tonumber(s[3])
+  if not winAt or now - winAt >= tonumber(ARGV[12]) then winAt, n, f = now, 0, 0 end
+  n = n + 1
+  if ARGV[10] == '1' then fails = 0 else fails, f = fails + 1, f + 1 end
+  for _, v in ipairs({'win_at', winAt, 'win_n', n, 'win_fail', f, 'fails', fails}) do table.insert(fields, v) end
 end
-if created > 0 or ARGV[8] == '1' then redis.call('PEXPIRE', KEYS[2], ${stateTtlMs}) end
-local woken = {}
+local probe = 0
+if s[7] == ARGV[1] then
+  redis.call('HDEL', KEYS[2], 'probe', 'probe_until')
+  probe = 1
+end
+if redis.call('HSET', KEYS[2], unpack(fields)) > 0 or ARGV[8] == '1' then
+  redis.call('PEXPIRE', KEYS[2], ${stateTtlMs})
+end
+local woken = ''
 local head = redis.call('ZPOPMIN', KEYS[3])
 if #head > 0 then
   local limit = math.max(1, math.min(tonumber(ARGV[6]), math.floor(tonumber(allowance))))
   if redis.call('ZCARD', KEYS[1]) < limit then
-    woken[1] = head[1]
+    woken = head[1]
   else
     redis.call('ZADD', KEYS[3], head[2], head[1])
     redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[9]))
   end
 end
-return woken`;
+return {woken, fails, n, f, tonumber(s[6]) or 0, probe}`;
 
 /** What the gate answered a job. */
 export type Admission =
@@ -187,9 +196,11 @@ export type Admission =
       inFlightLimit: number;
       averageMs: number | null;
       threshold: number;
+      /** The half-open breaker's probe (`breaker.ts`): its outcome closes or reopens it. */
+      probe: boolean;
     }
-  /** Parked over the in-flight limit: wait `waitMs` and ask again. */
-  | { admitted: false; waitMs: number };
+  /** Parked over the in-flight limit, or while its breaker is open: wait `waitMs` and ask again. */
+  | { admitted: false; waitMs: number; byBreaker?: true };
 
 /** Options of {@link createDeliveryGate}. */
 export interface DeliveryGateOptions {
@@ -199,22 +210,19 @@ export interface DeliveryGateOptions {
   prefix: string;
   /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING. */
   bounds: InFlightBounds;
-  /**
   /** How long a slot is held at most, in ms: longer than the longest attempt (DELIVERY_TIMEOUT_MS). */
   leaseMs: number;
   /** Longest wait of a parked delivery before it asks again, in ms. */
   maxParkMs: number;
   /** When a delivery over the limit waits in place instead of being parked. */
   inSlotWait: InSlotWaitRule;
-  /**
-   * Moves a parked (delayed) job back to the queue now; never throws. Called when a slot frees, for
-   * the subscription's parked job first in line, so that a slot does not idle while parked jobs
-   * wait out an estimate that was too long. The job is not given the slot: it asks like any other.
-   */
+  /** Moves a parked (delayed) job back to the queue now, when a slot frees; never throws. */
   wake(jobId: string): Promise<void>;
   log: Logger;
   /** Counted: a job parked, a subscription whose in-flight limit drops below the maximum. */
   metrics: Pick<WorkerMetrics, 'parked' | 'throttled'>;
+  /** The subscription's circuit breaker, which each release's counts feed. */
+  breaker: SubscriptionBreaker;
 }
 
 /** The gate's operations; `jobId` is the BullMQ job id of the delivery. */
@@ -236,10 +244,10 @@ export interface DeliveryGate {
    */
   pace(subscriptionId: string, jobId: string, rateLimit: number): Promise<number>;
   /**
-   * Gives the slot back; after an attempt, applies its congestion signal to the allowance it was
-   * admitted under (`attempt` null: nothing was sent), and `heldMs`, how long the slot was held,
-   * to the subscription's average. Never throws: when Redis fails, the slot's lease expires on its
-   * own.
+   * Gives the slot back; after an attempt (`attempt` null: nothing was sent), applies its
+   * congestion signal to the allowance it was admitted under, `heldMs` (how long the slot was
+   * held) to the average, and its outcome to the breaker ('increase' is a confirmed attempt).
+   * Never throws: when Redis fails, the slot's lease expires on its own.
    */
   release(
     subscriptionId: string,
@@ -253,9 +261,11 @@ export interface DeliveryGate {
 type GateCommands = {
   webhookGateAcquire(
     ...args: Array<string | number>
-  ): Promise<[number, string, number, string, number, string]>;
+  ): Promise<[number, string, number, string, number, string, '' | 'open' | 'probing' | 'probe']>;
   webhookGateRate(...args: Array<string | number>): Promise<number>;
-  webhookGateRelease(...args: Array<string | number>): Promise<string[]>;
+  webhookGateRelease(
+    ...args: Array<string | number>
+  ): Promise<[string, number, number, number, number, number]>;
 };
 
 /** Most subscriptions this process remembers as full (a bound on memory; the hints are short-lived). */
@@ -271,11 +281,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   redis.defineCommand('webhookGateRate', { numberOfKeys: 1, lua: rateLua });
   redis.defineCommand('webhookGateRelease', { numberOfKeys: 3, lua: releaseLua });
   const commands = redis as unknown as GateCommands;
-  /**
-   * Subscriptions the gate just found full, until about when one of their slots frees: more of
-   * their jobs fetched meanwhile park without a round trip. Only ever refuses (the gate in Redis
-   * alone admits), and only for a few ms, so a stale hint costs a short wait, never a slot.
-   */
+  /** Subscriptions just found full, refused for a few ms without a round trip (never admitted). */
   const fullHints = new Map<string, ParkingView & { until: number }>();
 
   const park = (view: ParkingView): Admission => ({
@@ -299,24 +305,30 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       return park(hint);
     }
     const keys = subscriptionGateKeys(prefix, subscriptionId);
-    const [admitted, allowance, ahead, average, oldestHeldMs, threshold] = await commands.webhookGateAcquire(
-      keys.leases,
-      keys.parked,
-      keys.state,
-      jobId,
-      leaseMs,
-      bounds.base,
-      parkedMemoryMs,
-      bounds.ceiling,
-      mayBeParked ? '1' : '0',
-      Math.random() < stateRefreshShare ? '1' : '0',
-    );
+    const [admitted, allowance, ahead, average, oldestHeldMs, threshold, breaker] =
+      await commands.webhookGateAcquire(
+        keys.leases,
+        keys.parked,
+        keys.state,
+        jobId,
+        leaseMs,
+        bounds.base,
+        parkedMemoryMs,
+        bounds.ceiling,
+        mayBeParked ? '1' : '0',
+        Math.random() < stateRefreshShare ? '1' : '0',
+      );
     const averageMs = average === '' ? null : Number(average);
     const limit = inFlightLimit(Number(allowance), bounds.ceiling);
     if (admitted === 1) {
       const slowStartUntil = threshold === '' ? bounds.ceiling : Number(threshold);
-      return { admitted: true, allowance, inFlightLimit: limit, averageMs, threshold: slowStartUntil };
+      const probe = breaker === 'probe';
+      return { admitted: true, allowance, inFlightLimit: limit, averageMs, threshold: slowStartUntil, probe };
     }
+    // Held by the breaker until its cool-down or its probe ends (a second part spread at random, so
+    // that the deliveries held do not all ask at once); its close wakes the first parked.
+    if (breaker !== '')
+      return { admitted: false, waitMs: oldestHeldMs + Math.round(Math.random() * 1_000), byBreaker: true };
     if (fullHints.size >= maxFullHints) fullHints.clear();
     const view: ParkingView = { parked: ahead, limit, averageMs, oldestHeldMs, leaseMs };
     const untilSlotFrees = Math.min(50, Math.max(minParkMs, (turnMs(view) ?? minParkMs) / limit));
@@ -331,6 +343,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       let waitedMs = 0;
       while (
         !admission.admitted &&
+        admission.byBreaker !== true &&
         waitsInSlot(admission.waitMs, waitedMs, waitingInSlot, options.inSlotWait)
       ) {
         waitingInSlot += 1;
@@ -374,23 +387,32 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
           ? admission.threshold
           : nextThreshold(allowance, next, admission.threshold, bounds, attempt.signal, slowing);
       if (entersThrottling(allowance, next, bounds.base)) metrics.throttled.inc();
+      const outcome = attempt === null ? '' : attempt.signal === 'increase' ? '1' : '0';
       try {
-        const woken = await commands.webhookGateRelease(
-          keys.leases,
-          keys.state,
-          keys.parked,
-          jobId,
-          bounds.base,
-          admission.allowance,
-          next === allowance ? '' : String(next),
-          Math.round(average),
-          bounds.ceiling,
-          threshold === admission.threshold ? '' : threshold,
-          Math.random() < stateRefreshShare ? '1' : '0',
-          parkedMemoryMs,
-        );
+        const [woken, failuresInRow, windowAttempts, windowFailures, opens, probe] =
+          await commands.webhookGateRelease(
+            keys.leases,
+            keys.state,
+            keys.parked,
+            jobId,
+            bounds.base,
+            admission.allowance,
+            next === allowance ? '' : String(next),
+            Math.round(average),
+            bounds.ceiling,
+            threshold === admission.threshold ? '' : threshold,
+            Math.random() < stateRefreshShare ? '1' : '0',
+            parkedMemoryMs,
+            outcome,
+            Date.now(),
+            options.breaker.windowMs,
+          );
         // Not awaited: the slot is free already, and the promotion is only a shortcut.
-        for (const id of woken) void wake(id);
+        if (woken !== '') void wake(woken);
+        if (outcome !== '') {
+          const counts = { failuresInRow, windowAttempts, windowFailures, opens };
+          await options.breaker.ended(subscriptionId, counts, outcome === '1', probe === 1);
+        }
       } catch (error) {
         log.warn({ err: error, subscriptionId }, 'delivery gate release failed; the slot lease will expire');
       }

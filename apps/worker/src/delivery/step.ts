@@ -52,6 +52,7 @@ export const oneInFlight: Extract<Admission, { admitted: true }> = {
   inFlightLimit: 1,
   averageMs: null,
   threshold: 1,
+  probe: false,
 };
 
 /** The round a step runs, as a delivery job names it. */

@@ -268,6 +268,24 @@ export const Subscription = Type.Object(
         state: Type.Union([Type.Literal('healthy'), Type.Literal('throttled')], {
           description: "`throttled` while `in_flight_limit` is below the service's base",
         }),
+        breaker: Type.Object(
+          {
+            state: Type.Union([Type.Literal('closed'), Type.Literal('open'), Type.Literal('half_open')], {
+              description:
+                'closed: deliveries flow; open: after failing attempts, deliveries wait (using no attempts) until `retry_at`; half_open: one probe attempt decides',
+            }),
+            opened_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+              description: 'When the breaker opened; null while closed',
+            }),
+            retry_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+              description: 'When the next probe attempt may go; null while closed',
+            }),
+          },
+          {
+            description:
+              "The callback's circuit breaker: it opens after a run of failed attempts or a high failure rate (`subscription.failing`) and closes when an attempt is confirmed (`subscription.recovered`)",
+          },
+        ),
       },
       { description: 'How the service currently paces deliveries to this callback' },
     ),

@@ -1,0 +1,85 @@
+/**
+ * The operational events of a subscription's circuit breaker (`breaker.ts`):
+ * `subscription.failing` when it opens, `subscription.recovered` when it closes. Each is stored
+ * in `events` and fanned out as `subscription.disabled` is (`attempt-record.ts`), so it reaches
+ * the account's subscriptions to operational events; should its fan-out job be lost after the
+ * insert, the reconciler publishes it again.
+ */
+import type { Logger } from 'pino';
+import type { Pool } from '@webhooks/db';
+import {
+  subscriptionFailingType,
+  subscriptionRecoveredType,
+  type EventJobData,
+  type ResourceLinks,
+} from '@webhooks/shared';
+import type { BreakerChange } from './breaker.js';
+import { noticeEvent, type StoredNotice } from './attempt-record.js';
+
+/**
+ * Stores a notice about subscription `$1` of type `$2`: `$3` (jsonb) merged into its
+ * subscription's `subscription_id`, `resource_uri` (under `$4`) and `callback_url` (without its
+ * query and fragment, which may hold the client's token). Nothing is stored for a subscription
+ * deleted meanwhile.
+ */
+const noticeSql = `
+  INSERT INTO events (id, account_id, type, data, occurred_at)
+  SELECT uuid_generate_v7(), s.account_id, $2::text,
+         jsonb_build_object('subscription_id', s.id, 'resource_uri', $4::text || s.id::text,
+                            'callback_url', substring(s.callback_url from '^[^?#]*')) || $3::jsonb,
+         now()
+  FROM subscriptions s WHERE s.id = $1::uuid
+  RETURNING id::text, account_id, type, data, occurred_at`;
+
+/** The `data` of a change's notice, besides the subscription's own fields. */
+export function breakerNoticeData(change: BreakerChange): { type: string; data: Record<string, unknown> } {
+  if (change.kind === 'closed') {
+    return {
+      type: subscriptionRecoveredType,
+      data: { failing_since: change.failingSince.toISOString() },
+    };
+  }
+  return {
+    type: subscriptionFailingType,
+    data: {
+      reason: change.reason,
+      failure_count: change.failuresInRow,
+      window_attempts: change.windowAttempts,
+      window_failures: change.windowFailures,
+      retry_at: change.retryAt.toISOString(),
+    },
+  };
+}
+
+/** What {@link createBreakerNotices} needs. */
+export interface BreakerNoticesOptions {
+  pool: Pool;
+  links: ResourceLinks;
+  /** Publishes the stored notices' fan-out jobs; never throws (the reconciler catches up). */
+  enqueueNotices(events: EventJobData[]): Promise<void>;
+  log: Logger;
+}
+
+/**
+ * Creates the breaker's `onChange`: stores the change's notice and fans it out. Never throws: a
+ * notice PostgreSQL refused is logged and not sent (the breaker's state, which the subscription
+ * shows, is in Redis already).
+ */
+export function createBreakerNotices(
+  options: BreakerNoticesOptions,
+): (subscriptionId: string, change: BreakerChange) => Promise<void> {
+  return async (subscriptionId, change) => {
+    const { type, data } = breakerNoticeData(change);
+    try {
+      const { rows } = await options.pool.query<StoredNotice>(noticeSql, [
+        subscriptionId,
+        type,
+        JSON.stringify(data),
+        options.links.subscription(''),
+      ]);
+      if (rows.length > 0) await options.enqueueNotices(rows.map(noticeEvent));
+    } catch (error) {
+      options.log.warn({ err: error, subscriptionId, type }, 'circuit breaker notice not stored');
+    }
+  };
+}

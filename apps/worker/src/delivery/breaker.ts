@@ -1,0 +1,143 @@
+/**
+ * A subscription's circuit breaker, kept in its gate's state hash (`gate.ts`): the gate's release
+ * counts each attempt (failures in a row, a window's attempts and failures), this module applies
+ * what {@link breakerTransition} decides from those counts, and the gate's admission holds the
+ * subscription's deliveries while the breaker is open and lets one probe through once its
+ * cool-down ends. A breaker that opens or closes is announced (`subscription.failing`,
+ * `subscription.recovered`) through `onChange`.
+ */
+import type { Logger } from 'pino';
+import {
+  breakerTransition,
+  subscriptionGateKeys,
+  type BreakerCounts,
+  type BreakerOptions,
+  type BreakerReason,
+  type RedisConnection,
+} from '@webhooks/shared';
+import type { WorkerMetrics } from '../metrics.js';
+
+/** What a breaker's change announces. Times are Redis' clock. */
+export type BreakerChange =
+  | {
+      kind: 'opened';
+      reason: BreakerReason;
+      /** Failed attempts in a row, and the window's attempts and failures, when it opened. */
+      failuresInRow: number;
+      windowAttempts: number;
+      windowFailures: number;
+      /** When its probe may go. */
+      retryAt: Date;
+    }
+  | { kind: 'closed'; failingSince: Date };
+
+/**
+ * KEYS: state, parked. ARGV: 'open' or 'close', the times opened the decision was made on ('0'
+ * closed), the cool-down in ms. Applied only while the times opened are still those
+ * (compare-and-set), so that of the attempts ending together one opens or closes the breaker.
+ * Returns {1 applied | 0, when it first opened (ms), when it may probe (ms) or the parked job first
+ * in line to wake once closed}. Closing starts the in-flight allowance again at 1 (slow start).
+ */
+const breakerLua = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local s = redis.call('HMGET', KEYS[1], 'opens', 'opened_at')
+if (s[1] or '0') ~= ARGV[2] then return {0, '', ''} end
+local since = s[2] or tostring(now)
+if ARGV[1] == 'close' then
+  redis.call('HDEL', KEYS[1], 'opens', 'open_until', 'opened_at', 'probe', 'probe_until', 'fails', 'win_at', 'win_n', 'win_fail')
+  redis.call('HSET', KEYS[1], 'allowance', '1')
+  local head = redis.call('ZPOPMIN', KEYS[2])
+  return {1, since, head[1] or ''}
+end
+local openUntil = now + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'opens', tonumber(ARGV[2]) + 1, 'open_until', openUntil, 'opened_at', since,
+  'fails', 0, 'win_at', now, 'win_n', 0, 'win_fail', 0)
+redis.call('HDEL', KEYS[1], 'probe', 'probe_until')
+redis.call('PEXPIRE', KEYS[1], 86400000)
+return {1, since, tostring(openUntil)}`;
+
+type BreakerCommands = {
+  webhookBreaker(...args: Array<string | number>): Promise<[number, string, string]>;
+};
+
+/** `webhook_subscription_breaker_transitions_total`'s label of each transition. */
+const transitionLabel = { open: 'opened', reopen: 'reopened', close: 'closed' } as const;
+
+/** Options of {@link createSubscriptionBreaker}. */
+export interface SubscriptionBreakerOptions {
+  /** The gate's connection. */
+  redis: RedisConnection;
+  /** QUEUE_PREFIX of the shard (the gate's). */
+  prefix: string;
+  breaker: BreakerOptions;
+  /** Sends a parked delivery job now; never throws. */
+  wake(jobId: string): Promise<void>;
+  /** Announces an opened or closed breaker; never throws. */
+  onChange(subscriptionId: string, change: BreakerChange): Promise<void>;
+  log: Logger;
+  metrics: Pick<WorkerMetrics, 'breakerTransitions'>;
+}
+
+/** The breaker's step after an attempt's slot went back. */
+export interface SubscriptionBreaker {
+  /** BREAKER_WINDOW_MS: the window the gate's release counts attempts in, in ms. */
+  readonly windowMs: number;
+  /**
+   * Applies what the attempt's outcome does to the breaker. Never throws: a change Redis did not
+   * take is decided again by the next attempt's counts.
+   *
+   * @param counts the gate's counts, this attempt included
+   * @param confirmed the attempt was answered 200
+   * @param probe the attempt was the half-open probe
+   */
+  ended(subscriptionId: string, counts: BreakerCounts, confirmed: boolean, probe: boolean): Promise<void>;
+}
+
+/** Creates the breaker on `options.redis` (registering its script there). */
+export function createSubscriptionBreaker(options: SubscriptionBreakerOptions): SubscriptionBreaker {
+  const { redis, prefix, log, metrics } = options;
+  redis.defineCommand('webhookBreaker', { numberOfKeys: 2, lua: breakerLua });
+  const commands = redis as unknown as BreakerCommands;
+  return {
+    windowMs: options.breaker.windowMs,
+    async ended(subscriptionId, counts, confirmed, probe) {
+      const transition = breakerTransition(counts, confirmed, probe, options.breaker);
+      if (transition === null) return;
+      const keys = subscriptionGateKeys(prefix, subscriptionId);
+      try {
+        const [applied, since, then] = await commands.webhookBreaker(
+          keys.state,
+          keys.parked,
+          transition.kind === 'close' ? 'close' : 'open',
+          counts.opens,
+          transition.kind === 'close' ? 0 : transition.cooldownMs,
+        );
+        if (applied !== 1) return;
+        metrics.breakerTransitions.inc({ transition: transitionLabel[transition.kind] });
+        if (transition.kind === 'close') {
+          if (then !== '') void options.wake(then);
+          await options.onChange(subscriptionId, { kind: 'closed', failingSince: new Date(Number(since)) });
+          return;
+        }
+        log.warn(
+          { subscriptionId, transition: transition.kind, retryAt: Number(then) },
+          'circuit breaker open',
+        );
+        if (transition.kind === 'open') {
+          await options.onChange(subscriptionId, {
+            kind: 'opened',
+            reason: transition.reason,
+            failuresInRow: counts.failuresInRow,
+            windowAttempts: counts.windowAttempts,
+            windowFailures: counts.windowFailures,
+            retryAt: new Date(Number(then)),
+          });
+        }
+      } catch (error) {
+        log.warn(
+          { err: error, subscriptionId },
+          'circuit breaker not updated; the next attempt decides again',
+        );
+      }
+    },
+  };
+}
