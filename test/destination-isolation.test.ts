@@ -45,6 +45,9 @@ beforeAll(async () => {
     DELIVERY_BACKOFF_MS: '100',
     DELIVERY_MAX_ATTEMPTS: '2',
     SUBSCRIPTION_DISABLE_AFTER: '1000',
+    // Every refused publish must end its delivery here; the breaker would hold them.
+    BREAKER_FAILURES_IN_ROW: '1000',
+    BREAKER_MIN_ATTEMPTS: '1000',
   });
 }, 60_000);
 

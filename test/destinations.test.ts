@@ -52,6 +52,9 @@ beforeAll(async () => {
     DELIVERY_BACKOFF_MS: '100',
     DELIVERY_MAX_ATTEMPTS: '10',
     DELIVERY_TIMEOUT_MS: '2000',
+    // The breaker the restart opens probes again within a second, not the default 30 s.
+    BREAKER_COOLDOWN_MS: '500',
+    BREAKER_MAX_COOLDOWN_MS: '1000',
     SUBSCRIPTION_DISABLE_AFTER: '1000',
     CALLBACK_VERIFICATION: 'challenge',
   });

@@ -6,6 +6,7 @@
  */
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync } from 'fastify';
+import { createPipelinedConnection } from '@webhooks/shared';
 import type { ApiConfig } from './config.js';
 import type { BacklogWatch } from './lib/backlog.js';
 import { createIdempotencyStore } from './lib/idempotency-store.js';
@@ -19,6 +20,7 @@ import eventLog from './routes/event-log.js';
 import events from './routes/events.js';
 import eventTypes from './routes/event-types.js';
 import filterTests from './routes/filter-tests.js';
+import listen, { keepAliveMs } from './routes/listen.js';
 import portalSessions from './routes/portal-sessions.js';
 import signingSecret from './routes/signing-secret.js';
 import subscriptions from './routes/subscriptions.js';
@@ -26,6 +28,9 @@ import subscriptionHealth from './routes/subscription-health.js';
 import testEvents from './routes/test-events.js';
 import transformationTests from './routes/transformation-tests.js';
 import type { ApiServices } from './services.js';
+
+/** Most `webhooks listen` streams one API process serves at once (each holds a Redis connection). */
+const listenersPerProcess = 100;
 
 /** What the scope is built from. */
 export interface AccountScopeOptions {
@@ -99,6 +104,17 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     redis: countingRedis,
     keyPrefix: config.keyPrefix,
     recoverRoundsPerMinute: config.RECOVER_ROUNDS_PER_MINUTE,
+  });
+  await scope.register(listen, {
+    redis: countingRedis,
+    blocking() {
+      // A read blocks keepAliveMs at most: a command timeout past it.
+      const connection = createPipelinedConnection(config.redis, keepAliveMs + 5_000);
+      connection.on('error', (error) => scope.log.warn({ err: error }, 'redis connection error (listen)'));
+      return connection;
+    },
+    prefix: config.keyPrefix,
+    maxListeners: listenersPerProcess,
   });
   if (portalLinks !== null) await scope.register(portalSessions, { links: portalLinks, views });
 };

@@ -58,6 +58,12 @@ const bodies: Record<string, (owned: Owned) => unknown> = {
   'PUT /api/webhooks/{id}': (owned) => ({ callback_url: owned.callbackUrl }),
   'POST /api/webhooks/{id}/recover': () => ({ since: '2020-01-01T00:00:00Z' }),
   'POST /api/webhooks/{id}/test-events': () => ({}),
+  'POST /api/webhooks/{id}/listen/replies': () => ({
+    request_id: 'nobody',
+    status: 200,
+    error: null,
+    body: null,
+  }),
   'POST /api/webhooks/{id}/filter-tests': () => ({ payload: { type: 'call.started', data: {} } }),
   'POST /api/webhooks/{id}/transformation-tests': () => ({
     payload: { type: 'call.started', data: {} },

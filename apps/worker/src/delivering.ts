@@ -26,6 +26,7 @@ import { suppressedUnlessRecording } from '@webhooks/shared/unsampled-work';
 import type { WorkerConfig } from './config.js';
 import { createAttemptSender } from './delivery/attempt.js';
 import { createBrokerPublishers, createDestinationSender } from './destinations/registry.js';
+import { createRelaySender } from './destinations/relay.js';
 import type { DeliveryPolicy } from './delivery/backoff.js';
 import { createAttemptClaims } from './delivery/claim.js';
 import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
@@ -108,6 +109,18 @@ export function startDeliveries(
     sender,
     config.brokers,
     createBrokerPublishers(config.brokers, { timeoutMs: config.DELIVERY_TIMEOUT_MS, log }),
+    createRelaySender({
+      redis: deps.producer,
+      blocking() {
+        // BLPOP waits a second at most: a command timeout past it.
+        const connection = createPipelinedConnection(config.redis, 5_000);
+        connection.on('error', (error) => log.warn({ err: error }, 'redis connection error (relay)'));
+        return connection;
+      },
+      prefix: config.keyPrefix,
+      timeoutMs: config.DELIVERY_TIMEOUT_MS,
+      log,
+    }),
   );
   const transformations = config.TRANSFORMATIONS
     ? createTransformationRunner(transformationLimitsFromEnv(config), config.callbackPolicy)

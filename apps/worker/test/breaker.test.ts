@@ -69,7 +69,7 @@ const admitted = (admission: Admission) => {
 /** One attempt of `jobId`: admitted, then ended with `signal` ('increase' is a 200). */
 async function attempt(subscriptionId: string, jobId: string, signal: 'increase' | 'hold') {
   const admission = admitted(await gate.acquire(subscriptionId, jobId));
-  await gate.release(subscriptionId, jobId, admission, { signal }, 5);
+  await gate.release(subscriptionId, jobId, admission, { signal, sent: true }, 5);
   return admission;
 }
 
@@ -105,7 +105,7 @@ describe('a subscription whose attempts fail', () => {
     expect(await gate.acquire(sub, 'b-3')).toMatchObject({ admitted: false, byBreaker: true });
 
     // A failed probe opens it again, without a second notice.
-    await gate.release(sub, 'b-2', probe, { signal: 'hold' }, 5);
+    await gate.release(sub, 'b-2', probe, { signal: 'hold', sent: true }, 5);
     expect(changes).toHaveLength(1);
     expect(await gate.acquire(sub, 'b-3')).toMatchObject({ admitted: false, byBreaker: true });
 
@@ -113,7 +113,7 @@ describe('a subscription whose attempts fail', () => {
     // subscription starts again at one attempt in flight.
     const second = await untilProbe(sub, 'b-4');
     expect(second.probe).toBe(true);
-    await gate.release(sub, 'b-4', second, { signal: 'increase' }, 5);
+    await gate.release(sub, 'b-4', second, { signal: 'increase', sent: true }, 5);
     expect(changes).toHaveLength(2);
     expect(changes[1]).toMatchObject({ subscriptionId: sub, change: { kind: 'closed' } });
     const { change: opened } = changes[0]!;
@@ -136,12 +136,18 @@ describe('a subscription whose attempts fail', () => {
     ]);
   });
 
-  it('is not opened by attempts that were never sent, nor by a run a success broke', async () => {
+  it('is not opened by attempts that sent nothing (a transformation failed), nor by a run a success broke', async () => {
     const sub = 'sub-mixed';
     for (let i = 0; i < 6; i++) {
       await attempt(sub, `m-${i}`, i % 3 === 2 ? 'increase' : 'hold');
       const admission = admitted(await gate.acquire(sub, `unsent-${i}`));
-      await gate.release(sub, `unsent-${i}`, admission, null, 1);
+      await gate.release(
+        sub,
+        `unsent-${i}`,
+        admission,
+        i % 2 === 0 ? null : { signal: 'hold', sent: false },
+        1,
+      );
     }
     expect(changes.filter((c) => c.subscriptionId === sub)).toEqual([]);
     expect(admitted(await gate.acquire(sub, 'm-last')).probe).toBe(false);

@@ -6,13 +6,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
-import { parseDestinationBrokers } from '@webhooks/shared';
+import { Redis } from 'ioredis';
+import { parseDestinationBrokers, relayKeys } from '@webhooks/shared';
 import { createAttemptSender, type AttemptSender } from '../src/delivery/attempt.js';
 import { createBrokerPublishers, createDestinationSender } from '../src/destinations/registry.js';
+import { createRelaySender } from '../src/destinations/relay.js';
 import { startPrivateNats, type PrivateNats } from '../../../test/support/private-nats.js';
+import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 let nats: PrivateNats;
 let sender: AttemptSender;
+const redis = new Redis(testRedisUrl);
+const prefix = newQueuePrefix('registry');
 beforeAll(async () => {
   nats = await startPrivateNats();
   const brokers = parseDestinationBrokers(
@@ -25,16 +30,36 @@ beforeAll(async () => {
   });
   // A first connection on a busy CI machine may take more than the usual attempt timeout.
   const publishers = createBrokerPublishers(brokers, { timeoutMs: 10_000, log: pino({ level: 'silent' }) });
-  sender = createDestinationSender(http, brokers, publishers);
+  const relay = createRelaySender({
+    redis,
+    blocking: () => redis.duplicate(),
+    prefix,
+    timeoutMs: 300,
+    log: pino({ level: 'silent' }),
+  });
+  sender = createDestinationSender(http, brokers, publishers, relay);
 });
 afterAll(async () => {
   sender.close();
   await nats.destroy();
+  await dropPrefix(prefix);
+  redis.disconnect();
 });
 
 const headers = { 'webhook-id': 'msg_registry', 'content-type': 'application/json' };
 
 describe('the destination registry', () => {
+  it('relays a cli destination to its session, and fails it as a timeout when no CLI answers', async () => {
+    const result = await sender.send('cli://session-nobody', '{"a":1}', headers, null, {
+      accountId: 'acct-acme',
+      deliveryId: 'delivery-cli',
+    });
+    expect(result).toMatchObject({ statusCode: null, errorClass: 'timeout' });
+    const entries = await redis.xrange(relayKeys(prefix, 'session-nobody').requests, '-', '+');
+    expect(entries).toHaveLength(1);
+    expect(entries[0]![1]).toEqual(expect.arrayContaining(['body', '{"a":1}']));
+  });
+
   it('publishes for an account the broker lets in', async () => {
     // No stream stores this subject: the broker answered, so the publisher was reached.
     const result = await sender.send('nats://acme/registry-nobody.x', '{}', headers, null, {

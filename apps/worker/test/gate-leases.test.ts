@@ -71,7 +71,7 @@ describe('slots left behind by a worker that died', () => {
     // The callback answers in 5 ms: that is its average slot time.
     for (let i = 0; i < 5; i++) {
       const admission = admitted(await gate.acquire(subscriptionId, `warm-${i}`));
-      await gate.release(subscriptionId, `warm-${i}`, admission, { signal: 'hold' }, 5);
+      await gate.release(subscriptionId, `warm-${i}`, admission, { signal: 'hold', sent: true }, 5);
     }
     // Ten attempts take every slot, and their worker dies: nothing releases them.
     for (let i = 0; i < 10; i++) admitted(await gate.acquire(subscriptionId, `orphan-${i}`));
@@ -102,7 +102,7 @@ describe('a slot given back while the subscription is over its lowered limit', (
     expect((await gate.acquire(subscriptionId, 'parked-0')).admitted).toBe(false);
 
     // A timeout halves the allowance to 5: nine slots are still held, so nobody may go.
-    await gate.release(subscriptionId, 'held-0', holders[0]!, { signal: 'decrease' }, 5);
+    await gate.release(subscriptionId, 'held-0', holders[0]!, { signal: 'decrease', sent: true }, 5);
     expect(woken).toEqual([]);
     for (const key of Object.values(keys)) {
       if ((await redis.exists(key)) === 1) expect(await redis.pttl(key)).toBeGreaterThan(0);
@@ -110,11 +110,11 @@ describe('a slot given back while the subscription is over its lowered limit', (
     expect(await redis.pttl(keys.state)).toBeGreaterThan(0);
 
     for (let i = 1; i <= 4; i++) {
-      await gate.release(subscriptionId, `held-${i}`, holders[i]!, { signal: 'hold' }, 5);
+      await gate.release(subscriptionId, `held-${i}`, holders[i]!, { signal: 'hold', sent: true }, 5);
     }
     // Five held, at the limit of 5: still nobody.
     expect(woken).toEqual([]);
-    await gate.release(subscriptionId, 'held-5', holders[5]!, { signal: 'hold' }, 5);
+    await gate.release(subscriptionId, 'held-5', holders[5]!, { signal: 'hold', sent: true }, 5);
     expect(woken).toEqual(['parked-0']);
   });
 });

@@ -1,11 +1,13 @@
 /**
- * The `webhooks` command: subscriptions, test events and a tail of deliveries over the service's
- * REST API with `@webhooks/client`, parsed by commander. The API's address and token come from
+ * The `webhooks` command: subscriptions, test events, a tail of deliveries, and deliveries relayed
+ * to a local app (`listen`), over the service's REST API with `@webhooks/client`, parsed by
+ * commander. The API's address and token come from
  * `--api-url` and `--token`, or WEBHOOKS_API_URL and WEBHOOKS_TOKEN.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createWebhookClient, type WebhookClient } from '@webhooks/client';
 import { subscriptionLine, type SubscriptionView } from './format.js';
+import { listen } from './listen.js';
 import { problemError, tailDeliveries } from './tail.js';
 
 /** Where the program writes, and what it reads of its environment. */
@@ -32,11 +34,15 @@ export function createProgram(io: ProgramIo): Command {
     .addOption(new Option('--token <jwt>', 'a bearer token of your account').env('WEBHOOKS_TOKEN'))
     .showHelpAfterError();
 
-  const client = (command: Command): WebhookClient => {
+  const access = (command: Command): { apiUrl: string; token: string } => {
     const { apiUrl, token } = command.optsWithGlobals<{ apiUrl: string; token?: string }>();
     const given = token ?? io.env.WEBHOOKS_TOKEN;
     if (given === undefined || given === '') throw new Error('no token: pass --token or set WEBHOOKS_TOKEN');
-    return createWebhookClient({ baseUrl: apiUrl, token: given });
+    return { apiUrl, token: given };
+  };
+  const client = (command: Command): WebhookClient => {
+    const { apiUrl, token } = access(command);
+    return createWebhookClient({ baseUrl: apiUrl, token });
   };
 
   const subscriptions = program.command('subscriptions').description('Your subscriptions');
@@ -129,6 +135,35 @@ export function createProgram(io: ProgramIo): Command {
         status: options.status,
         since: options.since,
         intervalMs: options.interval,
+        signal: io.signal,
+        print: io.out,
+      });
+    });
+
+  program
+    .command('listen')
+    .description(
+      'Relay your deliveries to a local app through the service, until interrupted: a subscription of its own, deleted when it stops',
+    )
+    .requiredOption(
+      '--forward-to <url>',
+      'the local URL each delivery is POSTed to, such as http://localhost:3000/webhooks',
+    )
+    .option('--events <types>', "event types, comma-separated, wildcards allowed ('call.*'); default all")
+    .option(
+      '--timeout <ms>',
+      'how long the local app has to answer, in ms',
+      (value) => Number.parseInt(value, 10),
+      10_000,
+    )
+    .action(async (options: { forwardTo: string; events?: string; timeout: number }, command: Command) => {
+      const { apiUrl, token } = access(command);
+      await listen(client(command), {
+        apiUrl,
+        token,
+        forwardTo: options.forwardTo,
+        eventTypes: options.events?.split(','),
+        timeoutMs: options.timeout,
         signal: io.signal,
         print: io.out,
       });

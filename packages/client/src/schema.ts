@@ -415,6 +415,40 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/webhooks/{id}/listen': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Stream the deliveries of a cli subscription (server-sent events), as `webhooks listen` does */
+    get: operations['listenToSubscription'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/webhooks/{id}/listen/replies': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Answer a relayed delivery with the local app's answer (what `webhooks listen` does) */
+    post: operations['replyToRelayedDelivery'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/portal-sessions': {
     parameters: {
       query?: never;
@@ -479,6 +513,10 @@ export interface components {
         | {
             /** @enum {string} */
             type: 'http';
+          }
+        | {
+            /** @enum {string} */
+            type: 'cli';
           }
         | {
             /** @enum {string} */
@@ -870,6 +908,10 @@ export interface operations {
               }
             | {
                 /** @enum {string} */
+                type: 'cli';
+              }
+            | {
+                /** @enum {string} */
                 type: 'rabbitmq';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
@@ -964,6 +1006,10 @@ export interface operations {
               | {
                   /** @enum {string} */
                   type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'cli';
                 }
               | {
                   /** @enum {string} */
@@ -1158,6 +1204,10 @@ export interface operations {
               }
             | {
                 /** @enum {string} */
+                type: 'cli';
+              }
+            | {
+                /** @enum {string} */
                 type: 'rabbitmq';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
@@ -1252,6 +1302,10 @@ export interface operations {
               | {
                   /** @enum {string} */
                   type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'cli';
                 }
               | {
                   /** @enum {string} */
@@ -1446,6 +1500,10 @@ export interface operations {
               }
             | {
                 /** @enum {string} */
+                type: 'cli';
+              }
+            | {
+                /** @enum {string} */
                 type: 'rabbitmq';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
@@ -1540,6 +1598,10 @@ export interface operations {
               | {
                   /** @enum {string} */
                   type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'cli';
                 }
               | {
                   /** @enum {string} */
@@ -1734,6 +1796,10 @@ export interface operations {
               }
             | {
                 /** @enum {string} */
+                type: 'cli';
+              }
+            | {
+                /** @enum {string} */
                 type: 'rabbitmq';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
@@ -1828,6 +1894,10 @@ export interface operations {
               | {
                   /** @enum {string} */
                   type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'cli';
                 }
               | {
                   /** @enum {string} */
@@ -2032,6 +2102,10 @@ export interface operations {
                 }
               | {
                   /** @enum {string} */
+                  type: 'cli';
+                }
+              | {
+                  /** @enum {string} */
                   type: 'rabbitmq';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
@@ -2197,6 +2271,10 @@ export interface operations {
               }
             | {
                 /** @enum {string} */
+                type: 'cli';
+              }
+            | {
+                /** @enum {string} */
                 type: 'rabbitmq';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
@@ -2290,6 +2368,10 @@ export interface operations {
               | {
                   /** @enum {string} */
                   type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'cli';
                 }
               | {
                   /** @enum {string} */
@@ -2546,6 +2628,10 @@ export interface operations {
               | {
                   /** @enum {string} */
                   type: 'http';
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'cli';
                 }
               | {
                   /** @enum {string} */
@@ -4234,6 +4320,171 @@ export interface operations {
         };
       };
       /** @description The subscription is disabled: set its status to active first */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  listenToSubscription: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A stream of `delivery` events whose data is `{request_id, body, headers}` */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/event-stream': string;
+        };
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The subscription does not deliver to `webhooks listen` */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The account's request rate limit is reached; retry after `Retry-After` seconds */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description PostgreSQL or Redis is unavailable; retry after `Retry-After` seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+    };
+  };
+  replyToRelayedDelivery: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Subscription id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The `request_id` of the delivery event */
+          request_id: string;
+          /** @description The local app's HTTP status; null when it gave none */
+          status: number | null;
+          /** @description Why there is no status */
+          error: 'connection_refused' | 'timeout' | 'other' | null;
+          /** @description The start of the local app's answer (4 KiB are kept) */
+          body: string | null;
+        };
+      };
+    };
+    responses: {
+      /** @description Handed to the worker waiting for it */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid request: `errors` names each invalid field by JSON pointer */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description Missing, invalid or expired bearer token */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description No such resource in the account of the token */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': components['schemas']['Problem'];
+        };
+      };
+      /** @description The subscription does not deliver to `webhooks listen` */
       409: {
         headers: {
           [name: string]: unknown;

@@ -8,6 +8,7 @@
  */
 import Type from 'typebox';
 import { ConfigError } from '@webhooks/publisher';
+import { relaySession } from './relay.js';
 
 /** The environment variable of destinations, read by the API and the worker. */
 export const destinationEnv = {
@@ -24,6 +25,7 @@ export type BrokerType = 'rabbitmq' | 'nats';
 /** A destination as the API takes and shows it (snake_case). */
 export type DestinationInput =
   | { type: 'http' }
+  | { type: 'cli' }
   | { type: 'rabbitmq'; broker: string; exchange: string; routing_key: string }
   | { type: 'nats'; broker: string; subject: string };
 
@@ -145,6 +147,7 @@ export function brokerTarget(callbackUrl: string): BrokerTarget | null {
 
 /** The API's view of a stored `callback_url`. */
 export function destinationOf(callbackUrl: string): DestinationInput {
+  if (relaySession(callbackUrl) !== null) return { type: 'cli' };
   const target = brokerTarget(callbackUrl);
   if (target === null) return { type: 'http' };
   return target.type === 'rabbitmq'
@@ -197,7 +200,7 @@ export function brokerNameRefusal(
  * @returns the target, or the problem naming the field under `/destination`
  */
 export function checkDestination(
-  input: Exclude<DestinationInput, { type: 'http' }>,
+  input: Exclude<DestinationInput, { type: 'http' | 'cli' }>,
   brokers: ReadonlyMap<string, BrokerConfig>,
   accountId: string,
 ): { target: BrokerTarget } | { pointer: string; detail: string } {

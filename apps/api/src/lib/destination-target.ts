@@ -2,15 +2,22 @@
  * Where a create or an update sends deliveries: the `callback_url` to store, from the body's
  * `callback_url` and `destination` (`destination.ts` in @webhooks/shared). An HTTP callback is
  * checked by the SSRF policy; a broker destination must name a broker of DESTINATION_BROKERS of its
- * type, and is stored as its URI.
+ * type, and is stored as its URI; a `cli` destination gets a new relay session (`relay.ts`).
  */
-import { checkDestination, destinationUrl, type BrokerConfig, type DestinationInput } from '@webhooks/shared';
+import { v7 as uuidv7 } from 'uuid';
+import {
+  checkDestination,
+  destinationUrl,
+  relayUrl,
+  type BrokerConfig,
+  type DestinationInput,
+} from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
 
 /** The stored target of a write, or undefined when the write leaves it as it is. */
 export interface WriteTarget {
   callbackUrl: string;
-  /** A broker destination: no challenge, no client certificate. */
+  /** A broker or `cli` destination: no challenge, no client certificate. */
   broker: boolean;
 }
 
@@ -24,8 +31,9 @@ const refuse = (pointer: string, detail: string) =>
  *
  * @param checkCallback the SSRF check of an http(s) callback URL; throws its 400
  * @throws HttpProblem 400 naming `/callback_url` (missing on create, or sent beside a broker
- *   destination), `/destination/...` (an unknown broker, a broker of another type, a bad name), or
- *   `/client_certificate` or `/auth` (sent with a broker destination)
+ *   destination), `/destination/...` (an unknown broker, a broker of another type, a bad name, a
+ *   `cli` destination on an update), or `/client_certificate` or `/auth` (sent with a broker or
+ *   `cli` destination)
  */
 export function writeTarget(
   body: {
@@ -55,6 +63,10 @@ export function writeTarget(
     throw refuse('/client_certificate', 'applies to http destinations only');
   if (body.auth !== undefined && body.auth !== null)
     throw refuse('/auth', 'applies to http destinations only');
+  if (destination.type === 'cli') {
+    if (!creating) throw refuse('/destination/type', 'can be cli only when the subscription is created');
+    return { callbackUrl: relayUrl(uuidv7()), broker: true };
+  }
   const checked = checkDestination(destination, brokers, accountId);
   if ('pointer' in checked) throw refuse(checked.pointer, checked.detail);
   return { callbackUrl: destinationUrl(checked.target), broker: true };

@@ -320,7 +320,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     const admittedAt = performance.now();
     const releases: Array<Promise<void>> = [];
     /** Gives the slots back; neither release throws (a slot Redis did not get back ends with its lease). */
-    const giveBack = (attempt: { signal: ReturnType<typeof congestionSignal> } | null) => {
+    const giveBack = (attempt: { signal: ReturnType<typeof congestionSignal>; sent: boolean } | null) => {
       if (!inOrder) {
         releases.push(
           deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt),
@@ -349,7 +349,11 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     const passed = outcome.kind === 'succeeded' && onConfirmed !== undefined ? within.slot : null;
     if (within.slot !== null && passed === null) releases.push(deps.hostGate.giveBack(within.slot));
     // The slots go back while the attempt is recorded: the record needs neither.
-    const released = giveBack({ signal: congestionSignal(within.result) });
+    const released = giveBack({
+      signal: congestionSignal(within.result),
+      // A transformation that failed sent nothing: the callback's breaker does not count it.
+      sent: within.result.errorClass !== 'transformation_failed',
+    });
 
     // An ordered delivery is sent one at a time, whatever its gate's limit.
     const { inFlightLimit } = delivery.subscription.ordering === 'fifo' ? oneInFlight : admission;

@@ -244,16 +244,17 @@ export interface DeliveryGate {
    */
   pace(subscriptionId: string, jobId: string, rateLimit: number): Promise<number>;
   /**
-   * Gives the slot back; after an attempt (`attempt` null: nothing was sent), applies its
-   * congestion signal to the allowance it was admitted under, `heldMs` (how long the slot was
-   * held) to the average, and its outcome to the breaker ('increase' is a confirmed attempt).
+   * Gives the slot back; after an attempt (`attempt` null: none was made), applies its congestion
+   * signal to the allowance it was admitted under, `heldMs` (how long the slot was held) to the
+   * average, and, when its request was `sent`, its outcome to the breaker ('increase' is a
+   * confirmed attempt).
    * Never throws: when Redis fails, the slot's lease expires on its own.
    */
   release(
     subscriptionId: string,
     jobId: string,
     admission: Extract<Admission, { admitted: true }>,
-    attempt: { signal: CongestionSignal } | null,
+    attempt: { signal: CongestionSignal; sent: boolean } | null,
     heldMs: number,
   ): Promise<void>;
 }
@@ -387,7 +388,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
           ? admission.threshold
           : nextThreshold(allowance, next, admission.threshold, bounds, attempt.signal, slowing);
       if (entersThrottling(allowance, next, bounds.base)) metrics.throttled.inc();
-      const outcome = attempt === null ? '' : attempt.signal === 'increase' ? '1' : '0';
+      const outcome = attempt === null || !attempt.sent ? '' : attempt.signal === 'increase' ? '1' : '0';
       try {
         const [woken, failuresInRow, windowAttempts, windowFailures, opens, probe] =
           await commands.webhookGateRelease(

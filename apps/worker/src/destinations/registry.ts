@@ -1,13 +1,14 @@
 /**
  * The one place that chooses how an attempt is sent, by its destination (`destination.ts` in
  * @webhooks/shared): an http(s) callback URL goes to the HTTP sender, a broker destination to its
- * broker's publisher. Adding a destination type is a publisher (`publisher.ts`) and one entry in
+ * broker's publisher, a `cli` destination to the relay (`relay.ts`). Adding a destination type is a publisher (`publisher.ts`) and one entry in
  * {@link publisherFactories} (docs/destinations.md).
  */
 import {
   brokerAllows,
   brokerNameRefusal,
   brokerTarget,
+  relaySession,
   type BrokerConfig,
   type BrokerType,
 } from '@webhooks/shared';
@@ -15,6 +16,7 @@ import type { AttemptSender } from '../delivery/attempt.js';
 import { publishClock, type BrokerPublisher, type PublisherOptions } from './publisher.js';
 import { createNatsPublisher } from './nats.js';
 import { createRabbitMqPublisher } from './rabbitmq.js';
+import type { RelaySender } from './relay.js';
 
 /** The publisher of each destination type. */
 export const publisherFactories: Record<BrokerType, (options: PublisherOptions) => BrokerPublisher> = {
@@ -41,7 +43,7 @@ export function createBrokerPublishers(
 
 /**
  * The attempt path's sender for every destination: `http` for callback URLs, `publishers` by
- * broker name for broker destinations. A destination naming a broker this worker does not know, or
+ * broker name for broker destinations, `relay` for `cli` ones. A destination naming a broker this worker does not know, or
  * no longer lets the subscription's account use, or an exchange or subject it refuses
  * (DESTINATION_BROKERS changed since the subscription was created), fails its attempt, saying so.
  */
@@ -49,10 +51,13 @@ export function createDestinationSender(
   http: AttemptSender,
   brokers: ReadonlyMap<string, BrokerConfig>,
   publishers: ReadonlyMap<string, BrokerPublisher>,
+  relay: RelaySender,
 ): AttemptSender {
   return {
     fetch: (url, init) => http.fetch(url, init),
     send(url, body, headers, clientCertificate, delivery) {
+      const session = relaySession(url);
+      if (session !== null) return relay.send(session, body, headers);
       const target = brokerTarget(url);
       if (target === null) return http.send(url, body, headers, clientCertificate);
       const broker = brokers.get(target.broker);
@@ -81,6 +86,7 @@ export function createDestinationSender(
     },
     close() {
       http.close();
+      relay.close();
       for (const publisher of publishers.values()) void publisher.close();
     },
   };

@@ -121,6 +121,14 @@ const Destination = Type.Union(
       { additionalProperties: false, description: 'POST to `callback_url` (the default)' },
     ),
     Type.Object(
+      { type: Type.Literal('cli') },
+      {
+        additionalProperties: false,
+        description:
+          'Relay to `webhooks listen` on a developer machine through this service (`GET /api/webhooks/{id}/listen`); set on create only, its `callback_url` is `cli://<session>`',
+      },
+    ),
+    Type.Object(
       {
         type: Type.Literal('rabbitmq'),
         broker: BrokerName,

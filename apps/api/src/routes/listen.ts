@@ -1,0 +1,207 @@
+/**
+ * `webhooks listen`'s side of the API, for a subscription whose destination is `cli` (`relay.ts`
+ * in @webhooks/shared):
+ * - `GET /api/webhooks/{id}/listen` streams the attempts relayed to it as server-sent events
+ *   (HTML Living Standard, "Server-sent events"): one `delivery` event per attempt, its id the
+ *   stream entry's, so that `Last-Event-ID` resumes after a reconnect; a comment every
+ *   {@link keepAliveMs} keeps proxies from closing an idle stream;
+ * - `POST /api/webhooks/{id}/listen/replies` takes the local app's answer back to the worker
+ *   waiting for it.
+ */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import fp from 'fastify-plugin';
+import Type from 'typebox';
+import { relayKeys, relaySession, type RedisConnection, type RelayRequest } from '@webhooks/shared';
+import { HttpProblem, notFound } from '../lib/problem.js';
+import { problemResponse, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
+import { findOwnSubscription } from '../lib/subscription-lookup.js';
+
+/** How long one read of the stream blocks, in ms; a keep-alive comment follows an empty one. */
+export const keepAliveMs = 15_000;
+
+/** Most entries one read takes from the stream. */
+const readCount = 100;
+
+/** How long a reply waits in a worker's list for it to read, in ms. */
+const replyTtlMs = 60_000;
+
+/** What the routes need. */
+export interface ListenOptions {
+  /** For the replies and the pending requests (not blocking). */
+  redis: RedisConnection;
+  /** Opens a connection of a listener's own, which its reads block; closed when it leaves. */
+  blocking: () => RedisConnection;
+  /** QUEUE_PREFIX (unsharded). */
+  prefix: string;
+  /** Most listeners one API process streams to at once; past it, 503 with `Retry-After`. */
+  maxListeners: number;
+}
+
+const RelayReplyBody = Type.Object(
+  {
+    request_id: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'The `request_id` of the delivery event',
+    }),
+    status: Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Null()], {
+      description: "The local app's HTTP status; null when it gave none",
+    }),
+    error: Type.Union(
+      [Type.Literal('connection_refused'), Type.Literal('timeout'), Type.Literal('other'), Type.Null()],
+      { description: 'Why there is no status' },
+    ),
+    body: Type.Union([Type.String({ maxLength: 65_536 }), Type.Null()], {
+      description: "The start of the local app's answer (4 KiB are kept)",
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** The relay session of the caller's subscription `id`. @throws HttpProblem 404, or 409 when not `cli` */
+async function sessionOf(
+  prisma: Parameters<typeof findOwnSubscription>[0],
+  accountId: string,
+  id: string,
+): Promise<string> {
+  const subscription = await findOwnSubscription(prisma, accountId, id);
+  const session = relaySession(subscription.callbackUrl);
+  if (session === null)
+    throw new HttpProblem(
+      409,
+      'conflict',
+      'The subscription does not deliver to `webhooks listen` (destination cli)',
+    );
+  return session;
+}
+
+/** The SSE frame of one stream entry (`[id, [field, value, …]]`). */
+export function deliveryFrame(id: string, fields: string[]): string {
+  const value = (name: string) => fields[fields.indexOf(name) + 1] ?? '';
+  const request: RelayRequest = {
+    request_id: value('request_id'),
+    body: value('body'),
+    headers: JSON.parse(value('headers') || '{}') as Record<string, string>,
+  };
+  return `id: ${id}\nevent: delivery\ndata: ${JSON.stringify(request)}\n\n`;
+}
+
+const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) => {
+  let listeners = 0;
+  /** Ends each open stream: the server's close waits for no idle connection but these. */
+  const ending = new Set<() => void>();
+  app.addHook('onClose', async () => {
+    for (const end of ending) end();
+  });
+
+  app.get(
+    '/api/webhooks/:id/listen',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        operationId: 'listenToSubscription',
+        summary:
+          'Stream the deliveries of a cli subscription (server-sent events), as `webhooks listen` does',
+        params: SubscriptionParams,
+        response: {
+          200: {
+            description: 'A stream of `delivery` events whose data is `{request_id, body, headers}`',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          409: problemResponse('The subscription does not deliver to `webhooks listen`'),
+          ...problemResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const session = await sessionOf(app.prisma, request.accountId, request.params.id);
+      if (listeners >= options.maxListeners)
+        throw new HttpProblem(503, 'unavailable', 'Too many listeners on this API instance', undefined, {
+          'retry-after': '5',
+        });
+      const { requests } = relayKeys(options.prefix, session);
+      const lastEventId = request.headers['last-event-id'];
+      let last = typeof lastEventId === 'string' && /^\d+-\d+$/.test(lastEventId) ? lastEventId : '0';
+      listeners += 1;
+      const connection = options.blocking();
+      let open = true;
+      const end = () => {
+        open = false;
+        connection.disconnect();
+      };
+      ending.add(end);
+      reply.raw.on('close', end);
+      reply.hijack();
+      reply.raw.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+      });
+      reply.raw.write(': listening\n\n');
+      try {
+        while (open) {
+          const read = (await connection.xread(
+            'COUNT',
+            readCount,
+            'BLOCK',
+            keepAliveMs,
+            'STREAMS',
+            requests,
+            last,
+          )) as Array<[string, Array<[string, string[]]>]> | null;
+          if (!open) break;
+          if (read === null) {
+            reply.raw.write(': keep-alive\n\n');
+            continue;
+          }
+          for (const [id, fields] of read[0]?.[1] ?? []) {
+            reply.raw.write(deliveryFrame(id, fields));
+            last = id;
+          }
+        }
+      } catch (error) {
+        if (open) request.log.warn({ err: error }, 'listen stream ended: Redis failed');
+      } finally {
+        listeners -= 1;
+        ending.delete(end);
+        connection.disconnect();
+        reply.raw.end();
+      }
+    },
+  );
+
+  app.post(
+    '/api/webhooks/:id/listen/replies',
+    {
+      schema: {
+        tags: ['subscriptions'],
+        operationId: 'replyToRelayedDelivery',
+        summary: "Answer a relayed delivery with the local app's answer (what `webhooks listen` does)",
+        params: SubscriptionParams,
+        body: RelayReplyBody,
+        response: {
+          204: { description: 'Handed to the worker waiting for it', type: 'null' },
+          409: problemResponse('The subscription does not deliver to `webhooks listen`'),
+          ...problemResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const session = await sessionOf(app.prisma, request.accountId, request.params.id);
+      const { pending } = relayKeys(options.prefix, session);
+      const { request_id: requestId } = request.body;
+      const repliesKey = await options.redis.hget(pending, requestId);
+      if (repliesKey === null)
+        throw notFound(`Relayed request ${requestId} (it was answered, or its attempt timed out)`);
+      await options.redis
+        .multi()
+        .lpush(repliesKey, JSON.stringify(request.body))
+        .pexpire(repliesKey, replyTtlMs)
+        .hdel(pending, requestId)
+        .exec();
+      return reply.code(204).send(null);
+    },
+  );
+};
+
+export default fp(listen, { name: 'listen' });

@@ -1,0 +1,59 @@
+/**
+ * The `cli` destination: deliveries relayed to `webhooks listen` on a developer's machine through
+ * the service itself, with nothing public in between. The worker adds each attempt to the
+ * session's stream in Redis and waits for its reply; the API streams the session to the CLI as
+ * server-sent events and takes the CLI's reply (the local app's answer) back to the waiting
+ * worker. A subscription's `callback_url` is `cli://<session>`.
+ */
+
+/** The stored `callback_url` of a relay session. */
+export function relayUrl(session: string): string {
+  return `cli://${session}`;
+}
+
+/** The session a stored `callback_url` names, or null when it is not a `cli` destination. */
+export function relaySession(callbackUrl: string): string | null {
+  return callbackUrl.startsWith('cli://') ? callbackUrl.slice('cli://'.length) : null;
+}
+
+/**
+ * Redis keys of one session, in one hash slot (under QUEUE_PREFIX, not sharded):
+ * - `requests`: stream of the attempts waiting for the CLI, capped at {@link relayMaxRequests};
+ * - `pending`: hash of request id → the replies list of the worker waiting for it.
+ * Both expire {@link relayRetentionMs} after the last attempt.
+ */
+export function relayKeys(prefix: string, session: string) {
+  const base = `${prefix}:relay:{${session}}`;
+  return { requests: `${base}:requests`, pending: `${base}:pending` };
+}
+
+/** The list a worker process reads its relayed attempts' replies from. */
+export function relayRepliesKey(prefix: string, listener: string): string {
+  return `${prefix}:relay:replies:{${listener}}`;
+}
+
+/** How long a session's requests are kept after its last attempt, in ms (an hour). */
+export const relayRetentionMs = 3_600_000;
+
+/** Most requests a session's stream keeps (the oldest go first). */
+export const relayMaxRequests = 1_000;
+
+/** One relayed attempt as the API streams it (`data` of a `delivery` event). */
+export interface RelayRequest {
+  /** The request's id: the reply names it. */
+  request_id: string;
+  /** The signed JSON payload, exactly as it would be POSTed. */
+  body: string;
+  /** The Standard Webhooks and custom headers. */
+  headers: Record<string, string>;
+}
+
+/** What the CLI's local app answered, as the CLI replies it. */
+export interface RelayReply {
+  request_id: string;
+  /** The local app's HTTP status; null when it gave none (`error` says why). */
+  status: number | null;
+  error: 'connection_refused' | 'timeout' | 'other' | null;
+  /** The start of its answer's body. */
+  body: string | null;
+}

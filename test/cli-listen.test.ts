@@ -1,0 +1,134 @@
+/**
+ * `webhooks listen` as a developer runs it: the built executable against a running API and
+ * worker, forwarding to a local receiver. Deliveries reach the local app signed as any callback
+ * would receive them, the local app's answer is the attempt's (a 500 is retried, a 200 confirms),
+ * and stopping it deletes its subscription. The stream and the replies refuse what is not theirs.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Webhook } from 'standardwebhooks';
+import { repositoryRoot } from '../scripts/lib/repository-root.js';
+import { waitFor } from '../scripts/lib/wait.js';
+import { startTestStack, type TestStack } from './support/stack.js';
+
+let stack: TestStack;
+let apiUrl: string;
+beforeAll(async () => {
+  stack = await startTestStack('cli-listen', { DELIVERY_BACKOFF_MS: '200', DELIVERY_MAX_ATTEMPTS: '5' });
+  await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
+  apiUrl = `http://127.0.0.1:${(stack.api.app.server.address() as AddressInfo).port}`;
+});
+afterAll(() => stack.close());
+
+/** Starts `webhooks listen` for `account`; resolves with its process and output once it is ready. */
+async function startListen(account: string, forwardTo: string, ...args: string[]) {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [path.join(repositoryRoot(), 'packages/cli/dist/main.js'), 'listen', '--forward-to', forwardTo, ...args],
+    {
+      env: { PATH: process.env.PATH, WEBHOOKS_API_URL: apiUrl, WEBHOOKS_TOKEN: stack.api.token(account) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const output: string[] = [];
+  child.stdout!.on('data', (chunk: Buffer) => output.push(...chunk.toString().split('\n').filter(Boolean)));
+  child.stderr!.on('data', (chunk: Buffer) => output.push(`stderr: ${chunk.toString()}`));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const ready = await waitFor('listen ready', () => output.find((line) => line.startsWith('Ready:')));
+  const [, id, secret] = /subscription (\S+), signing secret (\S+)\)/.exec(ready)!;
+  return { child, output, exited, id: id!, secret: secret! };
+}
+
+describe('webhooks listen', () => {
+  it("forwards deliveries to the local app, signed, with its answer as the attempt's, and deletes its subscription when stopped", async () => {
+    let answer = 500;
+    stack.receiver.script('/local', [() => answer]);
+    const listen = await startListen('acct-listen', `${stack.receiver.url}/local`, '--events', 'call.*');
+    try {
+      const { id } = await stack.publisher.publish({
+        accountId: 'acct-listen',
+        type: 'call.started',
+        data: { call_id: 'c-1' },
+      });
+      // The local app answers 500 first: the attempt fails as an HTTP 500 and is retried.
+      await waitFor('the failed attempt', async () => {
+        const attempts = await stack.worker.prisma.deliveryAttempt.findMany({
+          where: { delivery: { subscriptionId: listen.id } },
+        });
+        return attempts.some((a) => a.statusCode === 500);
+      });
+      answer = 200;
+      await waitFor('the delivery confirmed', async () => {
+        const delivery = await stack.worker.prisma.delivery.findFirst({
+          where: { subscriptionId: listen.id },
+        });
+        return delivery?.status === 'succeeded';
+      });
+      const received = stack.receiver.at('/local');
+      expect(received.length).toBeGreaterThanOrEqual(2);
+      const last = received.at(-1)!;
+      expect(last.headers['webhook-id']).toBe(id);
+      const verified = new Webhook(listen.secret).verify(last.body, last.headers as Record<string, string>);
+      expect(verified).toMatchObject({ type: 'call.started', data: { call_id: 'c-1' } });
+      expect(listen.output.filter((line) => line.includes(`call.started  ${id}  -> `))).toEqual([
+        expect.stringMatching(/-> 500$/),
+        ...Array(received.length - 2).fill(expect.stringMatching(/-> 500$/)),
+        expect.stringMatching(/-> 200$/),
+      ]);
+      // A type it did not choose never reaches it.
+      await stack.publisher.publish({ accountId: 'acct-listen', type: 'message.sent', data: {} });
+    } finally {
+      listen.child.kill('SIGINT');
+    }
+    expect(await listen.exited).toBe(0);
+    expect(listen.output.at(-1)).toBe(`stopped; subscription ${listen.id} deleted`);
+    expect(await stack.api.app.prisma.subscription.count({ where: { id: listen.id } })).toBe(0);
+  }, 60_000);
+
+  it('refuses a stream or a reply for a subscription that is not a cli one, a reply no attempt waits for, and a cli destination on an update', async () => {
+    const http = await stack.subscribe('acct-listen-2', { callback_url: `${stack.receiver.url}/plain` });
+    const headers = stack.api.auth('acct-listen-2');
+    const stream = await stack.api.app.inject({
+      method: 'GET',
+      url: `/api/webhooks/${http.id}/listen`,
+      headers,
+    });
+    expect(stream.statusCode).toBe(409);
+    const created = await stack.api.app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers,
+      payload: { destination: { type: 'cli' } },
+    });
+    expect(created.statusCode).toBe(201);
+    expect(created.json()).toMatchObject({
+      destination: { type: 'cli' },
+      callback_url: expect.stringMatching(/^cli:\/\//),
+    });
+    const reply = await stack.api.app.inject({
+      method: 'POST',
+      url: `/api/webhooks/${created.json().id}/listen/replies`,
+      headers,
+      payload: { request_id: 'nobody', status: 200, error: null, body: null },
+    });
+    expect(reply.statusCode).toBe(404);
+    const update = await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${http.id}`,
+      headers,
+      payload: { destination: { type: 'cli' } },
+    });
+    expect(update.statusCode).toBe(400);
+    expect(update.json().errors).toEqual([
+      { pointer: '/destination/type', detail: 'can be cli only when the subscription is created' },
+    ]);
+    const other = await stack.api.app.inject({
+      method: 'GET',
+      url: `/api/webhooks/${created.json().id}/listen`,
+      headers: stack.api.auth('someone-else'),
+    });
+    expect(other.statusCode).toBe(404);
+  });
+});
