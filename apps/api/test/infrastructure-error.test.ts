@@ -17,6 +17,11 @@ describe('isInfrastructureError', () => {
     ['an interactive transaction past its timeout', prismaError('P2028')],
     ['a PostgreSQL shutdown (57P01)', Object.assign(new Error('terminating'), { code: '57P01' })],
     [
+      'a deadlock PostgreSQL rolled back (40P01)',
+      Object.assign(new Error('deadlock detected'), { code: '40P01' }),
+    ],
+    ['a transaction Prisma says to retry (P2034)', prismaError('P2034')],
+    [
       'ioredis refusing while offline',
       new Error("Stream isn't writeable and enableOfflineQueue options is false"),
     ],

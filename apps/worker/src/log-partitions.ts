@@ -3,7 +3,9 @@
  * range-partitioned by the UTC day of their UUIDv7 ids (migration `partitioned_delivery_log`);
  * the maintenance job creates {@link partitionDaysAhead} days ahead and retention drops the days
  * before its cutoff. A partition's DDL locks its parent for an instant, so each statement gives up
- * after {@link ddlLockTimeoutMs} and is tried at the next run. Raw statements, never a Prisma batch,
+ * after {@link ddlLockTimeoutMs} and is tried at the next run; each table's partition is created in
+ * a statement of its own, so that the DDL never holds one parent while it waits for another (the
+ * record of attempts locks them in another order, and the two deadlocked). Raw statements, never a Prisma batch,
  * whose query compiler's loading raced the test runner's.
  */
 import type { PrismaClient } from '@webhooks/db';
@@ -15,6 +17,9 @@ export const partitionDaysAhead = 7;
 export const ddlLockTimeoutMs = 1_000;
 
 const dayMs = 86_400_000;
+
+/** The partitioned tables, parents before children (a day's events, then its deliveries, then their attempts). */
+const logTables = ['events', 'deliveries', 'delivery_attempts'] as const;
 
 /** The UTC day of `at`, as `YYYY-MM-DD`. */
 export function utcDay(at: Date): string {
@@ -55,10 +60,14 @@ export async function createLogPartitions(
 ): Promise<PartitionCreation> {
   const result: PartitionCreation = { created: [], failed: [] };
   for (const day of daysToCreate(now)) {
+    let created = false;
     try {
-      const rows = await prisma.$queryRaw<{ created: boolean }[]>`
-        SELECT create_log_partitions(${day}::date, ${ddlLockTimeoutMs}::int) AS created`;
-      if (rows[0]?.created) result.created.push(day);
+      for (const table of logTables) {
+        const rows = await prisma.$queryRaw<{ created: boolean }[]>`
+          SELECT create_log_partition(${table}, ${day}::date, ${ddlLockTimeoutMs}::int) AS created`;
+        created ||= rows[0]?.created === true;
+      }
+      if (created) result.created.push(day);
     } catch (error) {
       result.failed.push({ day, reason: error instanceof Error ? error.message : String(error) });
     }

@@ -331,6 +331,33 @@ describe('the delivery log partitioned by day', () => {
     expect(rows).toEqual([{ table: 'deliveries_default' }]);
   });
 
+  it('records attempts while the days ahead are created, sending each delivery once', async () => {
+    const sub = await stack.subscribe('acct-ddl', { callback_url: `${stack.receiver.url}/ddl` });
+    const ids: string[] = [];
+    const publishing = (async () => {
+      for (let i = 0; i < 60; i++) {
+        const { id } = await stack.publisher.publish({
+          accountId: 'acct-ddl',
+          type: 'call.started',
+          data: { i },
+        });
+        ids.push(id);
+      }
+    })();
+    // Days far ahead, eight at a time, their partitions created while those attempts are recorded.
+    for (let round = 0; round < 15; round++)
+      await createLogPartitions(stack.api.app.prisma, new Date(Date.now() + (400 + round * 8) * dayMs));
+    await publishing;
+    await waitFor('every delivery confirmed', async () => {
+      const done = await stack.worker.prisma.delivery.count({
+        where: { subscriptionId: sub.id, status: 'succeeded' },
+      });
+      return done === ids.length;
+    });
+    const received = stack.receiver.at('/ddl').map((request) => String(request.headers['webhook-id']));
+    expect(received.sort()).toEqual([...ids].sort());
+  });
+
   it('gives up a day whose table is locked past the lock timeout, and creates it at the next run', async () => {
     const later = new Date(Date.now() + 200 * dayMs);
     const reader = new pg.Client({ connectionString: stack.api.database.url });

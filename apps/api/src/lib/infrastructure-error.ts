@@ -21,9 +21,10 @@ export function serviceUnavailable(detail: string): HttpProblem {
  * (https://www.prisma.io/docs/orm/reference/error-reference): P1001 can't reach, P1002 timed out,
  * P1008 operation timed out, P1017 connection closed, P2024 pool timeout, P2028 an interactive
  * transaction that could not start or finish in its time (its statements waited on a busy
- * database: a lock held by the fan-out, the pool).
+ * database: a lock held by the fan-out, the pool), P2034 a transaction rolled back for a write
+ * conflict or a deadlock (to be tried again).
  */
-const prismaCodes = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2028']);
+const prismaCodes = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2028', 'P2034']);
 
 /** Driver adapter error kinds of the same (Prisma's `DriverAdapterError.cause.kind`). */
 const adapterKinds = new Set([
@@ -37,9 +38,11 @@ const adapterKinds = new Set([
 
 /**
  * PostgreSQL SQLSTATE classes and codes (Appendix A): 08 connection, 53 resources, 57P operator,
- * 57014 a statement cancelled by the API's statement_timeout.
+ * 57014 a statement cancelled by the API's statement_timeout, and what the manual says to try
+ * again ("Serialization Failure Handling"): 40001 serialization failure, 40P01 deadlock, 55P03 a
+ * lock not granted in time (a partition's creation holds one for an instant).
  */
-const sqlState = /^(08|53|57P|57014$)/;
+const sqlState = /^(08|53|57P|57014$|40001$|40P01$|55P03$)/;
 
 /** Node and ioredis socket errors. */
 const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);

@@ -6,6 +6,7 @@
  * (`enqueueNotices`); should its fan-out job be lost after the commit, the reconciler publishes it
  * again.
  */
+import pRetry from 'p-retry';
 import type { Pool } from '@webhooks/db';
 import {
   batcher,
@@ -147,10 +148,22 @@ export interface AttemptRecorderOptions {
 }
 
 /**
+ * SQLSTATEs after which PostgreSQL asks for the transaction to be tried again, having rolled it
+ * back whole (manual, "Serialization Failure Handling"): deadlock_detected, serialization_failure.
+ * Retried here, since the attempt they would otherwise defer was sent already and would be sent
+ * again.
+ */
+const transientStates = new Set(['40P01', '40001']);
+
+/** Tries of a record the database rolled back for a transient cause, the first included. */
+const recordTries = 4;
+
+/**
  * Creates the recorder (`DeliveryStore.record`).
  *
  * @returns a function recording one attempt, resolved once its batch's statement committed
- * @throws (the function) pg's errors; the processor then defers the job without using an attempt
+ * @throws (the function) pg's errors, a deadlock or serialization failure after {@link recordTries}
+ *   tries; the processor then defers the job without using an attempt
  */
 export function createAttemptRecorder(
   pool: Pool,
@@ -165,29 +178,36 @@ export function createAttemptRecorder(
         effect: failureRunEffect(r.outcome, r.delivery.subscription.consecutiveFailures),
       })),
     );
-    const { rows: notices } = await pool.query<StoredNotice>({
-      name: 'delivery-record',
-      text: recordSql,
-      values: [
-        column((r) => r.delivery.id),
-        column((r) => r.delivery.attemptsMade + 1),
-        column((r) => r.result.startedAt.toISOString()),
-        column((r) => r.result.durationMs),
-        column((r) => r.result.statusCode),
-        column((r) => r.result.errorClass),
-        column((r) => r.result.errorMessage),
-        column((r) => r.result.responseBody),
-        column((r) => r.inFlightLimit),
-        column((r) => deliveryStatus[r.outcome.kind]),
-        column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null)),
-        changes.map((c) => c.subscriptionId),
-        changes.map((c) => c.reset),
-        changes.map((c) => c.failures),
-        disableAfter,
-        subscriptionDisabledType,
-        options.links.subscription(''),
-        ...timeIdRange(records.map((r) => r.delivery.id)),
-      ],
+    const query = () =>
+      pool.query<StoredNotice>({
+        name: 'delivery-record',
+        text: recordSql,
+        values: [
+          column((r) => r.delivery.id),
+          column((r) => r.delivery.attemptsMade + 1),
+          column((r) => r.result.startedAt.toISOString()),
+          column((r) => r.result.durationMs),
+          column((r) => r.result.statusCode),
+          column((r) => r.result.errorClass),
+          column((r) => r.result.errorMessage),
+          column((r) => r.result.responseBody),
+          column((r) => r.inFlightLimit),
+          column((r) => deliveryStatus[r.outcome.kind]),
+          column((r) => (r.outcome.kind === 'retry' ? r.outcome.nextAttemptAt.toISOString() : null)),
+          changes.map((c) => c.subscriptionId),
+          changes.map((c) => c.reset),
+          changes.map((c) => c.failures),
+          disableAfter,
+          subscriptionDisabledType,
+          options.links.subscription(''),
+          ...timeIdRange(records.map((r) => r.delivery.id)),
+        ],
+      });
+    const { rows: notices } = await pRetry(query, {
+      retries: recordTries - 1,
+      minTimeout: 10,
+      randomize: true,
+      shouldRetry: (error) => transientStates.has((error as { code?: string }).code ?? ''),
     });
     if (notices.length > 0) {
       await options.enqueueNotices(notices.map(noticeEvent));
