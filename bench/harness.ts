@@ -67,7 +67,7 @@ export interface BenchStack {
 }
 
 const serverUrl = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const sharedRedisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** A database of a benchmark's own on BENCH_DATABASE_URL's server: `url`, and `drop()` to remove it. */
 export interface BenchDatabase {
@@ -93,15 +93,18 @@ export async function createBenchDatabase(tag: string, dir = migrationsDir): Pro
 }
 
 /**
- * Starts a stack; `env` is added to both services' environment. `prepareDatabase` changes the
- * freshly migrated database before the services start.
+ * Starts a stack; `env` is added to both services' environment, `workerEnv` to the workers' after
+ * it. `prepareDatabase` changes the freshly migrated database before the services start. With
+ * `REDIS_URL` in `env`, the stack's own connections (cleanup, probes) use it too.
  */
 export async function startBenchStack(
   tag: string,
   env: Record<string, string> = {},
   workerCount = 1,
   prepareDatabase?: (databaseUrl: string) => Promise<void>,
+  workerEnv: Record<string, string> = {},
 ): Promise<BenchStack> {
+  const redisUrl = env.REDIS_URL ?? sharedRedisUrl;
   const database = await createBenchDatabase(tag);
   const databaseUrl = database.url;
   await prepareDatabase?.(databaseUrl);
@@ -128,7 +131,7 @@ export async function startBenchStack(
   /** Each worker's node arguments, by its index in `workers`, to restart it as it was started. */
   const workerArgs: string[][] = [];
   const addWorker = (nodeArgs: string[] = []) => {
-    const worker = startService('worker', serviceEnv, { nodeArgs });
+    const worker = startService('worker', { ...serviceEnv, ...workerEnv }, { nodeArgs });
     workers.push(worker);
     workerArgs.push(nodeArgs);
     return worker;
@@ -406,8 +409,8 @@ export async function queueFloorBaseline(count: number, concurrency: number): Pr
   const receiver = await startBareReceiver();
   const sender = baselineSender(concurrency);
   const prefix = `wh-bench-floor-${randomBytes(3).toString('hex')}`;
-  const producer = createProducerConnection(redisUrl);
-  const consumer = createWorkerConnection(redisUrl);
+  const producer = createProducerConnection(sharedRedisUrl);
+  const consumer = createWorkerConnection(sharedRedisUrl);
   const queue = new Queue<{ n: number }>('floor', { connection: producer, prefix });
   let completed = 0;
   let allDone = () => {};

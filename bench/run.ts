@@ -8,6 +8,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { SingleBar, Presets } from 'cli-progress';
 import { apiThroughput } from './api-scenarios.js';
 import {
@@ -44,6 +45,7 @@ import type { DeliveryCost } from './cost-probe.js';
 import { queueFloorBaseline, transportBaseline } from './harness.js';
 import { operatingPointCost } from './operating-point-scenario.js';
 import { workerMemory } from './memory.js';
+import { pathScenario } from './path-probe.js';
 import { formatRow, renderTable, type BenchRow } from './table.js';
 import { percentile } from '../scripts/lib/stats.js';
 
@@ -737,6 +739,11 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         met: spread,
       },
     ];
+  },
+  async path() {
+    const path = await pathScenario(quick, fileURLToPath(new URL('../../', import.meta.url)), progress);
+    results.path = path.results;
+    return path.rows;
   },
   async memory() {
     const memory = await workerMemory(size.memoryEvents, [], (done, total) =>
