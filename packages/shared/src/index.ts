@@ -29,6 +29,7 @@ export * from './signature.js';
 export * from './status-class.js';
 export * from './subscription-gate.js';
 export * from './throttle.js';
+export * from './redis-script.js';
 export * from './breaker.js';
 export * from './edge-sampling.js';
 export * from './tracing.js';

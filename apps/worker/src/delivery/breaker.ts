@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import {
   breakerTransition,
+  defineScript,
   subscriptionGateKeys,
   type BreakerCounts,
   type BreakerOptions,
@@ -32,32 +33,28 @@ export type BreakerChange =
   | { kind: 'closed'; failingSince: Date };
 
 /**
- * KEYS: state, parked. ARGV: 'open' or 'close', the times opened the decision was made on ('0'
- * closed), the cool-down in ms. Applied only while the times opened are still those
- * (compare-and-set), so that of the attempts ending together one opens or closes the breaker.
- * Returns {1 applied | 0, when it first opened (ms), when it may probe (ms) or the parked job first
- * in line to wake once closed}. Closing starts the in-flight allowance again at 1 (slow start).
+ * `A.action` 'open' or 'close', applied only while the times opened are still `A.opens` ('0'
+ * closed: a compare-and-set), so that of the attempts ending together one opens or closes the
+ * breaker; opening holds it `A.cooldownMs`. Returns {1 applied | 0, when it first opened (ms),
+ * when it may probe (ms) or the parked job first in line to wake once closed}. Closing starts the
+ * in-flight allowance again at 1 (slow start).
  */
-const breakerLua = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local s = redis.call('HMGET', KEYS[1], 'opens', 'opened_at')
-if (s[1] or '0') ~= ARGV[2] then return {0, '', ''} end
+const breakerLua = `
+local s = redis.call('HMGET', K.state, 'opens', 'opened_at')
+if (s[1] or '0') ~= A.opens then return {0, '', ''} end
 local since = s[2] or tostring(now)
-if ARGV[1] == 'close' then
-  redis.call('HDEL', KEYS[1], 'opens', 'open_until', 'opened_at', 'probe', 'probe_until', 'fails', 'win_at', 'win_n', 'win_fail')
-  redis.call('HSET', KEYS[1], 'allowance', '1')
-  local head = redis.call('ZPOPMIN', KEYS[2])
+if A.action == 'close' then
+  redis.call('HDEL', K.state, 'opens', 'open_until', 'opened_at', 'probe', 'probe_until', 'fails', 'win_at', 'win_n', 'win_fail')
+  redis.call('HSET', K.state, 'allowance', '1')
+  local head = redis.call('ZPOPMIN', K.parked)
   return {1, since, head[1] or ''}
 end
-local openUntil = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'opens', tonumber(ARGV[2]) + 1, 'open_until', openUntil, 'opened_at', since,
+local openUntil = now + tonumber(A.cooldownMs)
+redis.call('HSET', K.state, 'opens', tonumber(A.opens) + 1, 'open_until', openUntil, 'opened_at', since,
   'fails', 0, 'win_at', now, 'win_n', 0, 'win_fail', 0)
-redis.call('HDEL', KEYS[1], 'probe', 'probe_until')
-redis.call('PEXPIRE', KEYS[1], 86400000)
+redis.call('HDEL', K.state, 'probe', 'probe_until')
+redis.call('PEXPIRE', K.state, 86400000)
 return {1, since, tostring(openUntil)}`;
-
-type BreakerCommands = {
-  webhookBreaker(...args: Array<string | number>): Promise<[number, string, string]>;
-};
 
 /** `webhook_subscription_breaker_transitions_total`'s label of each transition. */
 const transitionLabel = { open: 'opened', reopen: 'reopened', close: 'closed' } as const;
@@ -95,8 +92,13 @@ export interface SubscriptionBreaker {
 /** Creates the breaker on `options.redis` (registering its script there). */
 export function createSubscriptionBreaker(options: SubscriptionBreakerOptions): SubscriptionBreaker {
   const { redis, prefix, log, metrics } = options;
-  redis.defineCommand('webhookBreaker', { numberOfKeys: 2, lua: breakerLua });
-  const commands = redis as unknown as BreakerCommands;
+  const script = defineScript<[number, string, string]>()(redis, {
+    name: 'webhookBreaker',
+    keys: ['state', 'parked'],
+    args: ['action', 'opens', 'cooldownMs'],
+    clock: true,
+    lua: breakerLua,
+  });
   return {
     windowMs: options.breaker.windowMs,
     async ended(subscriptionId, counts, confirmed, probe) {
@@ -104,13 +106,11 @@ export function createSubscriptionBreaker(options: SubscriptionBreakerOptions): 
       if (transition === null) return;
       const keys = subscriptionGateKeys(prefix, subscriptionId);
       try {
-        const [applied, since, then] = await commands.webhookBreaker(
-          keys.state,
-          keys.parked,
-          transition.kind === 'close' ? 'close' : 'open',
-          counts.opens,
-          transition.kind === 'close' ? 0 : transition.cooldownMs,
-        );
+        const [applied, since, then] = await script(keys, {
+          action: transition.kind === 'close' ? 'close' : 'open',
+          opens: counts.opens,
+          cooldownMs: transition.kind === 'close' ? 0 : transition.cooldownMs,
+        });
         if (applied !== 1) return;
         metrics.breakerTransitions.inc({ transition: transitionLabel[transition.kind] });
         if (transition.kind === 'close') {

@@ -18,7 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Pool } from '@webhooks/db';
-import { eventJobName, jobNameField, layoutOf, type RedisConnection } from '@webhooks/shared';
+import { defineScript, eventJobName, jobNameField, layoutOf, type RedisConnection } from '@webhooks/shared';
 import type { ShardedQueues } from '../shard-queues.js';
 import { renewalDue } from './lease.js';
 
@@ -72,12 +72,18 @@ export interface FifoHeadsOptions {
   leaseMs: number;
 }
 
-/** Deletes a key only while it still holds the caller's token. */
-const releaseScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+/** Deletes `K.key` only while it still holds the caller's `A.token` (a fenced release). */
+const releaseLua = `if redis.call('GET', K.key) == A.token then return redis.call('DEL', K.key) end return 0`;
 
 /** Creates the head keeper. */
 export function createFifoHeads(options: FifoHeadsOptions): FifoHeads {
   const { pool, deliveries, redis, maxAttempts, leaseMs } = options;
+  const release = defineScript<number>()(redis, {
+    name: 'webhookFencedDelete',
+    keys: ['key'],
+    args: ['token'],
+    lua: releaseLua,
+  });
   const handOverKey = (subscriptionId: string) =>
     `${deliveries.ofSubscription(subscriptionId).prefix}:fifo-hand-over:${subscriptionId}`;
   const heads = async (subscriptionIds: readonly string[]): Promise<FifoHead[]> => {
@@ -131,7 +137,7 @@ export function createFifoHeads(options: FifoHeadsOptions): FifoHeads {
           renewedAt = now;
         },
         async release() {
-          await redis.eval(releaseScript, 1, key, token).catch(() => undefined);
+          await release({ key }, { token }).catch(() => undefined);
         },
       };
     },

@@ -19,7 +19,7 @@
  */
 import type { Logger } from 'pino';
 import { getDomain } from 'tldts';
-import type { RedisConnection } from '@webhooks/shared';
+import { defineScript, redisNowLua, type RedisConnection } from '@webhooks/shared';
 import { renewalDue } from './lease.js';
 
 /**
@@ -43,14 +43,14 @@ const askedMemoryMs = 1_000;
 
 /**
  * Lua: `heldByAccount(now)`, a table of account → the live slots it holds, read from the leases
- * (KEYS[1]; a member names its account). Only the contended paths call it (another account asking,
+ * (`K.leases`; a member names its account). Only the contended paths call it (another account asking,
  * an attempt waiting to be woken), at most HOST_MAX_IN_FLIGHT members read: the usual admission
  * and release keep no per-account count, four commands an admission and two a release.
  */
 const countHeldLua = `
 local function heldByAccount(now)
   local counts = {}
-  for _, holder in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], now, '+inf')) do
+  for _, holder in ipairs(redis.call('ZRANGEBYSCORE', K.leases, now, '+inf')) do
     local owner = string.sub(holder, 1, string.find(holder, '\t', 1, true) - 1)
     counts[owner] = (counts[owner] or 0) + 1
   end
@@ -70,10 +70,10 @@ const leasesTtlMs = 86_400_000;
 const leasesRefreshShare = 1 / 16;
 
 /**
- * KEYS: leases (`<account>\t<job id>` → lease end ms), asking (account → when it was last
- * refused, ms), waiting (`<account>\t<job id>` → when it first waited, ms). ARGV: the member, lease
- * ms, cap, account, asked memory ms, '1' to refresh the leases' TTL. Returns 1 and takes a slot,
- * else 0 and the member waits to be woken.
+ * Admission. `K.leases`: `<account>\t<job id>` → lease end ms; `K.asking`: account → when it was
+ * last refused, ms; `K.waiting`: `<account>\t<job id>` → when it first waited, ms. `A.refreshTtl`
+ * '1' refreshes the leases' TTL. Returns 1 and takes a slot, else 0 and the member waits to be
+ * woken.
  *
  * Max-min fairness between the accounts sharing the host: each has a share of the cap, the cap
  * over the accounts holding slots or refused lately (at least 1). An account under its share takes
@@ -83,24 +83,22 @@ const leasesRefreshShare = 1 / 16;
  * where they change the answer.
  */
 const acquireLua = `${countHeldLua}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local member, lease, cap, account, memory = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-local held = redis.call('ZCARD', KEYS[1])
+local member, lease, cap, account, memory = A.member, tonumber(A.leaseMs), tonumber(A.cap), A.account, tonumber(A.askedMemoryMs)
+local held = redis.call('ZCARD', K.leases)
 if held >= cap then
-  if redis.call('ZSCORE', KEYS[1], member) then
-    redis.call('ZADD', KEYS[1], now + lease, member)
+  if redis.call('ZSCORE', K.leases, member) then
+    redis.call('ZADD', K.leases, now + lease, member)
     return 1
   end
-  held = held - redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  held = held - redis.call('ZREMRANGEBYSCORE', K.leases, '-inf', now)
 end
 -- Shares matter only while another account waits: the usual admission reads one more key.
 local askers = {}
 local othersAsking = false
-local anyAsking = redis.call('EXISTS', KEYS[2]) == 1
+local anyAsking = redis.call('EXISTS', K.asking) == 1
 if anyAsking then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - memory)
-  for _, asker in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  redis.call('ZREMRANGEBYSCORE', K.asking, '-inf', now - memory)
+  for _, asker in ipairs(redis.call('ZRANGE', K.asking, 0, -1)) do
     if asker ~= account then
       othersAsking = true
       askers[#askers + 1] = asker
@@ -120,53 +118,52 @@ if admitted and othersAsking then
   admitted = mine < math.max(1, math.floor(cap / sharing))
 end
 if admitted then
-  redis.call('ZADD', KEYS[1], now + lease, member)
+  redis.call('ZADD', K.leases, now + lease, member)
   -- No lease left (none held, or the expired ones cleared at the cap): this ZADD made the key.
-  if held == 0 or ARGV[6] == '1' then redis.call('PEXPIRE', KEYS[1], ${leasesTtlMs}) end
+  if held == 0 or A.refreshTtl == '1' then redis.call('PEXPIRE', K.leases, ${leasesTtlMs}) end
   if anyAsking then
-    redis.call('ZREM', KEYS[2], account)
-    redis.call('ZREM', KEYS[3], member)
+    redis.call('ZREM', K.asking, account)
+    redis.call('ZREM', K.waiting, member)
   end
   return 1
 end
-redis.call('ZADD', KEYS[2], now, account)
-redis.call('PEXPIRE', KEYS[2], memory)
-redis.call('ZADD', KEYS[3], 'NX', now, member)
-redis.call('PEXPIRE', KEYS[3], lease)
+redis.call('ZADD', K.asking, now, account)
+redis.call('PEXPIRE', K.asking, memory)
+redis.call('ZADD', K.waiting, 'NX', now, member)
+redis.call('PEXPIRE', K.waiting, lease)
 return 0`;
 
 /** Most waiting attempts a release looks at to choose the one it wakes. */
 const wakeCandidates = 32;
 
 /**
- * KEYS: leases, waiting. ARGV: the member. Gives the member's slot back, once, and then names the
+ * Release: gives `A.member`'s slot back, once, and then names the
  * waiting member to wake (removed from the waiting set), or returns false: among the oldest
  * {@link wakeCandidates}, the oldest of the account holding the fewest slots, so that a freed slot
  * goes to an account under its share before a flood's next attempt.
  */
 const releaseLua = `${countHeldLua}
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return false end
-local waiters = redis.call('ZRANGE', KEYS[2], 0, ${wakeCandidates - 1})
+if redis.call('ZREM', K.leases, A.member) == 0 then return false end
+local waiters = redis.call('ZRANGE', K.waiting, 0, ${wakeCandidates - 1})
 if #waiters == 0 then return false end
-local t = redis.call('TIME')
-local counts = heldByAccount(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+${redisNowLua}
+local counts = heldByAccount(now)
 local best, fewest = false, nil
 for _, waiter in ipairs(waiters) do
   local held = counts[string.sub(waiter, 1, string.find(waiter, '\t', 1, true) - 1)] or 0
   if fewest == nil or held < fewest then best, fewest = waiter, held end
   if held == 0 then break end
 end
-redis.call('ZREM', KEYS[2], best)
+redis.call('ZREM', K.waiting, best)
 return best`;
 
 /**
- * KEYS: leases. ARGV: the member, lease ms. Renews the member's lease from now, if it still holds
- * one; returns 1 then, else 0 (its lease ended and was cleared, or it was given back).
+ * Renews `A.member`'s lease for `A.leaseMs` from now, if it still holds one; returns 1 then, else
+ * 0 (its lease ended and was cleared, or it was given back).
  */
 const keepLua = `
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[1], 'XX', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2]), ARGV[1])
+if not redis.call('ZSCORE', K.leases, A.member) then return 0 end
+redis.call('ZADD', K.leases, 'XX', now + tonumber(A.leaseMs), A.member)
 return 1`;
 
 /**
@@ -275,35 +272,44 @@ export function hostCapKeys(prefix: string, hostname: string) {
 /** Creates the host cap on `options.redis` (registering its scripts there). */
 export function createHostGate(options: HostGateOptions): HostGate {
   const { redis, prefix, maxInFlight, leaseMs, wake, log } = options;
-  redis.defineCommand('webhookHostAcquire', { numberOfKeys: 3, lua: acquireLua });
-  redis.defineCommand('webhookHostRelease', { numberOfKeys: 2, lua: releaseLua });
-  redis.defineCommand('webhookHostKeep', { numberOfKeys: 1, lua: keepLua });
-  const commands = redis as unknown as {
-    webhookHostAcquire(...args: Array<string | number>): Promise<number>;
-    webhookHostRelease(...args: string[]): Promise<string | null>;
-    webhookHostKeep(...args: Array<string | number>): Promise<number>;
-  };
+  const acquireScript = defineScript<number>()(redis, {
+    name: 'webhookHostAcquire',
+    keys: ['leases', 'asking', 'waiting'],
+    args: ['member', 'leaseMs', 'cap', 'account', 'askedMemoryMs', 'refreshTtl'],
+    clock: true,
+    lua: acquireLua,
+  });
+  const releaseScript = defineScript<string | null>()(redis, {
+    name: 'webhookHostRelease',
+    keys: ['leases', 'waiting'],
+    args: ['member'],
+    lua: releaseLua,
+  });
+  const keepScript = defineScript<number>()(redis, {
+    name: 'webhookHostKeep',
+    keys: ['leases'],
+    args: ['member', 'leaseMs'],
+    clock: true,
+    lua: keepLua,
+  });
   const gate: HostGate = {
     async acquire(hostname, accountId, jobId) {
       const keys = hostCapKeys(prefix, hostname);
-      const taken = await commands.webhookHostAcquire(
-        keys.leases,
-        keys.asking,
-        keys.waiting,
-        `${accountId}\t${jobId}`,
+      const taken = await acquireScript(keys, {
+        member: `${accountId}\t${jobId}`,
         leaseMs,
-        maxInFlight,
-        accountId,
+        cap: maxInFlight,
+        account: accountId,
         askedMemoryMs,
-        Math.random() < leasesRefreshShare ? '1' : '0',
-      );
+        refreshTtl: Math.random() < leasesRefreshShare ? '1' : '0',
+      });
       return taken === 1 ? 0 : hostWaitMs(Math.random());
     },
     async release(hostname, accountId, jobId) {
       const keys = hostCapKeys(prefix, hostname);
       let woken: string | null = null;
       try {
-        woken = await commands.webhookHostRelease(keys.leases, keys.waiting, `${accountId}\t${jobId}`);
+        woken = await releaseScript(keys, { member: `${accountId}\t${jobId}` });
       } catch (error) {
         log.warn({ err: error, hostname }, 'host slot release failed; its lease will expire');
       }
@@ -313,7 +319,7 @@ export function createHostGate(options: HostGateOptions): HostGate {
       const now = Date.now();
       if (!renewalDue(slot.renewedAt, now, leaseMs)) return true;
       const { leases } = hostCapKeys(prefix, slot.hostname);
-      const held = await commands.webhookHostKeep(leases, `${slot.accountId}\t${slot.jobId}`, leaseMs);
+      const held = await keepScript({ leases }, { member: `${slot.accountId}\t${slot.jobId}`, leaseMs });
       if (held === 1) slot.renewedAt = now;
       return held === 1;
     },

@@ -3,7 +3,7 @@
  * round): the job runs now, or is held in its account's list until the round robin grants its
  * turn (`admission-script.ts` grants it when it admits the held entry).
  */
-import type { RedisConnection } from '@webhooks/shared';
+import { defineScript, type RedisConnection } from '@webhooks/shared';
 import { bucketLua, entryValue, type SchedulerKeys } from './admission-script.js';
 
 /**
@@ -16,8 +16,8 @@ export const heldParkMs = 60_000;
 const grantTtlMs = 3_600_000;
 
 /**
- * The turn script, for a job the scheduler did not admit (a retry, a new round). KEYS: entries, ring, granted, quota. ARGV: the account list and bucket key prefixes, the
- * default deliveries a second, the job id, its account, its entry value (behind {@link heldMark}).
+ * The turn script, for a job the scheduler did not admit (a retry, a new round): `A.entry` is its
+ * entry value (behind `heldMark`), `A.defaultRate` the default deliveries a second.
  *
  * A job whose turn an admission granted takes it. One whose entry is held waits on. Otherwise the
  * job runs now when its account has nothing waiting and a token of its quota left (the token is
@@ -26,10 +26,9 @@ const grantTtlMs = 3_600_000;
  * Returns 1 when the job runs now, 0 when it waits.
  */
 const turnLua = `
-local entriesKey, ringKey, grantedKey, quotaKey = unpack(KEYS)
-local listPrefix, bucketPrefix, defaultRate, job, account, entry = unpack(ARGV)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local entriesKey, ringKey, grantedKey, quotaKey = K.entries, K.ring, K.granted, K.quota
+local listPrefix, bucketPrefix, defaultRate = A.listPrefix, A.bucketPrefix, A.defaultRate
+local job, account, entry = A.job, A.account, A.entry
 ${bucketLua}
 redis.call('ZREMRANGEBYSCORE', grantedKey, '-inf', now - ${grantTtlMs})
 if redis.call('ZREM', grantedKey, job) == 1 then return 1 end
@@ -66,22 +65,23 @@ export function createTurnScript(
   keys: SchedulerKeys,
   deliveriesPerSecond: number,
 ): TurnScript {
-  redis.defineCommand('webhookTurn', { numberOfKeys: 4, lua: turnLua });
-  const command = redis as unknown as { webhookTurn(...args: Array<string | number>): Promise<number> };
+  const script = defineScript<number>()(redis, {
+    name: 'webhookTurn',
+    keys: ['entries', 'ring', 'granted', 'quota'],
+    args: ['listPrefix', 'bucketPrefix', 'defaultRate', 'job', 'account', 'entry'],
+    clock: true,
+    lua: turnLua,
+  });
   return {
     async turn({ jobId, accountId, requestId }) {
-      const runs = await command.webhookTurn(
-        keys.entries,
-        keys.ring,
-        keys.granted,
-        keys.quota,
-        keys.accountListPrefix,
-        keys.bucketPrefix,
-        deliveriesPerSecond,
-        jobId,
-        accountId,
-        entryValue({ accountId, ...(requestId === undefined ? {} : { requestId }), held: true }),
-      );
+      const runs = await script(keys, {
+        listPrefix: keys.accountListPrefix,
+        bucketPrefix: keys.bucketPrefix,
+        defaultRate: deliveriesPerSecond,
+        job: jobId,
+        account: accountId,
+        entry: entryValue({ accountId, ...(requestId === undefined ? {} : { requestId }), held: true }),
+      });
       return runs === 1;
     },
   };

@@ -1,0 +1,176 @@
+/**
+ * The per-subscription gate's Lua scripts (`gate.ts`), each defined with named keys and arguments
+ * (`defineScript`) on Redis' clock: admission, the `rate_limit` window, and release. A
+ * subscription's keys are `subscriptionGateKeys`' (one hash slot).
+ */
+import { defineScript, type RedisConnection } from '@webhooks/shared';
+
+/** Gate state is forgotten a day after it was created or last refreshed, in ms. */
+const stateTtlMs = 86_400_000;
+
+/** The TTL of a subscription's leases key, in ms: a day, far past any lease. */
+const leasesTtlMs = 86_400_000;
+
+/**
+ * Admission. `A.mayBeParked` '1' when the job may be parked already ('0': it asks for the first
+ * time), `A.refreshTtl` '1' to refresh the leases' TTL, `A.parkedMemoryMs` after which a parked
+ * entry is forgotten; `A.base` and `A.ceiling` the in-flight bounds. Returns {admitted 1|0, allowance, parked jobs
+ * ahead of this one (parked in the order they first asked), average slot time ms or '', age of the
+ * oldest slot held in ms (refused by the breaker: ms until it may ask again), slow-start threshold
+ * or '', breaker: '' closed, 'open', 'probing' (another job's probe is in flight) or 'probe' (this
+ * job is the half-open probe, admitted whatever is in flight)}.
+ *
+ * Expired leases (their holder died) and forgotten parked entries are cleared only when the
+ * subscription is at its limit, the one case where they change the answer: an admission under
+ * the limit costs four commands instead of eight. The leases' key gets its TTL
+ * ({@link leasesTtlMs}) when this admission creates it, and then on a share of admissions.
+ */
+const acquireLua = `
+local job, leaseMs = A.job, tonumber(A.leaseMs)
+local state = redis.call('HMGET', K.state, 'allowance', 'average_ms', 'threshold', 'open_until', 'probe', 'probe_until')
+local allowance = state[1] or A.base
+local average = state[2] or ''
+local threshold = state[3] or ''
+local openUntil = tonumber(state[4])
+if openUntil then
+  local waitMs, breaker = openUntil - now, 'open'
+  if waitMs <= 0 then
+    local probeUntil = tonumber(state[6])
+    if state[5] == job or not probeUntil or probeUntil <= now then
+      redis.call('HSET', K.state, 'probe', job, 'probe_until', now + leaseMs)
+      redis.call('ZADD', K.leases, now + leaseMs, job)
+      redis.call('PEXPIRE', K.leases, ${leasesTtlMs})
+      if A.mayBeParked == '1' then redis.call('ZREM', K.parked, job) end
+      return {1, '1', 0, average, 0, threshold, 'probe'}
+    end
+    waitMs, breaker = probeUntil - now, 'probing'
+  end
+  redis.call('ZADD', K.parked, 'NX', now, job)
+  redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
+  return {0, allowance, 0, average, waitMs, threshold, breaker}
+end
+local limit = math.max(1, math.min(tonumber(A.ceiling), math.floor(tonumber(allowance))))
+local held = redis.call('ZCARD', K.leases)
+if held >= limit then
+  redis.call('ZREMRANGEBYSCORE', K.leases, '-inf', now)
+  held = redis.call('ZCARD', K.leases)
+end
+if held >= limit then
+  redis.call('ZREMRANGEBYSCORE', K.parked, '-inf', now - tonumber(A.parkedMemoryMs))
+  redis.call('ZADD', K.parked, 'NX', now, job)
+  redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
+  local ahead = redis.call('ZRANK', K.parked, job)
+  local oldest = redis.call('ZRANGE', K.leases, 0, 0, 'WITHSCORES')
+  return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs), threshold, ''}
+end
+redis.call('ZADD', K.leases, now + leaseMs, job)
+if held == 0 or A.refreshTtl == '1' then redis.call('PEXPIRE', K.leases, ${leasesTtlMs}) end
+if A.mayBeParked == '1' then redis.call('ZREM', K.parked, job) end
+return {1, allowance, 0, average, 0, threshold, ''}`;
+
+/** `rate_limit`: 0, the attempt counted, when the window has room, else the ms until it has. */
+const rateLua = `
+local rate, window = tonumber(A.rate), tonumber(A.windowMs)
+redis.call('ZREMRANGEBYSCORE', K.sent, '-inf', now - window)
+if redis.call('ZCARD', K.sent) >= rate then
+  local oldest = redis.call('ZRANGE', K.sent, 0, 0, 'WITHSCORES')
+  return math.max(1, tonumber(oldest[2]) + window - now)
+end
+redis.call('ZADD', K.sent, now, A.job .. '@' .. now)
+redis.call('PEXPIRE', K.sent, window)
+return 0`;
+
+/**
+ * Release. `A.next` and `A.threshold` are the new allowance and slow-start threshold ('' for no
+ * change), set only if the allowance is still `A.expected` (compare-and-set), so all the attempts
+ * of one window change it once; an allowance back at the base is not stored. `A.outcome` is the
+ * attempt's for the breaker ('1' confirmed, '0' failed, '' nothing sent), whose counts ride on the
+ * same `HSET`, in a window of `A.windowMs` from `A.nowMs`.
+ *
+ * Returns {the parked job first in line to promote when a slot is free, else '', failed attempts
+ * in a row, attempts and failures in the breaker's window, times the breaker opened (0 closed),
+ * 1 when this job was the half-open probe}. The parked line is popped before the leases are
+ * counted: with nobody parked, the usual case, a release costs one command less.
+ */
+const releaseLua = `
+redis.call('ZREM', K.leases, A.job)
+local s = redis.call('HMGET', K.state, 'allowance', 'fails', 'win_at', 'win_n', 'win_fail', 'opens', 'probe')
+local allowance = s[1] or A.base
+local changed = A.next ~= '' and allowance == A.expected
+if changed then allowance = A.next end
+if changed and A.threshold ~= '' then redis.call('HSET', K.state, 'threshold', A.threshold) end
+if changed and tonumber(allowance) == tonumber(A.base) then
+  redis.call('HDEL', K.state, 'allowance')
+  changed = false
+end
+local fields = {'average_ms', A.average}
+if changed then table.insert(fields, 'allowance') table.insert(fields, allowance) end
+local fails, n, f = tonumber(s[2]) or 0, tonumber(s[4]) or 0, tonumber(s[5]) or 0
+if A.outcome ~= '' then
+  local now, winAt = tonumber(A.nowMs), tonumber(s[3])
+  if not winAt or now - winAt >= tonumber(A.windowMs) then winAt, n, f = now, 0, 0 end
+  n = n + 1
+  if A.outcome == '1' then fails = 0 else fails, f = fails + 1, f + 1 end
+  for _, v in ipairs({'win_at', winAt, 'win_n', n, 'win_fail', f, 'fails', fails}) do table.insert(fields, v) end
+end
+local probe = 0
+if s[7] == A.job then
+  redis.call('HDEL', K.state, 'probe', 'probe_until')
+  probe = 1
+end
+if redis.call('HSET', K.state, unpack(fields)) > 0 or A.refreshTtl == '1' then
+  redis.call('PEXPIRE', K.state, ${stateTtlMs})
+end
+local woken = ''
+local head = redis.call('ZPOPMIN', K.parked)
+if #head > 0 then
+  local limit = math.max(1, math.min(tonumber(A.ceiling), math.floor(tonumber(allowance))))
+  if redis.call('ZCARD', K.leases) < limit then
+    woken = head[1]
+  else
+    redis.call('ZADD', K.parked, head[2], head[1])
+    redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
+  end
+end
+return {woken, fails, n, f, tonumber(s[6]) or 0, probe}`;
+
+/** Defines the gate's scripts on `redis`. */
+export function defineGateScripts(redis: RedisConnection) {
+  return {
+    acquire: defineScript<
+      [number, string, number, string, number, string, '' | 'open' | 'probing' | 'probe']
+    >()(redis, {
+      name: 'webhookGateAcquire',
+      keys: ['leases', 'parked', 'state'],
+      args: ['job', 'leaseMs', 'base', 'parkedMemoryMs', 'ceiling', 'mayBeParked', 'refreshTtl'],
+      clock: true,
+      lua: acquireLua,
+    }),
+    rate: defineScript<number>()(redis, {
+      name: 'webhookGateRate',
+      keys: ['sent'],
+      args: ['job', 'rate', 'windowMs'],
+      clock: true,
+      lua: rateLua,
+    }),
+    release: defineScript<[string, number, number, number, number, number]>()(redis, {
+      name: 'webhookGateRelease',
+      keys: ['leases', 'state', 'parked'],
+      args: [
+        'job',
+        'base',
+        'expected',
+        'next',
+        'average',
+        'ceiling',
+        'threshold',
+        'refreshTtl',
+        'parkedMemoryMs',
+        'outcome',
+        'nowMs',
+        'windowMs',
+      ],
+      lua: releaseLua,
+    }),
+  };
+}
