@@ -292,7 +292,7 @@ export async function measurePath(load: PathLoad, progress: Progress): Promise<P
 
 /** What the delivery path's code holds, counted in its sources. */
 export interface PathCodeCounts {
-  /** The project's own Lua scripts: `defineCommand` and `eval` sites in the services' and packages' sources. */
+  /** The project's own Lua scripts: `defineCommand`, `defineScript` and `eval` sites in the services' and packages' sources. */
   luaScripts: number;
   /** Places that wake a waiting delivery job (BullMQ's `promote`, directly or through the worker's helper). */
   wakeUps: number;
@@ -326,7 +326,8 @@ export async function pathCodeCounts(root: string): Promise<PathCodeCounts> {
   ];
   const count = (lines: string[], pattern: RegExp) => lines.filter((line) => pattern.test(line)).length;
   return {
-    luaScripts: count(services, /\.defineCommand\(|\bredis\.eval\(/),
+    // defineCommand('webhook…') directly, or defineScript({ name: 'webhook…' }), or a raw eval.
+    luaScripts: count(services, /\.defineCommand\('|\bname: 'webhook[A-Z]|\bredis\.eval\(/),
     // The helper's own `?.promote()` is not a place of its own: its callers are.
     wakeUps:
       count(worker, /\bpromoteDelivery\(/) -
