@@ -2,7 +2,9 @@
  * `webhooks listen` as a developer runs it: the built executable against a running API and
  * worker, forwarding to a local receiver. Deliveries reach the local app signed as any callback
  * would receive them, the local app's answer is the attempt's (a 500 is retried, a 200 confirms),
- * and stopping it deletes its subscription. The stream and the replies refuse what is not theirs.
+ * and stopping it deletes its subscription; one killed leaves it to the reconciler once its stream
+ * has been gone a while, and a live one's is kept. The stream and the replies refuse what is not
+ * theirs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +18,12 @@ import { startTestStack, type TestStack } from './support/stack.js';
 let stack: TestStack;
 let apiUrl: string;
 beforeAll(async () => {
-  stack = await startTestStack('cli-listen', { DELIVERY_BACKOFF_MS: '200', DELIVERY_MAX_ATTEMPTS: '5' });
+  stack = await startTestStack('cli-listen', {
+    DELIVERY_BACKOFF_MS: '200',
+    DELIVERY_MAX_ATTEMPTS: '5',
+    // A stream gone this long leaves its subscription to the reconciler.
+    LISTEN_ABANDONED_MS: '3000',
+  });
   await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
   apiUrl = `http://127.0.0.1:${(stack.api.app.server.address() as AddressInfo).port}`;
 });
@@ -73,9 +80,9 @@ describe('webhooks listen', () => {
       const verified = new Webhook(listen.secret).verify(last.body, last.headers as Record<string, string>);
       expect(verified).toMatchObject({ type: 'call.started', data: { call_id: 'c-1' } });
       expect(listen.output.filter((line) => line.includes(`call.started  ${id}  -> `))).toEqual([
-        expect.stringMatching(/-> 500$/),
-        ...Array(received.length - 2).fill(expect.stringMatching(/-> 500$/)),
-        expect.stringMatching(/-> 200$/),
+        expect.stringMatching(/-> 500 {2}\d+ ms$/),
+        ...Array(received.length - 2).fill(expect.stringMatching(/-> 500 {2}\d+ ms$/)),
+        expect.stringMatching(/-> 200 {2}\d+ ms$/),
       ]);
       // A type it did not choose never reaches it.
       await stack.publisher.publish({ accountId: 'acct-listen', type: 'message.sent', data: {} });

@@ -115,6 +115,7 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     },
     prefix: config.keyPrefix,
     maxListeners: listenersPerProcess,
+    abandonedMs: config.LISTEN_ABANDONED_MS,
   });
   if (portalLinks !== null) await scope.register(portalSessions, { links: portalLinks, views });
 };

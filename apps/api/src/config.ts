@@ -27,6 +27,7 @@ import {
   type SecretBox,
   transformationEnv,
   destinationEnv,
+  relayEnv,
   parseDestinationBrokers,
   type BrokerConfig,
 } from '@webhooks/shared';
@@ -43,6 +44,7 @@ export const apiEnvSchema = Type.Object({
   ...commonEnv,
   ...transformationEnv,
   ...destinationEnv,
+  ...relayEnv,
   PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535, description: 'API listen port' }),
   JWT_SECRET: Type.String({
     default: '',

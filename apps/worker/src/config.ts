@@ -33,6 +33,7 @@ import {
   type SecretBox,
   transformationEnv,
   destinationEnv,
+  relayEnv,
   parseDestinationBrokers,
   type BrokerConfig,
 } from '@webhooks/shared';
@@ -44,6 +45,7 @@ export const workerEnvSchema = Type.Object({
   ...heapLimitEnv,
   ...transformationEnv,
   ...destinationEnv,
+  ...relayEnv,
   ...breakerEnv,
   WORKER_CONCURRENCY: Type.Integer({
     default: 50,

@@ -2,9 +2,10 @@
  * The reconciler re-drives what an outage, a crash or a lost Redis write left without a job: a
  * delivery `pending` past its `next_attempt_at` and a grace period whose round has no live job
  * (of a FIFO subscription, only the head) gets it again under its deterministic id; a failed
- * fan-out job is retried; an operational notice (`subscription.disabled`, `.failing`, `.recovered`) stored without its job is published
- * again. It looks in every queue shard, a draining layout's included. It runs as one BullMQ job
- * scheduler, once per interval across all workers, and is idempotent.
+ * fan-out job is retried; an operational notice (`subscription.disabled`, `.failing`,
+ * `.recovered`) stored without its job is published again; a `webhooks listen` subscription whose
+ * stream is gone is deleted. It looks in every queue shard, a draining layout's included. It runs
+ * as one BullMQ job scheduler, once per interval across all workers, and is idempotent.
  */
 import type { Queue } from 'bullmq';
 import type { DeliveryJobData, RedisConnection } from '@webhooks/shared';
@@ -14,7 +15,15 @@ import type { WorkerMetrics } from './metrics.js';
 import { noticeEvent, type StoredNotice } from './delivery/attempt-record.js';
 import { isFifoHeadSql } from './delivery/fifo-head.js';
 import type { ShardedQueues, ShardQueues } from './shard-queues.js';
-import { deliveryJobId, finishedJobRetention, firstIdAt, layoutOf, operationalTypes } from '@webhooks/shared';
+import {
+  deliveryJobId,
+  finishedJobRetention,
+  firstIdAt,
+  layoutOf,
+  operationalTypes,
+  relayKeys,
+  relaySession,
+} from '@webhooks/shared';
 
 /** What the reconciler needs. */
 export interface ReconcilerDeps {
@@ -34,6 +43,8 @@ export interface ReconcilerDeps {
   maxAttempts: number;
   /** RECONCILE_GRACE_MS: how far past its `next_attempt_at` a pending delivery must be, in ms. */
   graceMs: number;
+  /** QUEUE_PREFIX (unsharded) of the relay's keys, and LISTEN_ABANDONED_MS. */
+  relay: { prefix: string; abandonedMs: number };
   log: Logger;
   metrics: Pick<WorkerMetrics, 'redriven'>;
 }
@@ -46,6 +57,8 @@ export interface ReconcileReport {
   fanOuts: number;
   /** Operational notices published again. */
   notices: number;
+  /** `webhooks listen` subscriptions deleted, their stream gone longer than LISTEN_ABANDONED_MS. */
+  listeners: number;
 }
 
 /**
@@ -203,16 +216,35 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
     return lost.length;
   };
 
+  /** Deletes the cli subscriptions older than LISTEN_ABANDONED_MS whose session no stream read since. */
+  const sweepListeners = async (): Promise<number> => {
+    const { prefix, abandonedMs } = deps.relay;
+    const rows = await deps.prisma.$queryRaw<Array<{ id: string; callback_url: string }>>`
+      SELECT id::text, callback_url FROM subscriptions
+      WHERE callback_url LIKE 'cli://%' AND created_at < now() - make_interval(secs => ${abandonedMs / 1000})
+      LIMIT ${pageSize}`;
+    const abandoned: string[] = [];
+    for (const row of rows) {
+      const session = relaySession(row.callback_url);
+      if (session !== null && (await deps.redis.exists(relayKeys(prefix, session).alive)) === 0)
+        abandoned.push(row.id);
+    }
+    if (abandoned.length === 0) return 0;
+    const { count } = await deps.prisma.subscription.deleteMany({ where: { id: { in: abandoned } } });
+    return count;
+  };
+
   return async () => {
     const report = {
       deliveries: await redriveDeliveries(),
       fanOuts: await retryFanOuts(),
       notices: await republishNotices(),
+      listeners: await sweepListeners(),
     };
     deps.metrics.redriven.inc({ kind: 'delivery' }, report.deliveries);
     deps.metrics.redriven.inc({ kind: 'fan_out' }, report.fanOuts);
     deps.metrics.redriven.inc({ kind: 'notice' }, report.notices);
-    if (report.deliveries > 0 || report.fanOuts > 0 || report.notices > 0)
+    if (report.deliveries > 0 || report.fanOuts > 0 || report.notices > 0 || report.listeners > 0)
       deps.log.warn(report, 'reconciler re-drove stranded work');
     return report;
   };

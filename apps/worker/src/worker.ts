@@ -218,6 +218,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     addEvents: sharded.addEvents,
     maxAttempts: policy.maxAttempts,
     graceMs: config.RECONCILE_GRACE_MS,
+    relay: { prefix: config.keyPrefix, abandonedMs: config.LISTEN_ABANDONED_MS },
     log,
     metrics,
   });

@@ -3,7 +3,7 @@
  * (`subscription.failing`), its deliveries wait without spending their attempts while one probe
  * at a time finds the callback still down, and once a probe is confirmed the breaker closes
  * (`subscription.recovered`) and every waiting delivery arrives. The subscription shows the
- * breaker throughout.
+ * breaker throughout; the account's other subscription is never held.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
@@ -52,6 +52,8 @@ describe('a callback that goes down and comes back', () => {
       { callback_url: `${stack.receiver.url}/down` },
       'calls',
     );
+    // Another subscription of the same account, whose callback answers: never held by the first's breaker.
+    await stack.subscribe('acct-breaker', { callback_url: `${stack.receiver.url}/up` }, 'calls');
     await stack.subscribe('acct-breaker', { callback_url: `${stack.receiver.url}/ops` }, 'operational');
     for (let i = 0; i < 6; i++)
       await stack.publisher.publish({ accountId: 'acct-breaker', type: 'call.started', data: { i } });
@@ -77,6 +79,7 @@ describe('a callback that goes down and comes back', () => {
 
     // Two probes find the callback still down; then it comes back.
     await waitFor('two probes', () => stack.receiver.at('/down').length >= failedBeforeOpen + 2, 30_000);
+    await waitFor("the healthy subscription's six deliveries", () => stack.receiver.at('/up').length === 6);
     up = true;
     const notices = await waitFor(
       'subscription.recovered',

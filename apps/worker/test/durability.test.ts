@@ -64,8 +64,8 @@ describe('the reconciler', () => {
       expect(await queue.getJob(deliveryJobId(id, sub.id))).toBeUndefined();
       await waitFor('its next attempt to be due', () => Date.now() > delivery.nextAttemptAt!.getTime());
 
-      expect(await stack.worker.reconcile()).toEqual({ deliveries: 1, fanOuts: 0, notices: 0 });
-      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 1, fanOuts: 0, notices: 0, listeners: 0 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0, listeners: 0 });
       await waitFor('the delivery', () => allAre(stack, sub.id, 1, 'succeeded'));
       expect(stack.receiver.at('/lost').map((r) => r.headers['webhook-id'])).toEqual([id, id]);
     } finally {
@@ -97,11 +97,11 @@ describe('the reconciler', () => {
       expect(await queue.getJobState(data.id)).toBe('failed');
       for (const worker of stack.worker.events) worker.resume();
 
-      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 1, notices: 0 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 1, notices: 0, listeners: 0 });
       await waitFor('the delivery', () => stack.receiver.at('/fan').length === 1);
       expect(stack.receiver.at('/fan')[0]!.headers['webhook-id']).toBe(data.id);
       await waitFor('its record', () => allAre(stack, sub.id, 1, 'succeeded'));
-      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0 });
+      expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0, listeners: 0 });
     } finally {
       await taker.close();
       await queue.close();
@@ -126,11 +126,11 @@ describe('the reconciler', () => {
         occurredAt: new Date(),
       },
     });
-    expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 1 });
+    expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 1, listeners: 0 });
     await waitFor('the notice', () => stack.receiver.at('/notice').length === 1);
     expect(stack.receiver.at('/notice')[0]!.headers['webhook-id']).toBe(id);
     await waitFor('its record', () => allAre(stack, ops.id, 1, 'succeeded'));
-    expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0 });
+    expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0, listeners: 0 });
   });
 
   it('does not store an event no subscription receives', async () => {

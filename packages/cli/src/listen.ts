@@ -64,8 +64,16 @@ export async function forward(url: string, request: RelayRequest, timeoutMs: num
   }
 }
 
-/** One printed line per relayed delivery: its type, webhook-id and the local app's answer. */
-export function forwardedLine(request: RelayRequest, reply: RelayReply, now = new Date()): string {
+/**
+ * One printed line per relayed delivery: the time, its type, its webhook-id, the local app's answer
+ * and how long it took (`durationMs`, in ms).
+ */
+export function forwardedLine(
+  request: RelayRequest,
+  reply: RelayReply,
+  durationMs: number,
+  now = new Date(),
+): string {
   let type = '?';
   try {
     type = String((JSON.parse(request.body) as { type?: unknown }).type ?? '?');
@@ -73,7 +81,7 @@ export function forwardedLine(request: RelayRequest, reply: RelayReply, now = ne
     // A transformed body need not be JSON.
   }
   const answer = reply.status === null ? `no answer (${reply.error ?? 'other'})` : String(reply.status);
-  return `${now.toISOString()}  ${type}  ${request.headers['webhook-id'] ?? ''}  -> ${answer}`;
+  return `${now.toISOString()}  ${type}  ${request.headers['webhook-id'] ?? ''}  -> ${answer}  ${Math.round(durationMs)} ms`;
 }
 
 /**
@@ -147,8 +155,9 @@ async function readStream(
     parser.feed(decoder.decode(value, { stream: true }));
     // One at a time, in the stream's order, as a local app is most often written to expect.
     for (const { id: eventId, request } of deliveries.splice(0)) {
+      const started = performance.now();
       const reply = await forward(options.forwardTo, request, options.timeoutMs);
-      options.print(forwardedLine(request, reply));
+      options.print(forwardedLine(request, reply, performance.now() - started));
       const sent = await client.POST('/api/webhooks/{id}/listen/replies', {
         params: { path: { id } },
         body: reply,

@@ -52,15 +52,15 @@ describe('forwarding a relayed delivery', () => {
     expect(await forward(`${url}/hang`, request, 200)).toMatchObject({ status: null, error: 'timeout' });
   });
 
-  it('prints the type, the webhook-id and the answer', () => {
+  it('prints the type, the webhook-id, the answer and its latency', () => {
     const at = new Date('2026-12-04T12:00:00.000Z');
-    const line = forwardedLine(request, { request_id: 'r-1', status: 500, error: null, body: null }, at);
-    expect(line).toBe('2026-12-04T12:00:00.000Z  call.started  msg_1  -> 500');
-    const none = forwardedLine(
-      request,
-      { request_id: 'r-1', status: null, error: 'timeout', body: null },
-      at,
+    const failed = { request_id: 'r-1', status: 500, error: null, body: null };
+    expect(forwardedLine(request, failed, 12.4, at)).toBe(
+      '2026-12-04T12:00:00.000Z  call.started  msg_1  -> 500  12 ms',
     );
-    expect(none).toBe('2026-12-04T12:00:00.000Z  call.started  msg_1  -> no answer (timeout)');
+    const none = { request_id: 'r-1', status: null, error: 'timeout' as const, body: null };
+    expect(forwardedLine(request, none, 200, at)).toBe(
+      '2026-12-04T12:00:00.000Z  call.started  msg_1  -> no answer (timeout)  200 ms',
+    );
   });
 });

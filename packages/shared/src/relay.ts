@@ -5,6 +5,17 @@
  * server-sent events and takes the CLI's reply (the local app's answer) back to the waiting
  * worker. A subscription's `callback_url` is `cli://<session>`.
  */
+import Type from 'typebox';
+
+/** The environment variable of the relay, read by the API (which notes a stream alive) and the worker (which sweeps). */
+export const relayEnv = {
+  LISTEN_ABANDONED_MS: Type.Integer({
+    default: 600_000,
+    minimum: 1_000,
+    description:
+      'How long a `webhooks listen` subscription (destination cli) lives without its stream, in ms: the reconciler then deletes it, as the CLI does when it exits',
+  }),
+};
 
 /** The stored `callback_url` of a relay session. */
 export function relayUrl(session: string): string {
@@ -19,12 +30,13 @@ export function relaySession(callbackUrl: string): string | null {
 /**
  * Redis keys of one session, in one hash slot (under QUEUE_PREFIX, not sharded):
  * - `requests`: stream of the attempts waiting for the CLI, capped at {@link relayMaxRequests};
- * - `pending`: hash of request id → the replies list of the worker waiting for it.
- * Both expire {@link relayRetentionMs} after the last attempt.
+ * - `pending`: hash of request id → the replies list of the worker waiting for it;
+ * - `alive`: set while a stream reads the session, expiring LISTEN_ABANDONED_MS after the last read.
+ * The first two expire {@link relayRetentionMs} after the last attempt.
  */
 export function relayKeys(prefix: string, session: string) {
   const base = `${prefix}:relay:{${session}}`;
-  return { requests: `${base}:requests`, pending: `${base}:pending` };
+  return { requests: `${base}:requests`, pending: `${base}:pending`, alive: `${base}:alive` };
 }
 
 /** The list a worker process reads its relayed attempts' replies from. */

@@ -35,6 +35,8 @@ export interface ListenOptions {
   prefix: string;
   /** Most listeners one API process streams to at once; past it, 503 with `Retry-After`. */
   maxListeners: number;
+  /** LISTEN_ABANDONED_MS: how long the session counts as listened to after its stream's last read, in ms. */
+  abandonedMs: number;
 }
 
 const RelayReplyBody = Type.Object(
@@ -119,7 +121,9 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
         throw new HttpProblem(503, 'unavailable', 'Too many listeners on this API instance', undefined, {
           'retry-after': '5',
         });
-      const { requests } = relayKeys(options.prefix, session);
+      const { requests, alive } = relayKeys(options.prefix, session);
+      // Reads short enough that the session is noted alive well within LISTEN_ABANDONED_MS.
+      const blockMs = Math.min(keepAliveMs, Math.floor(options.abandonedMs / 3));
       const lastEventId = request.headers['last-event-id'];
       let last = typeof lastEventId === 'string' && /^\d+-\d+$/.test(lastEventId) ? lastEventId : '0';
       listeners += 1;
@@ -140,11 +144,13 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
       reply.raw.write(': listening\n\n');
       try {
         while (open) {
+          // While it is read, the reconciler leaves the session's subscription alone.
+          await options.redis.set(alive, '1', 'PX', options.abandonedMs);
           const read = (await connection.xread(
             'COUNT',
             readCount,
             'BLOCK',
-            keepAliveMs,
+            blockMs,
             'STREAMS',
             requests,
             last,
