@@ -94,6 +94,28 @@ describe('webhooks listen', () => {
     expect(await stack.api.app.prisma.subscription.count({ where: { id: listen.id } })).toBe(0);
   }, 60_000);
 
+  it('leaves the subscription of a CLI killed outright to the reconciler, once its stream is gone, and keeps a live one', async () => {
+    const killed = await startListen('acct-killed', `${stack.receiver.url}/killed`);
+    const live = await startListen('acct-live', `${stack.receiver.url}/live`);
+    try {
+      killed.child.kill('SIGKILL');
+      await killed.exited;
+      await waitFor(
+        "the killed CLI's subscription swept",
+        async () => {
+          await stack.worker.reconcile();
+          return (await stack.api.app.prisma.subscription.count({ where: { id: killed.id } })) === 0;
+        },
+        30_000,
+        500,
+      );
+      expect(await stack.api.app.prisma.subscription.count({ where: { id: live.id } })).toBe(1);
+    } finally {
+      live.child.kill('SIGINT');
+      await live.exited;
+    }
+  }, 60_000);
+
   it('refuses a stream or a reply for a subscription that is not a cli one, a reply no attempt waits for, and a cli destination on an update', async () => {
     const http = await stack.subscribe('acct-listen-2', { callback_url: `${stack.receiver.url}/plain` });
     const headers = stack.api.auth('acct-listen-2');

@@ -2,13 +2,15 @@
  * `webhooks listen`'s side of the API, for a subscription whose destination is `cli` (`relay.ts`
  * in @webhooks/shared):
  * - `GET /api/webhooks/{id}/listen` streams the attempts relayed to it as server-sent events
- *   (HTML Living Standard, "Server-sent events"): one `delivery` event per attempt, its id the
- *   stream entry's, so that `Last-Event-ID` resumes after a reconnect; a comment every
- *   {@link keepAliveMs} keeps proxies from closing an idle stream;
+ *   (HTML Living Standard, "Server-sent events", with @fastify/sse): one `delivery` event per
+ *   attempt, its id the stream entry's, so that `Last-Event-ID` resumes after a reconnect; a
+ *   heartbeat every {@link keepAliveMs} keeps proxies from closing an idle stream;
  * - `POST /api/webhooks/{id}/listen/replies` takes the local app's answer back to the worker
  *   waiting for it.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import sse, { type SSEPluginOptions } from '@fastify/sse';
+import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import Type from 'typebox';
 import { relayKeys, relaySession, type RedisConnection, type RelayRequest } from '@webhooks/shared';
@@ -16,7 +18,7 @@ import { HttpProblem, notFound } from '../lib/problem.js';
 import { problemResponse, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 
-/** How long one read of the stream blocks, in ms; a keep-alive comment follows an empty one. */
+/** The heartbeat's interval, in ms, and the longest one read of the stream blocks. */
 export const keepAliveMs = 15_000;
 
 /** Most entries one read takes from the stream. */
@@ -77,15 +79,14 @@ async function sessionOf(
   return session;
 }
 
-/** The SSE frame of one stream entry (`[id, [field, value, …]]`). */
-export function deliveryFrame(id: string, fields: string[]): string {
+/** The relayed request of one stream entry's fields (`[field, value, …]`). */
+export function relayRequestOf(fields: string[]): RelayRequest {
   const value = (name: string) => fields[fields.indexOf(name) + 1] ?? '';
-  const request: RelayRequest = {
+  return {
     request_id: value('request_id'),
     body: value('body'),
     headers: JSON.parse(value('headers') || '{}') as Record<string, string>,
   };
-  return `id: ${id}\nevent: delivery\ndata: ${JSON.stringify(request)}\n\n`;
 }
 
 const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) => {
@@ -96,9 +97,15 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
     for (const end of ending) end();
   });
 
+  // The package's module.exports is the plugin wrapped by fastify-plugin; its types say `default`,
+  // which at run time is the unwrapped one, whose decorations would stay in a scope of their own.
+  const fastifySse = sse as unknown as FastifyPluginAsync<SSEPluginOptions>;
+  await app.register(fastifySse, { heartbeatInterval: keepAliveMs });
+
   app.get(
     '/api/webhooks/:id/listen',
     {
+      sse: { kind: 'only' },
       schema: {
         tags: ['subscriptions'],
         operationId: 'listenToSubscription',
@@ -124,8 +131,8 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
       const { requests, alive } = relayKeys(options.prefix, session);
       // Reads short enough that the session is noted alive well within LISTEN_ABANDONED_MS.
       const blockMs = Math.min(keepAliveMs, Math.floor(options.abandonedMs / 3));
-      const lastEventId = request.headers['last-event-id'];
-      let last = typeof lastEventId === 'string' && /^\d+-\d+$/.test(lastEventId) ? lastEventId : '0';
+      const lastEventId = reply.sse.lastEventId;
+      let last = lastEventId !== null && /^\d+-\d+$/.test(lastEventId) ? lastEventId : '0';
       listeners += 1;
       const connection = options.blocking();
       let open = true;
@@ -134,15 +141,8 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
         connection.disconnect();
       };
       ending.add(end);
-      reply.raw.on('close', end);
-      reply.hijack();
-      reply.raw.writeHead(200, {
-        'content-type': 'text/event-stream',
-        'cache-control': 'no-store',
-        'x-content-type-options': 'nosniff',
-      });
-      reply.raw.write(': listening\n\n');
-      try {
+      reply.sse.onClose(end);
+      async function* deliveries() {
         while (open) {
           // While it is read, the reconciler leaves the session's subscription alone.
           await options.redis.set(alive, '1', 'PX', options.abandonedMs);
@@ -155,23 +155,21 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
             requests,
             last,
           )) as Array<[string, Array<[string, string[]]>]> | null;
-          if (!open) break;
-          if (read === null) {
-            reply.raw.write(': keep-alive\n\n');
-            continue;
-          }
-          for (const [id, fields] of read[0]?.[1] ?? []) {
-            reply.raw.write(deliveryFrame(id, fields));
+          for (const [id, fields] of (open ? read?.[0]?.[1] : undefined) ?? []) {
+            yield { id, event: 'delivery', data: relayRequestOf(fields) };
             last = id;
           }
         }
+      }
+      try {
+        await reply.sse.send(deliveries());
       } catch (error) {
         if (open) request.log.warn({ err: error }, 'listen stream ended: Redis failed');
       } finally {
         listeners -= 1;
         ending.delete(end);
         connection.disconnect();
-        reply.raw.end();
+        reply.sse.close();
       }
     },
   );
