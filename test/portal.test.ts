@@ -188,6 +188,31 @@ describe('the subscriber portal in a browser', () => {
     await page.context().close();
   });
 
+  it("shows the endpoint's health, its breaker and a chart of the last 24 hours' attempts", async () => {
+    const callbackUrl = `${stack.receiver.url}/charted`;
+    // Three confirmed deliveries, then one failed (both of its attempts).
+    stack.receiver.script('/charted', [200, 200, 200, 500]);
+    await stack.subscribe('charter', { callback_url: callbackUrl }, 'calls');
+    for (let i = 0; i < 4; i++) {
+      await stack.publisher.publish({ accountId: 'charter', type: 'call.started', data: { i } });
+      await waitForRequests('/charted', i === 3 ? 5 : i + 1);
+    }
+    const page = await openPortal('charter');
+    await openSubscription(page, callbackUrl);
+    const panel = page.getByRole('region', { name: 'Endpoint health' });
+    await panel.getByText('failed in a row').waitFor();
+    expect(await panel.getByText('breaker closed').count()).toBe(1);
+    expect(await panel.locator('.badge').textContent()).toBe('degraded');
+    const chart = panel.getByRole('img', { name: /Attempts and p95 latency by hour/ });
+    await chart.locator('canvas').waitFor();
+    // uPlot's legend names the three series it draws.
+    for (const series of ['confirmed', 'failed', 'p95 ms'])
+      expect(await chart.getByText(series).count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await chart.screenshot({ path: path.join(outputDir, 'portal-health-chart.png') });
+    await page.context().close();
+  });
+
   it("recovers every failed delivery since a time, waiting out the account's pace", async () => {
     const callbackUrl = `${stack.receiver.url}/recovered`;
     const sub = await stack.subscribe('recoverer', { callback_url: callbackUrl }, 'calls');

@@ -1,5 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { failingRun, healthState, successRate, type AttemptWindow } from '../src/lib/endpoint-health.js';
+import {
+  failingRun,
+  healthState,
+  hourlySeries,
+  successRate,
+  type AttemptWindow,
+} from '../src/lib/endpoint-health.js';
 
 const window = (attempts: number, succeeded: number): AttemptWindow => ({
   attempts,
@@ -34,5 +40,38 @@ describe('an endpoint’s health', () => {
     expect(state(window(3, 1))).toBe('healthy');
     expect(successRate(window(4, 1))).toBe(0.25);
     expect(successRate(window(0, 0))).toBeNull();
+  });
+});
+
+describe('the hourly series', () => {
+  it('holds the 24 hours ending with the current one, oldest first, empty hours at zero', () => {
+    const now = new Date('2026-12-04T12:34:56.000Z');
+    const busy = {
+      hour: new Date('2026-12-04T10:00:00.000Z'),
+      succeeded: 7,
+      failed: 2,
+      p50Ms: 12,
+      p95Ms: 40,
+    };
+    const tooOld = {
+      hour: new Date('2026-12-03T12:00:00.000Z'),
+      succeeded: 1,
+      failed: 0,
+      p50Ms: 5,
+      p95Ms: 5,
+    };
+    const series = hourlySeries([busy, tooOld], now);
+    expect(series).toHaveLength(24);
+    expect(series[0]!.hour.toISOString()).toBe('2026-12-03T13:00:00.000Z');
+    expect(series[23]!.hour.toISOString()).toBe('2026-12-04T12:00:00.000Z');
+    expect(series[21]).toBe(busy);
+    expect(series.filter((hour) => hour.succeeded + hour.failed > 0)).toEqual([busy]);
+    expect(series[22]).toEqual({
+      hour: new Date('2026-12-04T11:00:00.000Z'),
+      succeeded: 0,
+      failed: 0,
+      p50Ms: null,
+      p95Ms: null,
+    });
   });
 });

@@ -10,6 +10,7 @@ import { Confirm, Failure, Loading } from './parts.js';
 import { href, navigate } from './route.js';
 import { SigningSecret } from './signing-secret.js';
 import { SubscriptionForm } from './subscription-form.js';
+import { HealthPanel } from './health-panel.js';
 import { SubscriptionFacts } from './subscriptions.js';
 import { TestEvent } from './test-event.js';
 
@@ -56,6 +57,7 @@ export function SubscriptionPage({ client, id }: { client: WebhookClient; id: st
         {subscription.callback_url}
       </h2>
       <SubscriptionFacts client={client} subscription={subscription} />
+      <HealthPanel client={client} subscription={subscription} />
       {message && <p role="status">{message}</p>}
       {editing ? (
         <section class="panel" aria-labelledby="edit-heading">

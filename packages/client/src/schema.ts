@@ -2862,6 +2862,23 @@ export interface operations {
                 } | null;
               };
             };
+            /** @description The last 24 hours by hour, oldest first, the current hour last */
+            hourly: {
+              /**
+               * Format: date-time
+               * @description The hour’s start (UTC)
+               */
+              hour: string;
+              /** @description Attempts a 200 confirmed */
+              succeeded: number;
+              /** @description Attempts that failed */
+              failed: number;
+              /** @description The attempts’ durations, in ms; null without attempts */
+              latency_ms: {
+                p50: number;
+                p95: number;
+              } | null;
+            }[];
           };
         };
       };

@@ -51,3 +51,28 @@ export function healthState(figures: HealthFigures): HealthState {
   if (figures.consecutiveFailures > 0 || (rate !== null && rate < 0.95)) return 'degraded';
   return 'healthy';
 }
+
+/** One hour of attempts, as PostgreSQL groups them (`date_trunc('hour', started_at)`). */
+export interface HourRow {
+  hour: Date;
+  succeeded: number;
+  failed: number;
+  p50Ms: number | null;
+  p95Ms: number | null;
+}
+
+/** The hour a time falls in, in ms since the epoch (UTC hours). */
+const hourMs = 3_600_000;
+
+/**
+ * The last 24 hours by hour, oldest first, ending with the hour of `now`: each hour's row, or
+ * zero attempts for an hour without one (rows outside those hours are left out).
+ */
+export function hourlySeries(rows: readonly HourRow[], now: Date): HourRow[] {
+  const last = Math.floor(now.getTime() / hourMs) * hourMs;
+  const byHour = new Map(rows.map((row) => [row.hour.getTime(), row]));
+  return Array.from({ length: 24 }, (_, i) => {
+    const hour = last - (23 - i) * hourMs;
+    return byHour.get(hour) ?? { hour: new Date(hour), succeeded: 0, failed: 0, p50Ms: null, p95Ms: null };
+  });
+}

@@ -2,14 +2,15 @@
  * `GET /api/webhooks/{id}/health`: how the subscription's endpoint answers lately, from its
  * attempts in the delivery log: the last 15 minutes and 24 hours (attempts, success rate, latency
  * p50/p95), failed attempts since the last confirmed one, the last success and the last failure,
- * and a state (`lib/endpoint-health.ts`). Attempts of deliveries created up to
- * {@link deliveryLookbackMs} before the window are counted, which holds every automatic retry; a
- * manual retry of an older delivery is left out, so the log's days read stay bounded.
+ * a state (`lib/endpoint-health.ts`), and the last 24 hours by hour (the portal's chart).
+ * Attempts of deliveries created up to {@link deliveryLookbackMs} before the window are counted,
+ * which holds every automatic retry; a manual retry of an older delivery is left out, so the
+ * log's days read stay bounded.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';
 import { firstIdAt, SubscriptionHealth } from '@webhooks/shared';
-import { healthState, successRate, type AttemptWindow } from '../lib/endpoint-health.js';
+import { healthState, hourlySeries, successRate, type AttemptWindow } from '../lib/endpoint-health.js';
 import { problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import { accountErrorClass, type Views } from '../lib/views.js';
@@ -86,6 +87,30 @@ const health: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views 
           (SELECT status_code FROM failure) AS last_failure_status,
           (SELECT error_class FROM failure) AS last_failure_error
         FROM attempts`;
+      const hours = await app.prisma.$queryRaw<
+        Array<{ hour: Date; succeeded: bigint; failed: bigint; p50: number | null; p95: number | null }>
+      >`
+        SELECT date_trunc('hour', a.started_at) AS hour,
+          count(*) FILTER (WHERE a.status_code = 200) AS succeeded,
+          count(*) FILTER (WHERE a.status_code IS DISTINCT FROM 200) AS failed,
+          percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms) AS p50,
+          percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms) AS p95
+        FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id
+        WHERE d.subscription_id = ${subscription.id}::uuid
+          AND d.id >= ${firstIdAt(new Date(day.getTime() - deliveryLookbackMs))}::uuid
+          AND a.delivery_id >= ${firstIdAt(new Date(day.getTime() - deliveryLookbackMs))}::uuid
+          AND a.started_at >= ${day}
+        GROUP BY 1`;
+      const hourly = hourlySeries(
+        hours.map((h) => ({
+          hour: h.hour,
+          succeeded: Number(h.succeeded),
+          failed: Number(h.failed),
+          p50Ms: h.p50,
+          p95Ms: h.p95,
+        })),
+        new Date(now),
+      );
       const windows = {
         recent: attemptWindow(row!.recent_attempts, row!.recent_succeeded, row!.recent_p50, row!.recent_p95),
         day: attemptWindow(row!.day_attempts, row!.day_succeeded, row!.day_p50, row!.day_p95),
@@ -108,6 +133,12 @@ const health: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views 
           last_15_minutes: presentWindow(windows.recent, recent),
           last_24_hours: presentWindow(windows.day, day),
         },
+        hourly: hourly.map((h) => ({
+          hour: h.hour.toISOString(),
+          succeeded: h.succeeded,
+          failed: h.failed,
+          latency_ms: h.p50Ms === null || h.p95Ms === null ? null : { p50: h.p50Ms, p95: h.p95Ms },
+        })),
       };
     },
   );

@@ -212,5 +212,16 @@ export const SubscriptionHealth = Type.Object({
     last_15_minutes: HealthWindow,
     last_24_hours: HealthWindow,
   }),
+  hourly: Type.Array(
+    Type.Object({
+      hour: Type.String({ format: 'date-time', description: 'The hour’s start (UTC)' }),
+      succeeded: Type.Integer({ description: 'Attempts a 200 confirmed' }),
+      failed: Type.Integer({ description: 'Attempts that failed' }),
+      latency_ms: Type.Union([Type.Object({ p50: Type.Number(), p95: Type.Number() }), Type.Null()], {
+        description: 'The attempts’ durations, in ms; null without attempts',
+      }),
+    }),
+    { description: 'The last 24 hours by hour, oldest first, the current hour last' },
+  ),
 });
 export type SubscriptionHealth = Static<typeof SubscriptionHealth>;
