@@ -80,6 +80,7 @@ describe('a callback that goes down and comes back', () => {
     // Two probes find the callback still down; then it comes back.
     await waitFor('two probes', () => stack.receiver.at('/down').length >= failedBeforeOpen + 2, 30_000);
     await waitFor("the healthy subscription's six deliveries", () => stack.receiver.at('/up').length === 6);
+    const beforeUp = stack.receiver.at('/down').length;
     up = true;
     const notices = await waitFor(
       'subscription.recovered',
@@ -113,6 +114,10 @@ describe('a callback that goes down and comes back', () => {
     });
     expect(failed).toBeLessThanOrEqual(failedBeforeOpen + 3);
     expect(deliveries.every((d) => d.attemptsMade < maxAttempts)).toBe(true);
+    // Once it is back, each waiting delivery is sent once: six requests, six webhook-ids.
+    const sinceUp = stack.receiver.at('/down').slice(beforeUp);
+    expect(sinceUp).toHaveLength(6);
+    expect(new Set(sinceUp.map((r) => r.headers['webhook-id'])).size).toBe(6);
     expect(await breakerOf('acct-breaker', sub.id)).toEqual({
       state: 'closed',
       opened_at: null,
