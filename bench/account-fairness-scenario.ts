@@ -195,6 +195,9 @@ export async function accountFloodRun(
               DELIVERY_MAX_ATTEMPTS: String(failingAttempts),
               DELIVERY_BACKOFF_MS: '200',
               SUBSCRIPTION_DISABLE_AFTER: '1000000',
+              // The retries' turns are what this measures: the failing subscriptions' breakers must not hold them.
+              BREAKER_FAILURES_IN_ROW: '1000000',
+              BREAKER_MIN_ATTEMPTS: '1000000',
             }
           : {}),
       },

@@ -2,7 +2,8 @@
  * A subscription's circuit breaker (https://martinfowler.com/bliki/CircuitBreaker.html, as Convoy
  * and WebhookX keep one per endpoint): the pure rules that the worker's delivery gate applies and
  * the API shows. Closed, deliveries flow. It opens after a run of failed attempts, or a failure
- * rate over a window; open, the subscription's deliveries wait without using attempts. Once the
+ * rate over a window high enough to mean the endpoint is down, not flaky (a flaky one is what
+ * retries are for); open, the subscription's deliveries wait without using attempts. Once the
  * cool-down ends, one attempt is let through (half-open): confirmed, the breaker closes; failed, it
  * opens again for twice the cool-down. Any confirmed attempt closes it.
  */
@@ -12,13 +13,13 @@ import { ConfigError } from './config.js';
 /** The worker's environment variables of the breaker (docs/configuration.md). */
 export const breakerEnv = {
   BREAKER_FAILURES_IN_ROW: Type.Integer({
-    default: 10,
+    default: 20,
     minimum: 1,
     description:
       'Failed attempts in a row to one subscription that open its circuit breaker: its deliveries then wait, using no attempts, until a probe attempt succeeds',
   }),
   BREAKER_FAILURE_RATE: Type.Number({
-    default: 0.5,
+    default: 0.9,
     exclusiveMinimum: 0,
     maximum: 1,
     description:
