@@ -63,6 +63,13 @@ describe('GET /api/webhooks/{id}/health', () => {
     expect(body.windows.last_15_minutes.latency_ms.p95).toBeGreaterThanOrEqual(
       body.windows.last_15_minutes.latency_ms.p50,
     );
+    // By hour: 24 of them, ending with the current one, holding the three confirmed attempts.
+    const hourly = body.hourly as Array<{ hour: string; succeeded: number; failed: number }>;
+    expect(hourly).toHaveLength(24);
+    expect(Date.parse(hourly[23]!.hour)).toBeLessThanOrEqual(Date.now());
+    expect(Date.now() - Date.parse(hourly[23]!.hour)).toBeLessThan(3_600_000);
+    expect(hourly.reduce((sum, h) => sum + h.succeeded, 0)).toBe(3);
+    expect(hourly.reduce((sum, h) => sum + h.failed, 0)).toBe(0);
   });
 
   it('says an endpoint failing every attempt is failing, with its last failure', async () => {

@@ -39,6 +39,8 @@ interface HealthRow {
   last_failure_at: Date | null;
   last_failure_status: number | null;
   last_failure_error: string | null;
+  /** The attempts by hour (`json_agg`, so times are strings). */
+  hourly: Array<{ hour: string; succeeded: number; failed: number; p50: number | null; p95: number | null }>;
 }
 
 const health: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views }) => {
@@ -71,6 +73,13 @@ const health: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views 
         ), failure AS (
           SELECT started_at, status_code, error_class FROM attempts
           WHERE status_code IS DISTINCT FROM 200 ORDER BY started_at DESC LIMIT 1
+        ), hours AS (
+          SELECT date_trunc('hour', started_at, 'UTC') AS hour,
+            count(*) FILTER (WHERE status_code = 200) AS succeeded,
+            count(*) FILTER (WHERE status_code IS DISTINCT FROM 200) AS failed,
+            percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
+            percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95
+          FROM attempts GROUP BY 1
         )
         SELECT
           count(*) FILTER (WHERE started_at >= ${recent}) AS recent_attempts,
@@ -85,25 +94,12 @@ const health: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views 
           (SELECT at FROM success) AS last_success_at,
           (SELECT started_at FROM failure) AS last_failure_at,
           (SELECT status_code FROM failure) AS last_failure_status,
-          (SELECT error_class FROM failure) AS last_failure_error
+          (SELECT error_class FROM failure) AS last_failure_error,
+          (SELECT coalesce(json_agg(hours), '[]') FROM hours) AS hourly
         FROM attempts`;
-      const hours = await app.prisma.$queryRaw<
-        Array<{ hour: Date; succeeded: bigint; failed: bigint; p50: number | null; p95: number | null }>
-      >`
-        SELECT date_trunc('hour', a.started_at) AS hour,
-          count(*) FILTER (WHERE a.status_code = 200) AS succeeded,
-          count(*) FILTER (WHERE a.status_code IS DISTINCT FROM 200) AS failed,
-          percentile_cont(0.5) WITHIN GROUP (ORDER BY a.duration_ms) AS p50,
-          percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms) AS p95
-        FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id
-        WHERE d.subscription_id = ${subscription.id}::uuid
-          AND d.id >= ${firstIdAt(new Date(day.getTime() - deliveryLookbackMs))}::uuid
-          AND a.delivery_id >= ${firstIdAt(new Date(day.getTime() - deliveryLookbackMs))}::uuid
-          AND a.started_at >= ${day}
-        GROUP BY 1`;
       const hourly = hourlySeries(
-        hours.map((h) => ({
-          hour: h.hour,
+        row!.hourly.map((h) => ({
+          hour: new Date(h.hour),
           succeeded: Number(h.succeeded),
           failed: Number(h.failed),
           p50Ms: h.p50,
