@@ -1,7 +1,8 @@
 /**
  * A round's claim taken ahead of its step (the ordered hand-over's next head) against the real
  * Redis: while it is held no other run of the round starts; it is held a full lease again only
- * while surely its taker's; and dropping it never drops a claim another run took since.
+ * while surely its taker's; and dropping it, or a step's claim, never drops a claim another run
+ * took since.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -59,5 +60,18 @@ describe('a claim taken ahead', () => {
     expect(await claims.take('lapsed')).toBe(true);
     await ahead!.drop();
     expect(await claims.take('lapsed')).toBe(false);
+  });
+});
+
+describe("a step's claim", () => {
+  it("dropped by a run whose lease ended, leaves the claim another worker's run took since", async () => {
+    const other = createAttemptClaims({ redis, prefix, leaseMs, log: pino({ level: 'silent' }) });
+    expect(await claims.take('overrun')).toBe(true);
+    await sleep(leaseMs + 50);
+    expect(await other.take('overrun')).toBe(true);
+    await claims.drop('overrun');
+    expect(await claims.take('overrun')).toBe(false);
+    await other.drop('overrun');
+    expect(await claims.take('overrun')).toBe(true);
   });
 });

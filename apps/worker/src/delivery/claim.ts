@@ -9,11 +9,13 @@
  * first has recorded its attempt, and the second ends as `not_pending` or continues the round.
  *
  * A claim is a lease (`SET NX PX`, https://redis.io/docs/latest/commands/set/): a worker killed
- * mid-attempt cannot keep one past `leaseMs`, and at-least-once delivery resumes then.
+ * mid-attempt cannot keep one past `leaseMs`, and at-least-once delivery resumes then. It holds a
+ * token of its taker, and is dropped only by it (`defineFencedDelete`).
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RedisConnection } from '@webhooks/shared';
-import { renewalDue } from './lease.js';
+import { defineFencedDelete, renewalDue } from './lease.js';
 
 /**
  * A claim taken ahead of the step that will use it (`AttemptClaims.takeAhead`): the ordered
@@ -70,10 +72,21 @@ export function createAttemptClaims(options: {
 }): AttemptClaims {
   const { redis, prefix, leaseMs, log } = options;
   const key = (jobId: string) => `${prefix}:claim:${jobId}`;
-  const take = async (jobId: string) => (await redis.set(key(jobId), '1', 'PX', leaseMs, 'NX')) === 'OK';
+  const release = defineFencedDelete(redis);
+  /** The token of each claim this process holds, by job id: a drop deletes only its own claim. */
+  const tokens = new Map<string, string>();
+  const take = async (jobId: string) => {
+    const token = randomUUID();
+    const taken = (await redis.set(key(jobId), token, 'PX', leaseMs, 'NX')) === 'OK';
+    if (taken) tokens.set(jobId, token);
+    return taken;
+  };
   const drop = async (jobId: string) => {
+    const token = tokens.get(jobId);
+    tokens.delete(jobId);
+    if (token === undefined) return;
     try {
-      await redis.del(key(jobId));
+      await release({ key: key(jobId) }, { token });
     } catch (error) {
       log.debug({ err: error, jobId }, 'attempt claim not dropped; its lease ends it');
     }
@@ -95,6 +108,7 @@ export function createAttemptClaims(options: {
           if (!held) return;
           held = false;
           if (Date.now() - takenAt < leaseMs) await drop(jobId);
+          else tokens.delete(jobId);
         },
       };
       return ahead;

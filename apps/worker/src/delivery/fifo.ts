@@ -18,7 +18,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Pool } from '@webhooks/db';
-import { defineScript, eventJobName, jobNameField, layoutOf, type RedisConnection } from '@webhooks/shared';
+import { eventJobName, jobNameField, layoutOf, type RedisConnection } from '@webhooks/shared';
+import { defineFencedDelete } from './lease.js';
 import type { ShardedQueues } from '../shard-queues.js';
 import { renewalDue } from './lease.js';
 
@@ -72,18 +73,10 @@ export interface FifoHeadsOptions {
   leaseMs: number;
 }
 
-/** Deletes `K.key` only while it still holds the caller's `A.token` (a fenced release). */
-const releaseLua = `if redis.call('GET', K.key) == A.token then return redis.call('DEL', K.key) end return 0`;
-
 /** Creates the head keeper. */
 export function createFifoHeads(options: FifoHeadsOptions): FifoHeads {
   const { pool, deliveries, redis, maxAttempts, leaseMs } = options;
-  const release = defineScript<number>()(redis, {
-    name: 'webhookFencedDelete',
-    keys: ['key'],
-    args: ['token'],
-    lua: releaseLua,
-  });
+  const release = defineFencedDelete(redis);
   const handOverKey = (subscriptionId: string) =>
     `${deliveries.ofSubscription(subscriptionId).prefix}:fifo-hand-over:${subscriptionId}`;
   const heads = async (subscriptionIds: readonly string[]): Promise<FifoHead[]> => {

@@ -1,9 +1,10 @@
 /**
- * The renewal rule of the worker's Redis leases (`SET NX PX` keys and sorted-set leases that end on
- * their own when their holder dies): the ordered hand-over's lease (`fifo.ts`), a round's claim
- * taken ahead of its step (`claim.ts`) and a host's slot kept from one ordered head for the next
- * (`host-gate.ts`).
+ * The worker's Redis leases (`SET NX PX` keys and sorted-set leases that end on their own when
+ * their holder dies): the renewal rule, and the fenced release of a `SET NX PX` lease, used by the
+ * ordered hand-over's lease (`fifo.ts`), a round's claim (`claim.ts`) and a host's slot kept from
+ * one ordered head for the next (`host-gate.ts`).
  */
+import { defineScript, type RedisConnection } from '@webhooks/shared';
 
 /**
  * Whether a lease of `leaseMs` taken or renewed at `renewedAt` is due for renewal at `now` (all
@@ -11,4 +12,19 @@
  */
 export function renewalDue(renewedAt: number, now: number, leaseMs: number): boolean {
   return now - renewedAt >= leaseMs / 3;
+}
+
+/**
+ * Defines on `redis` the release of a `SET NX PX` lease by its holder: deletes `key` only while it
+ * still holds `token`, so that a holder whose lease ended and was taken by another run cannot drop
+ * the other's. Resolves 1 when deleted, 0 when not (https://redis.io/docs/latest/commands/set/,
+ * "Patterns").
+ */
+export function defineFencedDelete(redis: RedisConnection) {
+  return defineScript<number>()(redis, {
+    name: 'webhookFencedDelete',
+    keys: ['key'],
+    args: ['token'],
+    lua: `if redis.call('GET', K.key) == A.token then return redis.call('DEL', K.key) end return 0`,
+  });
 }
