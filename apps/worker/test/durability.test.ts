@@ -247,12 +247,15 @@ describe('recovery', () => {
   it("starts no more rounds a minute than the account's budget, and says where to continue", async () => {
     const budgeted = await startTestStack('recover-budget', { RECOVER_ROUNDS_PER_MINUTE: '2' });
     try {
+      // `until` past now: a delivery stored within the call's own millisecond (its created_at
+      // rounded up) would otherwise fall after the default `until`, the call's time.
+      const until = new Date(Date.now() + 600_000).toISOString();
       const call = (subscriptionId: string, body: Record<string, unknown>, account = 'acct-budget') =>
         budgeted.api.app.inject({
           method: 'POST',
           url: `/api/webhooks/${subscriptionId}/recover`,
           headers: budgeted.api.auth(account),
-          payload: body,
+          payload: { until, ...body },
         });
       const failedDeliveries = async (account: string, count: number) => {
         const sub = await budgeted.subscribe(account, { callback_url: `${budgeted.receiver.url}/budget` });
