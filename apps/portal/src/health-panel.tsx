@@ -7,17 +7,13 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import type { Subscription, WebhookClient } from '@webhooks/client';
+import type { paths, Subscription, WebhookClient } from '@webhooks/client';
 import { useLoaded } from './api-call.js';
 import { Badge, Time } from './parts.js';
 
 /** The hourly series `GET /api/webhooks/{id}/health` answers. */
-type Hourly = Array<{
-  hour: string;
-  succeeded: number;
-  failed: number;
-  latency_ms: { p50: number; p95: number } | null;
-}>;
+type Hourly =
+  paths['/api/webhooks/{id}/health']['get']['responses'][200]['content']['application/json']['hourly'];
 
 /** uPlot's columns of `hourly`: hours (s since the epoch), confirmed, failed, p95 (ms, null without attempts). */
 export function chartColumns(hourly: Hourly): uPlot.AlignedData {

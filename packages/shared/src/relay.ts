@@ -5,7 +5,7 @@
  * server-sent events and takes the CLI's reply (the local app's answer) back to the waiting
  * worker. A subscription's `callback_url` is `cli://<session>`.
  */
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 
 /** The environment variable of the relay, read by the API (which notes a stream alive) and the worker (which sweeps). */
 export const relayEnv = {
@@ -60,12 +60,28 @@ export interface RelayRequest {
   headers: Record<string, string>;
 }
 
-/** What the CLI's local app answered, as the CLI replies it. */
-export interface RelayReply {
-  request_id: string;
-  /** The local app's HTTP status; null when it gave none (`error` says why). */
-  status: number | null;
-  error: 'connection_refused' | 'timeout' | 'other' | null;
-  /** The start of its answer's body. */
-  body: string | null;
-}
+/**
+ * What the CLI's local app answered, as the CLI replies it (`POST /api/webhooks/{id}/listen/replies`,
+ * and what the worker waiting for it reads): `status` null when it gave none, `error` saying why.
+ */
+export const RelayReply = Type.Object(
+  {
+    request_id: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'The `request_id` of the delivery event',
+    }),
+    status: Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Null()], {
+      description: "The local app's HTTP status; null when it gave none",
+    }),
+    error: Type.Union(
+      [Type.Literal('connection_refused'), Type.Literal('timeout'), Type.Literal('other'), Type.Null()],
+      { description: 'Why there is no status' },
+    ),
+    body: Type.Union([Type.String({ maxLength: 65_536 }), Type.Null()], {
+      description: "The start of the local app's answer (4 KiB are kept)",
+    }),
+  },
+  { additionalProperties: false },
+);
+export type RelayReply = Static<typeof RelayReply>;

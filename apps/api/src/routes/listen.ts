@@ -12,8 +12,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import sse, { type SSEPluginOptions } from '@fastify/sse';
 import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
-import Type from 'typebox';
-import { relayKeys, relaySession, type RedisConnection, type RelayRequest } from '@webhooks/shared';
+import {
+  RelayReply,
+  relayKeys,
+  relaySession,
+  type RedisConnection,
+  type RelayRequest,
+} from '@webhooks/shared';
 import { HttpProblem, notFound } from '../lib/problem.js';
 import { problemResponse, problemResponses, SubscriptionParams } from '../lib/route-schemas.js';
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
@@ -40,27 +45,6 @@ export interface ListenOptions {
   /** LISTEN_ABANDONED_MS: how long the session counts as listened to after its stream's last read, in ms. */
   abandonedMs: number;
 }
-
-const RelayReplyBody = Type.Object(
-  {
-    request_id: Type.String({
-      minLength: 1,
-      maxLength: 64,
-      description: 'The `request_id` of the delivery event',
-    }),
-    status: Type.Union([Type.Integer({ minimum: 100, maximum: 599 }), Type.Null()], {
-      description: "The local app's HTTP status; null when it gave none",
-    }),
-    error: Type.Union(
-      [Type.Literal('connection_refused'), Type.Literal('timeout'), Type.Literal('other'), Type.Null()],
-      { description: 'Why there is no status' },
-    ),
-    body: Type.Union([Type.String({ maxLength: 65_536 }), Type.Null()], {
-      description: "The start of the local app's answer (4 KiB are kept)",
-    }),
-  },
-  { additionalProperties: false },
-);
 
 /** The relay session of the caller's subscription `id`. @throws HttpProblem 404, or 409 when not `cli` */
 async function sessionOf(
@@ -182,7 +166,7 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
         operationId: 'replyToRelayedDelivery',
         summary: "Answer a relayed delivery with the local app's answer (what `webhooks listen` does)",
         params: SubscriptionParams,
-        body: RelayReplyBody,
+        body: RelayReply,
         response: {
           204: { description: 'Handed to the worker waiting for it', type: 'null' },
           409: problemResponse('The subscription does not deliver to `webhooks listen`'),
