@@ -5,7 +5,8 @@
  * after the park ceiling of a minute. And a slot given back while the subscription is still over
  * its (lowered) limit wakes nobody, keeps the parked line as it was, and leaves no key without an
  * expiry. No worker runs: the test asks the gate what it answers. The host cap's slots left by dead
- * holders are cleared at the cap, and the key made again keeps an expiry.
+ * holders are cleared at the cap, and the key made again keeps an expiry. A slot holds its round's
+ * claim: a second run of the round is refused until the first run releases it.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -136,5 +137,29 @@ describe("a host's slots whose holders all died", () => {
     expect(await hostGate.acquire('dead-holders.example', 'acct', 'next')).toBe(0);
     expect(await redis.zrange(leases, 0, -1)).toEqual(['acct\tnext']);
     expect(await redis.pttl(leases)).toBeGreaterThan(0);
+  });
+});
+
+describe("a round's claim, taken with the gate's slot", () => {
+  it('refuses a second run of the round until the first releases, and is dropped only by the run that took it', async () => {
+    const subscriptionId = 'sub-claimed';
+    const first = admitted(await gate.acquire(subscriptionId, 'round-1'));
+    const second = await gate.acquire(subscriptionId, 'round-1');
+    expect(second).toMatchObject({ admitted: false, claimed: true });
+    // Refused as claimed, the second run took no slot and is not parked.
+    const keys = subscriptionGateKeys(prefix, subscriptionId);
+    expect(await redis.zrange(keys.leases, 0, -1)).toEqual(['round-1']);
+    expect(await redis.zcard(keys.parked)).toBe(0);
+
+    // A run whose claim was lost (its lease ended) and taken by another cannot drop the other's.
+    await redis.del(`${prefix}:claim:round-1`);
+    const third = admitted(await gate.acquire(subscriptionId, 'round-1'));
+    await gate.release(subscriptionId, 'round-1', first, null, 5);
+    expect((await gate.acquire(subscriptionId, 'round-1')).admitted).toBe(false);
+
+    await gate.release(subscriptionId, 'round-1', third, null, 5);
+    const again = admitted(await gate.acquire(subscriptionId, 'round-1'));
+    await gate.release(subscriptionId, 'round-1', again, null, 5);
+    expect(await redis.exists(`${prefix}:claim:round-1`)).toBe(0);
   });
 });

@@ -1,6 +1,8 @@
 /**
  * One attempt at a time per delivery round: a step claims its round's job id in Redis before it
- * reads the delivery, and drops the claim once the attempt is recorded. Two runs of one round can
+ * reads the delivery, and drops the claim once the attempt is recorded. The subscription's gate
+ * takes and drops it with its slot, in the same scripts (`gate.ts`); the steps that do not ask the
+ * gate (an ordered hand-over's heads, an expiry) take it here. Two runs of one round can
  * otherwise overlap without any fault: an inline attempt still in flight when its admission's
  * lease ends and the round is admitted again as a job, a fan-out run again by a stalled job, or a
  * job BullMQ takes as stalled while a worker whose event loop is saturated still runs it. Both
@@ -60,6 +62,11 @@ export interface AttemptClaims {
  */
 export const claimedWaitMs = 1_000;
 
+/** The key of `jobId`'s claim under `prefix`, the shard's queue prefix (its hash slot on a Cluster). */
+export function claimKey(prefix: string, jobId: string): string {
+  return `${prefix}:claim:${jobId}`;
+}
+
 /**
  * Creates the claims under `prefix` (the shard's queue prefix, so that on a Cluster they share the
  * shard's hash slot), each a lease of `leaseMs` (longer than the longest attempt).
@@ -71,7 +78,7 @@ export function createAttemptClaims(options: {
   log: Logger;
 }): AttemptClaims {
   const { redis, prefix, leaseMs, log } = options;
-  const key = (jobId: string) => `${prefix}:claim:${jobId}`;
+  const key = (jobId: string) => claimKey(prefix, jobId);
   const release = defineFencedDelete(redis);
   /** The token of each claim this process holds, by job id: a drop deletes only its own claim. */
   const tokens = new Map<string, string>();

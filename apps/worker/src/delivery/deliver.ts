@@ -18,9 +18,9 @@
  * attempt in flight), and goes on the host slot its predecessor was confirmed on
  * (`RoundRef.hostSlot`) instead of giving it back and taking it again.
  *
- * A step claims its round first (`claim.ts`), unless its caller did (`RoundRef.claimedAhead`): a
- * second run of the same round waits until the first has recorded its attempt, so no delivery is
- * sent twice without a fault.
+ * A step claims its round (`claim.ts`), with its gate's slot in one script, unless its caller did
+ * (`RoundRef.claimedAhead`): a second run of the same round waits until the first has recorded its
+ * attempt, so no delivery is sent twice without a fault.
  *
  * Only a sent request is an attempt. The round's attempts are counted from the delivery row, not
  * from the job, so a job the reconciler re-created, or one that follows an inline attempt,
@@ -299,11 +299,12 @@ export function createDeliver(deps: DeliverDeps): Deliver {
 
   const step = async (
     ref: RoundRef,
+    expired: boolean,
     carried: Carried,
     onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
   ): Promise<DeliveryStep> => {
     const { eventId, subscriptionId, round } = ref;
-    if (isExpired(roundStartedAt(eventId, round, ref.enqueuedAt), Date.now(), deps.maxAgeMs)) {
+    if (expired) {
       await deps.store.expire({ eventId, subscriptionId, round });
       deps.log.warn(
         { eventId, subscriptionId, requestId: ref.requestId, reason: 'expired' },
@@ -319,13 +320,15 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     const releases: Array<Promise<void>> = [];
-    /** Gives the slots back; neither release throws (a slot Redis did not get back ends with its lease). */
-    const giveBack = (attempt: { signal: ReturnType<typeof congestionSignal>; sent: boolean } | null) => {
-      if (!inOrder) {
-        releases.push(
-          deps.gate.release(subscriptionId, ref.jobId, admission, attempt, performance.now() - admittedAt),
-        );
-      }
+    /**
+     * Gives the slots back, the gate's with the round's claim; neither release throws (a slot Redis
+     * did not get back ends with its lease). `heldMs`: how long the attempt held the slot.
+     */
+    const giveBack = (
+      attempt: { signal: ReturnType<typeof congestionSignal>; sent: boolean } | null,
+      heldMs = performance.now() - admittedAt,
+    ) => {
+      if (!inOrder) releases.push(deps.gate.release(subscriptionId, ref.jobId, admission, attempt, heldMs));
       return Promise.all(releases);
     };
     let within: WithinSlot;
@@ -347,13 +350,15 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     });
     // A confirmed attempt's host slot goes on to the caller's next attempt, if it takes one.
     const passed = outcome.kind === 'succeeded' && onConfirmed !== undefined ? within.slot : null;
+    // The host's slot goes back while the attempt is recorded; the gate's once it is, as it holds
+    // the round's claim.
     if (within.slot !== null && passed === null) releases.push(deps.hostGate.giveBack(within.slot));
-    // The slots go back while the attempt is recorded: the record needs neither.
-    const released = giveBack({
+    const heldMs = performance.now() - admittedAt;
+    const attempt = {
       signal: congestionSignal(within.result),
       // A transformation that failed sent nothing: the callback's breaker does not count it.
       sent: within.result.errorClass !== 'transformation_failed',
-    });
+    };
 
     // An ordered delivery is sent one at a time, whatever its gate's limit.
     const { inFlightLimit } = delivery.subscription.ordering === 'fifo' ? oneInFlight : admission;
@@ -366,7 +371,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     try {
       await recorded;
     } finally {
-      await released;
+      await giveBack(attempt, heldMs);
     }
     observeAttempt(deps, ref, delivery, result, outcome);
     deps.metrics.attemptInFlightLimit.observe(inFlightLimit);
@@ -377,22 +382,32 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     return { kind: 'attempted', outcome, failure, ...next };
   };
 
-  /** The step under its round's claim, taken here unless its caller took it. */
+  /**
+   * The step under its round's claim: the gate's admission takes it with the slot, and the steps
+   * that do not ask the gate (a head sent in order, an expiry) take it here, unless the caller did.
+   */
   const claimedStep = async (
     ref: RoundRef,
     carried: Carried,
     onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
   ): Promise<DeliveryStep> => {
-    if (ref.claimedAhead !== true && !(await deps.claims.take(ref.jobId)))
-      return { kind: 'wait', waitMs: claimedWaitMs };
+    const expired = isExpired(
+      roundStartedAt(ref.eventId, ref.round, ref.enqueuedAt),
+      Date.now(),
+      deps.maxAgeMs,
+    );
+    const claimHere = ref.claimedAhead !== true && (expired || sentInOrder(ref));
+    if (claimHere && !(await deps.claims.take(ref.jobId))) return { kind: 'wait', waitMs: claimedWaitMs };
     let done: DeliveryStep | undefined;
     try {
-      done = await step(ref, carried, onConfirmed);
+      done = await step(ref, expired, carried, onConfirmed);
     } finally {
-      const dropped = deps.claims.drop(ref.jobId);
-      // A head whose successor the caller hands over next needs nothing of this claim any more
-      // (it is recorded): the successor starts while the drop is on its way, in the same write.
-      if (done === undefined || !handsOverNext(done)) await dropped;
+      if (claimHere || ref.claimedAhead === true) {
+        const dropped = deps.claims.drop(ref.jobId);
+        // A head whose successor the caller hands over next needs nothing of this claim any more
+        // (it is recorded): the successor starts while the drop is on its way, in the same write.
+        if (done === undefined || !handsOverNext(done)) await dropped;
+      }
     }
     if (done.kind === 'ended' && done.result !== 'not_pending')
       deps.metrics.deliveries.inc({ outcome: done.result === 'expired' ? 'given_up' : done.result });

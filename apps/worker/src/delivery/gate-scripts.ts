@@ -1,7 +1,8 @@
 /**
  * The per-subscription gate's Lua scripts (`gate.ts`), each defined with named keys and arguments
  * (`defineScript`) on Redis' clock: admission, the `rate_limit` window, and release. A
- * subscription's keys are `subscriptionGateKeys`' (one hash slot).
+ * subscription's keys are `subscriptionGateKeys`', and a round's claim is under the same shard
+ * prefix (one hash slot on a Cluster: the prefix's tag comes first).
  */
 import { defineScript, type RedisConnection } from '@webhooks/shared';
 
@@ -14,7 +15,9 @@ const leasesTtlMs = 86_400_000;
 /**
  * Admission. `A.mayBeParked` '1' when the job may be parked already ('0': it asks for the first
  * time), `A.refreshTtl` '1' to refresh the leases' TTL, `A.parkedMemoryMs` after which a parked
- * entry is forgotten; `A.base` and `A.ceiling` the in-flight bounds. Returns {admitted 1|0, allowance, parked jobs
+ * entry is forgotten; `A.base` and `A.ceiling` the in-flight bounds. A job admitted takes its
+ * round's claim too (`K.claim`, `SET NX PX` holding `A.claimToken`, `claim.ts`), in the same step:
+ * when another run holds it, nothing is taken and the answer is 2. Returns {admitted 1|0|2, allowance, parked jobs
  * ahead of this one (parked in the order they first asked), average slot time ms or '', age of the
  * oldest slot held in ms (refused by the breaker: ms until it may ask again), slow-start threshold
  * or '', breaker: '' closed, 'open', 'probing' (another job's probe is in flight) or 'probe' (this
@@ -37,6 +40,7 @@ if openUntil then
   if waitMs <= 0 then
     local probeUntil = tonumber(state[6])
     if state[5] == job or not probeUntil or probeUntil <= now then
+      if not redis.call('SET', K.claim, A.claimToken, 'NX', 'PX', leaseMs) then return {2, allowance, 0, average, 0, threshold, ''} end
       redis.call('HSET', K.state, 'probe', job, 'probe_until', now + leaseMs)
       redis.call('ZADD', K.leases, now + leaseMs, job)
       redis.call('PEXPIRE', K.leases, ${leasesTtlMs})
@@ -63,6 +67,7 @@ if held >= limit then
   local oldest = redis.call('ZRANGE', K.leases, 0, 0, 'WITHSCORES')
   return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs), threshold, ''}
 end
+if not redis.call('SET', K.claim, A.claimToken, 'NX', 'PX', leaseMs) then return {2, allowance, 0, average, 0, threshold, ''} end
 redis.call('ZADD', K.leases, now + leaseMs, job)
 if held == 0 or A.refreshTtl == '1' then redis.call('PEXPIRE', K.leases, ${leasesTtlMs}) end
 if A.mayBeParked == '1' then redis.call('ZREM', K.parked, job) end
@@ -87,13 +92,15 @@ return 0`;
  * attempt's for the breaker ('1' confirmed, '0' failed, '' nothing sent), whose counts ride on the
  * same `HSET`, in a window of `A.windowMs` from `A.nowMs`.
  *
- * Returns {the parked job first in line to promote when a slot is free, else '', failed attempts
+ * The round's claim (`K.claim`) is deleted while it still holds `A.claimToken`, the one its
+ * admission took. Returns {the parked job first in line to promote when a slot is free, else '', failed attempts
  * in a row, attempts and failures in the breaker's window, times the breaker opened (0 closed),
  * 1 when this job was the half-open probe}. The parked line is popped before the leases are
  * counted: with nobody parked, the usual case, a release costs one command less.
  */
 const releaseLua = `
 redis.call('ZREM', K.leases, A.job)
+if redis.call('GET', K.claim) == A.claimToken then redis.call('DEL', K.claim) end
 local s = redis.call('HMGET', K.state, 'allowance', 'fails', 'win_at', 'win_n', 'win_fail', 'opens', 'probe')
 local allowance = s[1] or A.base
 local changed = A.next ~= '' and allowance == A.expected
@@ -138,11 +145,20 @@ return {woken, fails, n, f, tonumber(s[6]) or 0, probe}`;
 export function defineGateScripts(redis: RedisConnection) {
   return {
     acquire: defineScript<
-      [number, string, number, string, number, string, '' | 'open' | 'probing' | 'probe']
+      [0 | 1 | 2, string, number, string, number, string, '' | 'open' | 'probing' | 'probe']
     >()(redis, {
       name: 'webhookGateAcquire',
-      keys: ['leases', 'parked', 'state'],
-      args: ['job', 'leaseMs', 'base', 'parkedMemoryMs', 'ceiling', 'mayBeParked', 'refreshTtl'],
+      keys: ['leases', 'parked', 'state', 'claim'],
+      args: [
+        'job',
+        'leaseMs',
+        'base',
+        'parkedMemoryMs',
+        'ceiling',
+        'mayBeParked',
+        'refreshTtl',
+        'claimToken',
+      ],
       clock: true,
       lua: acquireLua,
     }),
@@ -155,9 +171,10 @@ export function defineGateScripts(redis: RedisConnection) {
     }),
     release: defineScript<[string, number, number, number, number, number]>()(redis, {
       name: 'webhookGateRelease',
-      keys: ['leases', 'state', 'parked'],
+      keys: ['leases', 'state', 'parked', 'claim'],
       args: [
         'job',
+        'claimToken',
         'base',
         'expected',
         'next',

@@ -4,6 +4,8 @@
  *   allowance of `throttle.ts`, between SUBSCRIPTION_MAX_IN_FLIGHT and the ceiling);
  * - with `rate_limit`, at most that many attempts in any window of {@link rateWindowMs};
  * - while its circuit breaker is open (`breaker.ts`), none but the half-open probe;
+ * - an admitted job holds its round's claim (`claim.ts`) until its release: a second run of the
+ *   round is refused in the same step, and told to come back after {@link claimedWaitMs};
  * - a job refused waits a few ms in place when {@link waitsInSlot} allows, else is parked in
  *   BullMQ's delayed set (no attempt used, no worker slot held) for about the time the jobs parked
  *   before it need (`parkDelayMs`). A freed slot wakes the first parked job without reserving it.
@@ -11,6 +13,7 @@
  * Slots are leases ({@link DeliveryGateOptions.leaseMs}), so a worker killed mid-attempt cannot
  * keep one. Each operation is one Lua script on Redis' clock, so workers' clocks need not agree.
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import {
@@ -32,6 +35,7 @@ import {
 } from '@webhooks/shared';
 import type { WorkerMetrics } from '../metrics.js';
 import type { SubscriptionBreaker } from './breaker.js';
+import { claimedWaitMs, claimKey } from './claim.js';
 import { defineGateScripts } from './gate-scripts.js';
 import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
 
@@ -63,9 +67,14 @@ export type Admission =
       threshold: number;
       /** The half-open breaker's probe (`breaker.ts`): its outcome closes or reopens it. */
       probe: boolean;
+      /** The token of the round's claim this admission took, which its release drops. */
+      claim: string;
     }
-  /** Parked over the in-flight limit, or while its breaker is open: wait `waitMs` and ask again. */
-  | { admitted: false; waitMs: number; byBreaker?: true };
+  /**
+   * Parked over the in-flight limit, or while its breaker is open, or `claimed` by another run of
+   * the round: wait `waitMs` and ask again.
+   */
+  | { admitted: false; waitMs: number; byBreaker?: true; claimed?: true };
 
 /** Options of {@link createDeliveryGate}. */
 export interface DeliveryGateOptions {
@@ -93,8 +102,8 @@ export interface DeliveryGateOptions {
 /** The gate's operations; `jobId` is the BullMQ job id of the delivery. */
 export interface DeliveryGate {
   /**
-   * Takes an in-flight slot for `jobId`, waiting for one in place as long as {@link waitsInSlot}
-   * allows, or says how long to park. `firstAsk`: the delivery has never asked before (an inline
+   * Takes an in-flight slot for `jobId` and its round's claim, waiting for a slot in place as long
+   * as {@link waitsInSlot} allows, or says how long to park (or, claimed by another run, to wait). `firstAsk`: the delivery has never asked before (an inline
    * first attempt), so it cannot be among the parked ones, and the gate skips removing it there.
    *
    * @throws ioredis' errors when Redis cannot be reached
@@ -109,7 +118,7 @@ export interface DeliveryGate {
    */
   pace(subscriptionId: string, jobId: string, rateLimit: number): Promise<number>;
   /**
-   * Gives the slot back; after an attempt (`attempt` null: none was made), applies its congestion
+   * Gives the slot back and drops the round's claim its admission took; after an attempt (`attempt` null: none was made), applies its congestion
    * signal to the allowance it was admitted under, `heldMs` (how long the slot was held) to the
    * average, and, when its request was `sent`, its outcome to the breaker ('increase' is a
    * confirmed attempt).
@@ -157,10 +166,12 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       hint.parked += 1;
       return park(hint);
     }
-    const keys = subscriptionGateKeys(prefix, subscriptionId);
+    const keys = { ...subscriptionGateKeys(prefix, subscriptionId), claim: claimKey(prefix, jobId) };
+    const claim = randomUUID();
     const [admitted, allowance, ahead, average, oldestHeldMs, threshold, breaker] = await scripts.acquire(
       keys,
       {
+        claimToken: claim,
         job: jobId,
         leaseMs,
         base: bounds.base,
@@ -175,8 +186,17 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     if (admitted === 1) {
       const slowStartUntil = threshold === '' ? bounds.ceiling : Number(threshold);
       const probe = breaker === 'probe';
-      return { admitted: true, allowance, inFlightLimit: limit, averageMs, threshold: slowStartUntil, probe };
+      return {
+        admitted: true,
+        allowance,
+        inFlightLimit: limit,
+        averageMs,
+        threshold: slowStartUntil,
+        probe,
+        claim,
+      };
     }
+    if (admitted === 2) return { admitted: false, waitMs: claimedWaitMs, claimed: true };
     // Held by the breaker until its cool-down or its probe ends (a second part spread at random, so
     // that the deliveries held do not all ask at once); its close wakes the first parked.
     if (breaker !== '')
@@ -196,6 +216,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       while (
         !admission.admitted &&
         admission.byBreaker !== true &&
+        admission.claimed !== true &&
         waitsInSlot(admission.waitMs, waitedMs, waitingInSlot, options.inSlotWait)
       ) {
         waitingInSlot += 1;
@@ -208,7 +229,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         // Refused, it may have been parked by that answer.
         admission = await ask(subscriptionId, jobId, false, true);
       }
-      if (!admission.admitted) metrics.parked.inc();
+      if (!admission.admitted && admission.claimed !== true) metrics.parked.inc();
       return admission;
     },
 
@@ -219,7 +240,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
 
     async release(subscriptionId, jobId, admission, attempt, heldMs) {
       fullHints.delete(subscriptionId);
-      const keys = subscriptionGateKeys(prefix, subscriptionId);
+      const keys = { ...subscriptionGateKeys(prefix, subscriptionId), claim: claimKey(prefix, jobId) };
       const allowance = Number(admission.allowance);
       // This attempt's slot time counts: the first window has no average before it.
       const average = averageDurationMs(admission.averageMs, heldMs);
@@ -245,6 +266,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
           keys,
           {
             job: jobId,
+            claimToken: admission.claim,
             base: bounds.base,
             expected: admission.allowance,
             next: next === allowance ? '' : String(next),

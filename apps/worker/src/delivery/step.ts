@@ -53,6 +53,7 @@ export const oneInFlight: Extract<Admission, { admitted: true }> = {
   averageMs: null,
   threshold: 1,
   probe: false,
+  claim: '',
 };
 
 /** The round a step runs, as a delivery job names it. */
