@@ -105,10 +105,11 @@ const backLaneScores = prioritizedScores(backLanePriority);
  * deliveries a second, the most deliveries the round robin may admit (the caller's inline room),
  * then (job id, account, entry value) triples to schedule first (none for an admission alone).
  *
- * Scheduling adds each new job id to `entries` and its account's list (once per job id: an entry
- * already held is skipped). An account that had nothing waiting and now has at most one turn's
- * share is a quiet one: its entries are admitted at once into the front lane (BullMQ's wait list,
- * which workers take first), while the front lane has room and its quota's tokens allow. This is
+ * Scheduling adds each new job id to `entries` (once per job id: an entry already held is
+ * skipped). An account that had nothing waiting and now has at most one turn's share is a quiet
+ * one: its entries are admitted at once into the front lane (BullMQ's wait list, which workers
+ * take first), while the front lane has room and its quota's tokens allow, without passing
+ * through its list; the others join their account's list, and the account the ring. This is
  * the "new flows first" rule of FQ-CoDel (RFC 8290 §4.2), so that a quiet account's delivery does
  * not wait for a backlogged account's queue to drain.
  *
@@ -121,6 +122,8 @@ const backLaneScores = prioritizedScores(backLanePriority);
  * one with a share or less to the front.
  * An admitted entry behind {@link heldMark} is a job BullMQ holds: its turn is granted
  * (`sched:granted`, read by the turn script when the job runs).
+ * Entries whose admission lease ended unconfirmed are admitted again, in the stale lane, by the
+ * calls that schedule nothing (each process's background admission).
  * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting},
  * with the lanes of {@link lanes}.
  */
@@ -136,65 +139,83 @@ ${bucketLua}
 local function grantIfHeld(job, entry)
   if entry and string.sub(entry, 1, 1) == '${heldMark}' then redis.call('ZADD', grantedKey, now, job) end
 end
-local function take(account, jobs, tokens, rate, lane)
+-- Admits jobs of an account into a lane; known: their entry values, when the caller has them.
+local function take(account, jobs, tokens, rate, lane, known)
+  local taken = 0
   inChunks(jobs, function(chunk)
-    local values = redis.call('HMGET', entriesKey, unpack(chunk))
+    local values = known or redis.call('HMGET', entriesKey, unpack(chunk))
+    local offset = known and taken or 0
     local leases = {}
     for i, job in ipairs(chunk) do
-      grantIfHeld(job, values[i])
+      local value = values[offset + i]
+      grantIfHeld(job, value)
       out[#out + 1] = job
-      out[#out + 1] = values[i] or (account .. '\\t')
+      out[#out + 1] = value or (account .. '\\t')
       out[#out + 1] = lane
       leases[#leases + 1] = now + lease
       leases[#leases + 1] = job
     end
+    taken = taken + #chunk
     redis.call('ZADD', admittingKey, unpack(leases))
   end)
   spend(account, tokens, rate, #jobs)
 end
-local arrived = {}
+local arrived, arrivedValues, byAccount = {}, {}, {}
 if #ARGV >= firstScheduled then
   local asked = {}
   for i = firstScheduled, #ARGV, 3 do asked[#asked + 1] = ARGV[i] end
   local held = redis.call('HMGET', entriesKey, unpack(asked))
-  local fields, seen, byAccount, accounts = {}, {}, {}, {}
+  local fields, seen, accounts = {}, {}, {}
   for k, job in ipairs(asked) do
     if not held[k] and not seen[job] then
       seen[job] = true
       local account = ARGV[firstScheduled + 3 * (k - 1) + 1]
+      local value = ARGV[firstScheduled + 3 * (k - 1) + 2]
       fields[#fields + 1] = job
-      fields[#fields + 1] = ARGV[firstScheduled + 3 * (k - 1) + 2]
+      fields[#fields + 1] = value
       if not byAccount[account] then
         byAccount[account] = {}
+        arrivedValues[account] = {}
         accounts[#accounts + 1] = account
       end
       table.insert(byAccount[account], job)
+      table.insert(arrivedValues[account], value)
     end
   end
   if #fields > 0 then redis.call('HSET', entriesKey, unpack(fields)) end
   for _, account in ipairs(accounts) do
-    local jobs = byAccount[account]
-    if redis.call('RPUSH', listPrefix .. account, unpack(jobs)) == #jobs then
-      redis.call('RPUSH', ringKey, account)
+    local list = listPrefix .. account
+    if redis.call('EXISTS', list) == 0 then
       arrived[#arrived + 1] = account
+    else
+      redis.call('RPUSH', list, unpack(byAccount[account]))
     end
   end
 end
-local roomFront = target - redis.call('LLEN', waitKey)
+-- An account that had nothing waiting goes to the front lane at once when it may; else its
+-- entries wait in its list, and it joins the ring.
+local roomFront = #arrived > 0 and target - redis.call('LLEN', waitKey) or 0
 for _, account in ipairs(arrived) do
-  local list = listPrefix .. account
-  local waiting = redis.call('LLEN', list)
+  local jobs = byAccount[account]
+  local waiting = #jobs
   local share = quantum * tonumber(redis.call('HGET', weightKey, account) or '1')
+  local admitted = false
   if waiting <= share and waiting <= roomFront then
     local tokens, rate = bucket(account)
     if tokens >= waiting then
-      take(account, redis.call('LPOP', list, waiting), tokens, rate, '')
-      redis.call('LREM', ringKey, -1, account)
+      take(account, jobs, tokens, rate, '', arrivedValues[account])
       roomFront = roomFront - waiting
+      admitted = true
     end
   end
+  if not admitted then
+    redis.call('RPUSH', listPrefix .. account, unpack(jobs))
+    redis.call('RPUSH', ringKey, account)
+  end
 end
-local stale = redis.call('ZRANGEBYSCORE', admittingKey, '-inf', now, 'LIMIT', 0, target)
+-- Leases that ended unconfirmed are taken again by the admissions that schedule nothing (every
+-- process's background admission), so that a fan-out's call pays nothing for them.
+local stale = #ARGV >= firstScheduled and {} or redis.call('ZRANGEBYSCORE', admittingKey, '-inf', now, 'LIMIT', 0, target)
 for _, job in ipairs(stale) do
   local entry = redis.call('HGET', entriesKey, job)
   if entry then
@@ -207,8 +228,10 @@ for _, job in ipairs(stale) do
     redis.call('ZREM', admittingKey, job)
   end
 end
+local waitingAccounts = redis.call('LLEN', ringKey)
+if waitingAccounts == 0 then return {out, 0} end
 local room = target - redis.call('LLEN', waitKey) - redis.call('ZCOUNT', prioritizedKey, ${backLaneScores[0]}, ${backLaneScores[1]}) - redis.call('ZCARD', admittingKey)
-if room * 2 < target then return {out, redis.call('LLEN', ringKey)} end
+if room * 2 < target then return {out, waitingAccounts} end
 room = math.min(room, limit)
 local progressed = true
 while room > 0 and progressed do
