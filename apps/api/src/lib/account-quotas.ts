@@ -16,8 +16,8 @@ export function secondsUntilUtcMidnight(now: Date): number {
 }
 
 /**
- * KEYS: the day's counter. ARGV: the quota, the counter's TTL in s, then each charge's bytes in
- * order. Returns 1 for each charge counted and 0 for each that would have passed the quota (not
+ * KEYS: the day's counter. ARGV: the quota, the counter's TTL in s (set when the day's first
+ * charge creates it), then each charge's bytes in order. Returns 1 for each charge counted and 0 for each that would have passed the quota (not
  * counted), in order.
  */
 const chargeLua = `
@@ -34,8 +34,7 @@ for i = 3, #ARGV do
     counted[#counted + 1] = 1
   end
 end
-if added > 0 then
-  redis.call('INCRBY', KEYS[1], added)
+if added > 0 and redis.call('INCRBY', KEYS[1], added) == added then
   redis.call('EXPIRE', KEYS[1], tonumber(ARGV[2]))
 end
 return counted`;

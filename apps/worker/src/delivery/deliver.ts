@@ -350,9 +350,10 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     });
     // A confirmed attempt's host slot goes on to the caller's next attempt, if it takes one.
     const passed = outcome.kind === 'succeeded' && onConfirmed !== undefined ? within.slot : null;
-    // The host's slot goes back while the attempt is recorded; the gate's once it is, as it holds
-    // the round's claim.
-    if (within.slot !== null && passed === null) releases.push(deps.hostGate.giveBack(within.slot));
+    // The gate's slot goes back once the attempt is recorded, as it holds the round's claim, and
+    // the host's with it, in the same write; a head sent in order frees its host's slot at once.
+    const hostSlot = within.slot !== null && passed === null ? within.slot : null;
+    if (hostSlot !== null && inOrder) releases.push(deps.hostGate.giveBack(hostSlot));
     const heldMs = performance.now() - admittedAt;
     const attempt = {
       signal: congestionSignal(within.result),
@@ -371,6 +372,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     try {
       await recorded;
     } finally {
+      if (hostSlot !== null && !inOrder) releases.push(deps.hostGate.giveBack(hostSlot));
       await giveBack(attempt, heldMs);
     }
     observeAttempt(deps, ref, delivery, result, outcome);
