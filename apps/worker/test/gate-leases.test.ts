@@ -163,3 +163,20 @@ describe("a round's claim, taken with the gate's slot", () => {
     expect(await redis.exists(`${prefix}:claim:round-1`)).toBe(0);
   });
 });
+
+describe('a delivery parked after releases found nobody parked', () => {
+  it('is woken by the next release all the same', async () => {
+    const subscriptionId = 'sub-parked-again';
+    woken.length = 0;
+    // Releases with nobody parked: the gate notes that none is, and stops looking.
+    for (let i = 0; i < 3; i++) {
+      const admission = admitted(await gate.acquire(subscriptionId, `quiet-${i}`));
+      await gate.release(subscriptionId, `quiet-${i}`, admission, { signal: 'hold', sent: true }, 5);
+    }
+    const holders: Array<Extract<Admission, { admitted: true }>> = [];
+    for (let i = 0; i < 10; i++) holders.push(admitted(await gate.acquire(subscriptionId, `full-${i}`)));
+    expect((await gate.acquire(subscriptionId, 'late')).admitted).toBe(false);
+    await gate.release(subscriptionId, 'full-0', holders[0]!, { signal: 'hold', sent: true }, 5);
+    expect(woken).toEqual(['late']);
+  });
+});

@@ -30,8 +30,15 @@ const leasesTtlMs = 86_400_000;
  */
 const acquireLua = `
 local job, leaseMs = A.job, tonumber(A.leaseMs)
-local state = redis.call('HMGET', K.state, 'allowance', 'average_ms', 'threshold', 'open_until', 'probe', 'probe_until')
+local state = redis.call('HMGET', K.state, 'allowance', 'average_ms', 'threshold', 'open_until', 'probe', 'probe_until', 'parked')
 local allowance = state[1] or A.base
+-- 'parked' is '0' once a release found nobody parked: then no job is, and none is removed.
+local mayBeParked = A.mayBeParked == '1' and state[7] ~= '0'
+local function park()
+  redis.call('ZADD', K.parked, 'NX', now, job)
+  redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
+  if state[7] == '0' then redis.call('HSET', K.state, 'parked', '1') end
+end
 local average = state[2] or ''
 local threshold = state[3] or ''
 local openUntil = tonumber(state[4])
@@ -44,13 +51,12 @@ if openUntil then
       redis.call('HSET', K.state, 'probe', job, 'probe_until', now + leaseMs)
       redis.call('ZADD', K.leases, now + leaseMs, job)
       redis.call('PEXPIRE', K.leases, ${leasesTtlMs})
-      if A.mayBeParked == '1' then redis.call('ZREM', K.parked, job) end
+      if mayBeParked then redis.call('ZREM', K.parked, job) end
       return {1, '1', 0, average, 0, threshold, 'probe'}
     end
     waitMs, breaker = probeUntil - now, 'probing'
   end
-  redis.call('ZADD', K.parked, 'NX', now, job)
-  redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
+  park()
   return {0, allowance, 0, average, waitMs, threshold, breaker}
 end
 local limit = math.max(1, math.min(tonumber(A.ceiling), math.floor(tonumber(allowance))))
@@ -61,8 +67,7 @@ if held >= limit then
 end
 if held >= limit then
   redis.call('ZREMRANGEBYSCORE', K.parked, '-inf', now - tonumber(A.parkedMemoryMs))
-  redis.call('ZADD', K.parked, 'NX', now, job)
-  redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
+  park()
   local ahead = redis.call('ZRANK', K.parked, job)
   local oldest = redis.call('ZRANGE', K.leases, 0, 0, 'WITHSCORES')
   return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs), threshold, ''}
@@ -70,7 +75,7 @@ end
 if not redis.call('SET', K.claim, A.claimToken, 'NX', 'PX', leaseMs) then return {2, allowance, 0, average, 0, threshold, ''} end
 redis.call('ZADD', K.leases, now + leaseMs, job)
 if held == 0 or A.refreshTtl == '1' then redis.call('PEXPIRE', K.leases, ${leasesTtlMs}) end
-if A.mayBeParked == '1' then redis.call('ZREM', K.parked, job) end
+if mayBeParked then redis.call('ZREM', K.parked, job) end
 return {1, allowance, 0, average, 0, threshold, ''}`;
 
 /** `rate_limit`: 0, the attempt counted, when the window has room, else the ms until it has. */
@@ -96,12 +101,14 @@ return 0`;
  * admission took. Returns {the parked job first in line to promote when a slot is free, else '', failed attempts
  * in a row, attempts and failures in the breaker's window, times the breaker opened (0 closed),
  * 1 when this job was the half-open probe}. The parked line is popped before the leases are
- * counted: with nobody parked, the usual case, a release costs one command less.
+ * counted, and not at all while the state's `parked` is '0' (this release or an earlier one found
+ * it empty; a park sets it back to '1'): with nobody parked, the usual case, a release pops
+ * nothing and an admission removes nothing.
  */
 const releaseLua = `
 redis.call('ZREM', K.leases, A.job)
 if redis.call('GET', K.claim) == A.claimToken then redis.call('DEL', K.claim) end
-local s = redis.call('HMGET', K.state, 'allowance', 'fails', 'win_at', 'win_n', 'win_fail', 'opens', 'probe')
+local s = redis.call('HMGET', K.state, 'allowance', 'fails', 'win_at', 'win_n', 'win_fail', 'opens', 'probe', 'parked')
 local allowance = s[1] or A.base
 local changed = A.next ~= '' and allowance == A.expected
 if changed then allowance = A.next end
@@ -125,19 +132,23 @@ if s[7] == A.job then
   redis.call('HDEL', K.state, 'probe', 'probe_until')
   probe = 1
 end
+local woken = ''
+if s[8] ~= '0' then
+  local head = redis.call('ZPOPMIN', K.parked)
+  if #head == 0 then
+    table.insert(fields, 'parked') table.insert(fields, '0')
+  else
+    local limit = math.max(1, math.min(tonumber(A.ceiling), math.floor(tonumber(allowance))))
+    if redis.call('ZCARD', K.leases) < limit then
+      woken = head[1]
+    else
+      redis.call('ZADD', K.parked, head[2], head[1])
+      redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
+    end
+  end
+end
 if redis.call('HSET', K.state, unpack(fields)) > 0 or A.refreshTtl == '1' then
   redis.call('PEXPIRE', K.state, ${stateTtlMs})
-end
-local woken = ''
-local head = redis.call('ZPOPMIN', K.parked)
-if #head > 0 then
-  local limit = math.max(1, math.min(tonumber(A.ceiling), math.floor(tonumber(allowance))))
-  if redis.call('ZCARD', K.leases) < limit then
-    woken = head[1]
-  else
-    redis.call('ZADD', K.parked, head[2], head[1])
-    redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
-  end
 end
 return {woken, fails, n, f, tonumber(s[6]) or 0, probe}`;
 
