@@ -1,7 +1,8 @@
 /**
  * A Lua script of the project's own, with named KEYS and ARGV: the script reads `K.<name>` and
- * `A.<name>` (strings, as KEYS and ARGV are), and `now`, ms on Redis' clock, when it asks for the
- * clock; its caller passes two objects, so no argument can go out of order. Registered with
+ * `A.<name>` (strings, as KEYS and ARGV are), the values after them as the list `R` when it takes
+ * any number of them, and `now`, ms on Redis' clock, when it asks for the clock; its caller passes
+ * two objects (and the list), so no argument can go out of order. Registered with
  * ioredis' `defineCommand`, it runs by EVALSHA (https://redis.io/docs/latest/develop/interact/programmability/eval-intro/).
  */
 import type { RedisConnection } from '@webhooks/publisher';
@@ -16,13 +17,19 @@ export interface ScriptSpec<K extends string, A extends string> {
   args: readonly A[];
   /** Defines `now` ({@link redisNowLua}) before the body. */
   clock?: boolean;
+  /** Takes any number of values after the named arguments, as the Lua list `R`. */
+  rest?: boolean;
   lua: string;
 }
 
-/** A defined script: its keys and arguments by name. @throws ioredis' errors, and the script's */
+/**
+ * A defined script: its keys and arguments by name, and for a spec with `rest` the values after
+ * them. @throws ioredis' errors, and the script's
+ */
 export type RedisScript<K extends string, A extends string, R> = (
   keys: Record<K, string>,
   args: Record<A, string | number>,
+  rest?: ReadonlyArray<string | number>,
 ) => Promise<R>;
 
 /** The Lua a spec runs: the names bound, the clock if asked, then its body. */
@@ -32,6 +39,7 @@ export function scriptSource(spec: ScriptSpec<string, string>): string {
   return [
     bind('K', spec.keys, 'KEYS'),
     bind('A', spec.args, 'ARGV'),
+    ...(spec.rest ? [`local R = {} for i = ${spec.args.length + 1}, #ARGV do R[#R + 1] = ARGV[i] end`] : []),
     ...(spec.clock ? [redisNowLua] : []),
     spec.lua,
   ].join('\n');
@@ -58,6 +66,11 @@ function defineOn<R, K extends string, A extends string>(
   const command = (redis as unknown as Record<string, (...values: Array<string | number>) => Promise<R>>)[
     spec.name
   ]!;
-  return (keys, args) =>
-    command.call(redis, ...spec.keys.map((name) => keys[name]), ...spec.args.map((name) => args[name]));
+  return (keys, args, rest = []) =>
+    command.call(
+      redis,
+      ...spec.keys.map((name) => keys[name]),
+      ...spec.args.map((name) => args[name]),
+      ...rest,
+    );
 }

@@ -1,7 +1,7 @@
 /**
  * A script defined with named keys and arguments, against the real Redis: each name reaches the
- * script as the one the caller passed, whatever the order of the caller's object, and `now` is
- * Redis' clock.
+ * script as the one the caller passed, whatever the order of the caller's object, the values
+ * after them reach it in order, and `now` is Redis' clock.
  */
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
@@ -31,6 +31,25 @@ return {K.first, redis.call('GET', K.second), A.ttlMs, now}`,
     expect([first, stored, ttl]).toEqual([keys.first, 'v', '60000']);
     expect(now).toBeGreaterThanOrEqual(before - 1_000);
     expect(await redis.pttl(keys.second)).toBeGreaterThan(50_000);
+  });
+
+  it('gives a script that takes any number of values those after its named arguments, in order', async () => {
+    const script = defineScript<string[]>()(redis, {
+      name: 'testRestArguments',
+      keys: ['list'],
+      args: ['label'],
+      rest: true,
+      lua: `local out = {A.label}
+for _, value in ipairs(R) do out[#out + 1] = value end
+return out`,
+    });
+    expect(await script({ list: `${prefix}:list` }, { label: 'l' }, ['a', 2, 'c'])).toEqual([
+      'l',
+      'a',
+      '2',
+      'c',
+    ]);
+    expect(await script({ list: `${prefix}:list` }, { label: 'l' })).toEqual(['l']);
   });
 
   it('writes no clock into a script that does not ask for it', () => {

@@ -6,7 +6,7 @@
  * by every API instance; a refused publish is not counted. One event-loop turn's charges go to
  * Redis as one script call per account and day, each weighed against those before it.
  */
-import { batcher, type AccountOverride, type RedisConnection } from '@webhooks/shared';
+import { batcher, defineScript, type AccountOverride, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
 
 /** Seconds from `now` to the next midnight UTC, at least 1: when a day's quota starts again. */
@@ -16,17 +16,17 @@ export function secondsUntilUtcMidnight(now: Date): number {
 }
 
 /**
- * KEYS: the day's counter. ARGV: the quota, the counter's TTL in s (set when the day's first
- * charge creates it), then each charge's bytes in order. Returns 1 for each charge counted and 0 for each that would have passed the quota (not
- * counted), in order.
+ * `K.counter`: the day's counter; `A.quota`; `A.ttlSeconds`, the counter's TTL (set when the day's
+ * first charge creates it); `R`: each charge's bytes, in order. Returns 1 for each charge counted
+ * and 0 for each that would have passed the quota (not counted), in order.
  */
 const chargeLua = `
-local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-local quota = tonumber(ARGV[1])
+local used = tonumber(redis.call('GET', K.counter) or '0')
+local quota = tonumber(A.quota)
 local added = 0
 local counted = {}
-for i = 3, #ARGV do
-  local bytes = tonumber(ARGV[i])
+for i = 1, #R do
+  local bytes = tonumber(R[i])
   if used + added + bytes > quota then
     counted[#counted + 1] = 0
   else
@@ -34,8 +34,8 @@ for i = 3, #ARGV do
     counted[#counted + 1] = 1
   end
 end
-if added > 0 and redis.call('INCRBY', KEYS[1], added) == added then
-  redis.call('EXPIRE', KEYS[1], tonumber(ARGV[2]))
+if added > 0 and redis.call('INCRBY', K.counter, added) == added then
+  redis.call('EXPIRE', K.counter, tonumber(A.ttlSeconds))
 end
 return counted`;
 
@@ -72,10 +72,13 @@ export function createAccountQuotas(options: {
   overrides: ReadonlyMap<string, AccountOverride>;
 }): AccountQuotas {
   const { redis, prefixOf, overrides } = options;
-  redis.defineCommand('webhookChargePayload', { numberOfKeys: 1, lua: chargeLua });
-  const charge = (
-    redis as unknown as { webhookChargePayload(...args: Array<string | number>): Promise<number[]> }
-  ).webhookChargePayload;
+  const charge = defineScript<number[]>()(redis, {
+    name: 'webhookChargePayload',
+    keys: ['counter'],
+    args: ['quota', 'ttlSeconds'],
+    rest: true,
+    lua: chargeLua,
+  });
   /**
    * Whether each charge was counted, in order: one script call per counter (an account's day),
    * each counter's charges in the order they were made. A failed call fails its own charges only.
@@ -91,12 +94,10 @@ export function createAccountQuotas(options: {
     await Promise.all(
       [...byKey].map(async ([key, indices]) => {
         try {
-          const counted = await charge.call(
-            redis,
-            key,
-            charges[indices[0]!]!.quota,
-            2 * 86_400,
-            ...indices.map((index) => charges[index]!.bytes),
+          const counted = await charge(
+            { counter: key },
+            { quota: charges[indices[0]!]!.quota, ttlSeconds: 2 * 86_400 },
+            indices.map((index) => charges[index]!.bytes),
           );
           indices.forEach((index, i) => (results[index] = counted[i] === 1));
         } catch (error) {

@@ -6,6 +6,7 @@
  * when to call them.
  */
 import {
+  defineScript,
   backLanePriority,
   prioritizedScores,
   schedulerAccountListKey,
@@ -99,11 +100,11 @@ end`;
 const backLaneScores = prioritizedScores(backLanePriority);
 
 /**
- * The admission script. Its keys and arguments are named at its top, and given by name by
- * {@link createAdmissionScript}: the keys of {@link accountSchedulerKeys} and BullMQ's wait list and
- * prioritized set, and the granted turns; the list and bucket key prefixes, the queue target, quantum, lease (ms), default
- * deliveries a second, the most deliveries the round robin may admit (the caller's inline room),
- * then (job id, account, entry value) triples to schedule first (none for an admission alone).
+ * The admission script (`defineScript`): the keys of {@link accountSchedulerKeys} and BullMQ's
+ * wait list and prioritized set; the list and bucket key prefixes, the queue target, quantum,
+ * lease (ms), default deliveries a second, the most deliveries the round robin may admit (the
+ * caller's inline room); then in `R`, (job id, account, entry value) triples to schedule first
+ * (none for an admission alone).
  *
  * Scheduling adds each new job id to `entries` (once per job id: an entry already held is
  * skipped). An account that had nothing waiting and now has at most one turn's share is a quiet
@@ -128,12 +129,10 @@ const backLaneScores = prioritizedScores(backLanePriority);
  * with the lanes of {@link lanes}.
  */
 const admitLua = `${inChunksLua}
-local ringKey, entriesKey, admittingKey, deficitKey, weightKey, waitKey, quotaKey, prioritizedKey, grantedKey = unpack(KEYS)
-local listPrefix, bucketPrefix, defaultRate = ARGV[1], ARGV[6], ARGV[5]
-local target, quantum, lease, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[7])
-local firstScheduled = 8
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ringKey, entriesKey, admittingKey, deficitKey, weightKey = K.ring, K.entries, K.admitting, K.deficit, K.weight
+local waitKey, quotaKey, prioritizedKey, grantedKey = K.wait, K.quota, K.prioritized, K.granted
+local listPrefix, bucketPrefix, defaultRate = A.listPrefix, A.bucketPrefix, A.deliveriesPerSecond
+local target, quantum, lease, limit = tonumber(A.target), tonumber(A.quantum), tonumber(A.leaseMs), tonumber(A.limit)
 local out = {}
 ${bucketLua}
 local function grantIfHeld(job, entry)
@@ -161,16 +160,16 @@ local function take(account, jobs, tokens, rate, lane, known)
   spend(account, tokens, rate, #jobs)
 end
 local arrived, arrivedValues, byAccount = {}, {}, {}
-if #ARGV >= firstScheduled then
+if #R > 0 then
   local asked = {}
-  for i = firstScheduled, #ARGV, 3 do asked[#asked + 1] = ARGV[i] end
+  for i = 1, #R, 3 do asked[#asked + 1] = R[i] end
   local held = redis.call('HMGET', entriesKey, unpack(asked))
   local fields, seen, accounts = {}, {}, {}
   for k, job in ipairs(asked) do
     if not held[k] and not seen[job] then
       seen[job] = true
-      local account = ARGV[firstScheduled + 3 * (k - 1) + 1]
-      local value = ARGV[firstScheduled + 3 * (k - 1) + 2]
+      local account = R[3 * (k - 1) + 2]
+      local value = R[3 * (k - 1) + 3]
       fields[#fields + 1] = job
       fields[#fields + 1] = value
       if not byAccount[account] then
@@ -215,7 +214,7 @@ for _, account in ipairs(arrived) do
 end
 -- Leases that ended unconfirmed are taken again by the admissions that schedule nothing (every
 -- process's background admission), so that a fan-out's call pays nothing for them.
-local stale = #ARGV >= firstScheduled and {} or redis.call('ZRANGEBYSCORE', admittingKey, '-inf', now, 'LIMIT', 0, target)
+local stale = #R > 0 and {} or redis.call('ZRANGEBYSCORE', admittingKey, '-inf', now, 'LIMIT', 0, target)
 for _, job in ipairs(stale) do
   local entry = redis.call('HGET', entriesKey, job)
   if entry then
@@ -265,14 +264,13 @@ while room > 0 and progressed do
 end
 return {out, redis.call('LLEN', ringKey)}`;
 
-/** KEYS: admitting, entries. ARGV: job ids whose BullMQ jobs exist now (any number of them). */
+/** `R`: the job ids whose BullMQ jobs exist now (any number of them). */
 const confirmLua = `${inChunksLua}
-local admittingKey, entriesKey = unpack(KEYS)
-inChunks(ARGV, function(chunk)
-  redis.call('ZREM', admittingKey, unpack(chunk))
-  redis.call('HDEL', entriesKey, unpack(chunk))
+inChunks(R, function(chunk)
+  redis.call('ZREM', K.admitting, unpack(chunk))
+  redis.call('HDEL', K.entries, unpack(chunk))
 end)
-return #ARGV`;
+return #R`;
 
 /** A delivery to schedule: its job id, its account, and its entry value (`sched:entries`). */
 export interface ScheduledEntry {
@@ -353,40 +351,51 @@ export interface AdmissionScript {
   confirm(jobIds: readonly string[]): Promise<void>;
 }
 
-type ScriptCommands = {
-  webhookAdmit(...args: Array<string | number>): Promise<[string[], number]>;
-  webhookConfirm(...args: string[]): Promise<number>;
-};
-
 /** Registers the scripts on `redis` and returns them, for the scheduler of `keys`. */
 export function createAdmissionScript(
   redis: RedisConnection,
   keys: SchedulerKeys,
   params: AdmissionParams,
 ): AdmissionScript {
-  redis.defineCommand('webhookAdmit', { numberOfKeys: 9, lua: admitLua });
-  redis.defineCommand('webhookConfirm', { numberOfKeys: 2, lua: confirmLua });
-  const commands = redis as unknown as ScriptCommands;
+  const admitScript = defineScript<[string[], number]>()(redis, {
+    name: 'webhookAdmit',
+    keys: ['ring', 'entries', 'admitting', 'deficit', 'weight', 'wait', 'quota', 'prioritized', 'granted'],
+    args: ['listPrefix', 'target', 'quantum', 'leaseMs', 'deliveriesPerSecond', 'bucketPrefix', 'limit'],
+    rest: true,
+    clock: true,
+    lua: admitLua,
+  });
+  const confirmScript = defineScript<number>()(redis, {
+    name: 'webhookConfirm',
+    keys: ['admitting', 'entries'],
+    args: [],
+    rest: true,
+    lua: confirmLua,
+  });
   return {
     async admit(scheduled, limit) {
-      const [flat, waitingAccounts] = await commands.webhookAdmit(
-        keys.ring,
-        keys.entries,
-        keys.admitting,
-        keys.deficit,
-        keys.weight,
-        params.queueKeys.wait,
-        keys.quota,
-        params.queueKeys.prioritized,
-        keys.granted,
-        keys.accountListPrefix,
-        params.queueTarget,
-        params.quantum,
-        params.leaseMs,
-        params.deliveriesPerSecond,
-        keys.bucketPrefix,
-        limit,
-        ...scheduled.flatMap(({ jobId, accountId, entry }) => [jobId, accountId, entry]),
+      const [flat, waitingAccounts] = await admitScript(
+        {
+          ring: keys.ring,
+          entries: keys.entries,
+          admitting: keys.admitting,
+          deficit: keys.deficit,
+          weight: keys.weight,
+          wait: params.queueKeys.wait,
+          quota: keys.quota,
+          prioritized: params.queueKeys.prioritized,
+          granted: keys.granted,
+        },
+        {
+          listPrefix: keys.accountListPrefix,
+          target: params.queueTarget,
+          quantum: params.quantum,
+          leaseMs: params.leaseMs,
+          deliveriesPerSecond: params.deliveriesPerSecond,
+          bucketPrefix: keys.bucketPrefix,
+          limit,
+        },
+        scheduled.flatMap(({ jobId, accountId, entry }) => [jobId, accountId, entry]),
       );
       const admitted: Admitted[] = [];
       for (let i = 0; i < flat.length; i += 3)
@@ -394,7 +403,8 @@ export function createAdmissionScript(
       return { admitted, waitingAccounts };
     },
     async confirm(jobIds) {
-      if (jobIds.length > 0) await commands.webhookConfirm(keys.admitting, keys.entries, ...jobIds);
+      if (jobIds.length > 0)
+        await confirmScript({ admitting: keys.admitting, entries: keys.entries }, {}, jobIds);
     },
   };
 }
