@@ -1,13 +1,10 @@
 /**
- * How many attempts one subscription may have in flight: TCP's congestion window (RFC 5681
- * section 3.1) over a real-valued allowance between 1 and SUBSCRIPTION_IN_FLIGHT_CEILING, whose
- * integer part is the limit; it starts at SUBSCRIPTION_MAX_IN_FLIGHT (the base). The gate applies
- * one change per window (a compare-and-set on the allowance an attempt was admitted under), so ten
- * hanging attempts halve it once. A timeout or connection failure halves it; above the base, a
- * slowing attempt ({@link isSlowing}) or an answer other than 200 halves it down to the base. A
- * window of successes doubles it below the slow-start threshold for a fast callback, and adds 1
- * otherwise (adding 1/limit per attempt, as TCP does, took a hot subscription 24 s to climb from
- * 10 to 50). Attempts, backoff and auto-disable are not its business.
+ * How many attempts one subscription may have in flight: TCP's congestion window (RFC 5681 §3.1)
+ * over a real-valued allowance between 1 and SUBSCRIPTION_IN_FLIGHT_CEILING, starting at
+ * SUBSCRIPTION_MAX_IN_FLIGHT (the base); its integer part is the limit. The gate applies one change
+ * per window (compare-and-set), so ten hanging attempts halve it once. A timeout or connection
+ * failure halves it; above the base, a slowing attempt or an answer other than 200 halves it down
+ * to the base; a window of successes doubles it below the slow-start threshold, else adds 1.
  */
 
 /** What an attempt says about its callback's capacity. */
@@ -47,17 +44,12 @@ export function inFlightLimit(allowance: number, ceiling: number): number {
   return Math.max(1, Math.min(ceiling, Math.floor(allowance)));
 }
 
-/**
- * How much longer than the average an attempt must hold its slot to count as slowing, in ms
- * besides twice the average: below it, a fast callback's jitter (a garbage collection, a busy
- * database) would read as congestion.
- */
+/** Margin over the average, in ms, below which a fast callback's jitter is not read as slowing. */
 export const slowingMarginMs = 100;
 
 /**
- * Whether an attempt says its callback is slowing down: it held its slot over twice the
- * subscription's average slot time (`averageMs`, null while none is known) and over
- * {@link slowingMarginMs} more than it, both in ms.
+ * Whether an attempt that held its slot `heldMs` says its callback is slowing: over twice the
+ * average slot time (`averageMs`, null while unknown) and {@link slowingMarginMs} past it (ms).
  */
 export function isSlowing(heldMs: number, averageMs: number | null): boolean {
   return averageMs !== null && heldMs > 2 * averageMs && heldMs - averageMs > slowingMarginMs;
@@ -89,11 +81,8 @@ export function nextAllowance(
 }
 
 /**
- * Longest average slot time, in ms, of a subscription whose allowance may double (slow start):
- * the inline deadline's default (DELIVERY_INLINE_DEADLINE_MS), the project's measure of a callback
- * that answers fast. A slower callback earns one a window, as before slow start: each of its
- * attempts holds a worker slot that long, and doubling would let one slow subscription take every
- * slot of the workers within a few of its windows instead of minutes.
+ * Longest average slot time, in ms, under which an allowance may double (slow start): a slower
+ * callback earns one a window, so that it cannot take every worker slot within a few windows.
  */
 export const slowStartSlotMs = 250;
 
@@ -107,14 +96,10 @@ export function slowStartThreshold(threshold: number, averageMs: number | null):
 }
 
 /**
- * The slow-start threshold after an attempt moved the allowance from `allowance` to `next`
- * ({@link nextAllowance} of the attempt's `signal` and `slowing`). After a fall on a timeout or an
- * answer other than 200, where it fell to (never below the base), as TCP sets `ssthresh` on a loss
- * (RFC 5681 section 3.1); otherwise unchanged, a fall on latency alone (a 200 that took long,
- * {@link isSlowing}) included. A busy worker's own pauses read as a slowing callback: measured at
- * 400 events/s while the worker warmed up, one such fall that set the threshold left the
- * subscription climbing one a window, and it parked 735 deliveries again. The fall itself still
- * halves the allowance.
+ * The slow-start threshold after an attempt moved the allowance from `allowance` to `next`. After a
+ * fall on a timeout or an answer other than 200, where it fell to (never below the base), as TCP
+ * sets `ssthresh` on a loss (RFC 5681 §3.1); otherwise unchanged: a fall on latency alone may be
+ * the worker's own pause, and must not leave the subscription climbing one a window.
  */
 export function nextThreshold(
   allowance: number,
@@ -171,14 +156,9 @@ export function turnMs(view: Pick<ParkingView, 'averageMs' | 'oldestHeldMs'>): n
 
 /**
  * How long a delivery over its subscription's in-flight limit waits before it asks again, in ms:
- * about the time the deliveries parked before it take to go through (`(parked + 1) / limit` turns
- * of {@link turnMs}), between {@link minParkMs} and `maxMs`, spread by ±10% so that they do not all
- * return at once. Waiting costs no attempt.
- *
- * It never waits past the end of the oldest slot's lease plus its turns at the average pace: a
- * slot frees itself when its lease ends, and nobody wakes the parked deliveries then. Slots whose
- * holder died, or whose release Redis lost in an outage, would otherwise pass for a callback that
- * began to hang, and park the deliveries queued behind them for up to `maxMs` after Redis is back.
+ * `(parked + 1) / limit` turns of {@link turnMs}, between {@link minParkMs} and `maxMs`, ±10%.
+ * Never past the oldest slot's lease end plus those turns: a lease that ends on its own (its holder
+ * died) wakes nobody.
  *
  * @param view what the gate answered when it refused the slot
  * @param maxMs the longest wait, in ms (the gate's `maxParkMs`)
