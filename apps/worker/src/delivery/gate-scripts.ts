@@ -17,11 +17,11 @@ const leasesTtlMs = 86_400_000;
  * time), `A.refreshTtl` '1' to refresh the leases' TTL, `A.parkedMemoryMs` after which a parked
  * entry is forgotten; `A.base` and `A.ceiling` the in-flight bounds. A job admitted takes its
  * round's claim too (`K.claim`, `SET NX PX` holding `A.claimToken`, `claim.ts`), in the same step:
- * when another run holds it, nothing is taken and the answer is 2. Returns {admitted 1|0|2, allowance, parked jobs
- * ahead of this one (parked in the order they first asked), average slot time ms or '', age of the
- * oldest slot held in ms (refused by the breaker: ms until it may ask again), slow-start threshold
- * or '', breaker: '' closed, 'open', 'probing' (another job's probe is in flight) or 'probe' (this
- * job is the half-open probe, admitted whatever is in flight)}.
+ * when another run holds it, nothing is taken and the answer is 2. Returns {admitted 1|0|2,
+ * allowance, parked jobs ahead of this one (parked in the order they first asked), average slot
+ * time ms or '', age of the oldest slot held in ms (refused by the breaker: ms until it may ask
+ * again), slow-start threshold or '', breaker: '' closed, 'open', 'probing' (another job's probe
+ * is in flight) or 'probe' (this job is the half-open probe, admitted whatever is in flight)}.
  *
  * Expired leases (their holder died) and forgotten parked entries are cleared only when the
  * subscription is at its limit, the one case where they change the answer: an admission under

@@ -103,8 +103,9 @@ export interface DeliveryGateOptions {
 export interface DeliveryGate {
   /**
    * Takes an in-flight slot for `jobId` and its round's claim, waiting for a slot in place as long
-   * as {@link waitsInSlot} allows, or says how long to park (or, claimed by another run, to wait). `firstAsk`: the delivery has never asked before (an inline
-   * first attempt), so it cannot be among the parked ones, and the gate skips removing it there.
+   * as {@link waitsInSlot} allows, or says how long to park (or, claimed by another run, to wait).
+   * `firstAsk`: the delivery has never asked before (an inline first attempt), so it cannot be
+   * among the parked ones, and the gate skips removing it there.
    *
    * @throws ioredis' errors when Redis cannot be reached
    */
@@ -118,10 +119,10 @@ export interface DeliveryGate {
    */
   pace(subscriptionId: string, jobId: string, rateLimit: number): Promise<number>;
   /**
-   * Gives the slot back and drops the round's claim its admission took; after an attempt (`attempt` null: none was made), applies its congestion
-   * signal to the allowance it was admitted under, `heldMs` (how long the slot was held) to the
-   * average, and, when its request was `sent`, its outcome to the breaker ('increase' is a
-   * confirmed attempt).
+   * Gives the slot back and drops the round's claim its admission took; after an attempt
+   * (`attempt` null: none was made), applies its congestion signal to the allowance it was
+   * admitted under, `heldMs` (how long the slot was held) to the average, and, when its request
+   * was `sent`, its outcome to the breaker ('increase' is a confirmed attempt).
    * Never throws: when Redis fails, the slot's lease expires on its own.
    */
   release(
