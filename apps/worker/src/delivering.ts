@@ -190,9 +190,6 @@ export function startDeliveries(
         redis: gateRedis,
         prefix: shard.prefix,
         breaker: config.breaker,
-        async wake(jobId) {
-          await promoteDelivery(shard.deliveries, jobId, 'wake-up of a delivery held by its breaker');
-        },
         onChange: breakerNotices,
         log,
         metrics,

@@ -50,9 +50,6 @@ const gate = createDeliveryGate({
     redis,
     prefix,
     breaker: options,
-    async wake(jobId) {
-      woken.push(jobId);
-    },
     async onChange(subscriptionId, change) {
       changes.push({ subscriptionId, change });
     },

@@ -54,7 +54,6 @@ const gate = createDeliveryGate({
       cooldownMs: 1_000,
       maxCooldownMs: 1_000,
     },
-    async wake() {},
     async onChange() {},
     log: pino({ level: 'silent' }),
     metrics,

@@ -66,8 +66,6 @@ export interface SubscriptionBreakerOptions {
   /** QUEUE_PREFIX of the shard (the gate's). */
   prefix: string;
   breaker: BreakerOptions;
-  /** Sends a parked delivery job now; never throws. */
-  wake(jobId: string): Promise<void>;
   /** Announces an opened or closed breaker; never throws. */
   onChange(subscriptionId: string, change: BreakerChange): Promise<void>;
   log: Logger;
@@ -85,8 +83,15 @@ export interface SubscriptionBreaker {
    * @param counts the gate's counts, this attempt included
    * @param confirmed the attempt was answered 200
    * @param probe the attempt was the half-open probe
+   * @returns the job first in the parked line when the breaker just closed, for the gate to wake;
+   *   else null
    */
-  ended(subscriptionId: string, counts: BreakerCounts, confirmed: boolean, probe: boolean): Promise<void>;
+  ended(
+    subscriptionId: string,
+    counts: BreakerCounts,
+    confirmed: boolean,
+    probe: boolean,
+  ): Promise<string | null>;
 }
 
 /** Creates the breaker on `options.redis` (registering its script there). */
@@ -103,7 +108,7 @@ export function createSubscriptionBreaker(options: SubscriptionBreakerOptions): 
     windowMs: options.breaker.windowMs,
     async ended(subscriptionId, counts, confirmed, probe) {
       const transition = breakerTransition(counts, confirmed, probe, options.breaker);
-      if (transition === null) return;
+      if (transition === null) return null;
       const keys = subscriptionGateKeys(prefix, subscriptionId);
       try {
         const [applied, since, then] = await script(keys, {
@@ -111,12 +116,11 @@ export function createSubscriptionBreaker(options: SubscriptionBreakerOptions): 
           opens: counts.opens,
           cooldownMs: transition.kind === 'close' ? 0 : transition.cooldownMs,
         });
-        if (applied !== 1) return;
+        if (applied !== 1) return null;
         metrics.breakerTransitions.inc({ transition: transitionLabel[transition.kind] });
         if (transition.kind === 'close') {
-          if (then !== '') void options.wake(then);
           await options.onChange(subscriptionId, { kind: 'closed', failingSince: new Date(Number(since)) });
-          return;
+          return then === '' ? null : then;
         }
         log.warn(
           { subscriptionId, transition: transition.kind, retryAt: Number(then) },
@@ -138,6 +142,7 @@ export function createSubscriptionBreaker(options: SubscriptionBreakerOptions): 
           'circuit breaker not updated; the next attempt decides again',
         );
       }
+      return null;
     },
   };
 }

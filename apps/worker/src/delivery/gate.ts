@@ -281,11 +281,13 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
             windowMs: options.breaker.windowMs,
           },
         );
-        // Not awaited: the slot is free already, and the promotion is only a shortcut.
+        // Not awaited: the slot is free already, and the promotion is only a shortcut. A breaker
+        // that closes wakes the first parked delivery the same way.
         if (woken !== '') void wake(woken);
         if (outcome !== '') {
           const counts = { failuresInRow, windowAttempts, windowFailures, opens };
-          await options.breaker.ended(subscriptionId, counts, outcome === '1', probe === 1);
+          const first = await options.breaker.ended(subscriptionId, counts, outcome === '1', probe === 1);
+          if (first !== null) void wake(first);
         }
       } catch (error) {
         log.warn({ err: error, subscriptionId }, 'delivery gate release failed; the slot lease will expire');
