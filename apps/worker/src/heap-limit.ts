@@ -31,13 +31,8 @@ export function heapLimitMb(env: Record<string, string | undefined>): number {
 
 /**
  * The young generation of the worker's V8 heap, in MiB (`resourceLimits.maxYoungGenerationSizeMb`,
- * https://nodejs.org/api/worker_threads.html#new-workerfilename-options). At saturation a
- * delivery's short-lived objects (got's per-request options and streams, ioredis' commands) outlive
- * a small young generation's scavenges and are promoted: on Node 20, with 24 MiB, the garbage
- * collector took 27% of the service thread's busy time in the fan-out row, and 48 MiB cut the
- * worker's CPU per delivery by 10-25% and the p99 at 200 events/s from 20 ms to 14 ms (on Node 26,
- * whose collector promotes less of this load, it changed little either way). V8's default (about
- * 48 MiB on 64-bit) once took the RSS to 259-260 MiB at a 100,000-delivery backlog; with this code,
- * 48 MiB peaked at 244-253 MiB there, as 24 MiB did.
+ * https://nodejs.org/api/worker_threads.html#new-workerfilename-options): large enough that a
+ * delivery's short-lived objects (got's per-request options and streams, ioredis' commands) die in
+ * a scavenge at saturation instead of being promoted to the old generation.
  */
 export const youngGenerationMb = 48;

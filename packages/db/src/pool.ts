@@ -1,7 +1,7 @@
 /**
- * A bare `pg` pool for the worker's hot path: the fan-out, and loading and recording
- * deliveries. Prisma stays the schema, the migrations and the data layer of everything else; on a
- * path that runs a few statements per delivery, its per-query overhead was a third of the cost.
+ * A bare `pg` pool for the worker's hot path: the fan-out, and loading and recording deliveries,
+ * a few statements per delivery, where Prisma's per-query overhead counts. Prisma stays the
+ * schema, the migrations and the data layer of everything else.
  */
 import pg from 'pg';
 import { connectTimeoutMs } from './client.js';
@@ -24,16 +24,12 @@ export interface PgPoolOptions {
 }
 
 /**
- * How the pool's sessions plan their named statements: once, on their first run, whatever the
- * parameters (PostgreSQL's `plan_cache_mode`,
- * postgresql.org/docs/15/runtime-config-query.html#GUC-PLAN-CACHE-MODE). By default PostgreSQL
- * plans each of the first five runs for its parameters and keeps the generic plan only if it is
- * estimated no dearer (postgresql.org/docs/15/sql-prepare.html, "Notes"). A hot-path statement run
- * for one row at a time (an ordered delivery's record, any delivery at low load) is always
- * estimated cheaper planned for its one-element arrays, so it was planned again on every run:
- * 0.6 ms of the 0.8 a record cost PostgreSQL, against 0.4 in all from the generic plan. The day
- * partitions of the log are still pruned when the plan runs (`log-partitions.test.ts` checks the
- * batch load). A pooler in front must pass the setting on
+ * How the pool's sessions plan their named statements: once, whatever the parameters
+ * (`plan_cache_mode`, postgresql.org/docs/15/runtime-config-query.html#GUC-PLAN-CACHE-MODE). By
+ * default PostgreSQL keeps the generic plan only if it is estimated no dearer
+ * (postgresql.org/docs/15/sql-prepare.html, "Notes"), and a statement run for one row at a time is
+ * always estimated cheaper planned for its one-element arrays, so it would be planned on every
+ * run. Day partitions are still pruned at run time. A pooler in front must pass the setting on
  * (docs/operations.md); DATABASE_GENERIC_PLANS=false leaves it out.
  */
 const planOnce = '-c plan_cache_mode=force_generic_plan';

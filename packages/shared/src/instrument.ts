@@ -19,8 +19,7 @@ if (tracingRequested(process.env)) {
     import('import-in-the-middle'),
   ]);
   // Each instrumentation's Hook() sends the names of its modules (pg, pg-pool, ioredis) over this
-  // channel, and the hook wraps those alone: wrapping every module the service imports read and
-  // parsed each one's source again, and a traced API took 30-40% longer to start.
+  // channel, and the hook wraps those alone, not every module the service imports.
   const { registerOptions, waitForAllMessagesAcknowledged } = createAddHookMessageChannel();
   if (loaderHook.supportsSyncHooks()) loaderHook.register(registerOptions.data);
   else register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, registerOptions);

@@ -115,8 +115,7 @@ export default fp<AuthOptions>(
       let payload: { sub?: unknown; jti?: string };
       try {
         // The plugin's own verifier, handed the token read above: `request.jwtVerify()` decodes every
-        // token before the verifier's cache is asked (its secret may be a function of the token),
-        // about 4% of the API's CPU on each publish.
+        // token before the verifier's cache is asked (its secret may be a function of the token).
         payload = portalSession ? portal.tokens.verify(token) : app.jwt.verify<{ sub?: unknown }>(token);
       } catch (error) {
         const code = (error as { code?: string }).code ?? '';

@@ -71,8 +71,7 @@ export default fp<IpLimitsOptions>(
   async (app, options) => {
     const open = perMinute(options.redis, `${options.keyPrefix}:ip-open`, options.openPerMinute);
     const failures = perMinute(options.redis, `${options.keyPrefix}:ip-auth`, options.authFailuresPerMinute);
-    // An address's key never changes, and parsing it on every request was about 2% of the API's
-    // CPU under ingest load.
+    // An address's key never changes: parsed once, not on every request.
     const addressKeys = new LRUCache<string, string>({
       max: failureCountsKept,
       memoMethod: (address) => clientAddressKey(address),
