@@ -98,9 +98,9 @@ return 0`;
  * same `HSET`, in a window of `A.windowMs` from `A.nowMs`.
  *
  * The round's claim (`K.claim`) is deleted while it still holds `A.claimToken`, the one its
- * admission took. Returns {the parked job first in line to promote when a slot is free, else '', failed attempts
- * in a row, attempts and failures in the breaker's window, times the breaker opened (0 closed),
- * 1 when this job was the half-open probe}. The parked line is popped before the leases are
+ * admission took. Returns {the parked job first in line to promote when a slot is free, else '',
+ * failed attempts in a row, attempts and failures in the breaker's window, times the breaker
+ * opened (0 closed), 1 when this job was the half-open probe}. The parked line is popped before the leases are
  * counted, and not at all while the state's `parked` is '0' (this release or an earlier one found
  * it empty; a park sets it back to '1'): with nobody parked, the usual case, a release pops
  * nothing and an admission removes nothing.
