@@ -1,13 +1,12 @@
 /**
  * The OpenTelemetry SDK of a service, loaded before it with `node --import` (so the ESM loader
  * hook sees `pg` and `ioredis` imported). It does nothing unless the `OTEL_*` variables ask for
- * traces ({@link tracingRequested}), then exports them as those say, with pg's and ioredis's
- * instrumentations; a Redis span records its command, never its arguments. Node's http module is
- * not instrumented: its incoming side cost as much as all the rest, and callbacks are third
- * parties, so no trace context or `baggage` reaches them. The loader hook is import-in-the-middle's
- * synchronous one where the runtime has `module.registerHooks` (Node 26 deprecates
- * `module.register`, DEP0205), the asynchronous one on Node 20. With a ratio sampler the SDK takes
- * the API's edge draw (`edge-sampler.ts`), so an unsampled request runs with tracing suppressed.
+ * traces ({@link tracingRequested}); then it exports them with pg's and ioredis's
+ * instrumentations (a Redis span records its command, never its arguments). Node's http module is
+ * not instrumented: callbacks are third parties, and no trace context reaches them. The loader
+ * hook is import-in-the-middle's synchronous one where `module.registerHooks` exists (Node 26
+ * deprecates `module.register`, DEP0205). With a ratio sampler the SDK takes the API's edge draw
+ * (`edge-sampler.ts`), so an unsampled request runs with tracing suppressed.
  */
 import { register } from 'node:module';
 import { edgeSamplingOf } from './edge-sampling.js';

@@ -1,19 +1,12 @@
 /**
- * One HTTP attempt of a delivery: POST the payload to the callback URL with `got` (its stream API,
- * from one `got.extend` instance built once per worker, with retries, redirects, decompression and
- * HTTP errors off) and report what happened as an {@link AttemptResult}. No retry here (BullMQ
- * owns retries), no redirect followed, at most 4 KiB of the answer kept, and the connection
- * refused at connect time when the callback's resolved address is loopback, private, link-local
- * or a metadata address (request-filtering-agent's agents, which got is given), unless
- * CALLBACK_ALLOW_PRIVATE, or in CALLBACK_DENY_CIDRS whatever it says. That check applies to every
- * address actually connected to, after name resolution. A port outside CALLBACK_PORTS is refused
- * before any connection.
- *
- * Names are resolved by cacheable-lookup over c-ares (`dns.promises.Resolver`, asynchronous, with a
- * timeout of its own), got's `dnsCache`, not by `dns.lookup`, whose getaddrinfo calls occupy
- * libuv's four thread-pool threads: a callback host whose DNS never answers would stall every
- * other subscription's connections. Only names the DNS servers do not know (`localhost`,
- * /etc/hosts entries) fall back to `dns.lookup`.
+ * One HTTP attempt: POST the payload to the callback URL with `got` (its stream API, one
+ * `got.extend` instance per worker; retries, redirects, decompression and HTTP errors off) and
+ * report it as an {@link AttemptResult}, keeping at most 4 KiB of the answer. The SSRF guard
+ * (request-filtering-agent) refuses every connection to a loopback, private, link-local or
+ * metadata address unless CALLBACK_ALLOW_PRIVATE, and to CALLBACK_DENY_CIDRS always, after name
+ * resolution; a port outside CALLBACK_PORTS is refused before connecting. Names are resolved
+ * over c-ares (cacheable-lookup), not `dns.lookup`, whose thread-pool calls a silent DNS server
+ * would block for every other callback.
  */
 import { promises as dns } from 'node:dns';
 import type { ClientRequest, IncomingMessage } from 'node:http';

@@ -1,12 +1,8 @@
 /**
- * The auto-disable rule (docs/api.md#retries-and-limits):
- * - a delivery given up after an attempt (attempts exhausted, or its address refused) extends its
- *   subscription's run of failures by one; a delivery that expired unsent, was cancelled or
- *   dropped does not count, since the callback was never asked;
- * - a succeeded delivery ends the run (back to 0);
- * - the run reaching SUBSCRIPTION_DISABLE_AFTER disables an active subscription;
- * - re-enabling a subscription (the API's `PATCH status: "active"`) starts its run again at 0.
- *
+ * The auto-disable rule (docs/api.md#retries-and-limits): a delivery given up after an attempt
+ * extends its subscription's run of failures (one that expired unsent, was cancelled or dropped
+ * does not: the callback was never asked); a succeeded one ends the run; a run reaching
+ * SUBSCRIPTION_DISABLE_AFTER disables an active subscription; re-enabling starts it again at 0.
  * The store applies {@link failureRunChanges} in SQL with atomic increments, as
  * {@link applyFailureRun} computes it, so concurrent batches never lose a failure.
  */

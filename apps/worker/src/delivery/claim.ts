@@ -1,18 +1,11 @@
 /**
- * One attempt at a time per delivery round: a step claims its round's job id in Redis before it
- * reads the delivery, and drops the claim once the attempt is recorded. The subscription's gate
- * takes and drops it with its slot, in the same scripts (`gate.ts`); the steps that do not ask the
- * gate (an ordered hand-over's heads, an expiry) take it here. Two runs of one round can
- * otherwise overlap without any fault: an inline attempt still in flight when its admission's
- * lease ends and the round is admitted again as a job, a fan-out run again by a stalled job, or a
- * job BullMQ takes as stalled while a worker whose event loop is saturated still runs it. Both
- * would read the delivery as pending and send it, and the callback would get the same
- * `webhook-id` twice. The second run finds the claim and waits instead; when it comes back, the
- * first has recorded its attempt, and the second ends as `not_pending` or continues the round.
- *
- * A claim is a lease (`SET NX PX`, https://redis.io/docs/latest/commands/set/): a worker killed
- * mid-attempt cannot keep one past `leaseMs`, and at-least-once delivery resumes then. It holds a
- * token of its taker, and is dropped only by it (`defineFencedDelete`).
+ * One run of a delivery round at a time: a claim on the round's job id, taken before the delivery
+ * is read and dropped once its attempt is recorded, so that two runs that overlap without a fault
+ * (an inline attempt whose admission's lease ended, a fan-out run again, a job taken as stalled)
+ * cannot both send it. The gate's scripts take and drop it with the subscription's slot
+ * (`gate-scripts.ts`); steps that skip the gate (an ordered hand-over's heads, an expiry) use this
+ * module. A claim is a lease (`SET NX PX`, https://redis.io/docs/latest/commands/set/) holding its
+ * taker's token, dropped only by that taker (`defineFencedDelete`).
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';

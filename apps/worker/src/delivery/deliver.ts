@@ -1,30 +1,12 @@
 /**
- * One step of one round of a delivery: the attempt path that the `deliveries` queue's processor
- * (`processor.ts`) and the fan-out's inline first attempt (`inline.ts`) both call, so that an
- * attempt is admitted, sent, decided and recorded the same way whoever runs it. Each caller maps
- * the {@link DeliveryStep} to what it owns: the processor to BullMQ (park, retry, give up), the
- * fan-out to the delivery job that must follow, if any.
- *
- * A step gives up a round older than DELIVERY_MAX_AGE as `expired`, takes an in-flight slot of
- * the subscription's gate (over the limit, it waits without using an attempt), re-reads the
- * delivery with its event and subscription (deleted subscription: dropped; disabled: cancelled),
- * takes its account's turn when the account scheduler did not admit it (a retry, a new round),
- * passes its callback host's cap (`host-gate.ts`) and the subscription's `rate_limit`, runs its
- * transformation (`transform-step.ts`), sends the
- * attempt, gives the slots back and records the attempt with its outcome (`outcome.ts`). A FIFO
- * subscription's delivery waits until it is its subscription's head, and its end gives the next
- * one its job (`fifo.ts`), or its turn through the caller (`in-order.ts`). A head the caller hands
- * over that way asks its subscription's gate for nothing ({@link sentInOrder}: it is the only
- * attempt in flight), and goes on the host slot its predecessor was confirmed on
- * (`RoundRef.hostSlot`) instead of giving it back and taking it again.
- *
- * A step claims its round (`claim.ts`), with its gate's slot in one script, unless its caller did
- * (`RoundRef.claimedAhead`): a second run of the same round waits until the first has recorded its
- * attempt, so no delivery is sent twice without a fault.
- *
- * Only a sent request is an attempt. The round's attempts are counted from the delivery row, not
- * from the job, so a job the reconciler re-created, or one that follows an inline attempt,
- * continues the round where it was.
+ * One step of one round of a delivery, the attempt path every caller shares (the `deliveries`
+ * processor, the inline first attempt, the ordered hand-over), in order: expiry, the
+ * subscription's slot and the round's claim (`gate.ts`), the read (`store.ts`), the account's turn
+ * for a job the scheduler did not admit, the host's share and `rate_limit`, the transformation,
+ * the send, the outcome (`outcome.ts`), the record, the release. A step that cannot go returns a
+ * wait, using no attempt. Only a sent request is an attempt; the round's attempts are counted
+ * from the delivery row, so a re-created job continues the round where it was. docs/delivery.md,
+ * "One delivery, step by step", tells what decides, waits and wakes at each step.
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';

@@ -1,18 +1,11 @@
 /**
  * What becomes of a first delivery the account scheduler admitted (`scheduling/dispatcher.ts`):
- * an inline attempt (`inline.ts`) or a BullMQ job on the shard's `deliveries` queue.
- *
- * - A delivery of the schedule call's own fan-out, admitted at once into the front lane, is
- *   attempted by that fan-out, which waits for it up to the inline deadline.
- * - In a process that runs the shard's attempts (`attemptWith(…, background: true)`), every other
- *   delivery whose row is new is attempted there too, in the background, in the order the round
- *   robin admitted it: a first attempt that confirms costs no BullMQ job. Admissions then take no
- *   more than the attempts have room for, less the slots kept for quiet accounts' own fan-outs
- *   (`scheduling/admission-room.ts`), and the rest waits its turn in the scheduler.
- * - Everything else gets its job, in its lane.
- *
- * Either way an entry is confirmed when its attempt ended (with the follow-up job, if any, added
- * first), so a process that dies mid-attempt leaves it leased, and it is admitted again as a job.
+ * the fan-out's own, admitted into the front lane, is attempted inline by that fan-out
+ * (`inline.ts`); in a process that runs the shard's attempts, any other whose row is new is
+ * attempted there in the background, admissions taking no more than the attempts have room for
+ * (`scheduling/admission-room.ts`); everything else gets its BullMQ job, in its lane. An entry is
+ * confirmed once its attempt ended (its follow-up job added first), so a process that dies
+ * mid-attempt leaves it leased and it is admitted again.
  */
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import { Job, type Queue } from 'bullmq';

@@ -1,19 +1,11 @@
 /**
  * Ordered delivery (`ordering: "fifo"`): a FIFO subscription receives its events one at a time, in
- * the order they were accepted for its account. Its **head** is its oldest pending delivery (by
- * event id: UUIDv7, so acceptance order); only the head is ever attempted, and only the head has a
- * job. The head keeps its place through its retries (BullMQ's backoff and attempt limit) and
- * leaves it when it succeeds, is given up, expires or is cancelled; the next one is then attempted
- * at once by the worker that ended it (the hand-over, `in-order.ts`), or gets its job.
- *
- * Two rules keep the order strict with many workers and crashes:
- * - a delivery is attempted only while it is the head in PostgreSQL, checked when its job runs, so
- *   a stray job (a manual retry, a job re-driven by the reconciler) waits its turn;
- * - a head is attempted only when no earlier event of the account is still being fanned out
- *   ({@link createFanOutWatch}): two events fanned out by two workers at once may store their
- *   deliveries in either order, and the later one must not go first.
- * A worker that dies mid-attempt leaves the head where it was: its job stalls, BullMQ gives it to
- * another worker, and the same event is sent again (same `webhook-id`) before any later one.
+ * the order they were accepted for its account. Its **head**, its oldest pending delivery by
+ * event id (UUIDv7), is the only one attempted and the only one with a job; it keeps its place
+ * through its retries, and when it ends the next is handed over (`in-order.ts`) or given its job.
+ * A delivery is attempted only while it is the head in PostgreSQL (a stray job waits its turn),
+ * and only when no earlier event of its account is still being fanned out
+ * ({@link createFanOutWatch}), since two fan-outs may store their deliveries in either order.
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';

@@ -1,17 +1,11 @@
 /**
- * The per-subscription gate in Redis that every worker passes before sending an attempt:
- * - at most the subscription's in-flight limit of its attempts hold a slot at once (the adaptive
- *   allowance of `throttle.ts`, between SUBSCRIPTION_MAX_IN_FLIGHT and the ceiling);
- * - with `rate_limit`, at most that many attempts in any window of {@link rateWindowMs};
- * - while its circuit breaker is open (`breaker.ts`), none but the half-open probe;
- * - an admitted job holds its round's claim (`claim.ts`) until its release: a second run of the
- *   round is refused in the same step, and told to come back after {@link claimedWaitMs};
- * - a job refused waits a few ms in place when {@link waitsInSlot} allows, else is parked in
- *   BullMQ's delayed set (no attempt used, no worker slot held) for about the time the jobs parked
- *   before it need (`parkDelayMs`). A freed slot wakes the first parked job without reserving it.
- *
- * Slots are leases ({@link DeliveryGateOptions.leaseMs}), so a worker killed mid-attempt cannot
- * keep one. Each operation is one Lua script on Redis' clock, so workers' clocks need not agree.
+ * The per-subscription gate every attempt passes: at most the subscription's in-flight limit of
+ * attempts hold a slot (the adaptive allowance of `throttle.ts`), at most `rate_limit` attempts in
+ * any {@link rateWindowMs}, none but the probe while its circuit breaker is open (`breaker.ts`);
+ * the admission also takes the round's claim (`claim.ts`). A job refused waits a few ms in place
+ * ({@link waitsInSlot}) or is parked in BullMQ's delayed set, using no attempt, and a freed slot
+ * wakes the first parked. Slots are leases, so a killed worker cannot keep one; each operation is
+ * one script on Redis' clock (`gate-scripts.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';

@@ -1,21 +1,11 @@
 /**
- * The cap per destination host: at most HOST_MAX_IN_FLIGHT attempts in flight to one callback host,
- * across all subscriptions, accounts and workers, so that the service cannot be turned into a
- * flood on a third party however many subscriptions point at it. The cap counts a host by its
- * registrable domain ({@link hostCapKey}: ports, paths, letter case, a trailing dot and wildcard
- * subdomains of one domain share it), or by its address for an IP literal. An attempt over the cap
- * waits in BullMQ's delayed set without using an attempt, and is woken when a slot of its host
- * frees (`releaseLua` names one waiting attempt, preferring the account holding the fewest slots,
- * and the worker promotes its job); it asks again on its own after {@link hostWaitMs} only in case
- * that wake-up was lost.
- *
- * Accounts share a host's slots fairly: while other accounts wait for one, an account takes no
- * more than its share of the cap (`acquireLua`), so one account pointing many subscriptions at a
- * shared host (`hooks.slack.com`) cannot keep every other account's deliveries off it.
- *
- * Slots are leases in a Redis sorted set per host (`<prefix>:host:{<name>}:leases`, scored by lease
- * expiry in ms), taken and given back by one Lua script each, so a worker killed mid-attempt
- * cannot keep one past its lease.
+ * The cap per destination host: at most HOST_MAX_IN_FLIGHT attempts in flight to one callback host
+ * (its registrable domain, {@link hostCapKey}) across all subscriptions, accounts and workers, so
+ * the service cannot be turned into a flood on a third party. Accounts share a host's slots
+ * max-min fairly while others wait for one (`acquireLua`). An attempt over the cap waits in
+ * BullMQ's delayed set, using no attempt, until a freed slot wakes it, or after
+ * {@link hostWaitMs} in case that wake-up was lost. Slots are leases in a sorted set per host, so
+ * a killed worker cannot keep one.
  */
 import type { Logger } from 'pino';
 import { getDomain } from 'tldts';

@@ -1,47 +1,12 @@
 /**
- * Ordered delivery's hand-over: when a FIFO subscription's head ends (confirmed, given up,
- * expired, cancelled), the worker that ended it attempts the next head at once, through the same
- * attempt path (`deliver.ts`), instead of giving it a job and waiting for a worker to take it. One
- * at a time stays the contract (`fifo.ts`); a queue round trip between two events is not.
- *
- * - One worker at a time hands a subscription's heads over: it holds the subscription's hand-over
- *   lease ({@link FifoHeads.takeHandOver}), renewed as it goes, and while it is held the fan-out
- *   and the other heads' ends give no job to the head ({@link FifoHeads.ensure}). A worker that
- *   finds it held leaves the next head to the holder.
- * - Only a first round is handed over: a later round (a manual retry, a recover) gets its job, as
- *   it carries its own start.
- * - A head that does not end in its step (a failed attempt with attempts left, or a wait: its
- *   round's claim, an earlier event's fan-out, its host's cap, its rate limit) gets the job its
- *   inline attempt would have ({@link followUpJob}), and the hand-over stops.
- * - It stops too after `maxHeads` heads, so that the job that started it ends and the worker's
- *   slot is shared, and as soon as the worker is closing, so that a shutdown waits for one
- *   attempt, not for a backlog.
- * - Whenever it stops, it lets the lease go and then gives the head its job: a delivery the
- *   fan-out stored while the lease was held, and whose job it skipped, is found then.
- * - A worker that dies mid-way leaves the head without a job; the lease ends with its period and
- *   the reconciler gives the head its job, as for a lost job.
- * - While a head is attempted, the next one's round is claimed and its account's earlier fan-outs
- *   watched, then it is read; once the head is confirmed (HTTP 200), the next one is attempted
- *   while the head's record is written. Read after its claim and the watch, it is attempted as read
- *   (`RoundRef.claimedAhead`), and its own record is written only once the head's has committed
- *   (`RoundRef.recordAfter`). A crash or a failed record in between leaves both pending, so both are
- *   sent again, in order: an event sent again is followed by every later one already sent, the rule
- *   of Google Pub/Sub's ordering keys (cloud.google.com/pubsub/docs/ordering, "Message
- *   redelivery"), and the last copy of each event reaches the callback in acceptance order. Each
- *   event is still sent first only once the one before it was confirmed, and only once the record of
- *   the one two before it committed: at most two heads are sent and not yet recorded at a time (a
- *   read of the next head leaves both out).
- * - A head sent this way asks its subscription's gate for nothing (the gate never holds a
- *   subscription below one attempt in flight, and the hand-over sends one head at a time), and goes
- *   on the host slot the head before it was confirmed on (`RoundRef.hostSlot`) instead of giving it
- *   back and asking again; the host's cap still counts it. Other accounts waiting for the host lose
- *   nothing while the account holds no more than its share of the host: released, the slot would
- *   be free and the account under its share, so its next head would take it first. An account over
- *   its share through other subscriptions keeps this one slot for the rest of the hand-over (at
- *   most `maxHeads` heads). The last one goes back when the hand-over stops.
- *
- * Each head is attempted in a trace of its own, never in the trace of the job that started the
- * hand-over (another event's).
+ * Ordered delivery's hand-over: when a FIFO subscription's head ends, the worker that ended it
+ * attempts the next head at once, through the same attempt path (`deliver.ts`), instead of giving
+ * it a job. One worker at a time does so, holding the subscription's hand-over lease
+ * ({@link FifoHeads.takeHandOver}), and stops (giving the head its job) at a head that does not
+ * end in its step, after `maxHeads`, or when closing. The next head is claimed and read while the
+ * head is attempted, and sent while the head's record is written; its own record waits for that
+ * one, so a crash sends both again, in order (Google Pub/Sub's rule, docs/event-catalogue.md). A
+ * head sent so asks its gate for nothing and goes on its predecessor's host slot.
  */
 import { context, ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Logger } from 'pino';

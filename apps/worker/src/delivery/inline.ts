@@ -1,19 +1,12 @@
 /**
- * The fan-out's inline first attempt, as Svix's worker sends its
- * first attempts: a first delivery the account scheduler admits at once is attempted by the fan-out
- * itself through the one attempt path (`deliver.ts`: the gate, the host cap, the record), and only
- * what did not end there becomes a delivery job: a failed attempt's retry (BullMQ's attempts less
- * the inline one, waiting the outcome's backoff), or a delivery that must wait its turn (the
- * gate's park, a rate limit, the host cap). A confirmed delivery costs no queue job at all.
- *
- * The account scheduler's background admission attempts what it admits the same way, without
- * waiting (`start`): its attempts' follow-ups are added as each ends.
- *
- * The fan-out waits for its inline attempts at most DELIVERY_INLINE_DEADLINE_MS: a slower attempt
- * is finished and recorded in the background, never aborted and sent again, and its follow-up job
- * is added when it ends. At most `maxInFlight` inline attempts run at once in a process; past that,
- * deliveries get their job as before. An attempt that dies with its worker is found again by the
- * account scheduler's lease on its admission, or by the reconciler.
+ * The inline first attempt, as Svix's worker sends first attempts: a first delivery the account
+ * scheduler admits is attempted by the process that admitted it, through the one attempt path
+ * (`deliver.ts`), and only what did not end there becomes a delivery job (a retry after its
+ * backoff, or a delivery that must wait its turn). A confirmed delivery costs no queue job. The
+ * fan-out waits for its own at most DELIVERY_INLINE_DEADLINE_MS; a slower attempt is finished in
+ * the background, never sent twice, and its follow-up job added when it ends. At most
+ * `maxInFlight` run at once; an attempt that dies with its worker is found again by the
+ * scheduler's lease or the reconciler.
  */
 import type { Logger } from 'pino';
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';

@@ -1,14 +1,9 @@
 /**
- * The delivery path's reads and writes. Each is one SQL statement, sent with `pg` directly (the
- * hot path: see `createPgPool` in @webhooks/db), over a batch of concurrent jobs (see `batcher` in
- * @webhooks/shared for why); a single statement is atomic in PostgreSQL, data-modifying CTEs
- * included, so every write stays all-or-nothing.
- *
- * The statements in this file, and the fan-out's and the FIFO heads', are named, so each
- * connection prepares them once. An unnamed statement is planned at every call, and planning a join over the
- * log's day partitions cost about four times its execution (1.4 ms against 0.35 ms for a load of
- * 20 deliveries over 9 partitions). After five calls PostgreSQL keeps a generic plan, which
- * prunes the partitions when it runs instead.
+ * The delivery path's reads and writes: each one SQL statement over a batch of concurrent jobs
+ * (`batcher` in @webhooks/shared), sent with `pg` directly (`createPgPool` in @webhooks/db), and
+ * atomic as a single statement is, data-modifying CTEs included. The statements are named, so
+ * each connection prepares them once and PostgreSQL keeps a generic plan that prunes the log's day
+ * partitions when it runs, instead of planning the join at every call.
  */
 import type { Pool } from '@webhooks/db';
 import {

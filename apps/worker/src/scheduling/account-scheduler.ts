@@ -1,42 +1,12 @@
 /**
- * Fair scheduling of first deliveries across accounts. The fan-out does not put its deliveries on
- * the shared `deliveries` queue itself: it hands them to this scheduler, which keeps them waiting
- * per account in Redis and admits them into BullMQ by deficit round robin over the accounts that
- * have work waiting, keeping the queue no longer than the workers start soon
- * (DELIVERY_QUEUE_TARGET). An account's flood therefore waits in its own list, and another
- * account's first delivery is admitted at once into the queue's front lane, which workers take
- * before the backlogged accounts' jobs.
- *
- * Redis layout (`admission-script.ts` holds the keys and the scripts), all under the queue prefix
- * (one hash slot on a Cluster):
- * - `sched:q:<account>`: list of the account's waiting delivery job ids, oldest first;
- * - `sched:ring`: list of the accounts with a non-empty list, in round-robin order;
- * - `sched:entries`: hash of every delivery held here, job id → `<account>\t<request id>`, behind
- *   {@link inlineMark} when the delivery may be attempted inline; it makes scheduling idempotent
- *   and tells the reconciler that a delivery is not lost;
- * - `sched:admitting`: sorted set of the job ids admitted and not yet confirmed in BullMQ, scored by
- *   when their lease ends (ms);
- * - `sched:deficit`: hash account → deficit carried to its next turn (deliveries);
- * - `sched:weight`: hash account → weight (ACCOUNT_OVERRIDES; 1 when absent);
- * - `sched:quota`: hash account → deliveries a second (ACCOUNT_OVERRIDES; the default when absent);
- * - `sched:bucket:<account>`: `<tokens>:<ms>`, the account's token bucket for that quota (a
- *   second's worth of burst), expiring when it would be full again. An account out of tokens is
- *   passed over: its deliveries wait, never refused, and no attempt is used.
- *
- * Crash safety: an entry leaves `sched:entries` only after its BullMQ job exists or its inline
- * attempt ended. A scheduler that dies between admitting and confirming leaves the entry in
- * `sched:admitting`; when its lease ends the next admission takes it again, in the stale lane.
- * Adding a job id BullMQ still holds is a no-op, and a job whose delivery is no longer pending ends
- * as `not_pending`, so a re-admission never sends twice. Unconfirmed entries count against
- * DELIVERY_QUEUE_TARGET like queued jobs.
- *
- * What becomes of an admitted delivery (an inline attempt or a job) is its dispatcher's to decide
- * (`dispatcher.ts`, implemented by `delivery/dispatch.ts`): this module only decides who goes next.
- *
- * Jobs the scheduler did not admit (retries and new rounds) ask for a turn when they run
- * (`turn`): one whose account has work waiting, or no quota left, is held in the account's list
- * behind that work, parked in BullMQ's delayed set, and woken by its dispatcher when the round
- * robin grants its turn. BullMQ keeps its attempts and backoff.
+ * Fair scheduling of first deliveries across accounts. The fan-out hands its deliveries here; they
+ * wait per account in Redis and are admitted by deficit round robin with per-account quotas,
+ * keeping the queue no longer than the workers start soon (DELIVERY_QUEUE_TARGET). A flood waits
+ * in its own account's list; another account's delivery goes at once, in the front lane. Retries
+ * and new rounds ask for a turn when they run ({@link AccountScheduler.turn}). An entry leaves the
+ * scheduler once its job exists or its attempt ended; one whose admitter died is admitted again
+ * when its lease ends. Keys and scripts: `admission-script.ts` (listed in docs/delivery.md); what
+ * becomes of an admitted delivery is the dispatcher's (`dispatcher.ts`).
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
