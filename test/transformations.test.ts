@@ -6,8 +6,11 @@
  * the same sandbox, and refuses them where the deployment turned them off.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
+import { hostCapKeys } from '../apps/worker/src/delivery/host-gate.js';
 import { startTestApi, type TestApi } from './support/api.js';
+import { testRedisUrl } from './support/redis.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
@@ -62,6 +65,43 @@ describe('a subscription with a transformation', () => {
         'webhook-signature': String(received!.headers['webhook-signature']),
       }),
     ).toEqual({ text: 'call.completed lasted 42 s' });
+  });
+
+  it('sends a delivery moved to another host on that host’s slot, and gives both hosts’ slots back', async () => {
+    const created = await stack.subscribe('acct-moved-host', {
+      callback_url: `${stack.receiver.url}/host-moved`,
+      transformation:
+        "function handler(w) { w.url = w.url.replace('//127.0.0.1:', '//localhost:'); return w; }",
+    });
+    expect(stack.receiver.url).toContain('//127.0.0.1:');
+    const event = await stack.publisher.publish({
+      accountId: 'acct-moved-host',
+      type: 'call.completed',
+      data: { duration_s: 1 },
+    });
+    await waitFor('the delivery sent to the other host', () => stack.receiver.at('/host-moved').length === 1);
+    expect(stack.receiver.at('/host-moved')[0]!.headers.host).toMatch(/^localhost:/);
+    // Each host's cap counts the attempt under its account and job; neither keeps it past the
+    // attempt's end (an unreleased slot would be held for its whole lease, 15 s).
+    const member = `acct-moved-host\t${event.id}.${created.id}`;
+    const redis = new Redis(testRedisUrl);
+    try {
+      await waitFor(
+        'both hosts’ slots given back',
+        async () => {
+          const held = await Promise.all(
+            ['127.0.0.1', 'localhost'].map((host) =>
+              redis.zscore(hostCapKeys(stack.workerConfig.QUEUE_PREFIX, host).leases, member),
+            ),
+          );
+          return held.every((score) => score === null);
+        },
+        5_000,
+      );
+    } finally {
+      redis.disconnect();
+    }
+    expect((await deliveriesOf('acct-moved-host', created.id)).map((d) => d.status)).toEqual(['succeeded']);
   });
 
   it('cancels a delivery the function cancels, sending nothing', async () => {

@@ -224,7 +224,6 @@ export function startDeliveries(
       claims,
       earlierFanOut: deps.fifo.earlierFanOut,
       deliver,
-      hostGate,
       async addJob({ name, data, opts }) {
         await shard.deliveries.add(name, data, opts);
       },

@@ -27,7 +27,7 @@ import type { DeliveryPolicy } from './backoff.js';
 import { isExpired, roundStartedAt } from './expiry.js';
 import type { FifoHeads } from './fifo.js';
 import type { DeliveryGate } from './gate.js';
-import type { HeldHostSlot, HostGate } from './host-gate.js';
+import type { HostGate } from './host-gate.js';
 import { parkedUntil, type ParkedDeliveries } from './parked.js';
 import { decideOutcome } from './outcome.js';
 import type { ReceiverAuthorizer } from './receiver-authorization.js';
@@ -104,26 +104,16 @@ function capHost(url: string): string {
 type WithinSlot =
   | { kind: 'done'; result: Exclude<EndedWithoutAttempt, 'expired'>; fifo: boolean }
   | { kind: 'wait'; waitMs: number; inTurnList?: boolean }
-  /** `slot`: the host's slot the attempt went on, still held (null when none was taken). */
-  | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult; slot: HeldHostSlot | null };
-
-/** The host slot a step was given by its caller (`RoundRef.hostSlot`), until it uses or frees it. */
-interface Carried {
-  slot: HeldHostSlot | null;
-}
+  /** `hostname`: the host whose slot the attempt went on, still held (null when none was taken). */
+  | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult; hostname: string | null };
 
 /**
  * What a step runs: one step of `ref`'s round. `onConfirmed`, when given, is called once the
  * step's attempt is confirmed (HTTP 200), while its record is written and before the step
- * returns; it must not throw. It is handed the host's slot the attempt went on, which the step
- * then does not give back: the caller passes it to a next attempt of the same account
- * (`RoundRef.hostSlot`) or releases it. The ordered hand-over reads and sends the next head then
+ * returns; it must not throw. The ordered hand-over reads and sends the next head then
  * (`in-order.ts`).
  */
-export type Deliver = (
-  ref: RoundRef,
-  onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
-) => Promise<DeliveryStep>;
+export type Deliver = (ref: RoundRef, onConfirmed?: () => void) => Promise<DeliveryStep>;
 
 /**
  * Creates the step.
@@ -139,11 +129,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
    * it together with the subscription slot's, so that both go out in one write on the gates'
    * connection. One it sends on is returned with the attempt, still held.
    */
-  const withinSlot = async (
-    ref: RoundRef,
-    releases: Array<Promise<void>>,
-    carried: Carried,
-  ): Promise<WithinSlot> => {
+  const withinSlot = async (ref: RoundRef, releases: Array<Promise<void>>): Promise<WithinSlot> => {
     const delivery = ref.loaded ?? (await deps.store.load(ref));
     if (delivery === null) return { kind: 'done', result: 'dropped', fifo: false };
     const fifo = delivery.subscription.ordering === 'fifo';
@@ -194,15 +180,9 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     // The host's cap and the rate limit admit the attempt before its transformation runs, so a
     // wait costs no run. A broker destination's cap is its broker's.
     const { accountId } = subscription;
-    const taken = await deps.hostGate.slotFor(
-      capHost(subscription.callbackUrl),
-      accountId,
-      ref.jobId,
-      carried.slot,
-    );
-    carried.slot = null;
-    if (typeof taken === 'number') return { kind: 'wait', waitMs: taken };
-    let slot: HeldHostSlot | null = taken;
+    let slot: string | null = capHost(subscription.callbackUrl);
+    const hostWaitMs = await deps.hostGate.acquire(slot, accountId, ref.jobId);
+    if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
     let sent = false;
     try {
       if (subscription.rateLimit !== null) {
@@ -216,16 +196,15 @@ export function createDeliver(deps: DeliverDeps): Deliver {
         return { kind: 'done', result: 'cancelled', fifo };
       }
       if (transformed.kind === 'failed')
-        return { kind: 'sent', delivery, result: transformed.result, slot: null };
+        return { kind: 'sent', delivery, result: transformed.result, hostname: null };
       // A transformation that moved the URL to another host goes on that host's slot.
       const hostname = capHost(transformed.url);
-      if (hostname !== slot.hostname) {
-        const moved = await deps.hostGate.slotFor(hostname, accountId, ref.jobId, slot);
-        if (typeof moved === 'number') {
-          slot = null;
-          return { kind: 'wait', waitMs: moved };
-        }
-        slot = moved;
+      if (hostname !== slot) {
+        releases.push(deps.hostGate.release(slot, accountId, ref.jobId));
+        slot = null;
+        const movedWaitMs = await deps.hostGate.acquire(hostname, accountId, ref.jobId);
+        if (movedWaitMs > 0) return { kind: 'wait', waitMs: movedWaitMs };
+        slot = hostname;
       }
       const callbackUrl = new URL(transformed.url);
       const { body, headers } = buildAttemptRequest(event, subscription, new Date(), transformed.transformed);
@@ -257,9 +236,9 @@ export function createDeliver(deps: DeliverDeps): Deliver {
         SpanKind.CLIENT,
       );
       sent = true;
-      return { kind: 'sent', delivery, result, slot };
+      return { kind: 'sent', delivery, result, hostname };
     } finally {
-      if (!sent && slot !== null) releases.push(deps.hostGate.giveBack(slot));
+      if (!sent && slot !== null) releases.push(deps.hostGate.release(slot, accountId, ref.jobId));
     }
   };
 
@@ -279,12 +258,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     return {};
   };
 
-  const step = async (
-    ref: RoundRef,
-    expired: boolean,
-    carried: Carried,
-    onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
-  ): Promise<DeliveryStep> => {
+  const step = async (ref: RoundRef, expired: boolean, onConfirmed?: () => void): Promise<DeliveryStep> => {
     const { eventId, subscriptionId, round } = ref;
     if (expired) {
       await deps.store.expire({ eventId, subscriptionId, round });
@@ -296,9 +270,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       return { kind: 'ended', result: 'expired', ...(await nextInOrder(ref)) };
     }
     const inOrder = sentInOrder(ref);
-    const admission = inOrder
-      ? oneInFlight
-      : await deps.gate.acquire(subscriptionId, ref.jobId, ref.firstAsk === true);
+    const admission = inOrder ? oneInFlight : await deps.gate.acquire(subscriptionId, ref.jobId);
     if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     const releases: Array<Promise<void>> = [];
@@ -315,7 +287,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     };
     let within: WithinSlot;
     try {
-      within = await withinSlot(ref, releases, carried);
+      within = await withinSlot(ref, releases);
     } catch (error) {
       await giveBack(null);
       throw error;
@@ -330,12 +302,13 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       maxAttempts: ref.maxAttempts,
       backoffMs: deps.policy.backoffMs,
     });
-    // A confirmed attempt's host slot goes on to the caller's next attempt, if it takes one.
-    const passed = outcome.kind === 'succeeded' && onConfirmed !== undefined ? within.slot : null;
     // The gate's slot goes back once the attempt is recorded, as it holds the round's claim, and
     // the host's with it, in the same write; a head sent in order frees its host's slot at once.
-    const hostSlot = within.slot !== null && passed === null ? within.slot : null;
-    if (hostSlot !== null && inOrder) releases.push(deps.hostGate.giveBack(hostSlot));
+    const releaseHost = () => {
+      if (within.hostname !== null)
+        releases.push(deps.hostGate.release(within.hostname, delivery.subscription.accountId, ref.jobId));
+    };
+    if (inOrder) releaseHost();
     const heldMs = performance.now() - admittedAt;
     const attempt = {
       signal: congestionSignal(within.result),
@@ -350,11 +323,11 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       ref.recordAfter === undefined
         ? deps.store.record(record)
         : ref.recordAfter.then(() => deps.store.record(record));
-    if (outcome.kind === 'succeeded') onConfirmed?.(passed);
+    if (outcome.kind === 'succeeded') onConfirmed?.();
     try {
       await recorded;
     } finally {
-      if (hostSlot !== null && !inOrder) releases.push(deps.hostGate.giveBack(hostSlot));
+      if (!inOrder) releaseHost();
       await giveBack(attempt, heldMs);
     }
     observeAttempt(deps, ref, delivery, result, outcome);
@@ -370,11 +343,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
    * The step under its round's claim: the gate's admission takes it with the slot, and the steps
    * that do not ask the gate (a head sent in order, an expiry) take it here, unless the caller did.
    */
-  const claimedStep = async (
-    ref: RoundRef,
-    carried: Carried,
-    onConfirmed?: (hostSlot: HeldHostSlot | null) => void,
-  ): Promise<DeliveryStep> => {
+  const claimedStep: Deliver = async (ref, onConfirmed) => {
     const expired = isExpired(
       roundStartedAt(ref.eventId, ref.round, ref.enqueuedAt),
       Date.now(),
@@ -384,7 +353,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     if (claimHere && !(await deps.claims.take(ref.jobId))) return { kind: 'wait', waitMs: claimedWaitMs };
     let done: DeliveryStep | undefined;
     try {
-      done = await step(ref, expired, carried, onConfirmed);
+      done = await step(ref, expired, onConfirmed);
     } finally {
       if (claimHere || ref.claimedAhead === true) {
         const dropped = deps.claims.drop(ref.jobId);
@@ -401,13 +370,5 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     return done;
   };
 
-  return async (ref, onConfirmed) => {
-    const carried: Carried = { slot: ref.hostSlot ?? null };
-    try {
-      return await claimedStep(ref, carried, onConfirmed);
-    } finally {
-      // A host slot the step was given and did not send on goes back.
-      if (carried.slot !== null) await deps.hostGate.giveBack(carried.slot);
-    }
-  };
+  return claimedStep;
 }

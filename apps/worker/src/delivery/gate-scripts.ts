@@ -13,8 +13,7 @@ const stateTtlMs = 86_400_000;
 const leasesTtlMs = 86_400_000;
 
 /**
- * Admission. `A.mayBeParked` '1' when the job may be parked already ('0': it asks for the first
- * time), `A.refreshTtl` '1' to refresh the leases' TTL, `A.parkedMemoryMs` after which a parked
+ * Admission. `A.refreshTtl` '1' to refresh the leases' TTL, `A.parkedMemoryMs` after which a parked
  * entry is forgotten; `A.base` and `A.ceiling` the in-flight bounds. A job admitted takes its
  * round's claim too (`K.claim`, `SET NX PX` holding `A.claimToken`, `claim.ts`), in the same step:
  * when another run holds it, nothing is taken and the answer is 2. Returns {admitted 1|0|2,
@@ -33,7 +32,7 @@ local job, leaseMs = A.job, tonumber(A.leaseMs)
 local state = redis.call('HMGET', K.state, 'allowance', 'average_ms', 'threshold', 'open_until', 'probe', 'probe_until', 'parked')
 local allowance = state[1] or A.base
 -- 'parked' is '0' once a release found nobody parked: then no job is, and none is removed.
-local mayBeParked = A.mayBeParked == '1' and state[7] ~= '0'
+local mayBeParked = state[7] ~= '0'
 local function park()
   redis.call('ZADD', K.parked, 'NX', now, job)
   redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
@@ -160,16 +159,7 @@ export function defineGateScripts(redis: RedisConnection) {
     >()(redis, {
       name: 'webhookGateAcquire',
       keys: ['leases', 'parked', 'state', 'claim'],
-      args: [
-        'job',
-        'leaseMs',
-        'base',
-        'parkedMemoryMs',
-        'ceiling',
-        'mayBeParked',
-        'refreshTtl',
-        'claimToken',
-      ],
+      args: ['job', 'leaseMs', 'base', 'parkedMemoryMs', 'ceiling', 'refreshTtl', 'claimToken'],
       clock: true,
       lua: acquireLua,
     }),

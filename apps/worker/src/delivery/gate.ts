@@ -98,12 +98,10 @@ export interface DeliveryGate {
   /**
    * Takes an in-flight slot for `jobId` and its round's claim, waiting for a slot in place as long
    * as {@link waitsInSlot} allows, or says how long to park (or, claimed by another run, to wait).
-   * `firstAsk`: the delivery has never asked before (an inline first attempt), so it cannot be
-   * among the parked ones, and the gate skips removing it there.
    *
    * @throws ioredis' errors when Redis cannot be reached
    */
-  acquire(subscriptionId: string, jobId: string, firstAsk?: boolean): Promise<Admission>;
+  acquire(subscriptionId: string, jobId: string): Promise<Admission>;
   /**
    * Counts an attempt against the subscription's `rate_limit` (attempts a second) when its window
    * has room.
@@ -147,15 +145,9 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   });
 
   /**
-   * One question to the gate; `useHint`: a subscription just found full is refused without one;
-   * `mayBeParked`: the job may be among the parked ones (see {@link DeliveryGate.acquire}).
+   * One question to the gate; `useHint`: a subscription just found full is refused without one.
    */
-  const ask = async (
-    subscriptionId: string,
-    jobId: string,
-    useHint: boolean,
-    mayBeParked: boolean,
-  ): Promise<Admission> => {
+  const ask = async (subscriptionId: string, jobId: string, useHint: boolean): Promise<Admission> => {
     const hint = fullHints.get(subscriptionId);
     if (useHint && hint !== undefined && hint.until > Date.now()) {
       hint.parked += 1;
@@ -172,7 +164,6 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         base: bounds.base,
         parkedMemoryMs,
         ceiling: bounds.ceiling,
-        mayBeParked: mayBeParked ? '1' : '0',
         refreshTtl: Math.random() < stateRefreshShare ? '1' : '0',
       },
     );
@@ -205,8 +196,8 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   };
 
   return {
-    async acquire(subscriptionId, jobId, firstAsk = false) {
-      let admission = await ask(subscriptionId, jobId, true, !firstAsk);
+    async acquire(subscriptionId, jobId) {
+      let admission = await ask(subscriptionId, jobId, true);
       let waitedMs = 0;
       while (
         !admission.admitted &&
@@ -222,7 +213,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         }
         waitedMs += admission.waitMs;
         // Refused, it may have been parked by that answer.
-        admission = await ask(subscriptionId, jobId, false, true);
+        admission = await ask(subscriptionId, jobId, false);
       }
       if (!admission.admitted && admission.claimed !== true) metrics.parked.inc();
       return admission;

@@ -10,7 +10,6 @@
 import type { Logger } from 'pino';
 import { getDomain } from 'tldts';
 import { defineScript, redisNowLua, type RedisConnection } from '@webhooks/shared';
-import { renewalDue } from './lease.js';
 
 /**
  * How long an attempt over its host's cap waits at most before asking again, in ms: 250 to 750,
@@ -147,27 +146,6 @@ end
 redis.call('ZREM', K.waiting, best)
 return best`;
 
-/**
- * Renews `A.member`'s lease for `A.leaseMs` from now, if it still holds one; returns 1 then, else
- * 0 (its lease ended and was cleared, or it was given back).
- */
-const keepLua = `
-if not redis.call('ZSCORE', K.leases, A.member) then return 0 end
-redis.call('ZADD', K.leases, 'XX', now + tonumber(A.leaseMs), A.member)
-return 1`;
-
-/**
- * A slot of a host that a delivery holds: taken for `accountId`'s delivery of job `jobId` (the
- * member it is held under), its lease last renewed at `renewedAt` (ms since the epoch, this
- * process' clock; {@link HostGate.keep} moves it on).
- */
-export interface HeldHostSlot {
-  hostname: string;
-  accountId: string;
-  jobId: string;
-  renewedAt: number;
-}
-
 /** Options of {@link createHostGate}. */
 export interface HostGateOptions {
   /** A producer connection (never a blocking one). */
@@ -201,33 +179,6 @@ export interface HostGate {
    * lease expires on its own.
    */
   release(hostname: string, accountId: string, jobId: string): Promise<void>;
-  /**
-   * Keeps `slot` for another attempt of its account to the same host, without giving it back in
-   * between: an ordered hand-over's next head goes on its predecessor's slot (`in-order.ts`). The
-   * slot is still released under the job it was taken for. Its lease is renewed once a third of it
-   * has passed ({@link renewalDue}; sooner, no round trip).
-   *
-   * @returns true when it is still held (renewed if due), false when its lease ended meanwhile
-   * @throws ioredis' errors when Redis cannot be reached
-   */
-  keep(slot: HeldHostSlot): Promise<boolean>;
-  /** Gives `slot` back, as {@link HostGate.release} under the job it was taken for. Never throws. */
-  giveBack(slot: HeldHostSlot): Promise<void>;
-  /**
-   * The slot of `hostname` for `accountId`'s delivery of job `jobId`: `kept`, a slot the caller
-   * holds from the account's attempt before (an ordered head's predecessor), when it is that
-   * account's and that host's and still held ({@link HostGate.keep}); else one taken as by
-   * {@link HostGate.acquire}, `kept` given back meanwhile. The caller holds `kept` no more.
-   *
-   * @returns the slot held, or the ms to wait before asking again, over the host's cap
-   * @throws ioredis' errors when Redis cannot be reached (`kept` is then still the caller's)
-   */
-  slotFor(
-    hostname: string,
-    accountId: string,
-    jobId: string,
-    kept: HeldHostSlot | null,
-  ): Promise<HeldHostSlot | number>;
 }
 
 /**
@@ -275,14 +226,7 @@ export function createHostGate(options: HostGateOptions): HostGate {
     args: ['member'],
     lua: releaseLua,
   });
-  const keepScript = defineScript<number>()(redis, {
-    name: 'webhookHostKeep',
-    keys: ['leases'],
-    args: ['member', 'leaseMs'],
-    clock: true,
-    lua: keepLua,
-  });
-  const gate: HostGate = {
+  return {
     async acquire(hostname, accountId, jobId) {
       const keys = hostCapKeys(prefix, hostname);
       const taken = await acquireScript(keys, {
@@ -305,31 +249,5 @@ export function createHostGate(options: HostGateOptions): HostGate {
       }
       if (woken !== null) await wake(woken.slice(woken.indexOf('\t') + 1));
     },
-    async keep(slot) {
-      const now = Date.now();
-      if (!renewalDue(slot.renewedAt, now, leaseMs)) return true;
-      const { leases } = hostCapKeys(prefix, slot.hostname);
-      const held = await keepScript({ leases }, { member: `${slot.accountId}\t${slot.jobId}`, leaseMs });
-      if (held === 1) slot.renewedAt = now;
-      return held === 1;
-    },
-    giveBack(slot) {
-      return gate.release(slot.hostname, slot.accountId, slot.jobId);
-    },
-    async slotFor(hostname, accountId, jobId, kept) {
-      if (
-        kept !== null &&
-        kept.hostname === hostname &&
-        kept.accountId === accountId &&
-        (await gate.keep(kept))
-      )
-        return kept;
-      const [waitMs] = await Promise.all([
-        gate.acquire(hostname, accountId, jobId),
-        kept === null ? null : gate.giveBack(kept),
-      ]);
-      return waitMs > 0 ? waitMs : { hostname, accountId, jobId, renewedAt: Date.now() };
-    },
   };
-  return gate;
 }

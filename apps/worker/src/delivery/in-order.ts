@@ -6,7 +6,7 @@
  * end in its step, after `maxHeads`, or when closing. The next head is claimed and read while the
  * head is attempted, and sent while the head's record is written; its own record waits for that
  * one, so a crash sends both again, in order (Google Pub/Sub's rule, docs/event-catalogue.md). A
- * head sent so asks its gate for nothing and goes on its predecessor's host slot.
+ * head sent so asks its gate for nothing: it is the only one in flight.
  */
 import { context, ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Logger } from 'pino';
@@ -14,7 +14,6 @@ import { deliveryJobId } from '@webhooks/shared';
 import type { AttemptClaims, ClaimAhead } from './claim.js';
 import type { FifoHead, FifoHeads, HandOverLease } from './fifo.js';
 import type { Deliver } from './deliver.js';
-import type { HeldHostSlot, HostGate } from './host-gate.js';
 import { followUpJob, type DeliveryJobSpec } from './inline.js';
 import { handsOverNext, type DeliveryStep, type RoundRef } from './step.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
@@ -88,8 +87,6 @@ export interface InOrderDeps {
   earlierFanOut(accountId: string, eventId: string): Promise<boolean>;
   /** The attempt path of the subscriptions' shard. */
   deliver: Deliver;
-  /** The host cap the step takes its slots from: a confirmed head's slot not passed on goes back. */
-  hostGate: Pick<HostGate, 'giveBack'>;
   /** Adds a head's job to its subscription's shard. @throws BullMQ's errors */
   addJob(job: DeliveryJobSpec): Promise<void>;
   /** DELIVERY_MAX_ATTEMPTS. */
@@ -141,8 +138,6 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
     let recording: { eventId: string; step: Promise<void> } | null = null;
     /** The step of the confirmed head before that one. */
     let recordingBefore: Promise<void> | null = null;
-    /** The host's slot the last confirmed head went on, until the next head is given it. */
-    let slot: HeldHostSlot | null = null;
     try {
       for (let handed = 0; handed < deps.maxHeads && !deps.closing(); handed++) {
         if (handed > 0) await lease.renew();
@@ -194,12 +189,9 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
           ...ref,
           ...(claimedAhead ? { claimedAhead: true } : {}),
           ...(claimedAhead && previous !== null ? { recordAfter: previous.step } : {}),
-          ...(slot === null ? {} : { hostSlot: slot }),
         };
-        slot = null;
         const stepping = context.with(ROOT_CONTEXT, () =>
-          deps.deliver(round, (passed) => {
-            slot = passed;
+          deps.deliver(round, () => {
             readNext();
             confirm();
           }),
@@ -226,12 +218,7 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
       }
     } finally {
       // The heads' jobs come after this, from the log: the last confirmed head must be in it first.
-      const kept = slot as HeldHostSlot | null;
-      await Promise.all([
-        ahead?.drop(),
-        recording?.step,
-        kept === null ? null : deps.hostGate.giveBack(kept),
-      ]);
+      await Promise.all([ahead?.drop(), recording?.step]);
     }
   };
 

@@ -152,7 +152,7 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
     try {
       const { traceContext, ...ref } = candidate;
       const step = await context.with(traceContext ?? ROOT_CONTEXT, () =>
-        deliver({ ...ref, round: 0, enqueuedAt: Date.now(), maxAttempts, firstAsk: true }),
+        deliver({ ...ref, round: 0, enqueuedAt: Date.now(), maxAttempts }),
       );
       options.metrics.inlineAttempts.inc({ result: step.kind === 'wait' ? 'waiting' : 'sent' });
       return { jobId: candidate.jobId, job: followUpJob(candidate, step, maxAttempts, Date.now()) };

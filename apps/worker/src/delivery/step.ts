@@ -4,7 +4,6 @@
  * (`processor.ts`) and the inline first attempt (`inline.ts`).
  */
 import type { Admission } from './gate.js';
-import type { HeldHostSlot } from './host-gate.js';
 import type { DeliveryOutcome } from './outcome.js';
 import type { LoadedDelivery } from './store.js';
 
@@ -71,8 +70,6 @@ export interface RoundRef {
   enqueuedAt: number;
   /** The round's attempts in all, the inline first attempt included. */
   maxAttempts: number;
-  /** An inline first attempt: the delivery asks the gate for the first time, never parked before. */
-  firstAsk?: boolean;
   /**
    * Not admitted by the account scheduler (a retry, a new round): it asks its account's turn first
    * (`AccountScheduler.turn`).
@@ -103,10 +100,4 @@ export interface RoundRef {
    * rejects, the step records nothing and throws it.
    */
   recordAfter?: Promise<void>;
-  /**
-   * The host's slot the FIFO head before this one was confirmed on, passed on by the caller
-   * (`in-order.ts`) instead of given back and taken again: the step sends on it when its attempt
-   * goes to the same host for the same account, and gives it back otherwise. The step owns it.
-   */
-  hostSlot?: HeldHostSlot;
 }
