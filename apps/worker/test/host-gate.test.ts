@@ -1,12 +1,13 @@
 /**
  * The host cap's scripts on real Redis: an attempt refused a slot waits to be woken, and a freed
  * slot wakes the waiting attempt of the account holding the fewest slots, oldest first, rather
- * than a flood's next one.
+ * than a flood's next one; a subscription's `rate_limit`, checked in the same step, holds its
+ * attempts without taking the host's slots.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { createHostGate, type HostGate } from '../src/delivery/host-gate.js';
+import { createHostGate, hostCapKeys, rateWindowMs, type HostGate } from '../src/delivery/host-gate.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 const prefix = newQueuePrefix('host-gate');
@@ -53,5 +54,24 @@ describe('a slot of a host at its cap', () => {
     await gate.release(host, 'quiet', 'q1');
     await gate.release(host, 'quiet', 'q1');
     expect(woken).toEqual(['q1', 'f3']);
+  });
+});
+
+describe('a subscription’s rate_limit, checked with its host’s slot', () => {
+  it('refuses the attempt past the window’s count, taking no slot and waking nobody', async () => {
+    const host = 'hooks.rated.example';
+    const rate = { subscriptionId: 'sub-rated', perSecond: 2 };
+    expect(await gate.acquire(host, 'rated', 'r1', rate)).toBe(0);
+    expect(await gate.acquire(host, 'rated', 'r2', rate)).toBe(0);
+    await gate.release(host, 'rated', 'r1');
+    // One slot is free, yet the subscription's second is spent: the third waits for its window.
+    const waitMs = await gate.acquire(host, 'rated', 'r3', rate);
+    expect(waitMs).toBeGreaterThan(0);
+    expect(waitMs).toBeLessThanOrEqual(rateWindowMs);
+    const { leases, waiting } = hostCapKeys(prefix, host);
+    expect(await redis.zrange(leases, 0, -1)).toEqual(['rated\tr2']);
+    expect(await redis.zcard(waiting)).toBe(0);
+    // Another subscription's window on the same host is its own.
+    expect(await gate.acquire(host, 'rated', 'o1', { subscriptionId: 'sub-other', perSecond: 2 })).toBe(0);
   });
 });

@@ -14,7 +14,6 @@ import { breakerState, type BreakerState } from './breaker.js';
  * gate's scripts may touch them together on Redis Cluster.
  * - `leases`: sorted set of the job ids holding an in-flight slot, scored by lease expiry (ms);
  * - `parked`: sorted set of the job ids waiting for a slot, scored by when they started waiting;
- * - `sent`: sorted set of the attempts admitted in the last rate window (for `rate_limit`);
  * - `state`: hash holding `allowance` while it is below the maximum, the average slot time, and
  *   the circuit breaker's counts and state (`open_until`, `opened_at` in ms while it is open).
  */
@@ -23,7 +22,6 @@ export function subscriptionGateKeys(prefix: string, subscriptionId: string) {
   return {
     leases: `${base}:leases`,
     parked: `${base}:parked`,
-    sent: `${base}:sent`,
     state: `${base}:state`,
   };
 }

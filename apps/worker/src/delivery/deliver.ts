@@ -181,14 +181,14 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     // wait costs no run. A broker destination's cap is its broker's.
     const { accountId } = subscription;
     let slot: string | null = capHost(subscription.callbackUrl);
-    const hostWaitMs = await deps.hostGate.acquire(slot, accountId, ref.jobId);
+    const rate =
+      subscription.rateLimit === null
+        ? undefined
+        : { subscriptionId: subscription.id, perSecond: subscription.rateLimit };
+    const hostWaitMs = await deps.hostGate.acquire(slot, accountId, ref.jobId, rate);
     if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
     let sent = false;
     try {
-      if (subscription.rateLimit !== null) {
-        const waitMs = await deps.gate.pace(subscription.id, ref.jobId, subscription.rateLimit);
-        if (waitMs > 0) return { kind: 'wait', waitMs };
-      }
       const transformed = await transformStep(deps.transformations, delivery);
       if (transformed.kind === 'wait') return transformed;
       if (transformed.kind === 'cancel') {

@@ -1,6 +1,6 @@
 /**
  * The per-subscription gate's Lua scripts (`gate.ts`), each defined with named keys and arguments
- * (`defineScript`) on Redis' clock: admission, the `rate_limit` window, and release. A
+ * (`defineScript`) on Redis' clock: admission and release. A
  * subscription's keys are `subscriptionGateKeys`', and a round's claim is under the same shard
  * prefix (one hash slot on a Cluster: the prefix's tag comes first).
  */
@@ -77,18 +77,6 @@ if held == 0 or A.refreshTtl == '1' then redis.call('PEXPIRE', K.leases, ${lease
 if mayBeParked then redis.call('ZREM', K.parked, job) end
 return {1, allowance, 0, average, 0, threshold, ''}`;
 
-/** `rate_limit`: 0, the attempt counted, when the window has room, else the ms until it has. */
-const rateLua = `
-local rate, window = tonumber(A.rate), tonumber(A.windowMs)
-redis.call('ZREMRANGEBYSCORE', K.sent, '-inf', now - window)
-if redis.call('ZCARD', K.sent) >= rate then
-  local oldest = redis.call('ZRANGE', K.sent, 0, 0, 'WITHSCORES')
-  return math.max(1, tonumber(oldest[2]) + window - now)
-end
-redis.call('ZADD', K.sent, now, A.job .. '@' .. now)
-redis.call('PEXPIRE', K.sent, window)
-return 0`;
-
 /**
  * Release. `A.next` and `A.threshold` are the new allowance and slow-start threshold ('' for no
  * change), set only if the allowance is still `A.expected` (compare-and-set), so all the attempts
@@ -162,13 +150,6 @@ export function defineGateScripts(redis: RedisConnection) {
       args: ['job', 'leaseMs', 'base', 'parkedMemoryMs', 'ceiling', 'refreshTtl', 'claimToken'],
       clock: true,
       lua: acquireLua,
-    }),
-    rate: defineScript<number>()(redis, {
-      name: 'webhookGateRate',
-      keys: ['sent'],
-      args: ['job', 'rate', 'windowMs'],
-      clock: true,
-      lua: rateLua,
     }),
     release: defineScript<[string, number, number, number, number, number]>()(redis, {
       name: 'webhookGateRelease',

@@ -1,8 +1,7 @@
 /**
  * The per-subscription gate every attempt passes: at most the subscription's in-flight limit of
- * attempts hold a slot (the adaptive allowance of `throttle.ts`), at most `rate_limit` attempts in
- * any {@link rateWindowMs}, none but the probe while its circuit breaker is open (`breaker.ts`);
- * the admission also takes the round's claim (`claim.ts`). A job refused waits a few ms in place
+ * attempts hold a slot (the adaptive allowance of `throttle.ts`), none but the probe while its
+ * circuit breaker is open (`breaker.ts`); the admission also takes the round's claim (`claim.ts`). A job refused waits a few ms in place
  * ({@link waitsInSlot}) or is parked in BullMQ's delayed set, using no attempt, and a freed slot
  * wakes the first parked. Slots are leases, so a killed worker cannot keep one; each operation is
  * one script on Redis' clock (`gate-scripts.ts`).
@@ -32,12 +31,6 @@ import type { SubscriptionBreaker } from './breaker.js';
 import { claimedWaitMs, claimKey } from './claim.js';
 import { defineGateScripts } from './gate-scripts.js';
 import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
-
-/**
- * The rate window, in ms: a second and a 100 ms guard, so that the jitter between admission and
- * arrival cannot put `rate_limit + 1` requests into one second at the receiver.
- */
-export const rateWindowMs = 1_100;
 
 /**
  * The share of releases that refresh the state's TTL, and of admissions that refresh the leases':
@@ -102,14 +95,6 @@ export interface DeliveryGate {
    * @throws ioredis' errors when Redis cannot be reached
    */
   acquire(subscriptionId: string, jobId: string): Promise<Admission>;
-  /**
-   * Counts an attempt against the subscription's `rate_limit` (attempts a second) when its window
-   * has room.
-   *
-   * @returns 0 when counted, else the ms to wait
-   * @throws ioredis' errors when Redis cannot be reached
-   */
-  pace(subscriptionId: string, jobId: string, rateLimit: number): Promise<number>;
   /**
    * Gives the slot back and drops the round's claim its admission took; after an attempt
    * (`attempt` null: none was made), applies its congestion signal to the allowance it was
@@ -217,11 +202,6 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       }
       if (!admission.admitted && admission.claimed !== true) metrics.parked.inc();
       return admission;
-    },
-
-    async pace(subscriptionId, jobId, rateLimit) {
-      const { sent } = subscriptionGateKeys(prefix, subscriptionId);
-      return scripts.rate({ sent }, { job: jobId, rate: rateLimit, windowMs: rateWindowMs });
     },
 
     async release(subscriptionId, jobId, admission, attempt, heldMs) {

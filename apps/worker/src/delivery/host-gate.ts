@@ -59,10 +59,18 @@ const leasesTtlMs = 86_400_000;
 const leasesRefreshShare = 1 / 16;
 
 /**
+ * The `rate_limit` window, in ms: a second and a 100 ms guard, so that the jitter between admission
+ * and arrival cannot put `rate_limit + 1` requests into one second at the receiver.
+ */
+export const rateWindowMs = 1_100;
+
+/**
  * Admission. `K.leases`: `<account>\t<job id>` → lease end ms; `K.asking`: account → when it was
- * last refused, ms; `K.waiting`: `<account>\t<job id>` → when it first waited, ms. `A.refreshTtl`
- * '1' refreshes the leases' TTL. Returns 1 and takes a slot, else 0 and the member waits to be
- * woken.
+ * last refused, ms; `K.waiting`: `<account>\t<job id>` → when it first waited, ms; `K.sent`: the
+ * subscription's attempts in the last {@link rateWindowMs}, counted only when `A.rate` (its
+ * `rate_limit`, attempts a second) is not ''. `A.refreshTtl` '1' refreshes the leases' TTL.
+ * Returns 0 and takes a slot; -1 over the host's cap or share, and the member waits to be woken;
+ * or, the subscription's window full, the ms until it has room (nothing taken, nobody woken).
  *
  * Max-min fairness between the accounts sharing the host: each has a share of the cap, the cap
  * over the accounts holding slots or refused lately (at least 1). An account under its share takes
@@ -73,11 +81,26 @@ const leasesRefreshShare = 1 / 16;
  */
 const acquireLua = `${countHeldLua}
 local member, lease, cap, account, memory = A.member, tonumber(A.leaseMs), tonumber(A.cap), A.account, tonumber(A.askedMemoryMs)
+local rate = tonumber(A.rate)
+if rate then
+  redis.call('ZREMRANGEBYSCORE', K.sent, '-inf', now - ${rateWindowMs})
+  if redis.call('ZCARD', K.sent) >= rate then
+    local oldest = redis.call('ZRANGE', K.sent, 0, 0, 'WITHSCORES')
+    return math.max(1, tonumber(oldest[2]) + ${rateWindowMs} - now)
+  end
+end
+local function taken()
+  if rate then
+    redis.call('ZADD', K.sent, now, member .. '@' .. now)
+    redis.call('PEXPIRE', K.sent, ${rateWindowMs})
+  end
+  return 0
+end
 local held = redis.call('ZCARD', K.leases)
 if held >= cap then
   if redis.call('ZSCORE', K.leases, member) then
     redis.call('ZADD', K.leases, now + lease, member)
-    return 1
+    return taken()
   end
   held = held - redis.call('ZREMRANGEBYSCORE', K.leases, '-inf', now)
 end
@@ -114,13 +137,13 @@ if admitted then
     redis.call('ZREM', K.asking, account)
     redis.call('ZREM', K.waiting, member)
   end
-  return 1
+  return taken()
 end
 redis.call('ZADD', K.asking, now, account)
 redis.call('PEXPIRE', K.asking, memory)
 redis.call('ZADD', K.waiting, 'NX', now, member)
 redis.call('PEXPIRE', K.waiting, lease)
-return 0`;
+return -1`;
 
 /** Most waiting attempts a release looks at to choose the one it wakes. */
 const wakeCandidates = 32;
@@ -168,12 +191,19 @@ export interface HostGateOptions {
 export interface HostGate {
   /**
    * Takes a slot of `hostname` for `accountId`'s delivery, within the account's share of the host
-   * while other accounts wait for one (`acquireLua`).
+   * while other accounts wait for one (`acquireLua`), and, with `rate`, counts the attempt in its
+   * subscription's `rate_limit` (`perSecond` attempts in any {@link rateWindowMs}) in the same
+   * step: a full window takes nothing.
    *
    * @returns 0 when taken, else the ms to wait before asking again
    * @throws ioredis' errors when Redis cannot be reached
    */
-  acquire(hostname: string, accountId: string, jobId: string): Promise<number>;
+  acquire(
+    hostname: string,
+    accountId: string,
+    jobId: string,
+    rate?: { subscriptionId: string; perSecond: number },
+  ): Promise<number>;
   /**
    * Gives the slot back and wakes an attempt waiting for one. Never throws: when Redis fails, the
    * lease expires on its own.
@@ -195,18 +225,20 @@ export function hostCapKey(hostname: string): string {
 
 /**
  * The Redis keys of a host's slots: the leases (whose members name their account), the accounts
- * refused lately, and the attempts waiting to be woken. They share the host as their hash tag
+ * refused lately, the attempts waiting to be woken, and subscription `subscriptionId`'s
+ * `rate_limit` window (`rate`), kept with the host it is checked with. They share the host as their hash tag
  * (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags), so that
  * each host's scripts run in one slot and, on a Redis Cluster, many hosts' caps spread over its
  * masters instead of all sitting on the slot of the service's `{prefix}`. `prefix` is QUEUE_PREFIX
  * as configured; one holding a hash tag of its own keeps every host on that tag's slot.
  */
-export function hostCapKeys(prefix: string, hostname: string) {
+export function hostCapKeys(prefix: string, hostname: string, subscriptionId = '') {
   const host = `${prefix}:host:{${hostCapKey(hostname)}}`;
   return {
     leases: `${host}:leases`,
     asking: `${host}:asking`,
     waiting: `${host}:waiting`,
+    rate: `${host}:rate:${subscriptionId}`,
   };
 }
 
@@ -215,8 +247,8 @@ export function createHostGate(options: HostGateOptions): HostGate {
   const { redis, prefix, maxInFlight, leaseMs, wake, log } = options;
   const acquireScript = defineScript<number>()(redis, {
     name: 'webhookHostAcquire',
-    keys: ['leases', 'asking', 'waiting'],
-    args: ['member', 'leaseMs', 'cap', 'account', 'askedMemoryMs', 'refreshTtl'],
+    keys: ['leases', 'asking', 'waiting', 'sent'],
+    args: ['member', 'leaseMs', 'cap', 'account', 'askedMemoryMs', 'refreshTtl', 'rate'],
     clock: true,
     lua: acquireLua,
   });
@@ -227,17 +259,21 @@ export function createHostGate(options: HostGateOptions): HostGate {
     lua: releaseLua,
   });
   return {
-    async acquire(hostname, accountId, jobId) {
-      const keys = hostCapKeys(prefix, hostname);
-      const taken = await acquireScript(keys, {
-        member: `${accountId}\t${jobId}`,
-        leaseMs,
-        cap: maxInFlight,
-        account: accountId,
-        askedMemoryMs,
-        refreshTtl: Math.random() < leasesRefreshShare ? '1' : '0',
-      });
-      return taken === 1 ? 0 : hostWaitMs(Math.random());
+    async acquire(hostname, accountId, jobId, rate) {
+      const { leases, asking, waiting, rate: sent } = hostCapKeys(prefix, hostname, rate?.subscriptionId);
+      const answer = await acquireScript(
+        { leases, asking, waiting, sent },
+        {
+          member: `${accountId}\t${jobId}`,
+          leaseMs,
+          cap: maxInFlight,
+          account: accountId,
+          askedMemoryMs,
+          refreshTtl: Math.random() < leasesRefreshShare ? '1' : '0',
+          rate: rate?.perSecond ?? '',
+        },
+      );
+      return answer === -1 ? hostWaitMs(Math.random()) : answer;
     },
     async release(hostname, accountId, jobId) {
       const keys = hostCapKeys(prefix, hostname);
