@@ -177,6 +177,7 @@ export function startDeliveries(
       redis: gateRedis,
       prefix: shard.prefix,
       bounds: config.inFlightBounds,
+      scheduler: shard.scheduler.turns,
       leaseMs: deps.lockDuration,
       // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
       maxParkMs: 60_000,
@@ -214,7 +215,6 @@ export function startDeliveries(
       log,
       metrics,
       fifo: deps.fifo,
-      turn: (job) => shard.scheduler.turn(job),
       parked: createParkedDeliveries({ redis: gateRedis, prefix: shard.prefix, log }),
     });
     delivers.set(shard.prefix, deliver);

@@ -1,10 +1,12 @@
 /**
  * The contract of the account scheduler's scripts against the real Redis, key by key: what
  * scheduling writes, which lane an admission gives a quiet and a backlogged account, the limit, a
- * re-admission after a lease ends, what confirming releases, and the turn of a retry.
+ * re-admission after a lease ends, what confirming releases, and the turn of a retry, which the
+ * subscription gate's admission takes.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import {
   accountSchedulerKeys,
   createAdmissionScript,
@@ -14,7 +16,9 @@ import {
   type AdmissionParams,
   type ScheduledEntry,
 } from '../src/scheduling/admission-script.js';
-import { createTurnScript } from '../src/scheduling/turn-script.js';
+import { createSubscriptionBreaker } from '../src/delivery/breaker.js';
+import { createDeliveryGate } from '../src/delivery/gate.js';
+import { createWorkerMetrics } from '../src/metrics.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 const redis = new Redis(testRedisUrl);
@@ -35,6 +39,53 @@ beforeEach(() => {
 });
 afterEach(() => dropPrefix(prefix));
 afterAll(() => redis.disconnect());
+
+/**
+ * The turn of a retry, as the subscription gate's admission takes it with its slot (each job on a
+ * subscription of its own, so that only the turn can hold it): true when the job runs now (its
+ * slot is given back at once), false when it is held for its account's turn.
+ */
+const turnsOf = (deliveriesPerSecond: number) => {
+  const log = pino({ level: 'silent' });
+  const metrics = createWorkerMetrics();
+  const gate = createDeliveryGate({
+    redis,
+    prefix,
+    bounds: { base: 10, ceiling: 10 },
+    scheduler: { keys, deliveriesPerSecond },
+    leaseMs: 30_000,
+    maxParkMs: 60_000,
+    inSlotWait: { maxMs: 0, maxWaiting: 0 },
+    async wake() {},
+    log,
+    metrics,
+    breaker: createSubscriptionBreaker({
+      redis,
+      prefix,
+      breaker: {
+        failuresInRow: 1000,
+        failureRate: 1,
+        minAttempts: 1000,
+        windowMs: 60_000,
+        cooldownMs: 1_000,
+        maxCooldownMs: 1_000,
+      },
+      async onChange() {},
+      log,
+      metrics,
+    }),
+  });
+  return async (job: { jobId: string; accountId: string; requestId?: string }) => {
+    const { jobId, ...turn } = job;
+    const admission = await gate.acquire(`sub-${jobId}`, jobId, turn);
+    if (!admission.admitted) {
+      expect(admission).toMatchObject({ inTurnList: true });
+      return false;
+    }
+    await gate.release(`sub-${jobId}`, jobId, admission, null, 0);
+    return true;
+  };
+};
 
 const entries = (account: string, count: number, inline = false): ScheduledEntry[] =>
   Array.from({ length: count }, (_, i) => ({
@@ -88,7 +139,7 @@ describe("the account scheduler's scripts", () => {
   });
 
   it("let a retry run at once for an account with nothing waiting, and hold one behind its account's waiting work until the round robin grants its turn", async () => {
-    const script = { ...createAdmissionScript(redis, keys, params), ...createTurnScript(redis, keys, 1_000) };
+    const script = { ...createAdmissionScript(redis, keys, params), turn: turnsOf(1_000) };
     // Nothing waiting for acct-quiet: its retry runs now (the token it takes is the next test's).
     expect(await script.turn({ jobId: 'quiet-retry', accountId: 'acct-quiet' })).toBe(true);
     expect(await redis.hexists(keys.entries, 'quiet-retry')).toBe(0);
@@ -114,7 +165,7 @@ describe("the account scheduler's scripts", () => {
   });
 
   it('hold a retry of an account out of quota, though nothing of it waits', async () => {
-    const script = createTurnScript(redis, keys, 2);
+    const script = { turn: turnsOf(2) };
     const turns = [];
     for (let i = 0; i < 3; i++) turns.push(await script.turn({ jobId: `retry-${i}`, accountId: 'acct-a' }));
     expect(turns).toEqual([true, true, false]);

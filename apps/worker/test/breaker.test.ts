@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import type { BreakerOptions } from '@webhooks/shared';
+import { accountSchedulerKeys } from '../src/scheduling/admission-script.js';
 import { createDeliveryGate, type Admission } from '../src/delivery/gate.js';
 import { createSubscriptionBreaker, type BreakerChange } from '../src/delivery/breaker.js';
 import { createWorkerMetrics } from '../src/metrics.js';
@@ -37,6 +38,7 @@ const log = pino({ level: 'silent' });
 const gate = createDeliveryGate({
   redis,
   prefix,
+  scheduler: { keys: accountSchedulerKeys(prefix), deliveriesPerSecond: 1_000 },
   bounds: { base: 4, ceiling: 4 },
   leaseMs: 5_000,
   maxParkMs: 60_000,

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
+import { accountSchedulerKeys } from '../src/scheduling/admission-script.js';
 import { createDeliveryGate, type Admission } from '../src/delivery/gate.js';
 import { createHostGate, hostCapKeys } from '../src/delivery/host-gate.js';
 import { createSubscriptionBreaker } from '../src/delivery/breaker.js';
@@ -32,6 +33,7 @@ const metrics = createWorkerMetrics();
 const gate = createDeliveryGate({
   redis,
   prefix,
+  scheduler: { keys: accountSchedulerKeys(prefix), deliveriesPerSecond: 1_000 },
   bounds: { base: 10, ceiling: 10 },
   leaseMs,
   maxParkMs: 60_000,

@@ -1,9 +1,9 @@
 /**
  * One step of one round of a delivery, the attempt path every caller shares (the `deliveries`
- * processor, the inline first attempt, the ordered hand-over), in order: expiry, the
- * subscription's slot and the round's claim (`gate.ts`), the read (`store.ts`), the account's turn
- * for a job the scheduler did not admit, the host's share and `rate_limit`, the transformation,
- * the send, the outcome (`outcome.ts`), the record, the release. A step that cannot go returns a
+ * processor, the inline first attempt, the ordered hand-over), in order: expiry; the
+ * subscription's slot, the round's claim and, for a job the scheduler did not admit, its account's
+ * turn, in one admission (`gate.ts`); the read (`store.ts`); the host's share and `rate_limit`;
+ * the transformation, the send, the outcome (`outcome.ts`), the record, the release. A step that cannot go returns a
  * wait, using no attempt. Only a sent request is an attempt; the round's attempts are counted
  * from the delivery row, so a re-created job continues the round where it was. docs/delivery.md,
  * "One delivery, step by step", tells what decides, waits and wakes at each step.
@@ -64,11 +64,6 @@ export interface DeliverDeps {
   metrics: Pick<WorkerMetrics, 'deliveries' | 'attemptDuration' | 'attemptInFlightLimit' | 'deliveryLatency'>;
   /** Ordered delivery (fifo.ts): the heads' jobs, and the watch on earlier events' fan-outs. */
   fifo: { heads: FifoHeads; earlierFanOut: (accountId: string, eventId: string) => Promise<boolean> };
-  /**
-   * The account scheduler's turn for a job it did not admit (`RoundRef.needsTurn`): 0 when it runs
-   * now, or how long it waits in ms, held behind its account's waiting work.
-   */
-  turn: (job: { jobId: string; accountId: string; requestId?: string }) => Promise<number>;
   /** The shard's count of parked deliveries per account, which the API's backlog bound reads. */
   parked: ParkedDeliveries;
 }
@@ -103,7 +98,7 @@ function capHost(url: string): string {
 /** What happened while the step held its slot. */
 type WithinSlot =
   | { kind: 'done'; result: Exclude<EndedWithoutAttempt, 'expired'>; fifo: boolean }
-  | { kind: 'wait'; waitMs: number; inTurnList?: boolean }
+  | { kind: 'wait'; waitMs: number }
   /** `hostname`: the host whose slot the attempt went on, still held (null when none was taken). */
   | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult; hostname: string | null };
 
@@ -166,16 +161,6 @@ export function createDeliver(deps: DeliverDeps): Deliver {
         });
         if (!unchanged) return { kind: 'wait', waitMs: fifoTurnWaitMs };
       }
-    }
-    // Ordered deliveries keep their subscription's order instead (one in flight at a time).
-    if (!fifo && ref.needsTurn === true) {
-      const { jobId, requestId } = ref;
-      const waitMs = await deps.turn({
-        jobId,
-        accountId: subscription.accountId,
-        ...(requestId === undefined ? {} : { requestId }),
-      });
-      if (waitMs > 0) return { kind: 'wait', waitMs, inTurnList: true };
     }
     // The host's cap and the rate limit admit the attempt before its transformation runs, so a
     // wait costs no run. A broker destination's cap is its broker's.
@@ -270,8 +255,16 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       return { kind: 'ended', result: 'expired', ...(await nextInOrder(ref)) };
     }
     const inOrder = sentInOrder(ref);
-    const admission = inOrder ? oneInFlight : await deps.gate.acquire(subscriptionId, ref.jobId);
-    if (!admission.admitted) return { kind: 'wait', waitMs: admission.waitMs };
+    const { accountId, requestId } = ref;
+    const turn =
+      ref.needsTurn === true && accountId !== undefined
+        ? { accountId, ...(requestId === undefined ? {} : { requestId }) }
+        : undefined;
+    const admission = inOrder ? oneInFlight : await deps.gate.acquire(subscriptionId, ref.jobId, turn);
+    if (!admission.admitted)
+      return admission.inTurnList === true
+        ? { kind: 'wait', waitMs: admission.waitMs, inTurnList: true }
+        : { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     const releases: Array<Promise<void>> = [];
     /**

@@ -5,6 +5,7 @@
  * prefix (one hash slot on a Cluster: the prefix's tag comes first).
  */
 import { defineScript, type RedisConnection } from '@webhooks/shared';
+import { turnLua } from '../scheduling/turn-script.js';
 
 /** Gate state is forgotten a day after it was created or last refreshed, in ms. */
 const stateTtlMs = 86_400_000;
@@ -16,7 +17,9 @@ const leasesTtlMs = 86_400_000;
  * Admission. `A.refreshTtl` '1' to refresh the leases' TTL, `A.parkedMemoryMs` after which a parked
  * entry is forgotten; `A.base` and `A.ceiling` the in-flight bounds. A job admitted takes its
  * round's claim too (`K.claim`, `SET NX PX` holding `A.claimToken`, `claim.ts`), in the same step:
- * when another run holds it, nothing is taken and the answer is 2. Returns {admitted 1|0|2,
+ * when another run holds it, nothing is taken and the answer is 2. With `A.turn` '1' (a job the
+ * account scheduler did not admit), the account's turn is asked too (`turnLua`, whose keys and
+ * arguments ride along): held for it, nothing is taken and the answer is 3. Returns {admitted 1|0|2|3,
  * allowance, parked jobs ahead of this one (parked in the order they first asked), average slot
  * time ms or '', age of the oldest slot held in ms (refused by the breaker: ms until it may ask
  * again), slow-start threshold or '', breaker: '' closed, 'open', 'probing' (another job's probe
@@ -27,12 +30,23 @@ const leasesTtlMs = 86_400_000;
  * the limit costs four commands instead of eight. The leases' key gets its TTL
  * ({@link leasesTtlMs}) when this admission creates it, and then on a share of admissions.
  */
-const acquireLua = `
+const acquireLua = `${turnLua}
 local job, leaseMs = A.job, tonumber(A.leaseMs)
 local state = redis.call('HMGET', K.state, 'allowance', 'average_ms', 'threshold', 'open_until', 'probe', 'probe_until', 'parked')
 local allowance = state[1] or A.base
 -- 'parked' is '0' once a release found nobody parked: then no job is, and none is removed.
 local mayBeParked = state[7] ~= '0'
+-- The round's claim, then the account's turn when asked: 0 both taken, else the answer to refuse
+-- with. A job held for its turn waits in its account's list, not in the parked line.
+local function claimAndTurn()
+  if not redis.call('SET', K.claim, A.claimToken, 'NX', 'PX', leaseMs) then return 2 end
+  if A.turn == '1' and turn() == 0 then
+    redis.call('DEL', K.claim)
+    if mayBeParked then redis.call('ZREM', K.parked, job) end
+    return 3
+  end
+  return 0
+end
 local function park()
   redis.call('ZADD', K.parked, 'NX', now, job)
   redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
@@ -46,7 +60,8 @@ if openUntil then
   if waitMs <= 0 then
     local probeUntil = tonumber(state[6])
     if state[5] == job or not probeUntil or probeUntil <= now then
-      if not redis.call('SET', K.claim, A.claimToken, 'NX', 'PX', leaseMs) then return {2, allowance, 0, average, 0, threshold, ''} end
+      local refused = claimAndTurn()
+      if refused > 0 then return {refused, allowance, 0, average, 0, threshold, ''} end
       redis.call('HSET', K.state, 'probe', job, 'probe_until', now + leaseMs)
       redis.call('ZADD', K.leases, now + leaseMs, job)
       redis.call('PEXPIRE', K.leases, ${leasesTtlMs})
@@ -71,7 +86,8 @@ if held >= limit then
   local oldest = redis.call('ZRANGE', K.leases, 0, 0, 'WITHSCORES')
   return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs), threshold, ''}
 end
-if not redis.call('SET', K.claim, A.claimToken, 'NX', 'PX', leaseMs) then return {2, allowance, 0, average, 0, threshold, ''} end
+local refused = claimAndTurn()
+if refused > 0 then return {refused, allowance, 0, average, 0, threshold, ''} end
 redis.call('ZADD', K.leases, now + leaseMs, job)
 if held == 0 or A.refreshTtl == '1' then redis.call('PEXPIRE', K.leases, ${leasesTtlMs}) end
 if mayBeParked then redis.call('ZREM', K.parked, job) end
@@ -143,11 +159,25 @@ return {woken, fails, n, f, tonumber(s[6]) or 0, probe}`;
 export function defineGateScripts(redis: RedisConnection) {
   return {
     acquire: defineScript<
-      [0 | 1 | 2, string, number, string, number, string, '' | 'open' | 'probing' | 'probe']
+      [0 | 1 | 2 | 3, string, number, string, number, string, '' | 'open' | 'probing' | 'probe']
     >()(redis, {
       name: 'webhookGateAcquire',
-      keys: ['leases', 'parked', 'state', 'claim'],
-      args: ['job', 'leaseMs', 'base', 'parkedMemoryMs', 'ceiling', 'refreshTtl', 'claimToken'],
+      keys: ['leases', 'parked', 'state', 'claim', 'entries', 'ring', 'granted', 'quota'],
+      args: [
+        'job',
+        'leaseMs',
+        'base',
+        'parkedMemoryMs',
+        'ceiling',
+        'refreshTtl',
+        'claimToken',
+        'turn',
+        'listPrefix',
+        'bucketPrefix',
+        'defaultRate',
+        'account',
+        'entry',
+      ],
       clock: true,
       lua: acquireLua,
     }),

@@ -1,7 +1,8 @@
 /**
  * The per-subscription gate every attempt passes: at most the subscription's in-flight limit of
  * attempts hold a slot (the adaptive allowance of `throttle.ts`), none but the probe while its
- * circuit breaker is open (`breaker.ts`); the admission also takes the round's claim (`claim.ts`). A job refused waits a few ms in place
+ * circuit breaker is open (`breaker.ts`); the admission also takes the round's claim (`claim.ts`)
+ * and, for a job the account scheduler did not admit, its account's turn (`turn-script.ts`). A job refused waits a few ms in place
  * ({@link waitsInSlot}) or is parked in BullMQ's delayed set, using no attempt, and a freed slot
  * wakes the first parked. Slots are leases, so a killed worker cannot keep one; each operation is
  * one script on Redis' clock (`gate-scripts.ts`).
@@ -30,6 +31,8 @@ import type { WorkerMetrics } from '../metrics.js';
 import type { SubscriptionBreaker } from './breaker.js';
 import { claimedWaitMs, claimKey } from './claim.js';
 import { defineGateScripts } from './gate-scripts.js';
+import type { SchedulerKeys } from '../scheduling/admission-script.js';
+import { heldParkMs, turnArgs, turnKeys } from '../scheduling/turn-script.js';
 import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
 
 /**
@@ -59,9 +62,10 @@ export type Admission =
     }
   /**
    * Parked over the in-flight limit, or while its breaker is open, or `claimed` by another run of
-   * the round: wait `waitMs` and ask again.
+   * the round, or `inTurnList`, held in its account's list for its turn (woken when it is
+   * granted): wait `waitMs` and ask again.
    */
-  | { admitted: false; waitMs: number; byBreaker?: true; claimed?: true };
+  | { admitted: false; waitMs: number; byBreaker?: true; claimed?: true; inTurnList?: true };
 
 /** Options of {@link createDeliveryGate}. */
 export interface DeliveryGateOptions {
@@ -71,6 +75,11 @@ export interface DeliveryGateOptions {
   prefix: string;
   /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING. */
   bounds: InFlightBounds;
+  /**
+   * The shard's account scheduler, whose turns the jobs it did not admit take: its keys, and its
+   * accounts' default quota (ACCOUNT_DELIVERIES_PER_SECOND per shard).
+   */
+  scheduler: { keys: SchedulerKeys; deliveriesPerSecond: number };
   /** How long a slot is held at most, in ms: longer than the longest attempt (DELIVERY_TIMEOUT_MS). */
   leaseMs: number;
   /** Longest wait of a parked delivery before it asks again, in ms. */
@@ -91,10 +100,16 @@ export interface DeliveryGate {
   /**
    * Takes an in-flight slot for `jobId` and its round's claim, waiting for a slot in place as long
    * as {@link waitsInSlot} allows, or says how long to park (or, claimed by another run, to wait).
+   * With `turn` (a job the account scheduler did not admit), its account's turn too: held for it,
+   * the job takes nothing and waits in the account's list.
    *
    * @throws ioredis' errors when Redis cannot be reached
    */
-  acquire(subscriptionId: string, jobId: string): Promise<Admission>;
+  acquire(
+    subscriptionId: string,
+    jobId: string,
+    turn?: { accountId: string; requestId?: string },
+  ): Promise<Admission>;
   /**
    * Gives the slot back and drops the round's claim its admission took; after an attempt
    * (`attempt` null: none was made), applies its congestion signal to the allowance it was
@@ -116,7 +131,7 @@ const maxFullHints = 10_000;
 
 /** Creates the gate on `options.redis` (registering its scripts there). */
 export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
-  const { redis, prefix, bounds, leaseMs, maxParkMs, wake, log, metrics } = options;
+  const { redis, prefix, bounds, leaseMs, maxParkMs, wake, log, metrics, scheduler } = options;
   let waitingInSlot = 0;
   /** How long a parked entry is remembered, in ms: past the longest park, so a live one is kept. */
   const parkedMemoryMs = maxParkMs * 2;
@@ -132,13 +147,22 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   /**
    * One question to the gate; `useHint`: a subscription just found full is refused without one.
    */
-  const ask = async (subscriptionId: string, jobId: string, useHint: boolean): Promise<Admission> => {
+  const ask = async (
+    subscriptionId: string,
+    jobId: string,
+    useHint: boolean,
+    turn: { accountId: string; requestId?: string } | undefined,
+  ): Promise<Admission> => {
     const hint = fullHints.get(subscriptionId);
     if (useHint && hint !== undefined && hint.until > Date.now()) {
       hint.parked += 1;
       return park(hint);
     }
-    const keys = { ...subscriptionGateKeys(prefix, subscriptionId), claim: claimKey(prefix, jobId) };
+    const keys = {
+      ...subscriptionGateKeys(prefix, subscriptionId),
+      claim: claimKey(prefix, jobId),
+      ...turnKeys(scheduler.keys),
+    };
     const claim = randomUUID();
     const [admitted, allowance, ahead, average, oldestHeldMs, threshold, breaker] = await scripts.acquire(
       keys,
@@ -150,6 +174,8 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         parkedMemoryMs,
         ceiling: bounds.ceiling,
         refreshTtl: Math.random() < stateRefreshShare ? '1' : '0',
+        turn: turn === undefined ? '0' : '1',
+        ...turnArgs(scheduler.keys, scheduler.deliveriesPerSecond, turn ?? { accountId: '' }),
       },
     );
     const averageMs = average === '' ? null : Number(average);
@@ -168,6 +194,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       };
     }
     if (admitted === 2) return { admitted: false, waitMs: claimedWaitMs, claimed: true };
+    if (admitted === 3) return { admitted: false, waitMs: heldParkMs, inTurnList: true };
     // Held by the breaker until its cool-down or its probe ends (a second part spread at random, so
     // that the deliveries held do not all ask at once); its close wakes the first parked.
     if (breaker !== '')
@@ -181,13 +208,14 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   };
 
   return {
-    async acquire(subscriptionId, jobId) {
-      let admission = await ask(subscriptionId, jobId, true);
+    async acquire(subscriptionId, jobId, turn) {
+      let admission = await ask(subscriptionId, jobId, true, turn);
       let waitedMs = 0;
       while (
         !admission.admitted &&
         admission.byBreaker !== true &&
         admission.claimed !== true &&
+        admission.inTurnList !== true &&
         waitsInSlot(admission.waitMs, waitedMs, waitingInSlot, options.inSlotWait)
       ) {
         waitingInSlot += 1;
@@ -198,9 +226,10 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         }
         waitedMs += admission.waitMs;
         // Refused, it may have been parked by that answer.
-        admission = await ask(subscriptionId, jobId, false);
+        admission = await ask(subscriptionId, jobId, false, turn);
       }
-      if (!admission.admitted && admission.claimed !== true) metrics.parked.inc();
+      if (!admission.admitted && admission.claimed !== true && admission.inTurnList !== true)
+        metrics.parked.inc();
       return admission;
     },
 

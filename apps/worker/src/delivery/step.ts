@@ -71,8 +71,8 @@ export interface RoundRef {
   /** The round's attempts in all, the inline first attempt included. */
   maxAttempts: number;
   /**
-   * Not admitted by the account scheduler (a retry, a new round): it asks its account's turn first
-   * (`AccountScheduler.turn`).
+   * Not admitted by the account scheduler (a retry, a new round): its admission asks its account's
+   * turn too (`gate.ts`), when its job names the account.
    */
   needsTurn?: boolean;
   /**

@@ -3,7 +3,7 @@
  * wait per account in Redis and are admitted by deficit round robin with per-account quotas,
  * keeping the queue no longer than the workers start soon (DELIVERY_QUEUE_TARGET). A flood waits
  * in its own account's list; another account's delivery goes at once, in the front lane. Retries
- * and new rounds ask for a turn when they run ({@link AccountScheduler.turn}). An entry leaves the
+ * and new rounds ask for a turn when they run ({@link AccountScheduler.turns}). An entry leaves the
  * scheduler once its job exists or its attempt ended; one whose admitter died is admitted again
  * when its lease ends. Keys and scripts: `admission-script.ts` (listed in docs/delivery.md); what
  * becomes of an admitted delivery is the dispatcher's (`dispatcher.ts`).
@@ -20,9 +20,9 @@ import {
   readEntry,
   type AdmissionScript,
   type ScheduledEntry,
+  type SchedulerKeys,
 } from './admission-script.js';
 import type { AdmissionDispatcher, AdmittedDelivery, ScheduledDelivery } from './dispatcher.js';
-import { createTurnScript, heldParkMs } from './turn-script.js';
 import {
   deliveryJobId,
   layoutOf,
@@ -87,15 +87,12 @@ export interface AccountScheduler<D extends ScheduledDelivery = ScheduledDeliver
    */
   backlog(): Promise<{ accounts: number; deliveries: number }>;
   /**
-   * Whether a delivery job the scheduler did not admit (a retry, a new round) runs now: yes when
-   * its turn was granted, or its account has nothing waiting and quota left; otherwise it is held
-   * in its account's list, and its dispatcher wakes the job when the round robin grants its turn.
-   * Always yes with the scheduler off.
-   *
-   * @returns 0 when the job runs now, or how long to park it, in ms (it is woken sooner)
-   * @throws ioredis' errors when Redis cannot be reached
+   * What the subscription gate's admission needs to take the turn of a delivery job the scheduler
+   * did not admit (a retry, a new round; `turn-script.ts`): the scheduler's keys and its accounts'
+   * default quota (deliveries a second). A job held for its turn waits in its account's list, and
+   * its dispatcher wakes it when the round robin grants the turn.
    */
-  turn(job: { jobId: string; accountId: string; requestId?: string }): Promise<number>;
+  readonly turns: { keys: SchedulerKeys; deliveriesPerSecond: number };
   /** Of `deliveries`, which the scheduler still holds (waiting or being admitted). */
   holds(deliveries: ReadonlyArray<{ eventId: string; subscriptionId: string }>): Promise<boolean[]>;
   /**
@@ -125,7 +122,6 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
     leaseMs: options.leaseMs,
     deliveriesPerSecond: options.deliveriesPerSecond,
   });
-  const turns = createTurnScript(redis, keys, options.deliveriesPerSecond);
 
   let running: Promise<void> | null = null;
   let again = false;
@@ -235,9 +231,7 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
       if (backlog) kick();
     },
     admit,
-    async turn(job) {
-      return (await turns.turn(job)) ? 0 : heldParkMs;
-    },
+    turns: { keys, deliveriesPerSecond: options.deliveriesPerSecond },
     async backlog() {
       const [accounts, deliveries] = await Promise.all([redis.llen(keys.ring), redis.hlen(keys.entries)]);
       return { accounts, deliveries };

@@ -31,7 +31,7 @@ export interface AdmittedDelivery<D extends ScheduledDelivery> {
   lane: Lane;
   /** Its entry says its row was new when it was scheduled (it may be attempted inline). */
   created: boolean;
-  /** A job BullMQ holds already, parked until this turn (`AccountScheduler.turn`): it is woken. */
+  /** A job BullMQ holds already, parked until this turn (`AccountScheduler.turns`): it is woken. */
   held: boolean;
   /** The schedule call's own delivery, admitted by that call into the front lane, with its row new. */
   own?: D;
