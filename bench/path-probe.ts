@@ -294,7 +294,7 @@ export async function measurePath(load: PathLoad, progress: Progress): Promise<P
 export interface PathCodeCounts {
   /** The project's own Lua scripts: `defineCommand`, `defineScript` and `eval` sites in the services' and packages' sources. */
   luaScripts: number;
-  /** Places that wake a waiting delivery job (BullMQ's `promote`, directly or through the worker's helper). */
+  /** Places in the worker's code that wake a waiting delivery job: calls of BullMQ's `promote`. */
   wakeUps: number;
   /** Lines of `apps/worker/src` that are neither blank nor comments. */
   workerLines: number;
@@ -328,11 +328,7 @@ export async function pathCodeCounts(root: string): Promise<PathCodeCounts> {
   return {
     // defineCommand('webhook…') directly, or defineScript({ name: 'webhook…' }), or a raw eval.
     luaScripts: count(services, /\.defineCommand\('|\bname: 'webhook[A-Z]|\bredis\.eval\(/),
-    // The helper's own `?.promote()` is not a place of its own: its callers are.
-    wakeUps:
-      count(worker, /\bpromoteDelivery\(/) -
-      count(worker, /const promoteDelivery = /) +
-      count(worker, /[^?]\.promote\(\)/),
+    wakeUps: count(worker, /\.promote\(\)/),
     workerLines: worker.length,
   };
 }

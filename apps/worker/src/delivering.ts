@@ -6,7 +6,7 @@
  */
 import { createReceiverAuthorizer } from './delivery/receiver-authorization.js';
 import { createRequire } from 'node:module';
-import { Job, Worker, type Queue, type WorkerOptions } from 'bullmq';
+import { Worker, type WorkerOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
 import {
@@ -15,7 +15,6 @@ import {
   queueNames,
   resourceLinks,
   createTransformationRunner,
-  subscriptionOfDeliveryJob,
   transformationLimitsFromEnv,
   type DeliveryJobData,
   type EventJobData,
@@ -37,6 +36,7 @@ import { createInOrder } from './delivery/in-order.js';
 import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
 import { createParkedDeliveries } from './delivery/parked.js';
+import { createWake, type Wake } from './delivery/wake.js';
 import {
   createDeliveryProcessor,
   deliveryBackoffStrategy,
@@ -88,9 +88,11 @@ export function startDeliveries(
     log: Logger;
     metrics: WorkerMetrics;
     fifo: DeliverDeps['fifo'];
+    /** Wakes waiting delivery jobs in their subscription's shard. */
+    wake: Wake;
   },
 ) {
-  const { sharded, policy, log, metrics } = deps;
+  const { sharded, policy, log, metrics, wake } = deps;
   const sender = createAttemptSender({
     timeoutMs: config.DELIVERY_TIMEOUT_MS,
     policy: config.callbackPolicy,
@@ -140,17 +142,6 @@ export function startDeliveries(
     enqueueNotices,
   });
   const breakerNotices = createBreakerNotices({ pool: deps.pool, links, enqueueNotices, log });
-  /**
-   * Sends a delayed delivery job of `queue` now (BullMQ's `promote`). Never throws: a job not
-   * delayed (running, being parked, or gone) asks again on its own; `what` names the wake-up.
-   */
-  const promoteDelivery = async (queue: Queue<DeliveryJobData>, jobId: string, what: string) => {
-    try {
-      await (await Job.fromId(queue, jobId))?.promote();
-    } catch (error) {
-      log.debug({ err: error, jobId }, `${what} skipped`);
-    }
-  };
   // The gates' small scripts, four per delivery, go out together when issued in one event-loop
   // turn (but on a Cluster): one socket write for the attempts that start or end together.
   const gateRedis = createPipelinedConnection(config.redis, gateCommandTimeoutMs);
@@ -160,19 +151,13 @@ export function startDeliveries(
     prefix: config.QUEUE_PREFIX,
     maxInFlight: config.HOST_MAX_IN_FLIGHT,
     leaseMs: deps.lockDuration,
-    // A delivery waiting for its host's slot is a delayed job of its subscription's shard; a
-    // challenge waiting for one asks again on its own.
-    async wake(jobId) {
-      const subscriptionId = subscriptionOfDeliveryJob(jobId);
-      if (subscriptionId === null) return;
-      const queue = sharded.ofSubscription(subscriptionId).deliveries;
-      await promoteDelivery(queue, jobId, 'wake-up of a delivery waiting for its host');
-    },
+    wake: (jobId) => wake([jobId]),
     log,
   });
   /** The attempt path of each consumed shard, by its queue prefix. */
   const delivers = new Map<string, ReturnType<typeof createDeliver>>();
   const workers = sharded.consumed.map((shard) => {
+    const wakeInShard = createWake({ queueOf: () => shard.deliveries, log });
     const gate = createDeliveryGate({
       redis: gateRedis,
       prefix: shard.prefix,
@@ -182,9 +167,7 @@ export function startDeliveries(
       // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
       maxParkMs: 60_000,
       inSlotWait: inSlotWaitRule(config.WORKER_CONCURRENCY),
-      async wake(jobId) {
-        await promoteDelivery(shard.deliveries, jobId, 'wake-up of a parked delivery');
-      },
+      wake: (jobId) => wakeInShard([jobId]),
       log,
       metrics,
       breaker: createSubscriptionBreaker({
@@ -257,16 +240,7 @@ export function startDeliveries(
       async wakeDeliveries(subscriptionId) {
         try {
           const pending = await store.pendingRounds(subscriptionId, verifiedWakeLimit);
-          const queue = sharded.ofSubscription(subscriptionId).deliveries;
-          await Promise.all(
-            pending.map(({ eventId, round }) =>
-              promoteDelivery(
-                queue,
-                deliveryJobId(eventId, subscriptionId, round),
-                'wake-up of a delivery waiting for its callback’s verification',
-              ),
-            ),
-          );
+          await wake(pending.map(({ eventId, round }) => deliveryJobId(eventId, subscriptionId, round)));
         } catch (error) {
           log.debug(
             { err: error, subscriptionId },

@@ -15,6 +15,7 @@ import {
   createWorkerConnection,
   queueNames,
   queueTelemetry,
+  subscriptionOfDeliveryJob,
   finishedJobRetention,
   type DeliveryJobData,
   type EventJobData,
@@ -29,6 +30,7 @@ import type { DeliveryJobResult } from './delivery/processor.js';
 import { startDeliveries } from './delivering.js';
 import { createFanOutProcessor } from './fan-out.js';
 import { createFanOutWatch, createFifoHeads } from './delivery/fifo.js';
+import { createWake } from './delivery/wake.js';
 import { warnOfRetiredEventTypes } from './retired-event-types.js';
 import { createWorkerMetrics } from './metrics.js';
 import { createReconciler, type ReconcileReport } from './reconciler.js';
@@ -144,12 +146,22 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     );
     return rows;
   });
+  // A waiting delivery is a delayed job of its subscription's shard (a challenge waiting for its
+  // host's slot asks again on its own: its id names no subscription).
+  const wake = createWake({
+    queueOf(jobId) {
+      const subscriptionId = subscriptionOfDeliveryJob(jobId);
+      return subscriptionId === null ? null : sharded.ofSubscription(subscriptionId).deliveries;
+    },
+    log,
+  });
   const fifoHeads = createFifoHeads({
     pool,
     deliveries: sharded,
     redis: producer,
     maxAttempts: policy.maxAttempts,
     leaseMs: lockDuration,
+    wake,
   });
   const fifo = {
     heads: fifoHeads,
@@ -166,6 +178,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
         log,
         metrics,
         fifo,
+        wake,
       })
     : null;
   const deliveries = delivering?.workers ?? [];

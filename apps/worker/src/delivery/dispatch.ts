@@ -8,7 +8,7 @@
  * mid-attempt leaves it leased and it is admitted again.
  */
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
-import { Job, type Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { backLanePriority, batcher, type DeliveryJobData } from '@webhooks/shared';
 import { lanes } from '../scheduling/admission-script.js';
@@ -22,6 +22,7 @@ import {
   type InlineRun,
 } from './inline.js';
 import type { LoadedDelivery } from './store.js';
+import { createWake } from './wake.js';
 
 /** A first delivery as the fan-out schedules it, with what its inline attempt may use. */
 export interface FanOutDelivery extends ScheduledDelivery {
@@ -35,9 +36,6 @@ export interface FanOutDelivery extends ScheduledDelivery {
   /** The trace context of its event's fan-out job (`InlineCandidate.traceContext`). */
   traceContext?: Context;
 }
-
-/** How long after a missed wake-up of a held job it is tried once more, in ms. */
-const wakeRetryMs = 200;
 
 /**
  * A first delivery as an inline attempt's candidate, from its job id (`<event id>.<subscription
@@ -154,27 +152,14 @@ export function createDispatch(options: DispatchOptions): Dispatch {
   const unpromisedRoom = (attempts: InlineAttempts) => Math.max(0, attempts.room() - promised);
   const none: InlineRun = { settled: [], late: [] };
 
+  const wake = createWake({ queueOf: () => deliveries, log });
   /**
-   * Wakes held jobs whose turn was granted (BullMQ's `promote`: delayed → waiting, in their own
-   * lane), then confirms their entries. One not delayed yet (it is being parked as its turn comes)
-   * is tried again once a moment later; one that still cannot be woken runs when its park ends,
-   * and takes its granted turn then.
+   * Wakes held jobs whose turn was granted, then confirms their entries; one that cannot be woken
+   * runs when its park ends, and takes its granted turn then.
    */
-  const wake = async (jobIds: readonly string[]) => {
-    const promote = async (jobId: string) => {
-      try {
-        const job = await Job.fromId(deliveries, jobId);
-        if (job === undefined) return true;
-        await job.promote();
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    const woken = await Promise.all(jobIds.map(promote));
+  const wakeHeld = async (jobIds: readonly string[]) => {
+    await wake(jobIds);
     await hooks.confirm(jobIds);
-    const again = jobIds.filter((_, i) => !woken[i]);
-    if (again.length > 0) setTimeout(() => void Promise.all(again.map(promote)), wakeRetryMs).unref();
   };
 
   return {
@@ -195,7 +180,7 @@ export function createDispatch(options: DispatchOptions): Dispatch {
     },
     async dispatch(admitted) {
       const held = admitted.filter((delivery) => delivery.held);
-      if (held.length > 0) await wake(held.map(({ jobId }) => jobId));
+      if (held.length > 0) await wakeHeld(held.map(({ jobId }) => jobId));
       const ended: FollowUp[] = [];
       const mineToAttempt: InlineCandidate[] = [];
       const others: InlineCandidate[] = [];

@@ -14,6 +14,7 @@ import { eventJobName, jobNameField, layoutOf, type RedisConnection } from '@web
 import { defineFencedDelete } from './lease.js';
 import type { ShardedQueues } from '../shard-queues.js';
 import { renewalDue } from './lease.js';
+import type { Wake } from './wake.js';
 
 /** A FIFO subscription's head: the delivery of `eventId` in `round`. */
 export interface FifoHead {
@@ -63,6 +64,8 @@ export interface FifoHeadsOptions {
   maxAttempts: number;
   /** How long a hand-over is held without a renewal, in ms: longer than one attempt. */
   leaseMs: number;
+  /** Wakes waiting delivery jobs (`wake.ts`). */
+  wake: Wake;
 }
 
 /** Creates the head keeper. */
@@ -103,11 +106,8 @@ export function createFifoHeads(options: FifoHeadsOptions): FifoHeads {
       if (rows.length === 0) return;
       const jobs = await deliveries.addDeliveries(rows, maxAttempts);
       // An id BullMQ holds already keeps its job: one parked while it was not the head goes now.
-      await Promise.all(
-        jobs.map(async (job) => {
-          if (await job.isDelayed()) await job.promote().catch(() => undefined);
-        }),
-      );
+      const delayed = await Promise.all(jobs.map((job) => job.isDelayed()));
+      await options.wake(jobs.filter((_, i) => delayed[i]).map((job) => job.id!));
     },
     async takeHandOver(subscriptionId) {
       const key = handOverKey(subscriptionId);
