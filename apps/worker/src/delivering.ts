@@ -32,6 +32,7 @@ import { createDeliver, type DeliverDeps } from './delivery/deliver.js';
 import { createDeliveryGate } from './delivery/gate.js';
 import { createSubscriptionBreaker } from './delivery/breaker.js';
 import { createBreakerNotices } from './delivery/breaker-notices.js';
+import type { FifoHeads } from './delivery/fifo.js';
 import { createInOrder } from './delivery/in-order.js';
 import { createHostGate } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
@@ -87,7 +88,8 @@ export function startDeliveries(
     common: Omit<WorkerOptions, 'prefix'>;
     log: Logger;
     metrics: WorkerMetrics;
-    fifo: DeliverDeps['fifo'];
+    /** Ordered delivery (fifo.ts): the heads' jobs, and the watch on earlier events' fan-outs. */
+    fifo: DeliverDeps['fifo'] & { heads: FifoHeads };
     /** Wakes waiting delivery jobs in their subscription's shard. */
     wake: Wake;
   },

@@ -27,7 +27,6 @@ describe('handedOverRound', () => {
       round: 0,
       enqueuedAt: at,
       maxAttempts: 5,
-      handsOverInOrder: true,
     });
   });
 
@@ -114,8 +113,6 @@ describe('sentInOrder', () => {
   it('asks it for a job that may hand over but was not read by the hand-over, and for any unordered delivery', () => {
     expect(sentInOrder(round)).toBe(false);
     expect(sentInOrder({ ...round, loaded: loaded('none') })).toBe(false);
-    const { handsOverInOrder: _, ...inline } = round;
-    expect(sentInOrder({ ...inline, loaded: loaded('fifo') })).toBe(false);
   });
 });
 

@@ -25,7 +25,6 @@ import type { AttemptResult, AttemptSender } from './attempt.js';
 import { claimedWaitMs, type AttemptClaims } from './claim.js';
 import type { DeliveryPolicy } from './backoff.js';
 import { isExpired, roundStartedAt } from './expiry.js';
-import type { FifoHeads } from './fifo.js';
 import type { DeliveryGate } from './gate.js';
 import type { HostGate } from './host-gate.js';
 import { parkedUntil, type ParkedDeliveries } from './parked.js';
@@ -62,8 +61,8 @@ export interface DeliverDeps {
   maxAgeMs: number;
   log: Logger;
   metrics: Pick<WorkerMetrics, 'deliveries' | 'attemptDuration' | 'attemptInFlightLimit' | 'deliveryLatency'>;
-  /** Ordered delivery (fifo.ts): the heads' jobs, and the watch on earlier events' fan-outs. */
-  fifo: { heads: FifoHeads; earlierFanOut: (accountId: string, eventId: string) => Promise<boolean> };
+  /** Ordered delivery (fifo.ts): the watch on an account's earlier events' fan-outs. */
+  fifo: { earlierFanOut: (accountId: string, eventId: string) => Promise<boolean> };
   /** The shard's count of parked deliveries per account, which the API's backlog bound reads. */
   parked: ParkedDeliveries;
 }
@@ -227,22 +226,6 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     }
   };
 
-  /**
-   * A FIFO subscription's delivery has ended: its next one gets its job, or, when the caller hands
-   * it over itself (`RoundRef.handsOverInOrder`), the step says so. A fault here is logged, not
-   * thrown (the delivery is recorded already); the reconciler gives the head its job then.
-   */
-  const nextInOrder = async (ref: RoundRef): Promise<{ nextInOrder?: true }> => {
-    if (ref.handsOverInOrder === true) return { nextInOrder: true };
-    const { subscriptionId } = ref;
-    try {
-      await deps.fifo.heads.ensure([subscriptionId]);
-    } catch (error) {
-      deps.log.warn({ err: error, subscriptionId }, 'next ordered delivery not queued; the reconciler will');
-    }
-    return {};
-  };
-
   const step = async (ref: RoundRef, expired: boolean, onConfirmed?: () => void): Promise<DeliveryStep> => {
     const { eventId, subscriptionId, round } = ref;
     if (expired) {
@@ -252,7 +235,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
         'delivery given up',
       );
       // Rare enough to look, whatever the subscription's ordering: only a FIFO one has a next head.
-      return { kind: 'ended', result: 'expired', ...(await nextInOrder(ref)) };
+      return { kind: 'ended', result: 'expired', nextInOrder: true };
     }
     const inOrder = sentInOrder(ref);
     const { accountId, requestId } = ref;
@@ -288,7 +271,9 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     if (within.kind !== 'sent') {
       await giveBack(null);
       if (within.kind === 'wait') return within;
-      return { kind: 'ended', result: within.result, ...(within.fifo ? await nextInOrder(ref) : {}) };
+      return within.fifo
+        ? { kind: 'ended', result: within.result, nextInOrder: true }
+        : { kind: 'ended', result: within.result };
     }
     const { delivery, result } = within;
     const outcome = decideOutcome(result, delivery.attemptsMade - attemptsBeforeRound(round), {
@@ -325,11 +310,11 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     }
     observeAttempt(deps, ref, delivery, result, outcome);
     deps.metrics.attemptInFlightLimit.observe(inFlightLimit);
-    const next =
-      outcome.kind !== 'retry' && delivery.subscription.ordering === 'fifo' ? await nextInOrder(ref) : {};
     // BullMQ's failed reason is the operator's (queue dashboard), so it keeps the library's detail.
     const failure = `${result.errorClass}: ${result.errorDetail ?? result.errorMessage ?? ''}`;
-    return { kind: 'attempted', outcome, failure, ...next };
+    return outcome.kind !== 'retry' && delivery.subscription.ordering === 'fifo'
+      ? { kind: 'attempted', outcome, failure, nextInOrder: true }
+      : { kind: 'attempted', outcome, failure };
   };
 
   /**

@@ -50,7 +50,6 @@ export function handedOverRound(
     round: 0,
     enqueuedAt: now,
     maxAttempts,
-    handsOverInOrder: true,
   };
 }
 

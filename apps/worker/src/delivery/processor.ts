@@ -81,11 +81,8 @@ export function roundOfJob(job: Job<DeliveryJobData>, defaultAttempts: number): 
 export interface DeliveryProcessorDeps {
   /** One step of a round (`createDeliver`). */
   deliver: (ref: RoundRef) => Promise<DeliveryStep>;
-  /**
-   * Hands a FIFO subscription's next heads over once the job's head ended (`in-order.ts`); never
-   * throws. Without it, the step gives the next head its job.
-   */
-  handOver?: (subscriptionId: string) => Promise<void>;
+  /** Hands a FIFO subscription's next heads over once the job's head ended (`in-order.ts`); never throws. */
+  handOver: (subscriptionId: string) => Promise<void>;
   /** Attempts of a job that carries none of its own. */
   policy: Pick<DeliveryPolicy, 'maxAttempts'>;
   log: Logger;
@@ -101,8 +98,8 @@ export interface DeliveryProcessorDeps {
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const run = async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
     const ref = roundOfJob(job, deps.policy.maxAttempts);
-    const step = await deps.deliver(deps.handOver === undefined ? ref : { ...ref, handsOverInOrder: true });
-    if (handsOverNext(step)) await deps.handOver?.(ref.subscriptionId);
+    const step = await deps.deliver(ref);
+    if (handsOverNext(step)) await deps.handOver(ref.subscriptionId);
     if (step.kind === 'ended') return step.result;
     if (step.kind === 'wait') {
       await job.moveToDelayed(Date.now() + step.waitMs, token);

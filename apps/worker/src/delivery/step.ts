@@ -11,8 +11,8 @@ import type { LoadedDelivery } from './store.js';
 export type EndedWithoutAttempt = 'dropped' | 'cancelled' | 'not_pending' | 'expired';
 
 /**
- * What one step came to. `nextInOrder`: the step ended a FIFO subscription's head and its ref
- * asked to hand the next one its turn itself ({@link RoundRef.handsOverInOrder}); the caller must.
+ * What one step came to. `nextInOrder`: the step ended a FIFO subscription's head (or expired a
+ * round); the caller hands the subscription's next head over (`in-order.ts`).
  */
 export type DeliveryStep =
   /** Nothing more to do for this round, and nothing was sent. */
@@ -31,14 +31,15 @@ export function handsOverNext(step: DeliveryStep): boolean {
 }
 
 /**
- * True when `ref` is a FIFO subscription's head sent by its hand-over (`in-order.ts`): the only
+ * True when `ref` is a FIFO subscription's head read and sent by its hand-over (`in-order.ts`; no
+ * other caller passes a FIFO delivery `loaded`): the only
  * attempt of its subscription in flight by the ordering contract (one head at a time, sent by the
  * holder of the hand-over's lease under its round's claim). The subscription's gate, whose
  * in-flight limit is never below 1, has nothing to hold it back for, and is not asked: a slot the
  * gate still counts (a killed worker's, until its lease ends) holds none of these heads back.
  */
 export function sentInOrder(ref: RoundRef): boolean {
-  return ref.handsOverInOrder === true && ref.loaded?.subscription.ordering === 'fifo';
+  return ref.loaded?.subscription.ordering === 'fifo';
 }
 
 /**
@@ -81,11 +82,6 @@ export interface RoundRef {
    * attempt), or as a FIFO subscription's head, for its hand-over (`in-order.ts`).
    */
   loaded?: LoadedDelivery;
-  /**
-   * The caller gives a FIFO subscription's next delivery its turn itself once this one ends
-   * (`in-order.ts`): the step says so (`nextInOrder`) instead of giving it a job.
-   */
-  handsOverInOrder?: boolean;
   /**
    * The caller holds the round's claim already (`AttemptClaims.takeAhead`), and read `loaded`, a
    * FIFO subscription's head, after taking it and after watching its account's earlier fan-outs
