@@ -1,12 +1,12 @@
 /**
  * One step of one round of a delivery, the attempt path every caller shares (the `deliveries`
- * processor, the inline first attempt, the ordered hand-over), in order: expiry; the
- * subscription's slot, the round's claim and, for a job the scheduler did not admit, its account's
- * turn, in one admission (`gate.ts`); the read (`store.ts`); the host's share and `rate_limit`;
- * the transformation, the send, the outcome (`outcome.ts`), the record, the release. A step that cannot go returns a
- * wait, using no attempt. Only a sent request is an attempt; the round's attempts are counted
- * from the delivery row, so a re-created job continues the round where it was. docs/delivery.md,
- * "One delivery, step by step", tells what decides, waits and wakes at each step.
+ * processor, the inline first attempt, the ordered hand-over), in order: expiry; the subscription's
+ * slot, the round's claim and, for a job the scheduler did not admit, its account's turn, in one
+ * admission (`gate.ts`); the read (`store.ts`); the host's share and `rate_limit`; the
+ * transformation, the send, the outcome (`outcome.ts`), the record, the release. A step that cannot
+ * go returns a wait, using no attempt. Only a sent request is an attempt; the round's attempts are
+ * counted from the delivery row, so a re-created job continues the round where it was.
+ * docs/delivery.md, "One delivery, step by step", tells what decides, waits and wakes at each step.
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';

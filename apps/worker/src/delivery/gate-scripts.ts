@@ -1,8 +1,8 @@
 /**
  * The per-subscription gate's Lua scripts (`gate.ts`), each defined with named keys and arguments
- * (`defineScript`) on Redis' clock: admission and release. A
- * subscription's keys are `subscriptionGateKeys`', and a round's claim is under the same shard
- * prefix (one hash slot on a Cluster: the prefix's tag comes first).
+ * (`defineScript`) on Redis' clock: admission and release. A subscription's keys are
+ * `subscriptionGateKeys`', and a round's claim is under the same shard prefix (one hash slot on a
+ * Cluster: the prefix's tag comes first).
  */
 import { defineScript, type RedisConnection } from '@webhooks/shared';
 import { turnLua } from '../scheduling/turn-script.js';
@@ -19,16 +19,17 @@ const leasesTtlMs = 86_400_000;
  * round's claim too (`K.claim`, `SET NX PX` holding `A.claimToken`, `claim.ts`), in the same step:
  * when another run holds it, nothing is taken and the answer is 2. With `A.turn` '1' (a job the
  * account scheduler did not admit), the account's turn is asked too (`turnLua`, whose keys and
- * arguments ride along): held for it, nothing is taken and the answer is 3. Returns {admitted 1|0|2|3,
- * allowance, parked jobs ahead of this one (parked in the order they first asked), average slot
- * time ms or '', age of the oldest slot held in ms (refused by the breaker: ms until it may ask
- * again), slow-start threshold or '', breaker: '' closed, 'open', 'probing' (another job's probe
- * is in flight) or 'probe' (this job is the half-open probe, admitted whatever is in flight)}.
+ * arguments ride along): held for it, nothing is taken and the answer is 3. Returns {admitted
+ * 1|0|2|3, allowance, parked jobs ahead of this one (parked in the order they first asked), average
+ * slot time ms or '', age of the oldest slot held in ms (refused by the breaker: ms until it may
+ * ask again), slow-start threshold or '', breaker: '' closed, 'open', 'probing' (another job's
+ * probe is in flight) or 'probe' (this job is the half-open probe, admitted whatever is in
+ * flight)}.
  *
  * Expired leases (their holder died) and forgotten parked entries are cleared only when the
- * subscription is at its limit, the one case where they change the answer: an admission under
- * the limit costs four commands instead of eight. The leases' key gets its TTL
- * ({@link leasesTtlMs}) when this admission creates it, and then on a share of admissions.
+ * subscription is at its limit, the one case where they change the answer: an admission under the
+ * limit costs four commands instead of eight. The leases' key gets its TTL ({@link leasesTtlMs})
+ * when this admission creates it, and then on a share of admissions.
  */
 const acquireLua = `${turnLua}
 local job, leaseMs = A.job, tonumber(A.leaseMs)

@@ -2,10 +2,10 @@
  * The per-subscription gate every attempt passes: at most the subscription's in-flight limit of
  * attempts hold a slot (the adaptive allowance of `throttle.ts`), none but the probe while its
  * circuit breaker is open (`breaker.ts`); the admission also takes the round's claim (`claim.ts`)
- * and, for a job the account scheduler did not admit, its account's turn (`turn-script.ts`). A job refused waits a few ms in place
- * ({@link waitsInSlot}) or is parked in BullMQ's delayed set, using no attempt, and a freed slot
- * wakes the first parked. Slots are leases, so a killed worker cannot keep one; each operation is
- * one script on Redis' clock (`gate-scripts.ts`).
+ * and, for a job the account scheduler did not admit, its account's turn (`turn-script.ts`). A job
+ * refused waits a few ms in place ({@link waitsInSlot}) or is parked in BullMQ's delayed set, using
+ * no attempt, and a freed slot wakes the first parked. Slots are leases, so a killed worker cannot
+ * keep one; each operation is one script on Redis' clock (`gate-scripts.ts`).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';

@@ -226,11 +226,12 @@ export function hostCapKey(hostname: string): string {
 /**
  * The Redis keys of a host's slots: the leases (whose members name their account), the accounts
  * refused lately, the attempts waiting to be woken, and subscription `subscriptionId`'s
- * `rate_limit` window (`rate`), kept with the host it is checked with. They share the host as their hash tag
- * (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags), so that
- * each host's scripts run in one slot and, on a Redis Cluster, many hosts' caps spread over its
- * masters instead of all sitting on the slot of the service's `{prefix}`. `prefix` is QUEUE_PREFIX
- * as configured; one holding a hash tag of its own keeps every host on that tag's slot.
+ * `rate_limit` window (`rate`), kept with the host it is checked with. They share the host as their
+ * hash tag (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags),
+ * so that each host's scripts run in one slot and, on a Redis Cluster, many hosts' caps spread over
+ * its masters instead of all sitting on the slot of the service's `{prefix}`. `prefix` is
+ * QUEUE_PREFIX as configured; one holding a hash tag of its own keeps every host on that tag's
+ * slot.
  */
 export function hostCapKeys(prefix: string, hostname: string, subscriptionId = '') {
   const host = `${prefix}:host:{${hostCapKey(hostname)}}`;
