@@ -56,12 +56,6 @@ describe('the FIFO watch', () => {
     expect(await watch('watch-other', head)).toBe(true);
   });
 
-  it('treats a job queued under the old unattributed name as possibly the account’s', async () => {
-    const legacy = event('watch-legacy-other');
-    await events.add('event', legacy, { jobId: legacy.id });
-    expect(await watch('watch-legacy', uuidv7())).toBe(true);
-  });
-
   it("names the shared publisher's jobs for their account", async () => {
     const publishPrefix = newQueuePrefix('fan-out-watch-publisher');
     const publisher = createEventPublisher({

@@ -132,9 +132,6 @@ export function createFifoHeads(options: FifoHeadsOptions): FifoHeads {
 /** How many of the oldest waiting and delayed fan-out jobs {@link createFanOutWatch} looks at. */
 const watchedWaiting = 100;
 
-/** The name fan-out jobs had before they carried their account's: whose they are is unknown. */
-const unattributedName = 'event';
-
 /**
  * Whether an earlier event of an account is still waiting for or in its fan-out: a job of the
  * account's `events` queue (`eventsOf`: its shard's) older than the event (job ids are event ids,
@@ -166,7 +163,7 @@ export function createFanOutWatch(redis: RedisConnection, eventsOf: (accountId: 
     const own = eventJobName(accountId);
     return names.some(([error, name]) => {
       if (error) throw error;
-      return name === own || name === unattributedName;
+      return name === own;
     });
   };
 }

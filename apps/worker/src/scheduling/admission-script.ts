@@ -47,8 +47,7 @@ export type Lane = (typeof lanes)[keyof typeof lanes];
 
 /**
  * The first character of an entry that may be attempted inline (its row is new). Account ids hold
- * no control characters (`account-id.ts`), so no unmarked entry begins with it, and an entry left
- * by a version before the mark gets a job.
+ * no control characters (`account-id.ts`), so no unmarked entry begins with it.
  */
 export const inlineMark = '\u0001';
 
@@ -122,7 +121,7 @@ const backLaneScores = prioritizedScores(backLanePriority);
  * account with more than a share waiting goes to the back lane (prioritized behind the wait list),
  * one with a share or less to the front.
  * An admitted entry behind {@link heldMark} is a job BullMQ holds: its turn is granted
- * (`sched:granted`, read by the turn script when the job runs).
+ * (`sched:granted`, read by the turn, `turn-script.ts`, when the job runs).
  * Entries whose admission lease ended unconfirmed are admitted again, in the stale lane, by the
  * calls that schedule nothing (each process's background admission).
  * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting},
