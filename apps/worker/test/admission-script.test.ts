@@ -6,7 +6,6 @@
  */
 import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import {
   accountSchedulerKeys,
   createAdmissionScript,
@@ -16,9 +15,7 @@ import {
   type AdmissionParams,
   type ScheduledEntry,
 } from '../src/scheduling/admission-script.js';
-import { createSubscriptionBreaker } from '../src/delivery/breaker.js';
-import { createDeliveryGate } from '../src/delivery/gate.js';
-import { createWorkerMetrics } from '../src/metrics.js';
+import { testGate } from '../../../test/support/delivery-gate.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 const redis = new Redis(testRedisUrl);
@@ -46,34 +43,10 @@ afterAll(() => redis.disconnect());
  * slot is given back at once), false when it is held for its account's turn.
  */
 const turnsOf = (deliveriesPerSecond: number) => {
-  const log = pino({ level: 'silent' });
-  const metrics = createWorkerMetrics();
-  const gate = createDeliveryGate({
-    redis,
-    prefix,
+  const gate = testGate(redis, prefix, {
     bounds: { base: 10, ceiling: 10 },
-    scheduler: { keys, deliveriesPerSecond },
     leaseMs: 30_000,
-    maxParkMs: 60_000,
-    inSlotWait: { maxMs: 0, maxWaiting: 0 },
-    async wake() {},
-    log,
-    metrics,
-    breaker: createSubscriptionBreaker({
-      redis,
-      prefix,
-      breaker: {
-        failuresInRow: 1000,
-        failureRate: 1,
-        minAttempts: 1000,
-        windowMs: 60_000,
-        cooldownMs: 1_000,
-        maxCooldownMs: 1_000,
-      },
-      async onChange() {},
-      log,
-      metrics,
-    }),
+    deliveriesPerSecond,
   });
   return async (job: { jobId: string; accountId: string; requestId?: string }) => {
     const { jobId, ...turn } = job;

@@ -8,12 +8,10 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import type { BreakerOptions } from '@webhooks/shared';
-import { accountSchedulerKeys } from '../src/scheduling/admission-script.js';
-import { createDeliveryGate, type Admission } from '../src/delivery/gate.js';
-import { createSubscriptionBreaker, type BreakerChange } from '../src/delivery/breaker.js';
-import { createWorkerMetrics } from '../src/metrics.js';
+import type { Admission } from '../src/delivery/gate.js';
+import type { BreakerChange } from '../src/delivery/breaker.js';
+import { testGate } from '../../../test/support/delivery-gate.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 const redis = new Redis(testRedisUrl);
@@ -33,31 +31,16 @@ const options: BreakerOptions = {
 };
 const woken: string[] = [];
 const changes: Array<{ subscriptionId: string; change: BreakerChange }> = [];
-const metrics = createWorkerMetrics();
-const log = pino({ level: 'silent' });
-const gate = createDeliveryGate({
-  redis,
-  prefix,
-  scheduler: { keys: accountSchedulerKeys(prefix), deliveriesPerSecond: 1_000 },
+const gate = testGate(redis, prefix, {
   bounds: { base: 4, ceiling: 4 },
   leaseMs: 5_000,
-  maxParkMs: 60_000,
-  inSlotWait: { maxMs: 0, maxWaiting: 0 },
   async wake(jobId) {
     woken.push(jobId);
   },
-  log,
-  metrics,
-  breaker: createSubscriptionBreaker({
-    redis,
-    prefix,
-    breaker: options,
-    async onChange(subscriptionId, change) {
-      changes.push({ subscriptionId, change });
-    },
-    log,
-    metrics,
-  }),
+  breaker: options,
+  async onChange(subscriptionId, change) {
+    changes.push({ subscriptionId, change });
+  },
 });
 
 const admitted = (admission: Admission) => {

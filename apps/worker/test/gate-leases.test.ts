@@ -12,12 +12,10 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { accountSchedulerKeys } from '../src/scheduling/admission-script.js';
-import { createDeliveryGate, type Admission } from '../src/delivery/gate.js';
+import type { Admission } from '../src/delivery/gate.js';
 import { createHostGate, hostCapKeys } from '../src/delivery/host-gate.js';
-import { createSubscriptionBreaker } from '../src/delivery/breaker.js';
 import { subscriptionGateKeys } from '@webhooks/shared';
-import { createWorkerMetrics } from '../src/metrics.js';
+import { testGate } from '../../../test/support/delivery-gate.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 const redis = new Redis(testRedisUrl);
@@ -29,37 +27,14 @@ afterAll(async () => {
 
 const leaseMs = 3_000;
 const woken: string[] = [];
-const metrics = createWorkerMetrics();
-const gate = createDeliveryGate({
-  redis,
-  prefix,
-  scheduler: { keys: accountSchedulerKeys(prefix), deliveriesPerSecond: 1_000 },
+// Every delivery over the limit is parked at once, so each answer is the gate's park delay; the
+// breaker is out of reach: these slots' leases are the subject, not the callback's failures.
+const gate = testGate(redis, prefix, {
   bounds: { base: 10, ceiling: 10 },
   leaseMs,
-  maxParkMs: 60_000,
-  // Every delivery over the limit is parked at once, so each answer is the gate's park delay.
-  inSlotWait: { maxMs: 0, maxWaiting: 0 },
   async wake(jobId) {
     woken.push(jobId);
   },
-  log: pino({ level: 'silent' }),
-  metrics,
-  // Out of reach: these slots' leases are the subject, not the callback's failures.
-  breaker: createSubscriptionBreaker({
-    redis,
-    prefix,
-    breaker: {
-      failuresInRow: 1000,
-      failureRate: 1,
-      minAttempts: 1000,
-      windowMs: 60_000,
-      cooldownMs: 1_000,
-      maxCooldownMs: 1_000,
-    },
-    async onChange() {},
-    log: pino({ level: 'silent' }),
-    metrics,
-  }),
 });
 
 const admitted = (admission: Admission) => {
