@@ -136,6 +136,9 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   /** How long a parked entry is remembered, in ms: past the longest park, so a live one is kept. */
   const parkedMemoryMs = maxParkMs * 2;
   const scripts = defineGateScripts(redis);
+  /** The scheduler's keys every admission passes, and the turn's arguments of one that asks none. */
+  const schedulerKeys = turnKeys(scheduler.keys);
+  const noTurn = turnArgs(scheduler.keys, scheduler.deliveriesPerSecond, { accountId: '' });
   /** Subscriptions just found full, refused for a few ms without a round trip (never admitted). */
   const fullHints = new Map<string, ParkingView & { until: number }>();
 
@@ -161,7 +164,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     const keys = {
       ...subscriptionGateKeys(prefix, subscriptionId),
       claim: claimKey(prefix, jobId),
-      ...turnKeys(scheduler.keys),
+      ...schedulerKeys,
     };
     const claim = randomUUID();
     const [admitted, allowance, ahead, average, oldestHeldMs, threshold, breaker] = await scripts.acquire(
@@ -175,7 +178,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         ceiling: bounds.ceiling,
         refreshTtl: Math.random() < stateRefreshShare ? '1' : '0',
         turn: turn === undefined ? '0' : '1',
-        ...turnArgs(scheduler.keys, scheduler.deliveriesPerSecond, turn ?? { accountId: '' }),
+        ...(turn === undefined ? noTurn : turnArgs(scheduler.keys, scheduler.deliveriesPerSecond, turn)),
       },
     );
     const averageMs = average === '' ? null : Number(average);
