@@ -197,7 +197,7 @@ describe('the account scheduler', () => {
     await queue.addBulk(
       deliveriesOf('acct-filler', target).map((d) => ({
         name: 'deliver',
-        data: { eventId: d.eventId, subscriptionId: d.subscriptionId, round: 0 },
+        data: { eventId: d.eventId, subscriptionId: d.subscriptionId, accountId: 'acct-filler', round: 0 },
       })),
     );
     await s.schedule(deliveriesOf('acct-large', target));

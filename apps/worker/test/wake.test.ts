@@ -40,7 +40,11 @@ it('wakes a job that was still running when asked, once it waits', async () => {
     },
     { connection: connection.duplicate({ maxRetriesPerRequest: null }), prefix },
   );
-  await queue.add('delivery', { eventId: 'e', subscriptionId: 's' }, { jobId: 'parked-while-woken' });
+  await queue.add(
+    'delivery',
+    { eventId: 'e', subscriptionId: 's', accountId: 'a' },
+    { jobId: 'parked-while-woken' },
+  );
   await waitFor('the job run again', () => runs.length === 2, 10_000);
   expect(runs).toEqual(['parked-while-woken', 'parked-while-woken']);
 });

@@ -36,11 +36,10 @@ export interface DeliveryJobData {
   /** The event's {@link EventJobData.requestId}, when it had one: logged with every attempt. */
   requestId?: string;
   /**
-   * The subscription's account: while the job waits in BullMQ's delayed set (a retry's backoff, a
-   * gate or host cap), it counts as that account's parked delivery. Absent on jobs queued by an
-   * older version, which are not counted.
+   * The subscription's account: its turn is that account's, and while the job waits in BullMQ's
+   * delayed set (a retry's backoff, a gate or host cap) it counts as that account's parked delivery.
    */
-  accountId?: string;
+  accountId: string;
   /**
    * Attempts of this round made before the job existed (the fan-out's inline first attempt): its
    * BullMQ `attempts` are that many fewer, so that the round's total stays DELIVERY_MAX_ATTEMPTS.

@@ -73,7 +73,7 @@ async function noteDelayed(
   jobs: ReadonlyArray<Job<DeliveryJobData>>,
 ) {
   const delayed: ParkedJob[] = jobs.flatMap((job) =>
-    job.delay > 0 && job.data.accountId !== undefined
+    job.delay > 0
       ? [{ accountId: job.data.accountId, jobId: job.id!, dueAt: job.timestamp + job.delay }]
       : [],
   );

@@ -240,9 +240,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     const inOrder = sentInOrder(ref);
     const { accountId, requestId } = ref;
     const turn =
-      ref.needsTurn === true && accountId !== undefined
-        ? { accountId, ...(requestId === undefined ? {} : { requestId }) }
-        : undefined;
+      ref.needsTurn === true ? { accountId, ...(requestId === undefined ? {} : { requestId }) } : undefined;
     const admission = inOrder ? oneInFlight : await deps.gate.acquire(subscriptionId, ref.jobId, turn);
     if (!admission.admitted)
       return admission.inTurnList === true
@@ -343,8 +341,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     if (done.kind === 'ended' && done.result !== 'not_pending')
       deps.metrics.deliveries.inc({ outcome: done.result === 'expired' ? 'given_up' : done.result });
     const dueAt = parkedUntil(done, Date.now());
-    if (dueAt !== null && ref.accountId !== undefined)
-      await deps.parked.park(ref.accountId, ref.jobId, dueAt);
+    if (dueAt !== null) await deps.parked.park(ref.accountId, ref.jobId, dueAt);
     return done;
   };
 

@@ -64,7 +64,7 @@ export function roundOfJob(job: Job<DeliveryJobData>, defaultAttempts: number): 
     jobId: job.id!,
     eventId,
     subscriptionId,
-    ...(accountId === undefined ? {} : { accountId }),
+    accountId,
     round: job.data.round ?? 0,
     ...(requestId === undefined ? {} : { requestId }),
     enqueuedAt: job.timestamp,

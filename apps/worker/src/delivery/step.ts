@@ -62,8 +62,8 @@ export interface RoundRef {
   jobId: string;
   eventId: string;
   subscriptionId: string;
-  /** The subscription's account, as its job says (absent on jobs of an older version). */
-  accountId?: string;
+  /** The subscription's account, as its job says. */
+  accountId: string;
   /** 0 for the first round. */
   round: number;
   requestId?: string;
