@@ -169,8 +169,8 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       subscription.rateLimit === null
         ? undefined
         : { subscriptionId: subscription.id, perSecond: subscription.rateLimit };
-    const hostWaitMs = await deps.hostGate.acquire(slot, accountId, ref.jobId, rate);
-    if (hostWaitMs > 0) return { kind: 'wait', waitMs: hostWaitMs };
+    const waitMs = await deps.hostGate.acquire(slot, accountId, ref.jobId, rate);
+    if (waitMs > 0) return { kind: 'wait', waitMs };
     let sent = false;
     try {
       const transformed = await transformStep(deps.transformations, delivery);
@@ -238,9 +238,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       return { kind: 'ended', result: 'expired', nextInOrder: true };
     }
     const inOrder = sentInOrder(ref);
-    const { accountId, requestId } = ref;
-    const turn =
-      ref.needsTurn === true ? { accountId, ...(requestId === undefined ? {} : { requestId }) } : undefined;
+    const turn = ref.needsTurn === true ? { accountId: ref.accountId, requestId: ref.requestId } : undefined;
     const admission = inOrder ? oneInFlight : await deps.gate.acquire(subscriptionId, ref.jobId, turn);
     if (!admission.admitted)
       return admission.inTurnList === true

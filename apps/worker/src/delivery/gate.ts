@@ -108,7 +108,7 @@ export interface DeliveryGate {
   acquire(
     subscriptionId: string,
     jobId: string,
-    turn?: { accountId: string; requestId?: string },
+    turn?: { accountId: string; requestId?: string | undefined },
   ): Promise<Admission>;
   /**
    * Gives the slot back and drops the round's claim its admission took; after an attempt
@@ -154,7 +154,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     subscriptionId: string,
     jobId: string,
     useHint: boolean,
-    turn: { accountId: string; requestId?: string } | undefined,
+    turn: { accountId: string; requestId?: string | undefined } | undefined,
   ): Promise<Admission> => {
     const hint = fullHints.get(subscriptionId);
     if (useHint && hint !== undefined && hint.until > Date.now()) {

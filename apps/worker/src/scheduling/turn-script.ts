@@ -29,7 +29,7 @@ export function turnKeys(keys: SchedulerKeys) {
 export function turnArgs(
   keys: SchedulerKeys,
   deliveriesPerSecond: number,
-  job: { accountId: string; requestId?: string },
+  job: { accountId: string; requestId?: string | undefined },
 ) {
   return {
     listPrefix: keys.accountListPrefix,
