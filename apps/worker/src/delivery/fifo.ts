@@ -11,9 +11,8 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Pool } from '@webhooks/db';
 import { eventJobName, jobNameField, layoutOf, type RedisConnection } from '@webhooks/shared';
-import { defineFencedDelete } from './lease.js';
 import type { ShardedQueues } from '../shard-queues.js';
-import { renewalDue } from './lease.js';
+import { defineFencedDelete, renewalDue } from './lease.js';
 import type { Wake } from './wake.js';
 
 /** A FIFO subscription's head: the delivery of `eventId` in `round`. */

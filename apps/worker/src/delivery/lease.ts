@@ -1,8 +1,7 @@
 /**
- * The worker's Redis leases (`SET NX PX` keys and sorted-set leases that end on their own when
- * their holder dies): the renewal rule, and the fenced release of a `SET NX PX` lease, used by the
- * ordered hand-over's lease (`fifo.ts`), a round's claim (`claim.ts`) and a host's slot kept from
- * one ordered head for the next (`host-gate.ts`).
+ * The worker's Redis leases (keys and sorted-set members that end on their own when their holder
+ * dies): the renewal rule, and the fenced release of a `SET NX PX` lease, used by the ordered
+ * hand-over's lease (`fifo.ts`) and a round's claim (`claim.ts`).
  */
 import { defineScript, type RedisConnection } from '@webhooks/shared';
 
