@@ -1,10 +1,8 @@
 /**
- * The API's per-account quotas, each with a default and an ACCOUNT_OVERRIDES override:
- * subscriptions (MAX_SUBSCRIPTIONS_PER_ACCOUNT) and bytes of event `data` per UTC day
- * (ACCOUNT_PAYLOAD_BYTES_PER_DAY). The day's bytes are counted in Redis
- * (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, on the account's shard, kept two days), shared
- * by every API instance; a refused publish is not counted. One event-loop turn's charges go to
- * Redis as one script call per account and day, each weighed against those before it.
+ * Per-account quotas, each a default with an ACCOUNT_OVERRIDES override: subscriptions
+ * (MAX_SUBSCRIPTIONS_PER_ACCOUNT) and bytes of event `data` per UTC day
+ * (ACCOUNT_PAYLOAD_BYTES_PER_DAY), counted in Redis for every API instance
+ * (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, kept two days); a refused publish is not counted.
  */
 import { batcher, defineScript, type AccountOverride, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';

@@ -1,10 +1,9 @@
 /**
- * The backlog bound: `POST /api/events` answers 503 with `Retry-After` once the work accepted and
- * not yet delivered passes BACKLOG_MAX_EVENTS or BACKLOG_MAX_DELIVERIES, so Redis does not grow
- * without bound. Sampled in the background every {@link backlogSampleMs}, so a bound is
- * approximate by one interval's publishes. Past the deliveries bound shedding is fair
- * ({@link fairShareRefusal}): only accounts with at least their share of the waiting and parked
- * deliveries are refused, up to {@link hardCeilingFactor} times the bound, where every account is.
+ * The backlog bound: `POST /api/events` answers 503 with `Retry-After` once accepted, undelivered
+ * work passes BACKLOG_MAX_EVENTS or BACKLOG_MAX_DELIVERIES, so Redis cannot grow without bound.
+ * Sampled every {@link backlogSampleMs}. Past the deliveries bound only accounts holding their
+ * share of the backlog are refused ({@link fairShareRefusal}), every account past
+ * {@link hardCeilingFactor} times it.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import {
@@ -29,15 +28,9 @@ export const backlogRetryAfterSeconds = 5;
 export interface Backlog {
   events: number;
   deliveries: number;
-  /**
-   * Accounts with deliveries waiting for their turn (the scheduler's ring) or parked, the larger of
-   * the two counts, summed over shards.
-   */
+  /** Accounts with deliveries waiting for their turn or parked (the larger count), over shards. */
   accounts: number;
-  /**
-   * Deliveries waiting for their account's turn (held by the scheduler, not yet admitted) or
-   * parked in the delayed set; a job parked for its turn counts twice, so this errs high.
-   */
+  /** Deliveries waiting for their account's turn or parked; one parked for its turn counts twice. */
   waitingOrParked: number;
   /** Age of the oldest event waiting for its fan-out, in ms (0: none waits), the oldest shard's. */
   fanOutWaitMs: number;
@@ -56,10 +49,7 @@ export interface BacklogLimits {
 const deliveriesFull = (backlog: Backlog, limits: BacklogLimits) =>
   `${backlog.deliveries} deliveries are waiting for a worker or a retry, the most this service accepts (BACKLOG_MAX_DELIVERIES ${limits.deliveries})`;
 
-/**
- * Why `backlog` refuses a new event (a sentence for the problem details), or null when it is
- * under both bounds.
- */
+/** Why `backlog` refuses a new event (the problem's detail), or null under both bounds. */
 export function backlogRefusal(backlog: Backlog, limits: BacklogLimits): string | null {
   if (limits.events > 0 && backlog.events >= limits.events) {
     return `${backlog.events} events are waiting for their fan-out, the most this service accepts (BACKLOG_MAX_EVENTS ${limits.events})`;
@@ -71,11 +61,9 @@ export function backlogRefusal(backlog: Backlog, limits: BacklogLimits): string 
 }
 
 /**
- * Past the deliveries bound, why an account with `waiting` deliveries waiting for its turn or
- * parked is refused, or null when it has less than its share and the backlog is under the hard
- * ceiling. The share is what waits or is parked over the accounts it is for (at least one): the
- * accounts at or above it are the ones the bound's excess comes from. Below the bound, nothing is
- * refused here.
+ * Past the deliveries bound, why an account with `waiting` deliveries (waiting for its turn or
+ * parked) is refused: at or above its share (what waits over the accounts waiting), or past the
+ * hard ceiling. Null otherwise, and always below the bound.
  */
 export function fairShareRefusal(backlog: Backlog, limits: BacklogLimits, waiting: number): string | null {
   if (limits.deliveries === 0 || backlog.deliveries < limits.deliveries) return null;
@@ -87,11 +75,7 @@ export function fairShareRefusal(backlog: Backlog, limits: BacklogLimits, waitin
     : null;
 }
 
-/**
- * The sampler: `refusal(accountId)` tells why a publish of that account is refused, from the latest
- * sample (and, past the deliveries bound, the account's own waiting deliveries); `close()` stops
- * sampling.
- */
+/** The sampler: why a publish of `accountId` is refused, from the latest sample. */
 export interface BacklogWatch {
   refusal(accountId: string): Promise<string | null>;
   /** The latest sample's {@link Backlog.fanOutWaitMs}, for load shedding. */
@@ -100,12 +84,10 @@ export interface BacklogWatch {
 }
 
 /**
- * Samples the backlog on `redis`, summed over the queue shards under `prefixes` (their key
- * prefixes), when a bound is set or `sampleFanOutWait`: the `events` queue's waiting, prioritized
- * and delayed jobs and the age of its oldest waiting one, and the account
- * scheduler's held deliveries plus the `deliveries` queue's waiting, prioritized (a backlogged
- * account's admitted deliveries are prioritized behind the others) and delayed jobs. A failed read keeps
- * the last sample (the publish itself then meets the Redis fault and answers 503).
+ * Samples the backlog of the shards under `prefixes`, when a bound is set or `sampleFanOutWait`:
+ * the `events` queue's jobs and its oldest one's age; the scheduler's held deliveries and the
+ * `deliveries` queue's jobs. A failed read keeps the last sample (the publish then meets the
+ * Redis fault itself and answers 503).
  */
 export function createBacklogWatch(
   redis: RedisConnection,
@@ -164,10 +146,7 @@ export function createBacklogWatch(
       fanOutWaitMs: Number.isFinite(addedAt) ? Math.max(0, Date.now() - addedAt) : 0,
     };
   };
-  /**
-   * An account's deliveries waiting for its turn or parked until a time still to come, over every
-   * shard (its subscriptions spread).
-   */
+  /** An account's deliveries waiting for its turn or still parked, over every shard. */
   const waitingOf = async (accountId: string) => {
     const now = Date.now();
     const counts = await Promise.all(

@@ -1,9 +1,8 @@
 /**
- * When the API sheds: by how long requests wait, not by how busy the process is. Three waits are
- * measured: the event loop's delay, the age of the oldest shed-able request in flight, and the age
- * of the oldest event waiting for its fan-out. Shedding starts when a wait passes its bound and
- * stops when every wait is under half of it (hysteresis, so one slow sample neither starts nor
- * ends it); between samples, a bound on requests in flight stops a burst of thousands at once.
+ * When the API sheds: by how long requests wait (the event loop's delay, the oldest shed-able
+ * request in flight, the oldest event waiting for its fan-out), not by how busy it is. Shedding
+ * starts when a wait passes its bound and stops when all are under half of it (hysteresis); between
+ * samples, a bound on requests in flight stops a burst at once.
  */
 
 /** The measure that started shedding: the metric's label and the log's reason. */

@@ -1,10 +1,8 @@
 /**
- * Portal links: what `POST /api/portal-sessions` hands a platform for its customer. A link
- * (`plk_…`, 32 random bytes) is valid PORTAL_LINK_SECONDS and exchanged once for a session token
- * (`lib/portal-tokens.ts`), so a leaked link is worthless once used or a few minutes old. A session
- * can be revoked (`DELETE /api/portal-sessions/{id}`). Redis keys, under the queue prefix:
- * `portal:link:<SHA-256 of the link>`, `portal:session:<id>` (its account) and
- * `portal:revoked:<id>`, each expiring with what it guards.
+ * Portal links (`POST /api/portal-sessions`): a link (`plk_…`, 32 random bytes) is valid
+ * PORTAL_LINK_SECONDS and exchanged once for a session token (`portal-tokens.ts`), so a leaked
+ * link is worthless once used. Redis keys under the queue prefix, each expiring with what it
+ * guards: `portal:link:<SHA-256 of the link>`, `portal:session:<id>`, `portal:revoked:<id>`.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { RedisConnection } from '@webhooks/shared';

@@ -1,9 +1,8 @@
 /**
- * Portal session tokens (the Svix "magic link" model): short-lived HS256 JWTs the API mints for
- * one account, marked `scope: "portal"` and named by `jti` (the session id, which
- * `lib/portal-links.ts` can revoke), that a browser holds in memory to call the same REST API as
- * the account. A browser gets one by exchanging a one-time portal link. They are signed with a key of their own (PORTAL_SECRET, or one
- * derived from JWT_SECRET), so a portal token never passes as a client token nor the reverse.
+ * Portal session tokens (Svix's "magic link" model): short-lived HS256 JWTs for one account,
+ * `scope: "portal"`, named by `jti` (revocable, `portal-links.ts`), which a browser gets for a
+ * one-time link and holds in memory. Signed with a key of their own, so a portal token never passes
+ * as a client token nor the reverse.
  */
 import { createHmac } from 'node:crypto';
 import { createDecoder, createSigner, createVerifier } from 'fast-jwt';

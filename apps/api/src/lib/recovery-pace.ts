@@ -1,11 +1,9 @@
 /**
  * The pace of a recovery: an account's recover calls start at most RECOVER_ROUNDS_PER_MINUTE rounds
- * a minute, in short windows ({@link paceWindow}), sent evenly over each, so a recovery of
- * thousands leaves room for live deliveries and does not knock over a receiver just back (as
- * Segment's replay guidance sizes a replay below the destination's rate limit). A window's rounds
- * are started by the calls within it; one with nothing left answers 429 with `Retry-After`. A call
- * reserves its rounds before reading them ({@link grantedRounds}), so concurrent calls share a
- * window, and gives back what it did not start.
+ * a minute, in short windows ({@link paceWindow}) sent evenly, so a recovery of thousands leaves
+ * room for live deliveries and spares a receiver just back (Segment's replay guidance). A window
+ * with nothing left answers 429 with `Retry-After`; concurrent calls share a window
+ * ({@link grantedRounds}).
  */
 
 /**

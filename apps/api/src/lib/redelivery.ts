@@ -1,10 +1,8 @@
 /**
- * Starting a fresh round of attempts for failed or cancelled deliveries: the manual retry of one
- * delivery and the recovery of many. Redis first, PostgreSQL second: the round's jobs
- * are enqueued under their deterministic ids, then the rows are marked `pending` in that round.
- * Should the marking fail, the jobs are removed again; a job that outlives a failed removal finds
- * its row in an earlier round and is dropped by the worker. So no row is ever `pending` without a
- * job, and Redis down means nothing changes (the caller answers 503).
+ * A fresh round of attempts for failed or cancelled deliveries (a manual retry, a recovery). Redis
+ * first: the round's jobs are enqueued under deterministic ids, then the rows marked `pending` in
+ * that round; should the marking fail, the jobs are removed, and one left behind is dropped by the
+ * worker (its row is in another round). No row is ever `pending` without a job.
  */
 import type { PrismaClient } from '@webhooks/db';
 import {
@@ -37,11 +35,9 @@ export interface RedeliveryDeps {
 }
 
 /**
- * Starts a new round for each of `candidates` that is still failed or cancelled, with
- * `attempts_made` unchanged since it was read (two concurrent requests start one round).
- * `recovered`: the rounds' jobs wait behind every admitted delivery (a recovery of many,
- * `recoveryPriority`); the worker then sends them on in their account's turns, as it does every
- * new round.
+ * Starts a new round for each of `candidates` still failed or cancelled with `attempts_made` as
+ * read (two concurrent requests start one round). `recovered`: the jobs wait behind every admitted
+ * delivery (`recoveryPriority`).
  *
  * @returns the ids of the deliveries now pending in their new round
  * @throws PublishUnavailableError when Redis does not take the jobs within 2 s, Prisma's errors

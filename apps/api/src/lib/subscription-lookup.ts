@@ -76,16 +76,11 @@ export async function rotateOwnSigningSecret(
 
 /**
  * Applies `data` to `current` only if its status and callback URL are still those read, in one
- * statement; the row as updated.
- *
- * With `waitForFanOuts`, the row is first locked `FOR UPDATE` in the update's transaction. The
- * fan-out locks each subscription it stores deliveries for `FOR KEY SHARE`, which that lock
- * conflicts with: the update then waits for the fan-outs under way to commit their deliveries, and
- * a fan-out that read the row before the update and locks it after reads it again as updated
- * (PostgreSQL's READ COMMITTED re-check of a locked row,
- * https://www.postgresql.org/docs/current/transaction-iso.html#XACT-READ-COMMITTED). A change
- * whose follow-up must see every delivery stored under the old row (leaving FIFO ordering) asks
- * for it; any other update does not wait for fan-outs.
+ * statement; the row as updated. With `waitForFanOuts` (leaving FIFO ordering, whose follow-up must
+ * see every delivery stored under the old row) the row is first locked `FOR UPDATE`, which waits
+ * for the fan-outs' `FOR KEY SHARE` locks: a fan-out under way commits first, and a later one
+ * reads the row again as updated (READ COMMITTED's re-check of a locked row,
+ * https://www.postgresql.org/docs/current/transaction-iso.html#XACT-READ-COMMITTED).
  *
  * @throws HttpProblem 409 when another request changed either meanwhile (or deleted it): the
  *   client reads it again and decides again, since a status set on an old callback must not apply

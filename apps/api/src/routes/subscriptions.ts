@@ -1,11 +1,8 @@
 /**
- * The subscription resource (docs/api.md; the README's tour):
- * POST /api/webhooks and /api/webhooks/{kind} create (201 + Location; 409 past
- * MAX_SUBSCRIPTIONS_PER_ACCOUNT), GET lists (paginated) and reads, PUT updates, DELETE
- * removes (204). Every query is scoped to the token's account. Each subscription shown carries its
- * current pacing (`delivery`), read from the workers' delivery gate in Redis. With
- * CALLBACK_VERIFICATION=challenge, a new or moved callback leaves the subscription `pending` until
- * the worker's challenge is answered; POST /api/webhooks/{id}/verification asks again.
+ * The subscription resource (docs/api.md): POST /api/webhooks and /api/webhooks/{kind} create
+ * (201 + Location; 409 past MAX_SUBSCRIPTIONS_PER_ACCOUNT), GET lists and reads, PUT updates,
+ * DELETE removes (204), each scoped to the token's account. With CALLBACK_VERIFICATION=challenge a
+ * new or moved callback stays `pending` until the worker's challenge is answered.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -1,11 +1,9 @@
 /**
- * Bearer-token authentication (docs/security.md, "Tokens"), registered inside the account scope so
- * it guards exactly its routes, whatever spelling of the path reached them. A token is a JWT
- * verified by @fastify/jwt with the one configured algorithm; it must carry `exp` and `iat`, is
- * refused JWT_MAX_AGE_SECONDS after `iat` (RFC 8725 section 3.10), honours `nbf`, must match
- * JWT_ISSUER / JWT_AUDIENCE when set, with 30 s of clock skew. The account is `sub`. Any failure is
- * a 401 with `WWW-Authenticate: Bearer` (RFC 6750 section 3). A token with `scope: "portal"` is a
- * portal session token (lib/portal-tokens.ts), refused 403 on routes that set `portalRefused`.
+ * Bearer-token authentication (docs/security.md, "Tokens") for the account scope's routes: a JWT
+ * verified by @fastify/jwt with the one configured algorithm, carrying `exp` and `iat`, refused
+ * JWT_MAX_AGE_SECONDS after `iat` (RFC 8725 section 3.10), matching JWT_ISSUER / JWT_AUDIENCE when
+ * set, 30 s of clock skew; the account is `sub`. A failure is 401 with `WWW-Authenticate: Bearer`
+ * (RFC 6750 section 3); a portal token (`scope: "portal"`) is 403 where `portalRefused`.
  */
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';

@@ -1,10 +1,9 @@
 /**
- * Limits per client IP for what no account pays for: requests to the open routes (health, docs,
- * the portal's files, unknown paths) and failed authentications. Counted in Redis with
- * rate-limiter-flexible, shared by every instance, falling back to this process's memory while
- * Redis is away; over a limit, 429 with `Retry-After`. After AUTH_FAILURES_PER_MINUTE_PER_IP
- * failures an address gets 429 on every account route until its minute ends. A failure count read
- * is cached {@link failureCountTtlMs}. Behind a proxy set TRUST_PROXY; IPv6 clients count by /64.
+ * Limits per client IP for what no account pays for: the open routes (health, docs, the portal,
+ * unknown paths) and failed authentications, counted in Redis by rate-limiter-flexible (this
+ * process's memory while Redis is away); over a limit, 429 with `Retry-After`. An address past
+ * AUTH_FAILURES_PER_MINUTE_PER_IP gets 429 on every account route until its minute ends. IPv6
+ * clients count by /64; behind a proxy set TRUST_PROXY.
  */
 import fp from 'fastify-plugin';
 import { clientAddressKey } from '../../lib/client-address.js';
@@ -52,9 +51,8 @@ declare module 'fastify' {
 }
 
 /**
- * How long this process trusts a read of an address's failure count, in ms. Read from Redis on
- * every authenticated request (a MULTI of GET and PTTL), it took about a fifth of the API's CPU
- * under load from one address.
+ * How long this process trusts a read of an address's failure count, in ms: a read on every
+ * authenticated request would be a Redis round trip each.
  */
 export const failureCountTtlMs = 1_000;
 
