@@ -104,10 +104,10 @@ export function redisTopologyFromEnv(config: RedisEnv): RedisTopology {
 }
 
 /**
- * The key prefix of every Redis key the service uses (queues, delivery gates, rate limits). On a
- * Cluster it is wrapped in a hash tag, `{webhooks}`, because BullMQ's scripts touch several keys
- * of a queue at once and Redis Cluster runs a script only when its keys share a slot (BullMQ,
- * "Redis Cluster"). Every key then lives on one master: the cluster gives failover, not sharding.
+ * The key prefix of the service's Redis keys. On a Cluster it is wrapped in a hash tag,
+ * `{webhooks}`, because BullMQ's scripts touch several keys of a queue at once and Redis Cluster
+ * runs a script only when its keys share a slot (BullMQ, "Redis Cluster"); QUEUE_SHARDS spreads
+ * the queues over the masters under tags of their own (`queue-shards.ts`).
  */
 export function effectiveKeyPrefix(topology: RedisTopology | RedisConnection, prefix: string): string {
   const cluster = isRedisTopology(topology) ? topology.mode === 'cluster' : topology.isCluster;
@@ -179,23 +179,17 @@ export function createProducerConnection(topology: RedisTopology | string): Redi
 }
 
 /**
- * A connection for many small independent commands, such as the API's per-request rate limit:
- * on one node or behind Sentinel, the commands of one event-loop turn go to Redis as one write
- * (ioredis' auto-pipelining), which on the project's machines saves about one socket write per
- * request. Never for BullMQ, whose scripts are not
- * known to be safe with it.
+ * A connection for many small independent commands, such as the API's per-request rate limit: on
+ * one node or behind Sentinel, one event-loop turn's commands go to Redis as one write (ioredis'
+ * auto-pipelining). Never for BullMQ, whose scripts are not known to be safe with it.
  *
- * Not on a Cluster: there an auto-pipeline groups the commands of several slots served by the same
- * node, and after a failover the `MOVED` answers of a batch that spans slots fail every command
- * in it instead of redirecting them, without refreshing the slot map (redis/ioredis#2075), so the
- * counts of the failed-over master's accounts fail for as long as their batches span slots (a
- * minute and more in the failover test). Each command goes alone there, and ioredis redirects it
- * and refreshes the map.
+ * Not on a Cluster: there, after a failover, the `MOVED` answers of an auto-pipelined batch that
+ * spans slots fail every command in it without refreshing the slot map (redis/ioredis#2075); each
+ * command goes alone, and ioredis redirects it.
  *
- * The offline queue stays on, because auto-pipelined script commands sent before the connection
- * is ready crash ioredis without it (see {@link createProducerConnection}). A command therefore
- * waits while Redis is away, and fails after `commandTimeoutMs` (ms) or one failed reconnection,
- * whichever comes first: an absent or black-holed Redis delays a caller, it never hangs it.
+ * The offline queue stays on, because auto-pipelined script commands sent before the connection is
+ * ready crash ioredis without it ({@link createProducerConnection}): a command waits while Redis is
+ * away and fails after `commandTimeoutMs` (ms) or one failed reconnection, never hangs.
  */
 export function createPipelinedConnection(
   topology: RedisTopology | string,
