@@ -2,7 +2,8 @@
  * Per-account quotas, each a default with an ACCOUNT_OVERRIDES override: subscriptions
  * (MAX_SUBSCRIPTIONS_PER_ACCOUNT) and bytes of event `data` per UTC day
  * (ACCOUNT_PAYLOAD_BYTES_PER_DAY), counted in Redis for every API instance
- * (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, kept two days); a refused publish is not counted.
+ * (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, on the account's shard, kept two days); a
+ * refused publish is not counted.
  */
 import { batcher, defineScript, type AccountOverride, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';

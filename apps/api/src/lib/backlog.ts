@@ -1,9 +1,9 @@
 /**
  * The backlog bound: `POST /api/events` answers 503 with `Retry-After` once accepted, undelivered
  * work passes BACKLOG_MAX_EVENTS or BACKLOG_MAX_DELIVERIES, so Redis cannot grow without bound.
- * Sampled every {@link backlogSampleMs}. Past the deliveries bound only accounts holding their
- * share of the backlog are refused ({@link fairShareRefusal}), every account past
- * {@link hardCeilingFactor} times it.
+ * Sampled every {@link backlogSampleMs}, so a bound is approximate by one interval's publishes.
+ * Past the deliveries bound only accounts holding their share of the backlog are refused
+ * ({@link fairShareRefusal}), every account past {@link hardCeilingFactor} times it.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import {

@@ -1,8 +1,9 @@
 /**
  * Portal links (`POST /api/portal-sessions`): a link (`plk_…`, 32 random bytes) is valid
  * PORTAL_LINK_SECONDS and exchanged once for a session token (`portal-tokens.ts`), so a leaked
- * link is worthless once used. Redis keys under the queue prefix, each expiring with what it
- * guards: `portal:link:<SHA-256 of the link>`, `portal:session:<id>`, `portal:revoked:<id>`.
+ * link is worthless once used; a session can be revoked (`DELETE /api/portal-sessions/{id}`).
+ * Redis keys under the queue prefix, each expiring with what it guards:
+ * `portal:link:<SHA-256 of the link>`, `portal:session:<id>`, `portal:revoked:<id>`.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { RedisConnection } from '@webhooks/shared';

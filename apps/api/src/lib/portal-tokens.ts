@@ -1,8 +1,9 @@
 /**
  * Portal session tokens (Svix's "magic link" model): short-lived HS256 JWTs for one account,
- * `scope: "portal"`, named by `jti` (revocable, `portal-links.ts`), which a browser gets for a
- * one-time link and holds in memory. Signed with a key of their own, so a portal token never passes
- * as a client token nor the reverse.
+ * `scope: "portal"`, named by `jti` (revocable, `portal-links.ts`), which a browser gets in
+ * exchange for a one-time link and holds in memory. Signed with a key of their own (PORTAL_SECRET,
+ * or one derived from JWT_SECRET), so a portal token never passes as a client token nor the
+ * reverse.
  */
 import { createHmac } from 'node:crypto';
 import { createDecoder, createSigner, createVerifier } from 'fast-jwt';

@@ -2,8 +2,8 @@
  * The pace of a recovery: an account's recover calls start at most RECOVER_ROUNDS_PER_MINUTE rounds
  * a minute, in short windows ({@link paceWindow}) sent evenly, so a recovery of thousands leaves
  * room for live deliveries and spares a receiver just back (Segment's replay guidance). A window
- * with nothing left answers 429 with `Retry-After`; concurrent calls share a window
- * ({@link grantedRounds}).
+ * with nothing left answers 429 with `Retry-After`. A call reserves its rounds before reading them,
+ * so concurrent calls share a window ({@link grantedRounds}), and gives back what it did not start.
  */
 
 /**

@@ -2,7 +2,8 @@
  * A fresh round of attempts for failed or cancelled deliveries (a manual retry, a recovery). Redis
  * first: the round's jobs are enqueued under deterministic ids, then the rows marked `pending` in
  * that round; should the marking fail, the jobs are removed, and one left behind is dropped by the
- * worker (its row is in another round). No row is ever `pending` without a job.
+ * worker (its row is in another round). No row is ever `pending` without a job, and with Redis down
+ * nothing changes (the caller answers 503).
  */
 import type { PrismaClient } from '@webhooks/db';
 import {

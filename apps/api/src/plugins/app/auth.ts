@@ -1,9 +1,10 @@
 /**
  * Bearer-token authentication (docs/security.md, "Tokens") for the account scope's routes: a JWT
  * verified by @fastify/jwt with the one configured algorithm, carrying `exp` and `iat`, refused
- * JWT_MAX_AGE_SECONDS after `iat` (RFC 8725 section 3.10), matching JWT_ISSUER / JWT_AUDIENCE when
- * set, 30 s of clock skew; the account is `sub`. A failure is 401 with `WWW-Authenticate: Bearer`
- * (RFC 6750 section 3); a portal token (`scope: "portal"`) is 403 where `portalRefused`.
+ * JWT_MAX_AGE_SECONDS after `iat` (RFC 8725 section 3.10), honouring `nbf`, matching JWT_ISSUER /
+ * JWT_AUDIENCE when set, 30 s of clock skew; the account is `sub`. A failure is 401 with
+ * `WWW-Authenticate: Bearer` (RFC 6750 section 3); a portal token (`scope: "portal"`) is 403 where
+ * `portalRefused`.
  */
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
