@@ -32,11 +32,11 @@ export function handsOverNext(step: DeliveryStep): boolean {
 
 /**
  * True when `ref` is a FIFO subscription's head read and sent by its hand-over (`in-order.ts`; no
- * other caller passes a FIFO delivery `loaded`): the only
- * attempt of its subscription in flight by the ordering contract (one head at a time, sent by the
- * holder of the hand-over's lease under its round's claim). The subscription's gate, whose
- * in-flight limit is never below 1, has nothing to hold it back for, and is not asked: a slot the
- * gate still counts (a killed worker's, until its lease ends) holds none of these heads back.
+ * other caller passes a FIFO delivery `loaded`): the only attempt of its subscription in flight by
+ * the ordering contract (one head at a time, sent by the holder of the hand-over's lease under its
+ * round's claim). The subscription's gate, whose in-flight limit is never below 1, has nothing to
+ * hold it back for, and is not asked: a slot the gate still counts (a killed worker's, until its
+ * lease ends) holds none of these heads back.
  */
 export function sentInOrder(ref: RoundRef): boolean {
   return ref.loaded?.subscription.ordering === 'fifo';
@@ -73,7 +73,7 @@ export interface RoundRef {
   maxAttempts: number;
   /**
    * Not admitted by the account scheduler (a retry, a new round): its admission asks its account's
-   * turn too (`gate.ts`), when its job names the account.
+   * turn too (`gate.ts`).
    */
   needsTurn?: boolean;
   /**
