@@ -33,6 +33,8 @@ export function testGate(
   options: {
     bounds: { base: number; ceiling: number };
     leaseMs: number;
+    /** A host's slots (HOST_MAX_IN_FLIGHT); 200 unless given. */
+    hostCap?: number;
     deliveriesPerSecond?: number;
     wake?: (jobId: string) => Promise<void>;
     breaker?: BreakerOptions;
@@ -50,6 +52,7 @@ export function testGate(
       deliveriesPerSecond: options.deliveriesPerSecond ?? 1_000,
     },
     leaseMs: options.leaseMs,
+    hostCap: options.hostCap ?? 200,
     maxParkMs: 60_000,
     inSlotWait: { maxMs: 0, maxWaiting: 0 },
     wake: options.wake ?? (async () => {}),

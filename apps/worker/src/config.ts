@@ -132,7 +132,7 @@ export const workerEnvSchema = Type.Object({
     minimum: 1,
     maximum: 100_000,
     description:
-      'Attempts in flight to one callback host at most (counted by registrable domain, or by address for an IP literal), across all subscriptions, accounts and workers, so that the service cannot flood a third party; more wait without using an attempt',
+      'Attempts in flight to one callback host at most (counted by registrable domain, or by address for an IP literal), across all subscriptions, accounts and workers, so that the service cannot flood a third party; more wait without using an attempt. Split evenly over QUEUE_SHARDS (at least 1 per shard)',
   }),
   DELIVERY_INLINE_DEADLINE_MS: Type.Integer({
     default: 250,

@@ -34,7 +34,7 @@ import { createSubscriptionBreaker } from './delivery/breaker.js';
 import { createBreakerNotices } from './delivery/breaker-notices.js';
 import type { FifoHeads } from './delivery/fifo.js';
 import { createInOrder } from './delivery/in-order.js';
-import { createHostGate } from './delivery/host-gate.js';
+import { createHostGate, hostCapPerShard } from './delivery/host-gate.js';
 import { inSlotWaitRule } from './delivery/in-slot-wait.js';
 import { createParkedDeliveries } from './delivery/parked.js';
 import { createWake, type Wake } from './delivery/wake.js';
@@ -148,14 +148,21 @@ export function startDeliveries(
   // turn (but on a Cluster): one socket write for the attempts that start or end together.
   const gateRedis = createPipelinedConnection(config.redis, gateCommandTimeoutMs);
   gateRedis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
-  const hostGate = createHostGate({
-    redis: gateRedis,
-    prefix: config.QUEUE_PREFIX,
-    maxInFlight: config.HOST_MAX_IN_FLIGHT,
-    leaseMs: deps.lockDuration,
-    wake: (jobId) => wake([jobId]),
-    log,
-  });
+  const hostCap = hostCapPerShard(config.HOST_MAX_IN_FLIGHT, config.QUEUE_SHARDS);
+  /** Each shard's host cap, by its queue prefix: a host's slots sit beside its subscriptions' gates. */
+  const hostGates = new Map(
+    sharded.all.map(({ prefix }) => [
+      prefix,
+      createHostGate({
+        redis: gateRedis,
+        prefix,
+        maxInFlight: hostCap,
+        leaseMs: deps.lockDuration,
+        wake: (jobId) => wake([jobId]),
+        log,
+      }),
+    ]),
+  );
   /** The attempt path of each consumed shard, by its queue prefix. */
   const delivers = new Map<string, ReturnType<typeof createDeliver>>();
   const workers = sharded.consumed.map((shard) => {
@@ -166,6 +173,7 @@ export function startDeliveries(
       bounds: config.inFlightBounds,
       scheduler: shard.scheduler.turns,
       leaseMs: deps.lockDuration,
+      hostCap,
       // Parked deliveries of a hanging callback come back at most once a minute: cheap however many wait.
       maxParkMs: 60_000,
       inSlotWait: inSlotWaitRule(config.WORKER_CONCURRENCY),
@@ -193,7 +201,7 @@ export function startDeliveries(
       authorizer,
       claims,
       gate,
-      hostGate,
+      hostGate: hostGates.get(shard.prefix)!,
       transformations,
       policy,
       maxAgeMs: config.DELIVERY_MAX_AGE * 1000,
@@ -238,7 +246,7 @@ export function startDeliveries(
       sender,
       authorizer,
       secretBox: config.secretBox,
-      hostGate,
+      hostGate: (subscriptionId) => hostGates.get(sharded.ofSubscription(subscriptionId).prefix)!,
       async wakeDeliveries(subscriptionId) {
         try {
           const pending = await store.pendingRounds(subscriptionId, verifiedWakeLimit);

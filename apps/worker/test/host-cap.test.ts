@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { keySlot, subscriptionGateKeys } from '@webhooks/shared';
-import { hostCapKey, hostCapKeys, hostWaitMs } from '../src/delivery/host-gate.js';
+import { hostCapKey, hostCapKeys, hostCapPerShard, hostWaitMs } from '../src/delivery/host-gate.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
 import { sleep, waitFor } from '../../../scripts/lib/wait.js';
 
@@ -195,16 +195,29 @@ describe('what the cap counts a host as', () => {
 });
 
 describe('where a host’s slots are kept on a Redis Cluster', () => {
-  const slotsOf = (hostname: string) => Object.values(hostCapKeys('webhooks', hostname)).map(keySlot);
+  const hostnames = ['hooks.slack.com', '203.0.113.7', '[2001:db8::1]', 'a}b.example', 'a{b.example'];
 
-  it('keeps the keys of one host in one hash slot, as its scripts need', () => {
-    for (const hostname of ['hooks.slack.com', '203.0.113.7', '[2001:db8::1]', 'a}b.example', 'a{b.example'])
-      expect(new Set(slotsOf(hostname)).size).toBe(1);
+  it('keeps them in the slot of the shard that asks, with its subscriptions’ gates, for one admission script', () => {
+    for (const prefix of ['{webhooks}', '{webhooks:3}'])
+      for (const hostname of hostnames) {
+        const keys = [
+          ...Object.values(hostCapKeys(prefix, hostname, 'sub-1')),
+          ...Object.values(subscriptionGateKeys(prefix, 'sub-1')),
+        ];
+        expect(new Set(keys.map(keySlot))).toEqual(new Set([keySlot(prefix)]));
+      }
   });
 
-  it('spreads the hosts over the slots, so over the masters, instead of the service prefix’s one', () => {
-    const hosts = Array.from({ length: 30 }, (_, i) => `customer-${i}.example`);
-    const thirds = new Set(hosts.map((hostname) => Math.floor((slotsOf(hostname)[0]! * 3) / 16_384)));
-    expect(thirds.size).toBe(3);
+  it('keeps the keys of one host in one hash slot under an untagged prefix too', () => {
+    for (const hostname of hostnames)
+      expect(new Set(Object.values(hostCapKeys('webhooks', hostname)).map(keySlot)).size).toBe(1);
+  });
+});
+
+describe('a host’s slots in each queue shard', () => {
+  it('are HOST_MAX_IN_FLIGHT split over QUEUE_SHARDS, so that the shards together keep to it, and at least one', () => {
+    expect(hostCapPerShard(200, 1)).toBe(200);
+    expect(hostCapPerShard(200, 6)).toBe(33);
+    expect(hostCapPerShard(2, 6)).toBe(1);
   });
 });

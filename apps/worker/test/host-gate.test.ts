@@ -2,12 +2,17 @@
  * The host cap's scripts on real Redis: an attempt refused a slot waits to be woken, and a freed
  * slot wakes the waiting attempt of the account holding the fewest slots, oldest first, rather
  * than a flood's next one; a subscription's `rate_limit`, checked in the same step, holds its
- * attempts without taking the host's slots.
+ * attempts without taking the host's slots. Asked in a delivery's admission, a host refusing takes
+ * nothing of the subscription's either, and one release gives both back.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { createHostGate, hostCapKeys, rateWindowMs, type HostGate } from '../src/delivery/host-gate.js';
+import { rateWindowMs } from '../src/delivery/gate-scripts.js';
+import { createHostGate, hostCapKeys, type HostGate } from '../src/delivery/host-gate.js';
+import { subscriptionGateKeys } from '@webhooks/shared';
+import { claimKey } from '../src/delivery/claim.js';
+import { testGate } from '../../../test/support/delivery-gate.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
 const prefix = newQueuePrefix('host-gate');
@@ -73,5 +78,37 @@ describe('a subscription’s rate_limit, checked with its host’s slot', () => 
     expect(await redis.zcard(waiting)).toBe(0);
     // Another subscription's window on the same host is its own.
     expect(await gate.acquire(host, 'rated', 'o1', { subscriptionId: 'sub-other', perSecond: 2 })).toBe(0);
+  });
+});
+
+describe('a host’s share asked in a delivery’s admission', () => {
+  it('refused, takes nothing of the subscription’s, and the release of the holder wakes it', async () => {
+    const wokenByGate: string[] = [];
+    const admission = testGate(redis, prefix, {
+      bounds: { base: 5, ceiling: 10 },
+      leaseMs: 30_000,
+      hostCap: 1,
+      wake: async (jobId) => {
+        wokenByGate.push(jobId);
+      },
+    });
+    const host = { hostname: 'hooks.admitted.example', accountId: 'acct' };
+    const first = await admission.acquire('sub-first', 'first-1', undefined, host);
+    expect(first).toMatchObject({ admitted: true, host: host.hostname });
+
+    const second = await admission.acquire('sub-second', 'second-1', undefined, host);
+    expect(second).toMatchObject({ admitted: false, byHost: true });
+    const gate = subscriptionGateKeys(prefix, 'sub-second');
+    expect(await redis.zcard(gate.leases)).toBe(0);
+    expect(await redis.zcard(gate.parked)).toBe(0);
+    expect(await redis.exists(claimKey(prefix, 'second-1'))).toBe(0);
+
+    if (!first.admitted) throw new Error('not admitted');
+    await admission.release('sub-first', 'first-1', first, { signal: 'increase', sent: true }, 5, host);
+    expect(wokenByGate).toEqual(['second-1']);
+    expect(await redis.zcard(subscriptionGateKeys(prefix, 'sub-first').leases)).toBe(0);
+    expect(await admission.acquire('sub-second', 'second-1', undefined, host)).toMatchObject({
+      admitted: true,
+    });
   });
 });

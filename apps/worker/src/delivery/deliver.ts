@@ -1,9 +1,10 @@
 /**
  * One step of one round of a delivery, the attempt path every caller shares (the `deliveries`
  * processor, the inline first attempt, the ordered hand-over), in order: expiry; the subscription's
- * slot, the round's claim and, for a job the scheduler did not admit, its account's turn, in one
- * admission (`gate.ts`); the read (`store.ts`); the host's share and `rate_limit`; the
- * transformation, the send, the outcome (`outcome.ts`), the record, the release. A step that cannot
+ * slot, the round's claim, for a job the scheduler did not admit its account's turn, and, when the
+ * delivery was read already (an inline attempt), the host's share and `rate_limit`, in one
+ * admission (`gate.ts`); the read (`store.ts`); the host's share if not taken yet; the
+ * transformation, the send, the outcome (`outcome.ts`), the record, one release. A step that cannot
  * go returns a wait, using no attempt. Only a sent request is an attempt; the round's attempts are
  * counted from the delivery row, so a re-created job continues the round where it was.
  * docs/delivery.md, "One delivery, step by step", tells what decides, waits and wakes at each step.
@@ -26,7 +27,7 @@ import { claimedWaitMs, type AttemptClaims } from './claim.js';
 import type { DeliveryPolicy } from './backoff.js';
 import { isExpired, roundStartedAt } from './expiry.js';
 import type { DeliveryGate } from './gate.js';
-import type { HostGate } from './host-gate.js';
+import type { HostAsk, HostGate } from './host-gate.js';
 import { parkedUntil, type ParkedDeliveries } from './parked.js';
 import { decideOutcome } from './outcome.js';
 import type { ReceiverAuthorizer } from './receiver-authorization.js';
@@ -94,12 +95,20 @@ function capHost(url: string): string {
   return broker === null ? new URL(url).hostname : brokerCapHost(broker);
 }
 
+/** What an attempt to `subscription` asks of its callback's host. */
+function hostAsk(subscription: LoadedDelivery['subscription']): HostAsk {
+  const ask = { hostname: capHost(subscription.callbackUrl), accountId: subscription.accountId };
+  return subscription.rateLimit === null ? ask : { ...ask, rate: subscription.rateLimit };
+}
+
+/** The host slot a step holds, if any: its cap host and the account it counts in. */
+type HeldHost = { hostname: string; accountId: string } | null;
+
 /** What happened while the step held its slot. */
 type WithinSlot =
   | { kind: 'done'; result: Exclude<EndedWithoutAttempt, 'expired'>; fifo: boolean }
   | { kind: 'wait'; waitMs: number }
-  /** `hostname`: the host whose slot the attempt went on, still held (null when none was taken). */
-  | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult; hostname: string | null };
+  | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
 
 /**
  * What a step runs: one step of `ref`'s round. `onConfirmed`, when given, is called once the
@@ -118,12 +127,28 @@ export type Deliver = (ref: RoundRef, onConfirmed?: () => void) => Promise<Deliv
  */
 export function createDeliver(deps: DeliverDeps): Deliver {
   /**
-   * The step's work while it holds its subscription's slot. A host slot it takes and does not
-   * send on is given back by a release it pushes to `releases`, not awaited here: the step awaits
-   * it together with the subscription slot's, so that both go out in one write on the gates'
-   * connection. One it sends on is returned with the attempt, still held.
+   * The step's work while it holds its subscription's slot. `host` is the host slot held: the one
+   * the admission took, swapped here for the one the loaded callback or the transformed URL needs
+   * (the one given back is pushed to `releases`, awaited with the subscription slot's release, so
+   * that both go out in one write). The step gives back the one it ends with.
    */
-  const withinSlot = async (ref: RoundRef, releases: Array<Promise<void>>): Promise<WithinSlot> => {
+  const withinSlot = async (
+    ref: RoundRef,
+    releases: Array<Promise<void>>,
+    host: { held: HeldHost },
+  ): Promise<WithinSlot> => {
+    /** Holds a slot of `hostname`, counting `rate` when given; else says how long to wait. */
+    const hold = async ({ hostname, accountId, rate }: HostAsk): Promise<number> => {
+      const { held } = host;
+      if (held?.hostname === hostname && held.accountId === accountId) return 0;
+      if (held !== null) releases.push(deps.hostGate.release(held.hostname, held.accountId, ref.jobId));
+      host.held = null;
+      const counted =
+        rate === undefined ? undefined : { subscriptionId: ref.subscriptionId, perSecond: rate };
+      const waitMs = await deps.hostGate.acquire(hostname, accountId, ref.jobId, counted);
+      if (waitMs === 0) host.held = { hostname, accountId };
+      return waitMs;
+    };
     const delivery = ref.loaded ?? (await deps.store.load(ref));
     if (delivery === null) return { kind: 'done', result: 'dropped', fifo: false };
     const fifo = delivery.subscription.ordering === 'fifo';
@@ -162,68 +187,52 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       }
     }
     // The host's cap and the rate limit admit the attempt before its transformation runs, so a
-    // wait costs no run. A broker destination's cap is its broker's.
+    // wait costs no run; the admission asked them already when the delivery was read before it.
     const { accountId } = subscription;
-    let slot: string | null = capHost(subscription.callbackUrl);
-    const rate =
-      subscription.rateLimit === null
-        ? undefined
-        : { subscriptionId: subscription.id, perSecond: subscription.rateLimit };
-    const waitMs = await deps.hostGate.acquire(slot, accountId, ref.jobId, rate);
+    const waitMs = await hold(hostAsk(subscription));
     if (waitMs > 0) return { kind: 'wait', waitMs };
-    let sent = false;
-    try {
-      const transformed = await transformStep(deps.transformations, delivery);
-      if (transformed.kind === 'wait') return transformed;
-      if (transformed.kind === 'cancel') {
-        await deps.store.cancel(delivery.id, cancelledByTransformation);
-        return { kind: 'done', result: 'cancelled', fifo };
-      }
-      if (transformed.kind === 'failed')
-        return { kind: 'sent', delivery, result: transformed.result, hostname: null };
-      // A transformation that moved the URL to another host goes on that host's slot.
-      const hostname = capHost(transformed.url);
-      if (hostname !== slot) {
-        releases.push(deps.hostGate.release(slot, accountId, ref.jobId));
-        slot = null;
-        const movedWaitMs = await deps.hostGate.acquire(hostname, accountId, ref.jobId);
-        if (movedWaitMs > 0) return { kind: 'wait', waitMs: movedWaitMs };
-        slot = hostname;
-      }
-      const callbackUrl = new URL(transformed.url);
-      const { body, headers } = buildAttemptRequest(event, subscription, new Date(), transformed.transformed);
-      // A span per attempt, retries included, in the trace the job carries (the event's).
-      const result = await inSpan(
-        'webhooks-worker',
-        'webhook attempt',
-        {
-          'webhook.delivery_id': delivery.id,
-          'webhook.event_id': event.id,
-          'webhook.subscription_id': subscription.id,
-          'webhook.attempt': delivery.attemptsMade + 1,
-          'server.address': hostname,
-          'url.full': urlForSpan(callbackUrl),
-        },
-        async (annotate) => {
-          const sent = await deps.authorizer.send(subscription.id, subscription.auth, (authorization) =>
-            deps.sender.send(
-              transformed.url,
-              body,
-              authorization === undefined ? headers : { ...headers, authorization },
-              subscription.clientCertificate,
-              { accountId, deliveryId: delivery.id },
-            ),
-          );
-          annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
-          return sent;
-        },
-        SpanKind.CLIENT,
-      );
-      sent = true;
-      return { kind: 'sent', delivery, result, hostname };
-    } finally {
-      if (!sent && slot !== null) releases.push(deps.hostGate.release(slot, accountId, ref.jobId));
+    const transformed = await transformStep(deps.transformations, delivery);
+    if (transformed.kind === 'wait') return transformed;
+    if (transformed.kind === 'cancel') {
+      await deps.store.cancel(delivery.id, cancelledByTransformation);
+      return { kind: 'done', result: 'cancelled', fifo };
     }
+    if (transformed.kind === 'failed') return { kind: 'sent', delivery, result: transformed.result };
+    // A transformation that moved the URL to another host goes on that host's slot (its
+    // `rate_limit` counted already).
+    const hostname = capHost(transformed.url);
+    const movedWaitMs = await hold({ hostname, accountId });
+    if (movedWaitMs > 0) return { kind: 'wait', waitMs: movedWaitMs };
+    const callbackUrl = new URL(transformed.url);
+    const { body, headers } = buildAttemptRequest(event, subscription, new Date(), transformed.transformed);
+    // A span per attempt, retries included, in the trace the job carries (the event's).
+    const result = await inSpan(
+      'webhooks-worker',
+      'webhook attempt',
+      {
+        'webhook.delivery_id': delivery.id,
+        'webhook.event_id': event.id,
+        'webhook.subscription_id': subscription.id,
+        'webhook.attempt': delivery.attemptsMade + 1,
+        'server.address': hostname,
+        'url.full': urlForSpan(callbackUrl),
+      },
+      async (annotate) => {
+        const sent = await deps.authorizer.send(subscription.id, subscription.auth, (authorization) =>
+          deps.sender.send(
+            transformed.url,
+            body,
+            authorization === undefined ? headers : { ...headers, authorization },
+            subscription.clientCertificate,
+            { accountId, deliveryId: delivery.id },
+          ),
+        );
+        annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
+        return sent;
+      },
+      SpanKind.CLIENT,
+    );
+    return { kind: 'sent', delivery, result };
   };
 
   const step = async (ref: RoundRef, expired: boolean, onConfirmed?: () => void): Promise<DeliveryStep> => {
@@ -239,27 +248,40 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     }
     const inOrder = sentInOrder(ref);
     const turn = ref.needsTurn === true ? { accountId: ref.accountId, requestId: ref.requestId } : undefined;
-    const admission = inOrder ? oneInFlight : await deps.gate.acquire(subscriptionId, ref.jobId, turn);
+    // A delivery read before its admission (an inline attempt's) has its host's share asked in it.
+    const asked = ref.loaded === undefined || inOrder ? undefined : hostAsk(ref.loaded.subscription);
+    const admission = inOrder ? oneInFlight : await deps.gate.acquire(subscriptionId, ref.jobId, turn, asked);
     if (!admission.admitted)
       return admission.inTurnList === true
         ? { kind: 'wait', waitMs: admission.waitMs, inTurnList: true }
         : { kind: 'wait', waitMs: admission.waitMs };
     const admittedAt = performance.now();
     const releases: Array<Promise<void>> = [];
+    const host: { held: HeldHost } = {
+      held:
+        admission.host === null || asked === undefined
+          ? null
+          : { hostname: admission.host, accountId: asked.accountId },
+    };
     /**
-     * Gives the slots back, the gate's with the round's claim; neither release throws (a slot Redis
-     * did not get back ends with its lease). `heldMs`: how long the attempt held the slot.
+     * Gives the slots back, the gate's with the round's claim and the host's, in one script; no
+     * release throws (a slot Redis did not get back ends with its lease). `heldMs`: how long the
+     * attempt held the slot. A head sent in order, which asked no gate, gives its host's back alone.
      */
     const giveBack = (
       attempt: { signal: ReturnType<typeof congestionSignal>; sent: boolean } | null,
       heldMs = performance.now() - admittedAt,
     ) => {
-      if (!inOrder) releases.push(deps.gate.release(subscriptionId, ref.jobId, admission, attempt, heldMs));
+      const { held } = host;
+      host.held = null;
+      if (!inOrder)
+        releases.push(deps.gate.release(subscriptionId, ref.jobId, admission, attempt, heldMs, held));
+      else if (held !== null) releases.push(deps.hostGate.release(held.hostname, held.accountId, ref.jobId));
       return Promise.all(releases);
     };
     let within: WithinSlot;
     try {
-      within = await withinSlot(ref, releases);
+      within = await withinSlot(ref, releases, host);
     } catch (error) {
       await giveBack(null);
       throw error;
@@ -277,12 +299,11 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       backoffMs: deps.policy.backoffMs,
     });
     // The gate's slot goes back once the attempt is recorded, as it holds the round's claim, and
-    // the host's with it, in the same write; a head sent in order frees its host's slot at once.
-    const releaseHost = () => {
-      if (within.hostname !== null)
-        releases.push(deps.hostGate.release(within.hostname, delivery.subscription.accountId, ref.jobId));
-    };
-    if (inOrder) releaseHost();
+    // the host's with it; a head sent in order frees its host's slot at once.
+    if (inOrder && host.held !== null) {
+      releases.push(deps.hostGate.release(host.held.hostname, host.held.accountId, ref.jobId));
+      host.held = null;
+    }
     const heldMs = performance.now() - admittedAt;
     const attempt = {
       signal: congestionSignal(within.result),
@@ -301,7 +322,6 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     try {
       await recorded;
     } finally {
-      if (!inOrder) releaseHost();
       await giveBack(attempt, heldMs);
     }
     observeAttempt(deps, ref, delivery, result, outcome);

@@ -1,38 +1,183 @@
 /**
- * The per-subscription gate's Lua scripts (`gate.ts`), each defined with named keys and arguments
- * (`defineScript`) on Redis' clock: admission and release. A subscription's keys are
- * `subscriptionGateKeys`', and a round's claim is under the same shard prefix (one hash slot on a
- * Cluster: the prefix's tag comes first).
+ * The delivery's admission and release scripts (`gate.ts`), each defined with named keys and
+ * arguments (`defineScript`) on Redis' clock. One admission takes, all or nothing, the
+ * subscription's slot, the round's claim, the account's turn when asked, and the callback host's
+ * share with the subscription's `rate_limit`; one release gives back what it took. The host's keys
+ * (`hostCapKeys`) sit under the subscription's shard prefix with the gate's, so both parts run in
+ * one hash slot on a Cluster.
  */
-import { defineScript, type RedisConnection } from '@webhooks/shared';
+import { defineScript, redisNowLua, type RedisConnection } from '@webhooks/shared';
 import { turnLua } from '../scheduling/turn-script.js';
 
 /** Gate state is forgotten a day after it was created or last refreshed, in ms. */
 const stateTtlMs = 86_400_000;
 
-/** The TTL of a subscription's leases key, in ms: a day, far past any lease. */
+/**
+ * The TTL of a subscription's or a host's leases key, in ms: a day, far past any lease, set when an
+ * admission creates the key and on a share of the others.
+ */
 const leasesTtlMs = 86_400_000;
 
 /**
- * Admission. `A.refreshTtl` '1' to refresh the leases' TTL, `A.parkedMemoryMs` after which a parked
- * entry is forgotten; `A.base` and `A.ceiling` the in-flight bounds. A job admitted takes its
- * round's claim too (`K.claim`, `SET NX PX` holding `A.claimToken`, `claim.ts`), in the same step:
- * when another run holds it, nothing is taken and the answer is 2. With `A.turn` '1' (a job the
- * account scheduler did not admit), the account's turn is asked too (`turnLua`, whose keys and
- * arguments ride along): held for it, nothing is taken and the answer is 3. Returns {admitted
- * 1|0|2|3, allowance, parked jobs ahead of this one (parked in the order they first asked), average
- * slot time ms or '', age of the oldest slot held in ms (refused by the breaker: ms until it may
- * ask again), slow-start threshold or '', breaker: '' closed, 'open', 'probing' (another job's
- * probe is in flight) or 'probe' (this job is the half-open probe, admitted whatever is in
- * flight)}.
+ * The `rate_limit` window, in ms: a second and a 100 ms guard, so that the jitter between admission
+ * and arrival cannot put `rate_limit + 1` requests into one second at the receiver.
+ */
+export const rateWindowMs = 1_100;
+
+/**
+ * Lua: `heldByAccount(now)`, a table of account → the live host slots it holds, read from the
+ * host's leases (a member is `<account>\t<job id>`). Only the contended paths call it.
+ */
+const countHeldLua = `
+local function heldByAccount(now)
+  local counts = {}
+  for _, holder in ipairs(redis.call('ZRANGEBYSCORE', K.hostLeases, now, '+inf')) do
+    local owner = string.sub(holder, 1, string.find(holder, '\t', 1, true) - 1)
+    counts[owner] = (counts[owner] or 0) + 1
+  end
+  return counts
+end`;
+
+/**
+ * Lua: the host's share, `hostRefusal()` then `takeHost()`. `K.hostLeases`: member → lease end ms;
+ * `K.hostAsking`: account → when it was last refused, ms; `K.hostWaiting`: member → when it first
+ * waited, ms; `K.sent`: the subscription's attempts in the last {@link rateWindowMs}, counted only
+ * when `A.rate` (its `rate_limit`, attempts a second) is not ''. `hostRefusal()` writes nothing
+ * when it admits and returns 0; over the cap or the account's share it records the member as
+ * waiting and returns -1; with the subscription's window full, the ms until it has room.
+ *
+ * Max-min fairness between the accounts sharing the host: each has a share of the cap, the cap
+ * over the accounts holding slots or refused lately (at least 1). An account under its share takes
+ * a free slot; one at or over it takes a free slot only while no other account is waiting for one,
+ * so that the host's slots are used whoever asks, and a flood that holds them all gives them up to
+ * a newcomer as its attempts end. Expired leases (their holder died) are cleared only at the cap,
+ * where they change the answer.
+ */
+const hostShareLua = `${countHeldLua}
+local hostHeld, hostRenews, hostAnyAsking = 0, false, false
+local function hostRefusal()
+  local member, cap, account = A.hostMember, tonumber(A.hostCap), A.hostAccount
+  local rate = tonumber(A.rate)
+  if rate then
+    redis.call('ZREMRANGEBYSCORE', K.sent, '-inf', now - ${rateWindowMs})
+    if redis.call('ZCARD', K.sent) >= rate then
+      local oldest = redis.call('ZRANGE', K.sent, 0, 0, 'WITHSCORES')
+      return math.max(1, tonumber(oldest[2]) + ${rateWindowMs} - now)
+    end
+  end
+  local held = redis.call('ZCARD', K.hostLeases)
+  if held >= cap then
+    if redis.call('ZSCORE', K.hostLeases, member) then
+      hostRenews = true
+      return 0
+    end
+    held = held - redis.call('ZREMRANGEBYSCORE', K.hostLeases, '-inf', now)
+  end
+  hostHeld = held
+  -- Shares matter only while another account waits: the usual admission reads one more key.
+  local askers = {}
+  local othersAsking = false
+  hostAnyAsking = redis.call('EXISTS', K.hostAsking) == 1
+  if hostAnyAsking then
+    redis.call('ZREMRANGEBYSCORE', K.hostAsking, '-inf', now - tonumber(A.askedMemoryMs))
+    for _, asker in ipairs(redis.call('ZRANGE', K.hostAsking, 0, -1)) do
+      if asker ~= account then
+        othersAsking = true
+        askers[#askers + 1] = asker
+      end
+    end
+  end
+  local admitted = held < cap
+  if admitted and othersAsking then
+    local counts = heldByAccount(now)
+    local sharing = 0
+    for _ in pairs(counts) do sharing = sharing + 1 end
+    for _, asker in ipairs(askers) do
+      if counts[asker] == nil then sharing = sharing + 1 end
+    end
+    local mine = counts[account] or 0
+    if mine == 0 then sharing = sharing + 1 end
+    admitted = mine < math.max(1, math.floor(cap / sharing))
+  end
+  if admitted then return 0 end
+  redis.call('ZADD', K.hostAsking, now, account)
+  redis.call('PEXPIRE', K.hostAsking, tonumber(A.askedMemoryMs))
+  redis.call('ZADD', K.hostWaiting, 'NX', now, member)
+  redis.call('PEXPIRE', K.hostWaiting, tonumber(A.leaseMs))
+  return -1
+end
+local function takeHost()
+  local member = A.hostMember
+  redis.call('ZADD', K.hostLeases, now + tonumber(A.leaseMs), member)
+  if not hostRenews then
+    -- No lease left (none held, or the expired ones cleared at the cap): this ZADD made the key.
+    if hostHeld == 0 or A.refreshTtl == '1' then redis.call('PEXPIRE', K.hostLeases, ${leasesTtlMs}) end
+    if hostAnyAsking then
+      redis.call('ZREM', K.hostAsking, A.hostAccount)
+      redis.call('ZREM', K.hostWaiting, member)
+    end
+  end
+  if tonumber(A.rate) then
+    redis.call('ZADD', K.sent, now, member .. '@' .. now)
+    redis.call('PEXPIRE', K.sent, ${rateWindowMs})
+  end
+end`;
+
+/** Most waiting attempts a host's release looks at to choose the one it wakes. */
+const wakeCandidates = 32;
+
+/**
+ * Lua: `releaseHost()` gives `A.hostMember`'s host slot back, once, and returns the waiting member
+ * to wake (removed from the waiting set), or '': among the oldest {@link wakeCandidates}, the
+ * oldest of the account holding the fewest slots, so that a freed slot goes to an account under
+ * its share before a flood's next attempt.
+ */
+const hostReleaseLua = `${countHeldLua}
+local function releaseHost()
+  if redis.call('ZREM', K.hostLeases, A.hostMember) == 0 then return '' end
+  local waiters = redis.call('ZRANGE', K.hostWaiting, 0, ${wakeCandidates - 1})
+  if #waiters == 0 then return '' end
+  ${redisNowLua}
+  local counts = heldByAccount(now)
+  local best, fewest = '', nil
+  for _, waiter in ipairs(waiters) do
+    local held = counts[string.sub(waiter, 1, string.find(waiter, '\t', 1, true) - 1)] or 0
+    if fewest == nil or held < fewest then best, fewest = waiter, held end
+    if held == 0 then break end
+  end
+  redis.call('ZREM', K.hostWaiting, best)
+  return best
+end`;
+
+/**
+ * Admission. With `A.slot` '1', the subscription's slot: `A.refreshTtl` '1' to refresh the leases'
+ * TTLs, `A.parkedMemoryMs` after which a parked entry is forgotten; `A.base` and `A.ceiling` the
+ * in-flight bounds. A job admitted takes its round's claim too (`K.claim`, `SET NX PX` holding
+ * `A.claimToken`, `claim.ts`): when another run holds it, nothing is taken and the answer is 2.
+ * With `A.turn` '1' (a job the account scheduler did not admit), the account's turn is asked too
+ * (`turnLua`, whose keys and arguments ride along): held for it, nothing is taken and the answer
+ * is 3. With `A.hostMember` (`<account>\t<job id>`, else ''), the host's share under `A.hostCap`
+ * and the `rate_limit` (`hostShareLua`): refused, nothing else is taken and the answer is 4. With
+ * `A.slot` '0', only the host's share is asked. Returns {admitted 1|0|2|3|4, allowance, parked
+ * jobs ahead of this one (parked in the order they first asked), average slot time ms or '', age
+ * of the oldest slot held in ms (refused by the breaker: ms until it may ask again; by the host:
+ * -1 over its cap or share, else ms until the rate window has room), slow-start threshold or '',
+ * breaker: '' closed, 'open', 'probing' (another job's probe is in flight) or 'probe' (this job is
+ * the half-open probe, admitted whatever is in flight)}.
  *
  * Expired leases (their holder died) and forgotten parked entries are cleared only when the
- * subscription is at its limit, the one case where they change the answer: an admission under the
- * limit costs four commands instead of eight. The leases' key gets its TTL ({@link leasesTtlMs})
- * when this admission creates it, and then on a share of admissions.
+ * subscription is at its limit, the one case where they change the answer. The leases' key gets
+ * its TTL ({@link leasesTtlMs}) when this admission creates it, and then on a share of admissions.
  */
-const acquireLua = `${turnLua}
+const acquireLua = `${turnLua}${hostShareLua}
 local job, leaseMs = A.job, tonumber(A.leaseMs)
+local asksHost = A.hostMember ~= ''
+if A.slot == '0' then
+  local hostWait = hostRefusal()
+  if hostWait ~= 0 then return {4, '', 0, '', hostWait, '', ''} end
+  takeHost()
+  return {1, '', 0, '', 0, '', ''}
+end
 local state = redis.call('HMGET', K.state, 'allowance', 'average_ms', 'threshold', 'open_until', 'probe', 'probe_until', 'parked')
 local allowance = state[1] or A.base
 -- 'parked' is '0' once a release found nobody parked: then no job is, and none is removed.
@@ -48,6 +193,20 @@ local function claimAndTurn()
   end
   return 0
 end
+-- The host's share first, then the claim and the turn, then the host's writes: all or nothing.
+local hostWait = 0
+local function admits()
+  if asksHost then
+    hostWait = hostRefusal()
+    if hostWait ~= 0 then
+      if mayBeParked then redis.call('ZREM', K.parked, job) end
+      return 4
+    end
+  end
+  local refused = claimAndTurn()
+  if refused == 0 and asksHost then takeHost() end
+  return refused
+end
 local function park()
   redis.call('ZADD', K.parked, 'NX', now, job)
   redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
@@ -61,8 +220,8 @@ if openUntil then
   if waitMs <= 0 then
     local probeUntil = tonumber(state[6])
     if state[5] == job or not probeUntil or probeUntil <= now then
-      local refused = claimAndTurn()
-      if refused > 0 then return {refused, allowance, 0, average, 0, threshold, ''} end
+      local refused = admits()
+      if refused > 0 then return {refused, allowance, 0, average, hostWait, threshold, ''} end
       redis.call('HSET', K.state, 'probe', job, 'probe_until', now + leaseMs)
       redis.call('ZADD', K.leases, now + leaseMs, job)
       redis.call('PEXPIRE', K.leases, ${leasesTtlMs})
@@ -87,8 +246,8 @@ if held >= limit then
   local oldest = redis.call('ZRANGE', K.leases, 0, 0, 'WITHSCORES')
   return {0, allowance, ahead, average, now - (tonumber(oldest[2]) - leaseMs), threshold, ''}
 end
-local refused = claimAndTurn()
-if refused > 0 then return {refused, allowance, 0, average, 0, threshold, ''} end
+local refused = admits()
+if refused > 0 then return {refused, allowance, 0, average, hostWait, threshold, ''} end
 redis.call('ZADD', K.leases, now + leaseMs, job)
 if held == 0 or A.refreshTtl == '1' then redis.call('PEXPIRE', K.leases, ${leasesTtlMs}) end
 if mayBeParked then redis.call('ZREM', K.parked, job) end
@@ -107,9 +266,14 @@ return {1, allowance, 0, average, 0, threshold, ''}`;
  * opened (0 closed), 1 when this job was the half-open probe}. The parked line is popped before the leases are
  * counted, and not at all while the state's `parked` is '0' (this release or an earlier one found
  * it empty; a park sets it back to '1'): with nobody parked, the usual case, a release pops
- * nothing and an admission removes nothing.
+ * nothing and an admission removes nothing. With `A.hostMember`, the host's slot is given back too
+ * (`hostReleaseLua`), and the last element names the host's waiting member to wake, else ''; with
+ * `A.slot` '0', only that.
  */
-const releaseLua = `
+const releaseLua = `${hostReleaseLua}
+local hostWoken = ''
+if A.hostMember ~= '' then hostWoken = releaseHost() end
+if A.slot == '0' then return {'', 0, 0, 0, 0, 0, hostWoken} end
 redis.call('ZREM', K.leases, A.job)
 if redis.call('GET', K.claim) == A.claimToken then redis.call('DEL', K.claim) end
 local s = redis.call('HMGET', K.state, 'allowance', 'fails', 'win_at', 'win_n', 'win_fail', 'opens', 'probe', 'parked')
@@ -154,52 +318,64 @@ end
 if redis.call('HSET', K.state, unpack(fields)) > 0 or A.refreshTtl == '1' then
   redis.call('PEXPIRE', K.state, ${stateTtlMs})
 end
-return {woken, fails, n, f, tonumber(s[6]) or 0, probe}`;
+return {woken, fails, n, f, tonumber(s[6]) or 0, probe, hostWoken}`;
 
-/** Defines the gate's scripts on `redis`. */
+/** The admission's keys and arguments that only its subscription part reads. */
+const slotKeys = ['leases', 'parked', 'state', 'claim', 'entries', 'ring', 'granted', 'quota'] as const;
+const slotArgs = [
+  'base',
+  'parkedMemoryMs',
+  'ceiling',
+  'claimToken',
+  'turn',
+  'listPrefix',
+  'bucketPrefix',
+  'defaultRate',
+  'account',
+  'entry',
+] as const;
+
+/** The release's arguments that only its subscription part reads. */
+const slotReleaseArgs = [
+  'claimToken',
+  'base',
+  'expected',
+  'next',
+  'average',
+  'ceiling',
+  'threshold',
+  'parkedMemoryMs',
+  'outcome',
+  'nowMs',
+  'windowMs',
+] as const;
+
+const blank = <N extends string>(names: readonly N[]) =>
+  Object.fromEntries(names.map((name) => [name, ''])) as Record<N, ''>;
+
+/** The subscription part's arguments, blank: an admission or a release of a host's slot alone. */
+export const noSlot = { args: blank(slotArgs), releaseArgs: blank(slotReleaseArgs) };
+
+/** Defines the admission's and the release's scripts on `redis`. */
 export function defineGateScripts(redis: RedisConnection) {
   return {
     acquire: defineScript<
-      [0 | 1 | 2 | 3, string, number, string, number, string, '' | 'open' | 'probing' | 'probe']
+      [0 | 1 | 2 | 3 | 4, string, number, string, number, string, '' | 'open' | 'probing' | 'probe']
     >()(redis, {
       name: 'webhookGateAcquire',
-      keys: ['leases', 'parked', 'state', 'claim', 'entries', 'ring', 'granted', 'quota'],
+      keys: [...slotKeys, 'hostLeases', 'hostAsking', 'hostWaiting', 'sent'],
       args: [
-        'job',
-        'leaseMs',
-        'base',
-        'parkedMemoryMs',
-        'ceiling',
-        'refreshTtl',
-        'claimToken',
-        'turn',
-        'listPrefix',
-        'bucketPrefix',
-        'defaultRate',
-        'account',
-        'entry',
+        ...slotArgs,
+        ...(['slot', 'job', 'leaseMs', 'refreshTtl', 'hostMember', 'hostAccount', 'hostCap'] as const),
+        ...(['askedMemoryMs', 'rate'] as const),
       ],
       clock: true,
       lua: acquireLua,
     }),
-    release: defineScript<[string, number, number, number, number, number]>()(redis, {
+    release: defineScript<[string, number, number, number, number, number, string]>()(redis, {
       name: 'webhookGateRelease',
-      keys: ['leases', 'state', 'parked', 'claim'],
-      args: [
-        'job',
-        'claimToken',
-        'base',
-        'expected',
-        'next',
-        'average',
-        'ceiling',
-        'threshold',
-        'refreshTtl',
-        'parkedMemoryMs',
-        'outcome',
-        'nowMs',
-        'windowMs',
-      ],
+      keys: ['leases', 'state', 'parked', 'claim', 'hostLeases', 'hostWaiting'],
+      args: [...slotReleaseArgs, 'slot', 'job', 'refreshTtl', 'hostMember'],
       lua: releaseLua,
     }),
   };

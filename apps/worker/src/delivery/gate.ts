@@ -1,11 +1,12 @@
 /**
- * The per-subscription gate every attempt passes: at most the subscription's in-flight limit of
- * attempts hold a slot (the adaptive allowance of `throttle.ts`), none but the probe while its
- * circuit breaker is open (`breaker.ts`); the admission also takes the round's claim (`claim.ts`)
- * and, for a job the account scheduler did not admit, its account's turn (`turn-script.ts`). A job
- * refused waits a few ms in place ({@link waitsInSlot}) or is parked in BullMQ's delayed set, using
- * no attempt, and a freed slot wakes the first parked. Slots are leases, so a killed worker cannot
- * keep one; each operation is one script on Redis' clock (`gate-scripts.ts`).
+ * The admission every attempt passes, in one script on Redis' clock (`gate-scripts.ts`): a slot
+ * of its subscription (at most the in-flight limit of `throttle.ts`, none but the probe while the
+ * circuit breaker is open, `breaker.ts`), the round's claim (`claim.ts`), its account's turn for a
+ * job the account scheduler did not admit (`turn-script.ts`), and, when the callback's host is
+ * known, the host's share and the `rate_limit` (`host-gate.ts`). A job over the subscription's
+ * limit waits a few ms in place ({@link waitsInSlot}) or is parked in BullMQ's delayed set, using
+ * no attempt; a freed slot wakes the first parked, a freed host slot the attempt it names. Slots
+ * are leases, so a killed worker cannot keep one; one release script gives back all it took.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
@@ -31,6 +32,7 @@ import type { WorkerMetrics } from '../metrics.js';
 import type { SubscriptionBreaker } from './breaker.js';
 import { claimedWaitMs, claimKey } from './claim.js';
 import { defineGateScripts } from './gate-scripts.js';
+import { hostCapKeys, hostMember, hostWaitMs, askedMemoryMs, type HostAsk } from './host-gate.js';
 import type { SchedulerKeys } from '../scheduling/admission-script.js';
 import { heldParkMs, turnArgs, turnKeys } from '../scheduling/turn-script.js';
 import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
@@ -59,13 +61,16 @@ export type Admission =
       probe: boolean;
       /** The token of the round's claim this admission took, which its release drops. */
       claim: string;
+      /** The cap host whose share this admission took, still held; null when none was asked. */
+      host: string | null;
     }
   /**
    * Parked over the in-flight limit, or while its breaker is open, or `claimed` by another run of
    * the round, or `inTurnList`, held in its account's list for its turn (woken when it is
-   * granted): wait `waitMs` and ask again.
+   * granted), or `byHost`, over its host's cap or share or its `rate_limit`: wait `waitMs` and ask
+   * again.
    */
-  | { admitted: false; waitMs: number; byBreaker?: true; claimed?: true; inTurnList?: true };
+  | { admitted: false; waitMs: number; byBreaker?: true; claimed?: true; inTurnList?: true; byHost?: true };
 
 /** Options of {@link createDeliveryGate}. */
 export interface DeliveryGateOptions {
@@ -82,6 +87,8 @@ export interface DeliveryGateOptions {
   scheduler: { keys: SchedulerKeys; deliveriesPerSecond: number };
   /** How long a slot is held at most, in ms: longer than the longest attempt (DELIVERY_TIMEOUT_MS). */
   leaseMs: number;
+  /** A host's slots in this shard (`hostCapPerShard`). */
+  hostCap: number;
   /** Longest wait of a parked delivery before it asks again, in ms. */
   maxParkMs: number;
   /** When a delivery over the limit waits in place instead of being parked. */
@@ -101,7 +108,8 @@ export interface DeliveryGate {
    * Takes an in-flight slot for `jobId` and its round's claim, waiting for a slot in place as long
    * as {@link waitsInSlot} allows, or says how long to park (or, claimed by another run, to wait).
    * With `turn` (a job the account scheduler did not admit), its account's turn too: held for it,
-   * the job takes nothing and waits in the account's list.
+   * the job takes nothing and waits in the account's list. With `host`, the host's share and the
+   * subscription's `rate_limit` too: refused, the job takes nothing and waits to be woken.
    *
    * @throws ioredis' errors when Redis cannot be reached
    */
@@ -109,12 +117,14 @@ export interface DeliveryGate {
     subscriptionId: string,
     jobId: string,
     turn?: { accountId: string; requestId?: string | undefined },
+    host?: HostAsk,
   ): Promise<Admission>;
   /**
    * Gives the slot back and drops the round's claim its admission took; after an attempt
    * (`attempt` null: none was made), applies its congestion signal to the allowance it was
    * admitted under, `heldMs` (how long the slot was held) to the average, and, when its request
-   * was `sent`, its outcome to the breaker ('increase' is a confirmed attempt).
+   * was `sent`, its outcome to the breaker ('increase' is a confirmed attempt). With `host` (its
+   * cap host and account), that host's slot goes back in the same script.
    * Never throws: when Redis fails, the slot's lease expires on its own.
    */
   release(
@@ -123,6 +133,7 @@ export interface DeliveryGate {
     admission: Extract<Admission, { admitted: true }>,
     attempt: { signal: CongestionSignal; sent: boolean } | null,
     heldMs: number,
+    host?: { hostname: string; accountId: string } | null,
   ): Promise<void>;
 }
 
@@ -155,21 +166,35 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     jobId: string,
     useHint: boolean,
     turn: { accountId: string; requestId?: string | undefined } | undefined,
+    host: HostAsk | undefined,
   ): Promise<Admission> => {
     const hint = fullHints.get(subscriptionId);
     if (useHint && hint !== undefined && hint.until > Date.now()) {
       hint.parked += 1;
       return park(hint);
     }
+    const gateKeys = subscriptionGateKeys(prefix, subscriptionId);
+    const hostKeys = host === undefined ? null : hostCapKeys(prefix, host.hostname, subscriptionId);
     const keys = {
-      ...subscriptionGateKeys(prefix, subscriptionId),
+      ...gateKeys,
       claim: claimKey(prefix, jobId),
       ...schedulerKeys,
+      // Unused without a host, but named in the same slot.
+      hostLeases: hostKeys?.leases ?? gateKeys.leases,
+      hostAsking: hostKeys?.asking ?? gateKeys.leases,
+      hostWaiting: hostKeys?.waiting ?? gateKeys.leases,
+      sent: hostKeys?.rate ?? gateKeys.leases,
     };
     const claim = randomUUID();
     const [admitted, allowance, ahead, average, oldestHeldMs, threshold, breaker] = await scripts.acquire(
       keys,
       {
+        slot: '1',
+        hostMember: host === undefined ? '' : hostMember(host.accountId, jobId),
+        hostAccount: host?.accountId ?? '',
+        hostCap: options.hostCap,
+        askedMemoryMs,
+        rate: host?.rate ?? '',
         claimToken: claim,
         job: jobId,
         leaseMs,
@@ -194,10 +219,17 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         threshold: slowStartUntil,
         probe,
         claim,
+        host: host?.hostname ?? null,
       };
     }
     if (admitted === 2) return { admitted: false, waitMs: claimedWaitMs, claimed: true };
     if (admitted === 3) return { admitted: false, waitMs: heldParkMs, inTurnList: true };
+    if (admitted === 4)
+      return {
+        admitted: false,
+        waitMs: oldestHeldMs === -1 ? hostWaitMs(Math.random()) : oldestHeldMs,
+        byHost: true,
+      };
     // Held by the breaker until its cool-down or its probe ends (a second part spread at random, so
     // that the deliveries held do not all ask at once); its close wakes the first parked.
     if (breaker !== '')
@@ -211,14 +243,15 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
   };
 
   return {
-    async acquire(subscriptionId, jobId, turn) {
-      let admission = await ask(subscriptionId, jobId, true, turn);
+    async acquire(subscriptionId, jobId, turn, host) {
+      let admission = await ask(subscriptionId, jobId, true, turn, host);
       let waitedMs = 0;
       while (
         !admission.admitted &&
         admission.byBreaker !== true &&
         admission.claimed !== true &&
         admission.inTurnList !== true &&
+        admission.byHost !== true &&
         waitsInSlot(admission.waitMs, waitedMs, waitingInSlot, options.inSlotWait)
       ) {
         waitingInSlot += 1;
@@ -229,16 +262,28 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         }
         waitedMs += admission.waitMs;
         // Refused, it may have been parked by that answer.
-        admission = await ask(subscriptionId, jobId, false, turn);
+        admission = await ask(subscriptionId, jobId, false, turn, host);
       }
-      if (!admission.admitted && admission.claimed !== true && admission.inTurnList !== true)
+      if (
+        !admission.admitted &&
+        admission.claimed !== true &&
+        admission.inTurnList !== true &&
+        admission.byHost !== true
+      )
         metrics.parked.inc();
       return admission;
     },
 
-    async release(subscriptionId, jobId, admission, attempt, heldMs) {
+    async release(subscriptionId, jobId, admission, attempt, heldMs, host) {
       fullHints.delete(subscriptionId);
-      const keys = { ...subscriptionGateKeys(prefix, subscriptionId), claim: claimKey(prefix, jobId) };
+      const gateKeys = subscriptionGateKeys(prefix, subscriptionId);
+      const hostKeys = host == null ? null : hostCapKeys(prefix, host.hostname);
+      const keys = {
+        ...gateKeys,
+        claim: claimKey(prefix, jobId),
+        hostLeases: hostKeys?.leases ?? gateKeys.leases,
+        hostWaiting: hostKeys?.waiting ?? gateKeys.leases,
+      };
       const allowance = Number(admission.allowance);
       // This attempt's slot time counts: the first window has no average before it.
       const average = averageDurationMs(admission.averageMs, heldMs);
@@ -260,9 +305,10 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
       if (entersThrottling(allowance, next, bounds.base)) metrics.throttled.inc();
       const outcome = attempt === null || !attempt.sent ? '' : attempt.signal === 'increase' ? '1' : '0';
       try {
-        const [woken, failuresInRow, windowAttempts, windowFailures, opens, probe] = await scripts.release(
-          keys,
-          {
+        const [woken, failuresInRow, windowAttempts, windowFailures, opens, probe, hostWoken] =
+          await scripts.release(keys, {
+            slot: '1',
+            hostMember: host == null ? '' : hostMember(host.accountId, jobId),
             job: jobId,
             claimToken: admission.claim,
             base: bounds.base,
@@ -276,11 +322,11 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
             outcome,
             nowMs: Date.now(),
             windowMs: options.breaker.windowMs,
-          },
-        );
+          });
         // Not awaited: the slot is free already, and the promotion is only a shortcut. A breaker
         // that closes wakes the first parked delivery the same way.
         if (woken !== '') void wake(woken);
+        if (hostWoken !== '') void wake(hostWoken.slice(hostWoken.indexOf('\t') + 1));
         if (outcome !== '') {
           const counts = { failuresInRow, windowAttempts, windowFailures, opens };
           const first = await options.breaker.ended(subscriptionId, counts, outcome === '1', probe === 1);

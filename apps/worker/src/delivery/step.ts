@@ -54,6 +54,7 @@ export const oneInFlight: Extract<Admission, { admitted: true }> = {
   threshold: 1,
   probe: false,
   claim: '',
+  host: null,
 };
 
 /** The round a step runs, as a delivery job names it. */

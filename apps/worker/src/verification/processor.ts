@@ -31,7 +31,8 @@ export interface VerificationDeps {
   authorizer: ReceiverAuthorizer;
   secretBox: SecretBox;
   /** The deliveries' host cap. */
-  hostGate: HostGate;
+  /** The host cap of a subscription's shard. */
+  hostGate: (subscriptionId: string) => HostGate;
   /**
    * Sends now the subscription's deliveries that wait for its callback's verification (they look
    * again every 10 s otherwise). Never throws: a delivery not woken looks again on its own.
@@ -67,7 +68,8 @@ export function createVerificationProcessor(deps: VerificationDeps) {
     if (row === undefined || row.status !== 'pending') return 'not_pending';
     const { hostname } = new URL(row.callback_url);
     const slotId = `verification:${job.id ?? subscriptionId}`;
-    const hostWaitMs = await deps.hostGate.acquire(hostname, row.account_id, slotId);
+    const hostGate = deps.hostGate(subscriptionId);
+    const hostWaitMs = await hostGate.acquire(hostname, row.account_id, slotId);
     if (hostWaitMs > 0) {
       await job.moveToDelayed(Date.now() + hostWaitMs, token);
       throw new DelayedError();
@@ -95,7 +97,7 @@ export function createVerificationProcessor(deps: VerificationDeps) {
         ),
       );
     } finally {
-      await deps.hostGate.release(hostname, row.account_id, slotId);
+      await hostGate.release(hostname, row.account_id, slotId);
     }
     if (!answersChallenge(answer, challenge)) {
       const what = answer.statusCode === null ? answer.errorClass : `HTTP ${answer.statusCode}`;
