@@ -4,6 +4,8 @@
  * still arrives; accounts sharing a host get their share of its slots while a flooding account
  * holds them all. Orders of arrival are asserted, never durations.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { keySlot, subscriptionGateKeys } from '@webhooks/shared';
 import { hostCapKey, hostCapKeys, hostCapPerShard, hostWaitMs } from '../src/delivery/host-gate.js';
@@ -17,6 +19,7 @@ beforeAll(async () => {
     HOST_MAX_IN_FLIGHT: '2',
     SUBSCRIPTION_MAX_IN_FLIGHT: '1',
     WORKER_CONCURRENCY: '20',
+    DELIVERY_BACKOFF_MS: '200',
   });
 });
 afterAll(async () => {
@@ -167,6 +170,45 @@ describe('a delivery its subscription holds back', () => {
     await waitFor('the other subscription has its delivery', () => stack.receiver.at(otherPath).length === 1);
     const firstSlow = stack.receiver.at(slowPath)[0]!;
     expect(stack.receiver.at(otherPath)[0]!.at).toBeLessThan(firstSlow.at + slowAfterMs);
+  });
+});
+
+describe('a retry after its subscription’s callback moved to another host', () => {
+  it('counts in the new host’s cap while in flight, and in the old one’s no more', async () => {
+    // A second receiver on another loopback address: another host to the cap. It holds its answer.
+    let answer = () => {};
+    let arrive = () => {};
+    const arrived = new Promise<void>((resolve) => (arrive = resolve));
+    const server = createServer((_request, response) => {
+      answer = () => response.end('ok');
+      arrive();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
+    const movedPort = (server.address() as AddressInfo).port;
+    const account = 'acct-host-moved';
+    const failPath = '/moving-callback';
+    stack.receiver.script(failPath, [{ status: 500 }]);
+    const created = await stack.subscribe(account, { callback_url: `${stack.receiver.url}${failPath}` });
+    await stack.publisher.publish({ accountId: account, type: 'call.completed', data: {} });
+    await waitFor('the first attempt failed', () => stack.receiver.at(failPath).length === 1);
+    const moved = await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${created.id}`,
+      headers: stack.api.auth(account),
+      payload: { callback_url: `http://127.0.0.2:${movedPort}/moved` },
+    });
+    expect(moved.statusCode).toBe(200);
+
+    await arrived;
+    const holders = async (hostname: string) =>
+      (await stack.api.app.redis.zrange(hostCapKeys(stack.api.prefix, hostname).leases, 0, -1)).filter(
+        (member) => member.startsWith(`${account}\t`),
+      );
+    expect(await holders('127.0.0.2')).toHaveLength(1);
+    expect(await holders(new URL(stack.receiver.url).hostname)).toEqual([]);
+    answer();
+    await waitFor('the moved host’s slot given back', async () => (await holders('127.0.0.2')).length === 0);
+    server.close();
   });
 });
 

@@ -101,6 +101,9 @@ function hostAsk(subscription: LoadedDelivery['subscription']): HostAsk {
   return subscription.rateLimit === null ? ask : { ...ask, rate: subscription.rateLimit };
 }
 
+/** Most subscriptions whose host a process remembers ({@link createDeliver}'s `knownHosts`). */
+const maxKnownHosts = 10_000;
+
 /** The host slot a step holds, if any: its cap host and the account it counts in. */
 type HeldHost = { hostname: string; accountId: string } | null;
 
@@ -126,6 +129,11 @@ export type Deliver = (ref: RoundRef, onConfirmed?: () => void) => Promise<Deliv
  *   around the attempt, not the callback's; the caller defers, and no attempt is used
  */
 export function createDeliver(deps: DeliverDeps): Deliver {
+  /**
+   * What each subscription's last delivery read here asked of its host, so that a job's run, read
+   * only after its admission, asks the same in it; the read corrects one that changed since.
+   */
+  const knownHosts = new Map<string, HostAsk>();
   /**
    * The step's work while it holds its subscription's slot. `host` is the host slot held: the one
    * the admission took, swapped here for the one the loaded callback or the transformed URL needs
@@ -187,9 +195,12 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       }
     }
     // The host's cap and the rate limit admit the attempt before its transformation runs, so a
-    // wait costs no run; the admission asked them already when the delivery was read before it.
+    // wait costs no run; the admission asked them already when it knew the host.
     const { accountId } = subscription;
-    const waitMs = await hold(hostAsk(subscription));
+    const wanted = hostAsk(subscription);
+    if (knownHosts.size >= maxKnownHosts) knownHosts.clear();
+    knownHosts.set(subscription.id, wanted);
+    const waitMs = await hold(wanted);
     if (waitMs > 0) return { kind: 'wait', waitMs };
     const transformed = await transformStep(deps.transformations, delivery);
     if (transformed.kind === 'wait') return transformed;
@@ -248,8 +259,13 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     }
     const inOrder = sentInOrder(ref);
     const turn = ref.needsTurn === true ? { accountId: ref.accountId, requestId: ref.requestId } : undefined;
-    // A delivery read before its admission (an inline attempt's) has its host's share asked in it.
-    const asked = ref.loaded === undefined || inOrder ? undefined : hostAsk(ref.loaded.subscription);
+    // The host's share is asked in the admission when the delivery was read before it (an inline
+    // attempt's), or its subscription's host is known here.
+    const asked = inOrder
+      ? undefined
+      : ref.loaded === undefined
+        ? knownHosts.get(subscriptionId)
+        : hostAsk(ref.loaded.subscription);
     const admission = inOrder ? oneInFlight : await deps.gate.acquire(subscriptionId, ref.jobId, turn, asked);
     if (!admission.admitted)
       return admission.inTurnList === true
