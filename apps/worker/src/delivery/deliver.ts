@@ -1,12 +1,11 @@
 /**
  * One step of one round of a delivery, the attempt path every caller shares (the `deliveries`
- * processor, the inline first attempt, the ordered hand-over), in order: expiry; the subscription's
- * slot, the round's claim, for a job the scheduler did not admit its account's turn, and, when the
- * delivery was read already (an inline attempt), the host's share and `rate_limit`, in one
- * admission (`gate.ts`); the read (`store.ts`); the host's share if not taken yet; the
- * transformation, the send, the outcome (`outcome.ts`), the record, one release. A step that cannot
- * go returns a wait, using no attempt. Only a sent request is an attempt; the round's attempts are
- * counted from the delivery row, so a re-created job continues the round where it was.
+ * processor, the inline first attempt, the ordered hand-over), in order: expiry; one admission
+ * (`gate.ts`: the subscription's slot, the round's claim, the account's turn if asked, the host's
+ * share when the host is known); the read (`store.ts`); the host's share if not taken yet; the
+ * transformation, the send, the outcome (`outcome.ts`), the record, one release. A step that
+ * cannot go returns a wait, using no attempt. Only a sent request is an attempt; the round's
+ * attempts are counted from the delivery row, so a re-created job continues where it was.
  * docs/delivery.md, "One delivery, step by step", tells what decides, waits and wakes at each step.
  */
 import { performance } from 'node:perf_hooks';
@@ -104,7 +103,7 @@ function hostAsk(subscription: LoadedDelivery['subscription']): HostAsk {
 /** Most subscriptions whose host a process remembers ({@link createDeliver}'s `knownHosts`). */
 const maxKnownHosts = 10_000;
 
-/** The host slot a step holds, if any: its cap host and the account it counts in. */
+/** The host slot a step holds, if any: the hostname asked and the account it counts in. */
 type HeldHost = { hostname: string; accountId: string } | null;
 
 /** What happened while the step held its slot. */

@@ -61,7 +61,7 @@ export type Admission =
       probe: boolean;
       /** The token of the round's claim this admission took, which its release drops. */
       claim: string;
-      /** The cap host whose share this admission took, still held; null when none was asked. */
+      /** The hostname whose share this admission took, still held; null when none was asked. */
       host: string | null;
     }
   /**
@@ -124,7 +124,7 @@ export interface DeliveryGate {
    * (`attempt` null: none was made), applies its congestion signal to the allowance it was
    * admitted under, `heldMs` (how long the slot was held) to the average, and, when its request
    * was `sent`, its outcome to the breaker ('increase' is a confirmed attempt). With `host` (its
-   * cap host and account), that host's slot goes back in the same script.
+   * hostname and account as asked), that host's slot goes back in the same script.
    * Never throws: when Redis fails, the slot's lease expires on its own.
    */
   release(

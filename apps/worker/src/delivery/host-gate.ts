@@ -37,8 +37,9 @@ export function hostMember(accountId: string, jobId: string): string {
 }
 
 /**
- * What an attempt asks of its callback's host: the cap host ({@link hostCapKey}), the account
- * whose share it counts in, and the subscription's `rate_limit` (attempts a second) when it has one.
+ * What an attempt asks of its callback's host: the hostname (counted as {@link hostCapKey} says;
+ * a broker destination's is its broker's), the account whose share it counts in, and the
+ * subscription's `rate_limit` (attempts a second) when it has one.
  */
 export interface HostAsk {
   hostname: string;
