@@ -30,8 +30,7 @@ export interface VerificationDeps {
   /** The receiver's `Authorization`: a challenge carries it as a delivery does. */
   authorizer: ReceiverAuthorizer;
   secretBox: SecretBox;
-  /** The deliveries' host cap. */
-  /** The host cap of a subscription's shard. */
+  /** The deliveries' host cap in a subscription's shard. */
   hostGate: (subscriptionId: string) => HostGate;
   /**
    * Sends now the subscription's deliveries that wait for its callback's verification (they look
