@@ -51,7 +51,9 @@ export interface DeliverDeps {
   authorizer: ReceiverAuthorizer;
   /** One run of a round at a time (claim.ts). */
   claims: AttemptClaims;
+  /** The admission and release: subscription slot, claim, turn, and the host's share when known. */
   gate: DeliveryGate;
+  /** The host's share asked alone: its host learnt only at the read, or moved by a transformation. */
   hostGate: HostGate;
   /** Runs subscriptions' transformations; null when TRANSFORMATIONS=false. */
   transformations: TransformationRunner | null;
