@@ -93,8 +93,13 @@ export function DeliveryPage({
                     <strong>Attempt {attempt.attempt_number}</strong>
                     <Time iso={attempt.started_at} />
                     <span>{attempt.duration_ms} ms</span>
-                    <span class={attempt.status_code === 200 ? 'health-good' : 'health-bad'}>
-                      {attempt.status_code === null ? 'no answer' : `HTTP ${attempt.status_code}`}
+                    {/* A broker's acknowledgement confirms with no status code. */}
+                    <span class={attempt.error === null ? 'health-good' : 'health-bad'}>
+                      {attempt.status_code !== null
+                        ? `HTTP ${attempt.status_code}`
+                        : attempt.error === null
+                          ? 'acknowledged'
+                          : 'no answer'}
                     </span>
                     {attempt.error && (
                       <span>

@@ -13,12 +13,15 @@ export type CongestionSignal = 'increase' | 'decrease' | 'hold';
 /** Whether a subscription is held below its in-flight maximum, as shown on the subscription. */
 export type ThrottleState = 'healthy' | 'throttled';
 
-/** The signal of one attempt's result (the worker's AttemptResult: `errorClass` null when confirmed). */
+/**
+ * The signal of one attempt's result (the worker's AttemptResult: `errorClass` null when confirmed,
+ * by an HTTP 200 or a broker's acknowledgement, which has no status code).
+ */
 export function congestionSignal(result: {
   statusCode: number | null;
   errorClass: string | null;
 }): CongestionSignal {
-  if (result.statusCode === 200 && result.errorClass === null) return 'increase';
+  if (result.errorClass === null) return 'increase';
   switch (result.errorClass) {
     case 'timeout':
     case 'connection_refused':

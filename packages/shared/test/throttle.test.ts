@@ -22,6 +22,7 @@ const max = 10;
 describe('congestionSignal', () => {
   it('raises on a confirmed attempt and lowers on a timeout or a failed connection', () => {
     expect(congestionSignal({ statusCode: 200, errorClass: null })).toBe('increase');
+    expect(congestionSignal({ statusCode: null, errorClass: null })).toBe('increase');
     for (const errorClass of ['timeout', 'connection_refused', 'connection_reset', 'dns'])
       expect(congestionSignal({ statusCode: null, errorClass })).toBe('decrease');
   });

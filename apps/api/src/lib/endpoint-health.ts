@@ -7,7 +7,7 @@
 /** The attempts of one window, as PostgreSQL aggregates them. */
 export interface AttemptWindow {
   attempts: number;
-  /** Attempts a 200 confirmed. */
+  /** Attempts confirmed: by an HTTP 200, or by a broker destination's acknowledgement. */
   succeeded: number;
   /** Median and 95th percentile of the attempts' durations, in ms; null without attempts. */
   p50Ms: number | null;

@@ -69,25 +69,25 @@ const health: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views 
             AND a.delivery_id >= ${firstIdAt(new Date(day.getTime() - deliveryLookbackMs))}::uuid
             AND a.started_at >= ${day}
         ), success AS (
-          SELECT max(started_at) AS at FROM attempts WHERE status_code = 200
+          SELECT max(started_at) AS at FROM attempts WHERE error_class IS NULL
         ), failure AS (
           SELECT started_at, status_code, error_class FROM attempts
-          WHERE status_code IS DISTINCT FROM 200 ORDER BY started_at DESC LIMIT 1
+          WHERE error_class IS NOT NULL ORDER BY started_at DESC LIMIT 1
         ), hours AS (
           SELECT date_trunc('hour', started_at, 'UTC') AS hour,
-            count(*) FILTER (WHERE status_code = 200) AS succeeded,
-            count(*) FILTER (WHERE status_code IS DISTINCT FROM 200) AS failed,
+            count(*) FILTER (WHERE error_class IS NULL) AS succeeded,
+            count(*) FILTER (WHERE error_class IS NOT NULL) AS failed,
             percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
             percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95
           FROM attempts GROUP BY 1
         )
         SELECT
           count(*) FILTER (WHERE started_at >= ${recent}) AS recent_attempts,
-          count(*) FILTER (WHERE started_at >= ${recent} AND status_code = 200) AS recent_succeeded,
+          count(*) FILTER (WHERE started_at >= ${recent} AND error_class IS NULL) AS recent_succeeded,
           percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) FILTER (WHERE started_at >= ${recent}) AS recent_p50,
           percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) FILTER (WHERE started_at >= ${recent}) AS recent_p95,
           count(*) AS day_attempts,
-          count(*) FILTER (WHERE status_code = 200) AS day_succeeded,
+          count(*) FILTER (WHERE error_class IS NULL) AS day_succeeded,
           percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS day_p50,
           percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS day_p95,
           count(*) FILTER (WHERE started_at > coalesce((SELECT at FROM success), '-infinity')) AS consecutive_failures,
