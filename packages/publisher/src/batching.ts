@@ -1,10 +1,8 @@
 /**
- * Micro-batching of round trips across concurrent callers, with DataLoader: calls made within
- * one turn of the event loop (at most `maxBatchSize` of them) run as one SQL statement or one
- * Redis `addBulk`, and each caller still awaits its own result, so nothing is acknowledged before
- * it is written. On the project's machines one round trip costs about as much CPU as a whole HTTP
- * attempt (a socket write, a wake-up of PostgreSQL or Redis), so batching is what lets publishing
- * and delivery keep up with the transport.
+ * Micro-batching across concurrent callers, with DataLoader: the calls of one event-loop turn (at
+ * most `maxBatchSize`) run as one SQL statement or one `addBulk`, each caller awaiting its own
+ * result, so nothing is acknowledged before it is written. A round trip costs about a whole HTTP
+ * attempt's CPU, so batching is what lets publishing and delivery keep up.
  */
 import DataLoader from 'dataloader';
 
@@ -15,11 +13,9 @@ export interface BatchOptions {
 }
 
 /**
- * A function of one input that runs `runBatch` over the inputs of concurrent calls. `runBatch`
- * returns one result per input, in order; an Error in that array fails only its own call. When
- * `runBatch` throws for a batch of several, each input is run again alone, so one input the
- * database refuses fails only its own call and never its neighbours ("poison stays with
- * the poisoner"). `runBatch` must therefore be all-or-nothing, as one SQL statement is.
+ * A function of one input that runs `runBatch` (one result or Error per input, in order) over
+ * concurrent calls. When a batch of several throws, each input runs alone, so one the database
+ * refuses fails only its own call; `runBatch` must be all-or-nothing, as one SQL statement is.
  */
 export function batcher<I, O>(
   runBatch: (inputs: readonly I[]) => Promise<Array<O | Error>>,
@@ -41,9 +37,7 @@ export function batcher<I, O>(
   const loader = new DataLoader<I, O>(run, {
     cache: false,
     maxBatchSize: options.maxBatchSize ?? 100,
-    // The end of the event loop's turn, not a fixed window: completions that arrive together
-    // (answers from receivers, PostgreSQL or Redis) still batch, and an idle caller waits for
-    // nothing.
+    // The turn's end, not a fixed window: completions arriving together batch; an idle caller waits for nothing.
     batchScheduleFn: (callback) => setImmediate(callback),
   });
   return (input) => loader.load(input);

@@ -1,8 +1,6 @@
 /**
- * The one module that knows BullMQ's private Redis layout, for reads its API has no cheap form
- * of: queue lengths per shard (the backlog bound), the oldest waiting, delayed and active ids (the
- * FIFO watch), a job's hash and failed-set membership (the reconciler), a job's `data` field, and
- * what the scheduler's script measures. BullMQ is pinned to 6.7.0 for it, and
+ * The one module that knows BullMQ's private Redis layout, for reads its API has no cheap form of
+ * (queue lengths, the oldest ids, a job's hash and data). BullMQ is pinned to 6.7.0 for it, and
  * `bullmq-layout.test.ts` checks each key against a real queue.
  */
 
@@ -20,10 +18,7 @@ export interface QueueLayout {
   failed: string;
   /** The queue's metadata hash (what `WAIT` after a write covers). */
   meta: string;
-  /**
-   * The hash of job `id`; its {@link jobDataField} holds the job's data as JSON, its
-   * {@link jobNameField} its name.
-   */
+  /** The hash of job `id`: {@link jobDataField} holds its data as JSON, {@link jobNameField} its name. */
   job(id: string): string;
 }
 
@@ -34,9 +29,8 @@ export const jobDataField = 'data';
 export const jobNameField = 'name';
 
 /**
- * The scores of the prioritized set's jobs of BullMQ priority `priority`, `[min, max]` inclusive:
- * BullMQ 6.7 scores a prioritized job `priority × 2^32 + a counter` (its `getPriorityScore`
- * script), so a `ZCOUNT` over this range counts one priority's jobs.
+ * The prioritized set's score range `[min, max]` of `priority`: BullMQ 6.7 scores a job
+ * `priority × 2^32 + a counter` (`getPriorityScore`), so a `ZCOUNT` over it counts one priority.
  */
 export function prioritizedScores(priority: number): [min: number, max: number] {
   return [priority * 2 ** 32, (priority + 1) * 2 ** 32 - 1];

@@ -1,10 +1,8 @@
 /**
- * Loads the event catalogue from the operator's file (EVENT_CATALOGUE: YAML, or JSON, which is
- * YAML too) and checks it whole before a service starts: its shape, its names, and each type's
- * JSON Schema (draft 2020-12), which is compiled once here with Ajv, the validator Fastify
- * carries. Each example must match its schema. The limits below keep a hostile or careless file
- * from making the services slow or their validation a denial of service; docs/event-catalogue.md
- * lists them.
+ * Loads the event catalogue (EVENT_CATALOGUE: YAML or JSON) and checks it whole before a service
+ * starts: shape, names, each type's JSON Schema (draft 2020-12, compiled once with Ajv) and
+ * examples. The limits keep a hostile file from making validation a denial of service
+ * (docs/event-catalogue.md).
  */
 import { readFileSync, statSync } from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -34,20 +32,13 @@ export const maxSchemaBytes = 64 * 1024;
 export const maxSchemaDepth = 32;
 /** Longest regular expression (`pattern`, a `patternProperties` key) in a schema, in characters. */
 export const maxSchemaPatternLength = 256;
-/**
- * Most items of an array whose `uniqueItems` compares whole values: Ajv checks such an array by
- * comparing every pair (quadratic), and takes a linear path only when `items` has a scalar `type`.
- */
+/** Most items of a `uniqueItems` array of non-scalar items: Ajv compares every pair (quadratic). */
 export const maxUniqueItemsCompared = 100;
 
 /** The JSON Schema types whose `uniqueItems` Ajv checks in linear time, with a hash. */
 const scalarTypes = new Set(['string', 'number', 'integer', 'boolean', 'null']);
 
-/**
- * Why a schema node's `uniqueItems` would cost a quadratic check without a bound, or null: it is
- * fine when `items` declares only scalar types, or when `maxItems` is at most
- * {@link maxUniqueItemsCompared}.
- */
+/** Why a node's `uniqueItems` would be an unbounded quadratic check, or null (scalar items, small `maxItems`). */
 export function unboundedUniqueItems(node: unknown): string | null {
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return null;
   const { uniqueItems, items, maxItems } = node as {
@@ -64,11 +55,8 @@ export function unboundedUniqueItems(node: unknown): string | null {
 }
 
 /**
- * Ajv's regular expression engine for catalogue schemas (`pattern`, `patternProperties`): RE2
- * (re2js), which matches in time linear in the input, so no pattern can backtrack
- * catastrophically. RE2 refuses what it cannot match in linear time (backreferences,
- * lookarounds); JSON Schema's `pattern` is unanchored, as RE2's `test` is.
- *
+ * Ajv's regular expression engine for catalogue schemas: RE2 (re2js), linear in the input, so no
+ * pattern backtracks catastrophically; it refuses backreferences and lookarounds.
  * @throws RE2JSSyntaxException for a pattern RE2 cannot compile
  */
 export const linearRegExp = Object.assign(
@@ -135,11 +123,7 @@ export class CatalogueError extends Error {
   }
 }
 
-/**
- * The first reason `schema` is too costly to use: too deep, a regular expression (`pattern`, a
- * `patternProperties` key) that is too long or that RE2 cannot match in linear time
- * ({@link linearRegExp}), or an unbounded quadratic `uniqueItems` ({@link unboundedUniqueItems}).
- */
+/** The first reason `schema` is too costly: depth, a long or non-linear pattern, {@link unboundedUniqueItems}. */
 function hostileSchemaPart(schema: unknown, pointer: string): JsonProblem | null {
   const atRoot = unboundedUniqueItems(schema);
   if (atRoot !== null) return { pointer, detail: atRoot };
@@ -169,10 +153,8 @@ function hostileSchemaPart(schema: unknown, pointer: string): JsonProblem | null
 }
 
 /**
- * The Ajv instance of catalogue schemas: draft 2020-12, every error listed, standard formats,
- * patterns matched by RE2 ({@link linearRegExp}).
- * Unknown keywords are refused (a misspelt `required` would otherwise check nothing); Ajv's
- * stricter rules on types and tuples, which refuse valid schemas, are off.
+ * The Ajv instance of catalogue schemas: draft 2020-12, all errors, standard formats, RE2 patterns.
+ * Unknown keywords are refused (a misspelt `required` would check nothing); strict types are off.
  */
 function createAjv(): Ajv2020 {
   const ajv = new Ajv2020({
@@ -188,9 +170,7 @@ function createAjv(): Ajv2020 {
 }
 
 /**
- * Checks a parsed catalogue and compiles its schemas.
- *
- * @param file the file's path, named in errors
+ * Checks a parsed catalogue and compiles its schemas; `file` is named in errors.
  * @throws CatalogueError naming the JSON pointer in the file of the first problem found
  */
 export function catalogueFromDefinition(file: string, definition: unknown): Catalogue {
@@ -284,12 +264,9 @@ export function catalogueFromDefinition(file: string, definition: unknown): Cata
 }
 
 /**
- * Reads, parses and checks the catalogue file at `file` (a path, relative to the working
- * directory).
- *
- * @throws CatalogueError when the file cannot be read, is over {@link maxCatalogueFileBytes}, is
- *   not YAML 1.2 or JSON (a `%YAML` directive included), or breaks a rule of
- *   {@link catalogueFromDefinition}
+ * Reads, parses and checks the catalogue file at `file` (relative to the working directory).
+ * @throws CatalogueError when the file cannot be read, is over {@link maxCatalogueFileBytes}, is not
+ *   YAML 1.2 or JSON, or breaks a rule of {@link catalogueFromDefinition}
  */
 export function loadCatalogue(file: string): Catalogue {
   let text: string;

@@ -1,9 +1,7 @@
 /**
- * The event catalogue: every kind of event, its event types (`<resource>.<action>`), what their
- * `data` looks like, and who may send them (docs/event-catalogue.md). Both services load it from
- * EVENT_CATALOGUE (`catalogue-file.ts`); each kind gets a subscription endpoint
- * `POST /api/webhooks/<kind>`. The `operational` kind is the service's own: publishers may not
- * send its types.
+ * The event catalogue (docs/event-catalogue.md): each kind, its event types (`<resource>.<action>`),
+ * their `data` and who may send them, loaded from EVENT_CATALOGUE. Each kind gets an endpoint
+ * `POST /api/webhooks/<kind>`; the `operational` kind is the service's own.
  */
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 
@@ -53,10 +51,7 @@ export interface Catalogue {
   isOperationalType(type: string): boolean;
   /** The event types a subscription of `kind` may choose from: the kind's, or all when null. */
   typesOfKind(kind: string | null): readonly string[];
-  /**
-   * The errors of `data` against `type`'s schema, at most `limit` (none: it matches, or the type
-   * has no schema). Each schema was compiled once, at load.
-   */
+  /** The errors of `data` against `type`'s schema (compiled at load), at most `limit`; none when it matches. */
   checkData(type: string, data: unknown, limit?: number): DataError[];
 }
 
@@ -123,10 +118,7 @@ const operational: EventKindEntry = {
 /** The event types the service itself emits, which a catalogue file may not declare. */
 export const operationalTypes: readonly string[] = operational.types.map((t) => t.type);
 
-/**
- * Builds the catalogue from checked kinds (see `loadCatalogue`) and one compiled validator per
- * type that has a schema. The operational kind is added here.
- */
+/** Builds the catalogue from checked kinds and one validator per typed schema, plus the operational kind. */
 export function createCatalogue(
   source: string,
   kinds: readonly EventKindEntry[],

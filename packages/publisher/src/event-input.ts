@@ -1,7 +1,4 @@
-/**
- * Validation of an event before it is accepted for delivery, shared by the publisher of internal
- * services and `POST /api/events`, so both doors refuse the same input the same way.
- */
+/** Validation of an event before it is accepted, shared by the publisher and `POST /api/events`. */
 import { validate as isUuid } from 'uuid';
 import { isValidAccountId, maxAccountIdLength } from './account-id.js';
 import type { Catalogue } from './catalogue.js';
@@ -13,10 +10,7 @@ export const maxEventDataBytes = 256 * 1024;
 /** Longest idempotency key accepted, in characters. */
 export const maxIdempotencyKeyLength = 255;
 
-/**
- * Input refused by the publisher. `status` is the HTTP status the API answers with (400, or 413
- * for oversized `data`), `pointer` the JSON pointer of the offending field (RFC 6901).
- */
+/** Input refused: `status` the API's (400; 413 for oversized `data`), `pointer` the field (RFC 6901). */
 export class EventInputError extends Error {
   constructor(
     message: string,
@@ -44,24 +38,15 @@ export interface EventInput {
   idempotencyKey?: string | undefined;
   /** The request that published it (`X-Request-Id`), carried to the worker's log lines. */
   requestId?: string | undefined;
-  /**
-   * A test event (`POST /api/webhooks/{id}/test-events`): delivered to this subscription of the
-   * account only, and allowed an operational type. The caller checks that the account owns it.
-   */
+  /** A test event's subscription (the caller checks the account owns it): only it receives the event. */
   subscriptionId?: string | undefined;
-  /**
-   * The event id, when the caller reserved one (a UUIDv7); a new one otherwise. The API reserves
-   * it to record an idempotency key in PostgreSQL before the event is queued.
-   */
+  /** The event id (UUIDv7) the caller reserved, e.g. to record an idempotency key first; else a new one. */
   id?: string | undefined;
 }
 
 /**
- * Checks an event's `data` against the limits every event is held to, whatever its type: a JSON
- * object PostgreSQL can store, nested at most {@link maxDataDepth} deep, at most
- * {@link maxEventDataBytes} serialized.
- *
- * @param pointer where `data` sits in the request body (JSON pointer), for the error's field
+ * Checks `data` against every event's limits: a JSON object PostgreSQL can store, at most
+ * {@link maxDataDepth} deep and {@link maxEventDataBytes} serialized; `pointer` is where it sits.
  * @throws EventInputError 400 naming the offending place, or 413 for `data` too large
  */
 export function checkEventData(data: unknown, pointer = '/data'): void {

@@ -1,9 +1,7 @@
 /**
  * The event publisher for internal services: validates an event against the catalogue and adds it
- * to the `events` queue of its account's shard (QUEUE_SHARDS, queue-shards.ts), from which the worker
- * fans it out to every matching subscription. It needs Redis only, no database. Publishes of one
- * shard made within a millisecond of each other go to Redis as one `addBulk`; each still resolves
- * only once its own event is in the queue.
+ * to its account shard's `events` queue, which the worker fans out. Redis only, no database. One
+ * shard's publishes within a millisecond go as one `addBulk`; each resolves once its event is queued.
  */
 import { createHash } from 'node:crypto';
 import { Queue, type Job, type QueueOptions } from 'bullmq';
@@ -51,9 +49,8 @@ export interface PublishedEvent {
 export const defaultPublishTimeoutMs = 2000;
 
 /**
- * Redis could not take the event within the publisher's timeout, or refused it: the event was
- * not accepted (the API answers 503 with `Retry-After`). Retrying with the same idempotency key is
- * safe. `cause` holds the underlying ioredis or BullMQ error, when there was one.
+ * Redis could not take the event in time, or refused it: not accepted (the API answers 503 with
+ * `Retry-After`); retrying with the same idempotency key is safe. `cause`: the ioredis or BullMQ error.
  */
 export class PublishUnavailableError extends Error {
   override name = 'PublishUnavailableError';
@@ -62,35 +59,26 @@ export class PublishUnavailableError extends Error {
 /** Publishes events for delivery. */
 export interface EventPublisher<Events extends CatalogueEventMap = AnyCatalogueEvents> {
   /**
-   * Validates and enqueues one event. With `Events` (the map `pnpm catalogue:types` generates from
-   * the catalogue), `type` must be a type of the catalogue and `data` must have its type's shape,
-   * at compile time; the catalogue's schemas check it again at run time.
-   *
+   * Validates and enqueues one event. With `Events` (what `pnpm catalogue:types` generates), `type`
+   * and `data` are checked at compile time too.
    * @throws EventInputError (400/413) for input the catalogue or the limits refuse; nothing is enqueued.
-   * @throws PublishUnavailableError when Redis cannot be reached or does not answer within the
-   *   publisher's `timeoutMs`, including before its first connection ever succeeded.
+   * @throws PublishUnavailableError when Redis cannot be reached or does not answer within `timeoutMs`
    */
   publish<Type extends keyof Events & string>(
     input: EventInput & { type: Type; data: Events[Type] },
   ): Promise<PublishedEvent>;
   /**
-   * Removes the finished fan-out job of `accountId`'s event `id` from Redis, where a completed one
-   * keeps the event's data for an hour and a failed one for a week (`finishedJobRetention`): what
-   * payload expunge calls after emptying the event in PostgreSQL. A job still waiting or running
-   * is left alone.
-   *
+   * Removes the finished fan-out job of `accountId`'s event `id`, which keeps the event's data (an
+   * hour completed, a week failed): for payload expunge. A waiting or running job is left alone.
    * @returns whether a job was removed
-   * @throws PublishUnavailableError when Redis cannot be reached within the publisher's `timeoutMs`
+   * @throws PublishUnavailableError when Redis cannot be reached within `timeoutMs`
    */
   discardFinished(accountId: string, id: string): Promise<boolean>;
   /** Closes the queue, and the Redis connection when the publisher opened it. */
   close(): Promise<void>;
 }
 
-/**
- * `data` of each event type, by type: what `pnpm catalogue:types` generates as `CatalogueEvents`
- * (an interface, hence no index signature to require here).
- */
+/** `data` by event type, as `pnpm catalogue:types` generates it (an interface: no index signature). */
 export type CatalogueEventMap = object;
 
 /** Any type, any object: the publisher's events when no generated map is given. */
@@ -98,63 +86,36 @@ export type AnyCatalogueEvents = Record<string, Record<string, unknown>>;
 
 /** Options of {@link createEventPublisher}. */
 export interface EventPublisherOptions {
-  /**
-   * A Redis URL or topology (a fail-fast connection is opened), or an ioredis connection
-   * (`Redis` or `Cluster`) the caller owns.
-   */
+  /** A Redis URL or topology (a fail-fast connection is opened), or a `Redis`/`Cluster` the caller owns. */
   redis: string | RedisTopology | RedisConnection;
-  /**
-   * The event catalogue the events are checked against: `loadCatalogue(EVENT_CATALOGUE)`, the same
-   * file the services load.
-   */
+  /** The event catalogue: `loadCatalogue(EVENT_CATALOGUE)`, the file the services load. */
   catalogue: Catalogue;
-  /**
-   * BullMQ key prefix; must match the worker's QUEUE_PREFIX. Default `webhooks`; wrapped in a
-   * hash tag on a Cluster ({@link effectiveKeyPrefix}).
-   */
+  /** BullMQ key prefix, the worker's QUEUE_PREFIX (default `webhooks`; hash-tagged on a Cluster). */
   prefix?: string;
   /** QUEUE_SHARDS; must match the worker's. Default 1. */
   shards?: number;
   /**
    * Replicas that must acknowledge an event before `publish` resolves (Redis `WAIT`,
-   * REDIS_WAIT_REPLICAS, sent to the master that took the event); default 0. With Sentinel or a
-   * Cluster, 1 means a failover cannot lose an event that was accepted: a write the promoted
-   * replica never got is answered with PublishUnavailableError.
+   * REDIS_WAIT_REPLICAS; default 0). 1 on Sentinel or a Cluster: a failover cannot lose an accepted event.
    */
   waitReplicas?: number;
   /** Longest wait for Redis per publish, in ms (default {@link defaultPublishTimeoutMs}). */
   timeoutMs?: number;
-  /**
-   * With `waitReplicas`: which shards' masters lack the replicas (`watchReplicas`). A publish to
-   * such a shard is refused at once with PublishUnavailableError, instead of after `WAIT` times
-   * out, and nothing is added for it.
-   */
+  /** With `waitReplicas`: shards lacking replicas (`watchReplicas`) are refused at once, before `WAIT`. */
   replicaWatch?: Pick<ReplicaWatch, 'refuses'>;
   /**
-   * Tries again a publish Redis did not take (PublishUnavailableError: Redis away, overloaded, a
-   * shard without its replicas), under the same event id, so that a publish tried twice is stored
-   * once (p-retry: exponential backoff from 200 ms, randomized, at most `limit` retries and
-   * `maxWaitMs` in all). Off by default: the API answers 503 with `Retry-After` instead, and its
-   * client retries. An internal service publishing from a job or a loop turns it on.
+   * Retries a publish Redis did not take, under the same event id (p-retry: exponential from
+   * 200 ms, at most `limit` retries and `maxWaitMs` in all). Off by default: the API answers 503
+   * and its client retries; a service publishing from a job or a loop turns it on.
    */
   retry?: { limit: number; maxWaitMs: number };
-  /**
-   * Where `webhook_events_published_total` is counted: a prom-client registry (default the global
-   * one, which an internal service exposes with its own metrics) and the `source` label (default
-   * `publisher`).
-   */
+  /** Where `webhook_events_published_total` counts: registry (default global) and `source` label. */
   metrics?: { registry?: Registry; source?: EventSource };
-  /**
-   * BullMQ's telemetry (`queueTelemetry` of tracing.ts): a span per publish, and the trace context in the
-   * event's job, which the worker continues. None by default.
-   */
+  /** BullMQ's telemetry (`queueTelemetry`): a span per publish, its context carried to the worker. */
   telemetry?: QueueOptions['telemetry'];
 }
 
-/**
- * Creates a publisher on the `events` queue. `createEventPublisher<CatalogueEvents>(…)`, with the
- * map `pnpm catalogue:types` generates, types `publish` per event type.
- */
+/** Creates a publisher; `createEventPublisher<CatalogueEvents>(…)` types `publish` per event type. */
 export function createEventPublisher<Events extends CatalogueEventMap = AnyCatalogueEvents>(
   options: EventPublisherOptions,
 ): EventPublisher<Events> {
@@ -183,10 +144,7 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
     return queue;
   });
 
-  /**
-   * The caller's trace context as BullMQ carries it in a job, so that each event of a batch keeps
-   * its own publisher's trace instead of the batch's first caller's.
-   */
+  /** The caller's trace context, so each event of a batch keeps its own publisher's trace. */
   const { telemetry } = options;
   const callerContext =
     telemetry === undefined
@@ -282,17 +240,12 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
 }
 
 /**
- * `pending` (a write to Redis through BullMQ), or a {@link PublishUnavailableError} after `ms`.
- * BullMQ waits for a first connection without a bound, and a producer connection refuses commands
- * while Redis is away: both end here. A write that times out may still reach Redis later; that is
- * why a retried publish must reuse its idempotency key.
- *
- * The timeout is decided after the I/O of the event-loop turn in which it fires: Node runs expired
- * timers before it reads the sockets in each turn (the Node.js docs' "The Node.js Event Loop"), so
- * after a turn longer than `ms` on a saturated process, a timer would otherwise refuse a write whose
- * answer from Redis is already waiting to be read. `setImmediate` runs after that read.
- *
- * @param what what is written, for the error message (`the event`)
+ * `pending`, or a {@link PublishUnavailableError} after `ms` (BullMQ waits for a first connection
+ * unbounded; a producer connection refuses commands while Redis is away). A write that timed out
+ * may still land: a retried publish must reuse its idempotency key. The timeout is decided after
+ * the turn's I/O (`setImmediate`), so a saturated turn does not refuse an answer already waiting
+ * (Node.js docs, "The Node.js Event Loop").
+ * @param what what is written, for the error message
  */
 export async function withRedisTimeout<T>(pending: Promise<T>, ms: number, what = 'the event'): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -318,10 +271,8 @@ export async function withRedisTimeout<T>(pending: Promise<T>, ms: number, what 
 }
 
 /**
- * Waits until `replicas` replicas hold every write this connection made to the master that holds
- * `key` (Redis `WAIT`), at most `timeoutMs`. `WAIT` names no key, so on a Cluster it rides in a
- * pipeline behind a command on `key`, which ioredis sends to that key's master.
- *
+ * Waits until `replicas` replicas hold this connection's writes to `key`'s master (Redis `WAIT`),
+ * at most `timeoutMs`; on a Cluster `WAIT` rides behind a command on `key` in a pipeline.
  * @throws PublishUnavailableError when fewer acknowledged in time
  */
 async function awaitReplicas(connection: RedisConnection, key: string, replicas: number, timeoutMs: number) {

@@ -1,9 +1,7 @@
 /**
- * Sharded queues (QUEUE_SHARDS): the event and delivery queues split into N shards, each under its
- * own hash tag, so a Redis Cluster spreads them over its masters; a script's keys must share a
- * slot (BullMQ, "Redis Cluster"). An event's fan-out and its account's counts go to the account's
- * shard ({@link QueueShards.ofAccount}); a delivery and its subscription's gate to the
- * subscription's ({@link QueueShards.ofSubscription}). One shard keeps the plain key prefix.
+ * Sharded queues (QUEUE_SHARDS): event and delivery queues split into N shards under hash tags of
+ * their own, so a Cluster spreads them over its masters. An account's fan-out and counts go to its
+ * shard ({@link QueueShards.ofAccount}), a delivery and its gate to its subscription's.
  */
 import { createHash } from 'node:crypto';
 import clusterKeySlot from 'cluster-key-slot';
@@ -31,27 +29,20 @@ export interface QueueShards {
   accountPrefix(accountId: string): string;
   /** The key prefix of a subscription's shard. */
   subscriptionPrefix(subscriptionId: string): string;
-  /**
-   * `items` grouped by their subscription's shard, in their order within each group: shard
-   * number → items, only the shards that got some.
-   */
+  /** `items` grouped by their subscription's shard, in order: only the shards that got some. */
   bySubscription<T extends { subscriptionId: string }>(items: readonly T[]): Map<number, T[]>;
 }
 
-/**
- * A stable shard number in [0, count) for `id`: the first 32 bits of its SHA-1. The same in every
- * process and release, so a subscription keeps its shard while QUEUE_SHARDS stays the same.
- */
+/** A shard in [0, count) for `id` (first 32 bits of its SHA-1), the same in every process and release. */
 export function stableShard(id: string, count: number): number {
   if (count === 1) return 0;
   return createHash('sha1').update(id).digest().readUInt32BE(0) % count;
 }
 
 /**
- * The hash tag of shard `shard` of `count` under `base` (QUEUE_PREFIX, without braces): `base:shard`,
- * or `base:shard.j` for the smallest `j` whose CRC16 slot lies in the shard's even share of the
- * 16,384 slots. A cluster's masters hold contiguous ranges of slots, evenly split by default, so N
- * shards fall evenly over its masters; tags picked by CRC16 alone can land four of six on one.
+ * The hash tag of shard `shard` of `count` under `base`: `base:shard`, or `base:shard.j` for the
+ * smallest `j` whose CRC16 slot lies in the shard's even share of the 16,384 slots, so N shards
+ * fall evenly over a cluster's masters (by CRC16 alone, four of six can land on one).
  */
 export function shardTag(base: string, shard: number, count: number): string {
   const from = Math.floor((shard * hashSlots) / count);
@@ -65,11 +56,8 @@ export function shardTag(base: string, shard: number, count: number): string {
 }
 
 /**
- * The shards of QUEUE_SHARDS = `count` under QUEUE_PREFIX = `base`, where `keyPrefix` is the
- * service's effective key prefix (`effectiveKeyPrefix`: `{webhooks}` on a cluster).
- *
- * @throws ConfigError when `count` > 1 and `base` holds a hash tag of its own (`{` or `}`): each
- *   shard needs its own tag
+ * The shards of QUEUE_SHARDS `count` under QUEUE_PREFIX `base`; `keyPrefix` is the effective one.
+ * @throws ConfigError when `count` > 1 and `base` holds a hash tag of its own
  */
 export function createQueueShards(base: string, keyPrefix: string, count: number): QueueShards {
   if (count > 1 && /[{}]/.test(base)) {
@@ -105,12 +93,8 @@ export function createQueueShards(base: string, keyPrefix: string, count: number
 }
 
 /**
- * WORKER_SHARDS: a comma-separated list of shard numbers and ranges (`0-3,6`) of the `count`
- * shards; empty for all of them.
- *
- * @returns the shard numbers, ascending, without repeats
- * @throws ConfigError naming WORKER_SHARDS when an entry is not a number or a range `a-b` with
- *   a ≤ b < `count`
+ * WORKER_SHARDS (`0-3,6`; empty: all): the shard numbers, ascending, without repeats.
+ * @throws ConfigError naming WORKER_SHARDS when an entry is not a number or a range `a-b`, a ≤ b < `count`
  */
 export function parseShardList(value: string, count: number): number[] {
   const entries = value

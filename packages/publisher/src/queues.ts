@@ -1,7 +1,6 @@
 /**
- * The BullMQ queues shared by the API, the worker and internal publishers, and the job data each
- * carries. `QueueJobs` is the single map of queue name to job data type: a producer or a worker
- * typed with it cannot put the wrong data on a queue.
+ * The BullMQ queues shared by the API, the worker and internal publishers, and their job data.
+ * `QueueJobs` maps each queue to its data type, so a typed producer cannot put the wrong data on one.
  */
 import { createHash } from 'node:crypto';
 import type { JobsOptions } from 'bullmq';
@@ -23,11 +22,7 @@ export interface EventJobData {
   subscriptionId?: string;
 }
 
-/**
- * One delivery: one event to one subscription. Kept to the two ids that address the delivery row
- * (unique on event and subscription) and two small counters, so a million queued deliveries stay
- * small in Redis.
- */
+/** One event to one subscription: the row's two ids and small counters, so queued jobs stay small. */
 export interface DeliveryJobData {
   eventId: string;
   subscriptionId: string;
@@ -35,21 +30,13 @@ export interface DeliveryJobData {
   round?: number;
   /** The event's {@link EventJobData.requestId}, when it had one: logged with every attempt. */
   requestId?: string;
-  /**
-   * The subscription's account: its turn is that account's, and while the job waits in BullMQ's
-   * delayed set (a retry's backoff, a gate or host cap) it counts as that account's parked delivery.
-   */
+  /** The subscription's account: whose turn it asks, and whose parked count it joins while delayed. */
   accountId: string;
-  /**
-   * Attempts of this round made before the job existed (the fan-out's inline first attempt): its
-   * BullMQ `attempts` are that many fewer, so that the round's total stays DELIVERY_MAX_ATTEMPTS.
-   */
+  /** Attempts made before the job existed (the inline first attempt), taken off its BullMQ `attempts`. */
   inlineAttempts?: number;
 }
 
-/**
- * What the worker adds to a job it puts back because PostgreSQL or Redis failed around it: how many times it did, so that the wait grows.
- */
+/** Added to a job put back after a PostgreSQL or Redis fault: how often, so that the wait grows. */
 export interface Deferrable {
   deferrals?: number;
 }
@@ -89,25 +76,17 @@ export const queueNames = {
 export const defaultQueuePrefix = 'webhooks';
 
 /**
- * Name of the delivery jobs' backoff strategy. The worker registers the function behind it
- * (`settings.backoffStrategy`), so that producers (the fan-out, the API's manual retry) need to
- * know nothing of waits: exponential from DELIVERY_BACKOFF_MS, stretched by a callback's
- * `Retry-After`.
+ * The delivery jobs' backoff strategy, which the worker registers (`settings.backoffStrategy`):
+ * exponential from DELIVERY_BACKOFF_MS, stretched by `Retry-After`. Producers know nothing of waits.
  */
 export const deliveryBackoffType = 'delivery';
 
-/**
- * The BullMQ job id of a delivery. BullMQ refuses custom ids with one `:` (Redis key separator),
- * so the two ids are joined with `.`; `round` > 0 marks a manual retry round.
- */
+/** A delivery's BullMQ job id, joined with `.` (BullMQ refuses one `:`), `.r<round>` after round 0. */
 export function deliveryJobId(eventId: string, subscriptionId: string, round = 0): string {
   return round === 0 ? `${eventId}.${subscriptionId}` : `${eventId}.${subscriptionId}.r${round}`;
 }
 
-/**
- * The subscription of a delivery job id ({@link deliveryJobId}), which names its queue shard; null
- * for an id of another shape.
- */
+/** The subscription of a delivery job id ({@link deliveryJobId}); null for an id of another shape. */
 export function subscriptionOfDeliveryJob(jobId: string): string | null {
   const [eventId, subscriptionId, round, ...rest] = jobId.split('.');
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -117,21 +96,15 @@ export function subscriptionOfDeliveryJob(jobId: string): string | null {
   return subscriptionId;
 }
 
-/**
- * How long finished jobs stay in Redis, on every queue: by age in seconds
- * and by count, whichever is reached first. PostgreSQL keeps the delivery log; these are only for
- * operators looking at the queues.
- */
+/** How long finished jobs stay in Redis (age in s, or count): for operators; PostgreSQL keeps the log. */
 export const finishedJobRetention = {
   completed: { age: 3600, count: 1000 },
   failed: { age: 7 * 24 * 3600, count: 10_000 },
 } as const;
 
 /**
- * The options of every fan-out job, whoever publishes it (the publisher, the worker's
- * `subscription.disabled` notices): the fan-out waits out PostgreSQL and Redis faults without
- * using attempts; these are for anything else, and the reconciler retries a fan-out that still
- * fails.
+ * Options of every fan-out job, whoever publishes it. The fan-out waits out PostgreSQL and Redis
+ * faults without spending attempts; these are for anything else, then the reconciler retries.
  */
 export const eventJobOptions = {
   attempts: 10,
@@ -144,10 +117,8 @@ export const eventJobOptions = {
 export type EventJobName = `event:${string}`;
 
 /**
- * The name of account `accountId`'s fan-out jobs. It tells the FIFO watch whose a queued event is
- * from its short name alone, without reading the event's data (up to the payload limit) of every
- * account's earlier jobs. A digest keeps it short whatever the account id; two accounts sharing
- * one (a 64-bit collision) would only make a FIFO head wait for the other's fan-out.
+ * The name of `accountId`'s fan-out jobs, so the FIFO watch tells whose a queued event is without
+ * reading its data. A 64-bit digest: a collision only makes a FIFO head wait for the other's fan-out.
  */
 export function eventJobName(accountId: string): EventJobName {
   return `event:${createHash('sha256').update(accountId).digest('hex').slice(0, 16)}`;
@@ -158,10 +129,7 @@ export function eventJob(data: EventJobData): { name: EventJobName; data: EventJ
   return { name: eventJobName(data.accountId), data, opts: { ...eventJobOptions, jobId: data.id } };
 }
 
-/**
- * The round a manual retry or a recovery starts, after `attemptsMade` attempts in all: one past
- * them, so its job id ({@link deliveryJobId}) is new, and two concurrent requests name one round.
- */
+/** The round a manual retry or recovery starts: one past `attemptsMade`, so two requests name one round. */
 export function nextRound(attemptsMade: number): number {
   return attemptsMade + 1;
 }
@@ -171,11 +139,7 @@ export function attemptsBeforeRound(round: number): number {
   return Math.max(0, round - 1);
 }
 
-/**
- * Job options of a delivery job with `maxAttempts` attempts in all (DELIVERY_MAX_ATTEMPTS):
- * completed jobs are dropped (the delivery log has them), failed ones bounded as
- * {@link finishedJobRetention} says.
- */
+/** Options of a delivery job of `maxAttempts` (DELIVERY_MAX_ATTEMPTS); completed jobs are dropped. */
 export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOptions {
   return {
     jobId,
@@ -187,25 +151,17 @@ export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOpti
 }
 
 /**
- * The BullMQ priority of the `deliveries` queue's back lane: a backlogged account's admitted
- * deliveries. BullMQ's workers take the wait list (jobs without a priority, the front lane: quiet
- * accounts' deliveries) before the prioritized set, lower priorities first, and a job keeps its
- * priority through its retries and waits, so it keeps its lane.
+ * Priority of the back lane (a backlogged account's admitted deliveries). BullMQ's workers take
+ * unprioritized jobs (the front lane) first, then lower priorities; a job keeps it through retries.
  */
 export const backLanePriority = 1;
 
-/**
- * The BullMQ priority of recovered rounds, behind the back lane: they are not admitted yet (each
- * asks its account's turn when it runs), so the account scheduler's admission room does not count
- * them, and a recovery of thousands leaves the other accounts' admissions alone.
- */
+/** Priority of recovered rounds, behind the back lane: not admitted yet, they ask their turn when run. */
 export const recoveryPriority = 2;
 
 /**
- * The job of one round of a delivery: its deterministic id ({@link deliveryJobId}) and options,
- * for `Queue.add` or `addBulk`; `recovered` puts it behind every admitted delivery
- * ({@link recoveryPriority}), and `delayMs` (ms, for a recovery's pace) keeps it in BullMQ's
- * delayed set that long first.
+ * The job of one round of a delivery ({@link deliveryJobId}), for `Queue.add` or `addBulk`:
+ * `recovered` puts it behind admitted deliveries, `delayMs` keeps it delayed that long first.
  */
 export function deliveryJob(
   delivery: {
@@ -241,11 +197,9 @@ export function deliveryJob(
 export const verificationRetry = { attempts: 5, firstWaitMs: 10_000 } as const;
 
 /**
- * The job that sends `subscriptionId`'s callback at `callbackUrl` its challenge
- * (CALLBACK_VERIFICATION=challenge), retried by BullMQ's built-in exponential backoff
- * ({@link verificationRetry}). While one for the same subscription and URL is waiting, retrying or
- * running, another is not added (BullMQ's deduplication), so asking again and again sends no more
- * challenges than asking once; once it ended, asking again adds one.
+ * The job that sends `subscriptionId`'s callback its challenge (CALLBACK_VERIFICATION=challenge),
+ * with BullMQ's exponential backoff. BullMQ's deduplication adds none while one for the same
+ * subscription and URL is waiting or running, so asking again sends no more challenges.
  */
 export function verificationJob(
   subscriptionId: string,

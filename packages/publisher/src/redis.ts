@@ -1,9 +1,7 @@
 /**
  * Redis connections on one node (REDIS_URL), behind Sentinel (REDIS_SENTINELS) or on a Cluster
- * (REDIS_CLUSTER_NODES), as BullMQ's "going to production" guide asks: workers retry commands
- * forever (`maxRetriesPerRequest: null`) so a Redis restart or failover pauses them instead of
- * killing them; producers fail fast (`enableOfflineQueue: false`) so a caller learns at once that
- * an event was not accepted.
+ * (REDIS_CLUSTER_NODES), as BullMQ's "going to production" guide asks: workers retry forever, so a
+ * failover pauses them; producers fail fast, so a caller learns at once an event was not accepted.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ClosableCluster } from './closable-cluster.js';
@@ -81,10 +79,8 @@ function parseRedisNodes(variable: string, value: string): RedisNode[] {
 }
 
 /**
- * The topology the variables of {@link redisEnv} describe.
- *
- * @throws ConfigError when both REDIS_SENTINELS and REDIS_CLUSTER_NODES are set, or a list is
- *   not `host:port` entries
+ * The topology of {@link redisEnv}'s variables.
+ * @throws ConfigError when both REDIS_SENTINELS and REDIS_CLUSTER_NODES are set, or an entry is not host:port
  */
 export function redisTopologyFromEnv(config: RedisEnv): RedisTopology {
   const sentinels = parseRedisNodes('REDIS_SENTINELS', config.REDIS_SENTINELS);
@@ -104,20 +100,15 @@ export function redisTopologyFromEnv(config: RedisEnv): RedisTopology {
 }
 
 /**
- * The key prefix of the service's Redis keys. On a Cluster it is wrapped in a hash tag,
- * `{webhooks}`, because BullMQ's scripts touch several keys of a queue at once and Redis Cluster
- * runs a script only when its keys share a slot (BullMQ, "Redis Cluster"); QUEUE_SHARDS spreads
- * the queues over the masters under tags of their own (`queue-shards.ts`).
+ * The key prefix of the service's Redis keys; on a Cluster wrapped in a hash tag (`{webhooks}`), as
+ * a script's keys must share a slot (BullMQ, "Redis Cluster"). QUEUE_SHARDS: `queue-shards.ts`.
  */
 export function effectiveKeyPrefix(topology: RedisTopology | RedisConnection, prefix: string): string {
   const cluster = isRedisTopology(topology) ? topology.mode === 'cluster' : topology.isCluster;
   return cluster && !prefix.includes('{') ? `{${prefix}}` : prefix;
 }
 
-/**
- * Whether `value` is a {@link RedisTopology} rather than a connection. Checked by shape, not
- * `instanceof`, so that a connection made by another copy of ioredis is recognised too.
- */
+/** Whether `value` is a topology: by shape, so another copy of ioredis' connection is recognised too. */
 export function isRedisTopology(value: RedisTopology | RedisConnection): value is RedisTopology {
   return !('isCluster' in value) && typeof (value as { url?: unknown }).url === 'string';
 }
@@ -161,12 +152,8 @@ export function createWorkerConnection(topology: RedisTopology | string): RedisC
 
 /**
  * A connection for producers (the publisher, the API): commands fail at once while Redis is away.
- *
- * Without auto-pipelining: with it, ioredis 5 throws an uncaught `TypeError: results[i] is not
- * iterable` when a script command (`defineCommand`, which the rate limiter and the delivery gate
- * use) is sent before the connection is ready with the offline queue off (redis/ioredis#1931,
- * #1511), and that would crash the process. Batching of concurrent publishes (`addBulk`) and
- * explicit pipelines keep most of what it saved.
+ * Without auto-pipelining: ioredis 5 throws an uncaught `TypeError: results[i] is not iterable` when
+ * a script command is sent before ready with the offline queue off (redis/ioredis#1931, #1511).
  */
 export function createProducerConnection(topology: RedisTopology | string): RedisConnection {
   return connect(
@@ -179,17 +166,11 @@ export function createProducerConnection(topology: RedisTopology | string): Redi
 }
 
 /**
- * A connection for many small independent commands, such as the API's per-request rate limit: on
- * one node or behind Sentinel, one event-loop turn's commands go to Redis as one write (ioredis'
- * auto-pipelining). Never for BullMQ, whose scripts are not known to be safe with it.
- *
- * Not on a Cluster: there, after a failover, the `MOVED` answers of an auto-pipelined batch that
- * spans slots fail every command in it without refreshing the slot map (redis/ioredis#2075); each
- * command goes alone, and ioredis redirects it.
- *
- * The offline queue stays on, because auto-pipelined script commands sent before the connection is
- * ready crash ioredis without it ({@link createProducerConnection}): a command waits while Redis is
- * away and fails after `commandTimeoutMs` (ms) or one failed reconnection, never hangs.
+ * A connection for many small independent commands (the API's rate limit): one event-loop turn's
+ * commands go as one write (auto-pipelining). Never for BullMQ, nor on a Cluster, where a batch's
+ * `MOVED` answers fail every command without refreshing the slot map (redis/ioredis#2075). The
+ * offline queue stays on ({@link createProducerConnection}): a command waits while Redis is away
+ * and fails after `commandTimeoutMs` (ms) or one failed reconnection, never hangs.
  */
 export function createPipelinedConnection(
   topology: RedisTopology | string,
@@ -210,10 +191,7 @@ export function createPipelinedConnection(
 /** The Redis side of a service's configuration: its topology, key prefix and queue shards. */
 export interface RedisSettings {
   redis: RedisTopology;
-  /**
-   * QUEUE_PREFIX as {@link effectiveKeyPrefix} makes it: the prefix of the keys that are not
-   * sharded (the maintenance and verification queues, per-IP limits, portal links).
-   */
+  /** QUEUE_PREFIX as {@link effectiveKeyPrefix} makes it, for the keys that are not sharded. */
   keyPrefix: string;
   /** QUEUE_SHARDS: where an account's and a subscription's keys go. */
   shards: QueueShards;
@@ -232,10 +210,7 @@ export function redisSettingsFromEnv(
   return { redis, keyPrefix, shards: createQueueShards(config.QUEUE_PREFIX, keyPrefix, config.QUEUE_SHARDS) };
 }
 
-/**
- * ioredis states of a connection that lost Redis or never reached it. `connecting` is not one: a
- * first connection is under way, and commands wait for it in the offline queue.
- */
+/** ioredis states of a lost or never-reached Redis (`connecting` waits in the offline queue). */
 const downStates = new Set(['reconnecting', 'close', 'end']);
 
 /** Whether `connection` is known to be without Redis now (see ioredis' `status`). */

@@ -1,9 +1,7 @@
 /**
- * Which queue shards cannot take publishes because their master has fewer replicas than
- * REDIS_WAIT_REPLICAS (after a failover the promoted replica has none until one is attached;
- * docs/operations.md, "A lost Redis replica"). It asks each shard's master `ROLE` every interval,
- * so the API refuses those shards' publishes at once instead of after `WAIT` times out, and
- * `/readyz` and the metrics name them.
+ * Which queue shards cannot take publishes: their master has fewer replicas than
+ * REDIS_WAIT_REPLICAS (docs/operations.md, "A lost Redis replica"). Sampled with `ROLE`, so the API
+ * refuses them at once instead of after `WAIT` times out, and `/readyz` and the metrics name them.
  */
 import type { RedisConnection } from './redis.js';
 
@@ -18,11 +16,7 @@ export interface ShardReplicas {
 export interface ReplicaWatch {
   /** The last sample, by shard (every shard `null` before the first one ends). */
   current(): readonly ShardReplicas[];
-  /**
-   * Whether the last sample found `shard`'s master with fewer replicas than required. A master
-   * that did not answer is not counted as refusing: the publish finds out itself, within its
-   * timeout.
-   */
+  /** Whether `shard`'s master had too few replicas; one that did not answer is left to the publish's timeout. */
   refuses(shard: number): boolean;
   /** Samples now (the interval's samples call this). @returns the new sample; never throws */
   sample(): Promise<readonly ShardReplicas[]>;
@@ -60,8 +54,7 @@ export function watchReplicas(options: ReplicaWatchOptions): ReplicaWatch {
   let last: ShardReplicas[] = shardKeys.map((_, shard) => ({ shard, replicas: null }));
   const roleOf = async (key: string): Promise<number | null> => {
     try {
-      // ROLE names no key: on a Cluster it rides behind a command on `key`, which ioredis sends to
-      // that key's master (as the publisher's WAIT does).
+      // ROLE names no key: on a Cluster it rides behind a command on `key` to that key's master.
       const answers = await connection.pipeline().exists(key).role().exec();
       const [error, role] = answers?.[1] ?? [new Error('no answer to ROLE'), null];
       return error ? null : replicasOfRole(role);

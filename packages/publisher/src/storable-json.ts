@@ -1,9 +1,7 @@
 /**
- * What PostgreSQL can store of client input. `text` and `jsonb` refuse the NUL character
- * (`22P05 unsupported Unicode escape sequence`), and a lone UTF-16 surrogate has no UTF-8 form, so
- * a string carrying either must be refused at the door, before anything is written or queued.
- * Deep nesting is bounded too: Redis' Lua cjson, PostgreSQL's jsonb and recursive code
- * all have depth limits of their own, and none of them should be what refuses an event.
+ * What PostgreSQL can store of client input: `text` and `jsonb` refuse NUL (`22P05`), and a lone
+ * UTF-16 surrogate has no UTF-8 form, so both are refused at the door. Nesting is bounded below
+ * the depth limits of Lua's cjson, jsonb and recursive code.
  */
 
 /** Deepest nesting of event `data` accepted: `{}` is depth 1, `{"a": {}}` depth 2. */
@@ -19,10 +17,7 @@ export interface UnstorableJson {
 
 const loneSurrogate = /\p{Cs}/u;
 
-/**
- * Why `text` cannot be stored as PostgreSQL text, or null when it can: it must not contain NUL
- * (U+0000) nor a lone surrogate (U+D800 to U+DFFF not part of a pair).
- */
+/** Why `text` cannot be PostgreSQL text (NUL, or a lone surrogate U+D800–U+DFFF), or null. */
 export function unstorableTextReason(text: string): string | null {
   if (text.includes('\u0000')) return 'contains the NUL character (\\u0000)';
   if (loneSurrogate.test(text)) return 'contains a lone UTF-16 surrogate (not valid Unicode)';
@@ -35,11 +30,10 @@ export function pointerToken(key: string): string {
 }
 
 /**
- * The first string, object key or too deep value in `value`, a parsed JSON document, that cannot
- * be stored; null when everything can. Depth counts containers: a scalar at the top is depth 0.
- *
- * @param pointer the JSON pointer of `value` itself, prefixed to the one returned (default `''`)
- * @param maxDepth deepest nesting of objects and arrays allowed (default {@link maxDataDepth})
+ * The first string, key or too deep value in parsed JSON `value` that cannot be stored, or null.
+ * Depth counts containers (a top scalar is 0).
+ * @param pointer the JSON pointer of `value`, prefixed to the one returned (default `''`)
+ * @param maxDepth deepest nesting allowed (default {@link maxDataDepth})
  */
 export function findUnstorableJson(
   value: unknown,

@@ -1,11 +1,8 @@
 /**
- * A subscription's circuit breaker (https://martinfowler.com/bliki/CircuitBreaker.html, as Convoy
- * and WebhookX keep one per endpoint): the pure rules that the worker's delivery gate applies and
- * the API shows. Closed, deliveries flow. It opens after a run of failed attempts, or a failure
- * rate over a window high enough to mean the endpoint is down, not flaky (a flaky one is what
- * retries are for); open, the subscription's deliveries wait without using attempts. Once the
- * cool-down ends, one attempt is let through (half-open): confirmed, the breaker closes; failed, it
- * opens again for twice the cool-down. Any confirmed attempt closes it.
+ * A subscription's circuit breaker (martinfowler.com/bliki/CircuitBreaker.html; Convoy keeps one per
+ * endpoint): pure rules the gate applies and the API shows. It opens after a run of failures or a
+ * failure rate that means down, not flaky; open, deliveries wait without using attempts. After the
+ * cool-down one probe goes: confirmed closes it, failed reopens it for twice as long.
  */
 import Type from 'typebox';
 import { ConfigError } from './config.js';
@@ -52,8 +49,7 @@ export const breakerEnv = {
 };
 
 /**
- * {@link BreakerOptions} of validated {@link breakerEnv} variables.
- *
+ * {@link BreakerOptions} of validated {@link breakerEnv}.
  * @throws ConfigError when BREAKER_MAX_COOLDOWN_MS is below BREAKER_COOLDOWN_MS
  */
 export function breakerOptionsFromEnv(config: {
@@ -126,12 +122,8 @@ export function breakerCooldownMs(
 }
 
 /**
- * What an ended attempt does to the breaker.
- *
- * @param counts the gate's counts, this attempt included
- * @param confirmed the attempt was answered 200
- * @param probe the attempt was the half-open probe
- * @returns the transition, or null when the breaker stays as it is
+ * What an ended attempt (`counts` include it) does to the breaker; `confirmed`: it succeeded,
+ * `probe`: it was the half-open probe. @returns the transition, or null when nothing changes
  */
 export function breakerTransition(
   counts: BreakerCounts,
@@ -156,10 +148,7 @@ export function breakerTransition(
 /** A breaker's state as the API shows it. */
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
-/**
- * The state of a breaker whose cool-down ends at `openUntilMs` (ms since the epoch; null while
- * closed), at `nowMs`: open until then, half-open after it until an attempt decides.
- */
+/** The state at `nowMs` of a breaker open until `openUntilMs` (ms; null closed): half-open after it. */
 export function breakerState(openUntilMs: number | null, nowMs: number): BreakerState {
   if (openUntilMs === null) return 'closed';
   return nowMs < openUntilMs ? 'open' : 'half_open';

@@ -1,18 +1,13 @@
 /**
- * Where callbacks may point, enforced by the API when a URL is written (a 400) and by the worker
- * when it connects (after name resolution). CALLBACK_ALLOW_PRIVATE lets loopback, private,
- * link-local and metadata addresses through (refused outside development and test);
- * CALLBACK_PORTS limits ports (80, 443, 1024-65535 by default); CALLBACK_DENY_CIDRS adds the
- * operator's ranges to {@link defaultDeniedCidrs}.
+ * Where callbacks may point, checked by the API when a URL is written (400) and by the worker when
+ * it connects. CALLBACK_ALLOW_PRIVATE lets private addresses through (development and test only);
+ * CALLBACK_PORTS limits ports; CALLBACK_DENY_CIDRS adds to {@link defaultDeniedCidrs}.
  */
 import ipaddr from 'ipaddr.js';
 import Type from 'typebox';
 import { ConfigError } from '@webhooks/publisher';
 
-/**
- * Public addresses refused whatever the settings: 168.63.129.16 is Azure's host endpoint
- * (WireServer, DNS, health probes), reachable from every Azure VM and public by range.
- */
+/** Refused whatever the settings: 168.63.129.16, Azure's host endpoint, public by range, seen from every VM. */
 export const defaultDeniedCidrs = ['168.63.129.16/32'];
 
 /** The variables of the callback policy, part of both services' schemas. */
@@ -45,18 +40,14 @@ export interface CallbackPolicy {
   ports: ReadonlyArray<readonly [number, number]>;
   /** CIDRs refused, the built-in ones first. */
   denyCidrs: readonly string[];
-  /**
-   * CALLBACK_VERIFICATION=challenge: callbacks prove themselves before they receive, so a
-   * transformation may only send to its callback's own (verified) origin.
-   */
+  /** CALLBACK_VERIFICATION=challenge: a transformation may only send to its callback's verified origin. */
   verification?: boolean;
 }
 
 /**
  * Parses the policy's variables.
- *
- * @throws ConfigError naming the variable: a malformed port or range, a CIDR ipaddr.js cannot
- *   parse, or CALLBACK_ALLOW_PRIVATE outside NODE_ENV development and test
+ * @throws ConfigError naming the variable: a malformed port, range or CIDR, or CALLBACK_ALLOW_PRIVATE
+ *   outside development and test
  */
 export function parseCallbackPolicy(config: {
   NODE_ENV: string;
@@ -121,11 +112,9 @@ export function addressDenied(policy: Pick<CallbackPolicy, 'denyCidrs'>, address
 }
 
 /**
- * Whether a callback may reach the IP address `address`: never in CALLBACK_DENY_CIDRS, never a
- * link-local address (cloud metadata services, 169.254.169.254), and otherwise only a public
- * unicast address (ipaddr.js' ranges) unless CALLBACK_ALLOW_PRIVATE. The rule request-filtering-
- * agent applies at connect time, for the connections it does not make: an attempt through
- * DELIVERY_PROXY_URL checks the callback host's addresses with it before asking the proxy.
+ * Whether a callback may reach `address`: never CALLBACK_DENY_CIDRS or link-local (metadata,
+ * 169.254.169.254), else only public unicast unless CALLBACK_ALLOW_PRIVATE. request-filtering-agent's
+ * rule, for the connections it does not make (a proxied attempt checks the host's addresses first).
  */
 export function addressAllowed(
   policy: Pick<CallbackPolicy, 'allowPrivate' | 'denyCidrs'>,

@@ -1,10 +1,7 @@
 /**
- * Client certificates (mutual TLS) per subscription: a certificate and its private key in PEM,
- * which the worker presents when the callback's server asks for one (RFC 8446 §4.3.2), so that a
- * receiver can prove the sender by TLS alone. Checked when set (each parses, the key is the
- * certificate's and of a type and size {@link keyRefusal} allows, the chain holds at most
- * {@link maxChainCertificates}, the certificate is valid now), stored as one JSON object sealed like the signing
- * secrets, and shown only as a summary (subject, issuer, expiry, fingerprint), never the key.
+ * Client certificates (mutual TLS) per subscription: a PEM certificate and key the worker presents
+ * when the callback asks (RFC 8446 §4.3.2). Checked when set (parses, key matches and is allowed,
+ * chain bounded, valid now), sealed like signing secrets, and shown only as a summary, never the key.
  */
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import type { SecretBox } from './secret-box.js';
@@ -19,9 +16,8 @@ export const maxChainCertificates = 4;
 const allowedCurves = new Set(['prime256v1', 'secp384r1']);
 
 /**
- * Why a client key is refused, or null: RSA of 2048 to 4096 bits, EC on P-256 or P-384, and
- * Ed25519 only. The worker signs with it in every TLS handshake that asks, so a larger key would
- * let a hostile callback that asks and hangs up spend the worker's CPU on every attempt.
+ * Why a client key is refused, or null: RSA 2048–4096, EC P-256/P-384 or Ed25519 only, since the
+ * worker signs with it in every handshake, and a hostile callback could spend its CPU with a larger one.
  */
 export function keyRefusal(
   key: Pick<KeyObject, 'asymmetricKeyType' | 'asymmetricKeyDetails'>,
@@ -66,11 +62,7 @@ export function summarizeCertificate(certificate: string): ClientCertificateSumm
   };
 }
 
-/**
- * Checks a client certificate as a client sent it, at `now`.
- *
- * @returns its summary, or the problems found, each naming its field (`/client_certificate/...`)
- */
+/** Checks a client certificate as sent, at `now`. @returns its summary, or problems (`/client_certificate/…`) */
 export function checkClientCertificate(
   given: ClientCertificate,
   now: Date,
@@ -118,9 +110,7 @@ export function checkClientCertificate(
 }
 
 /**
- * The client certificate stored for subscription `subscriptionId` (sealed and bound to that id),
- * or null for none.
- *
+ * The client certificate stored for `subscriptionId` (sealed and bound to it), or null.
  * @throws SecretDecryptionError when no configured key opens it
  */
 export function openClientCertificate(

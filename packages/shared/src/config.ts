@@ -1,8 +1,6 @@
 /**
- * Configuration from environment variables, validated with TypeBox. Each service declares its own
- * schema (apps/api/src/config.ts, apps/worker/src/config.ts) from the shared pieces below; every
- * property carries `description` and `default`, which is what the README's configuration table is
- * checked against.
+ * Configuration from environment variables, validated with TypeBox: each service's schema is built
+ * from these pieces, every property with the `description` and `default` the README's table is checked against.
  */
 import Type, { type Static, type TObject, type TProperties } from 'typebox';
 import Value from 'typebox/value';
@@ -104,8 +102,7 @@ export const commonEnv = {
 };
 
 /**
- * The in-flight bounds of every subscription from validated variables.
- *
+ * The in-flight bounds of every subscription.
  * @throws ConfigError when SUBSCRIPTION_IN_FLIGHT_CEILING is below SUBSCRIPTION_MAX_IN_FLIGHT
  */
 export function inFlightBoundsFromEnv(config: {
@@ -120,19 +117,14 @@ export function inFlightBoundsFromEnv(config: {
   return { base: config.SUBSCRIPTION_MAX_IN_FLIGHT, ceiling: config.SUBSCRIPTION_IN_FLIGHT_CEILING };
 }
 
-/**
- * Whether `nodeEnv` relaxes the start-up security checks: only `development` and `test` do, so a
- * NODE_ENV that is unset or misspelt on a production host is held to production's rules.
- */
+/** Whether `nodeEnv` relaxes start-up security checks: only `development` and `test`; unset is production. */
 export function isDevelopmentEnv(nodeEnv: string): boolean {
   return nodeEnv === 'development' || nodeEnv === 'test';
 }
 
 /**
- * Reads `env` through `schema`: applies defaults, converts strings to numbers and booleans, drops
- * unknown variables, and validates.
- *
- * @throws ConfigError naming the first invalid variable, its value and what was expected.
+ * Reads `env` through `schema`: defaults, string conversion, unknown variables dropped, validation.
+ * @throws ConfigError naming the first invalid variable, its value and what was expected
  */
 export function loadConfig<P extends TProperties>(
   schema: TObject<P>,
@@ -157,9 +149,7 @@ export function loadConfig<P extends TProperties>(
 }
 
 /**
- * {@link RedisSettings} read from `env` as a service reads them, with the defaults of the variables
- * left out: for tools that publish to, or inspect, a running service's Redis.
- *
+ * {@link RedisSettings} from `env` as a service reads them, for tools on a running service's Redis.
  * @throws ConfigError as {@link loadConfig} and {@link redisSettingsFromEnv}
  */
 export function redisSettingsOfEnv(env: Record<string, string | undefined>): RedisSettings {
@@ -172,11 +162,7 @@ const secretVariable = /SECRET|TOKEN|PASSWORD|ENCRYPTION_KEY/;
 /** The password of a URL's user information (RFC 3986 section 3.2.1) within a longer text. */
 const embeddedUrlPassword = /([a-z][a-z0-9+.-]*:\/\/[^\s/:@"]*:)[^\s/@"]+@/gi;
 
-/**
- * The effective value of every variable of `schema`, for the one log line each service writes at
- * start-up: secrets show as `redacted` (or empty when unset), and URL passwords too, also inside
- * a value that holds URLs among other text (the broker URLs of DESTINATION_BROKERS' JSON).
- */
+/** Each variable's value for the start-up log line: secrets and URL passwords (even inside JSON) redacted. */
 export function redactedConfig(schema: TObject, config: object): Record<string, unknown> {
   const shown: Record<string, unknown> = {};
   for (const name of Object.keys(schema.properties)) {
@@ -192,11 +178,7 @@ export function redactedConfig(schema: TObject, config: object): Record<string, 
   return shown;
 }
 
-/**
- * Loads the catalogue EVENT_CATALOGUE names (`loadCatalogue`).
- *
- * @throws ConfigError naming EVENT_CATALOGUE, the file, the place in it and what is wrong
- */
+/** Loads EVENT_CATALOGUE's catalogue. @throws ConfigError naming EVENT_CATALOGUE, the file, the place and why */
 export function catalogueFromEnv(config: { EVENT_CATALOGUE: string }): Catalogue {
   try {
     return loadCatalogue(config.EVENT_CATALOGUE);

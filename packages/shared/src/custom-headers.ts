@@ -1,9 +1,7 @@
 /**
- * Custom headers per subscription (an API key for a gateway, a tenant header). A name must be an
- * HTTP token (RFC 9110 §5.6.2) and a value a field value without control characters (§5.5). Names
- * the service sets or that change framing or routing are refused: `webhook-*` (Standard Webhooks),
- * `content-type`, `content-length`, `host`, hop-by-hop headers (RFC 9110 §7.6.1), `expect`,
- * `user-agent`, the proxy's. Names are stored lower-case.
+ * Custom headers per subscription (a gateway's API key, a tenant). Names are HTTP tokens (RFC 9110
+ * §5.6.2), stored lower-case; values field values without controls (§5.5). Refused: `webhook-*`,
+ * framing, routing and hop-by-hop names (§7.6.1), `expect`, `user-agent`, the proxy's.
  */
 import type { SecretBox } from './secret-box.js';
 
@@ -36,10 +34,7 @@ const reservedNames = new Set([
 
 /** An HTTP token (RFC 9110 §5.6.2). */
 const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/**
- * A field value: visible ASCII, spaces and tabs inside, and obs-text (one byte each, as Node's
- * HTTP client sends them); no control character, no space at either end (RFC 9110 §5.5).
- */
+/** A field value (RFC 9110 §5.5): visible ASCII, inner spaces and tabs, obs-text; no control, no edge space. */
 const fieldValue = /^[\x21-\x7e\x80-\xff]([\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
 
 /** One refused header: the JSON pointer of the field and why. */
@@ -50,9 +45,7 @@ export interface CustomHeaderProblem {
 
 /**
  * Checks custom headers as a client sent them.
- *
- * @returns the headers with lower-case names, or the problems found (each naming its field,
- *   `/headers/<name>`, for RFC 9457 problem details)
+ * @returns the headers with lower-case names, or the problems (each naming `/headers/<name>`)
  */
 export function checkCustomHeaders(
   headers: Record<string, string>,
@@ -103,9 +96,7 @@ export function maskCustomHeaders(headers: Record<string, string>): Record<strin
 }
 
 /**
- * The custom headers stored for subscription `subscriptionId`: one JSON object sealed by the
- * secret box and bound to that id (they may hold a gateway's API key), or null for none.
- *
+ * `subscriptionId`'s custom headers, stored as one JSON object sealed by the secret box (null: none).
  * @returns the headers by lower-case name, `{}` for none
  * @throws SecretDecryptionError when no configured key opens them
  */

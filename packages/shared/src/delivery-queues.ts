@@ -1,7 +1,6 @@
 /**
- * The `deliveries` queue of every queue shard (QUEUE_SHARDS, `queue-shards.ts`), and the routing of
- * a delivery job to its subscription's shard: what the API (manual retries, FIFO releases) and the
- * worker (FIFO heads, re-driven and notice deliveries) add outside the account scheduler.
+ * The `deliveries` queue of every shard, and routing a delivery job to its subscription's shard:
+ * for the jobs added outside the account scheduler (manual retries, FIFO, re-driven, notices).
  */
 import { Queue, type Job, type QueueOptions } from 'bullmq';
 import type { QueueShards } from '@webhooks/publisher';
@@ -19,10 +18,8 @@ export interface DeliveryQueues {
   /** The queue of a subscription's shard. */
   of(subscriptionId: string): Queue<DeliveryJobData>;
   /**
-   * Adds the jobs of `rounds` (`deliveryJob`, DELIVERY_MAX_ATTEMPTS = `maxAttempts`), each to its
-   * subscription's shard, one `addBulk` per shard. A job id BullMQ holds already keeps its job.
-   * A delayed job (`delayMs`, a recovery's pace) is counted in its account's parked deliveries.
-   *
+   * Adds `rounds`' jobs, each to its subscription's shard (one `addBulk` each); an existing job id
+   * keeps its job. A delayed job is counted in its account's parked deliveries.
    * @returns the jobs, in no particular order
    * @throws BullMQ's errors when Redis cannot be reached (some shards may have taken theirs)
    */
@@ -30,10 +27,7 @@ export interface DeliveryQueues {
   close(): Promise<void>;
 }
 
-/**
- * Options of a shard's queues but its prefix: BullMQ's (telemetry), on `connection`, a producer
- * connection (never a blocking one), which also takes the notes of delayed jobs.
- */
+/** A shard's queue options but the prefix, on a producer connection that also takes the delayed jobs' notes. */
 export type ShardQueueOptions = Omit<QueueOptions, 'prefix' | 'connection'> & { connection: RedisConnection };
 
 /** Opens the `deliveries` queue of each of `shards` with `options`. */
@@ -61,12 +55,7 @@ export function createDeliveryQueues(shards: QueueShards, options: ShardQueueOpt
   };
 }
 
-/**
- * Counts the delayed ones of `jobs`, just added on `redis` to the shard of effective prefix
- * `prefix`, in their accounts' parked deliveries, due when their delay ends. Best effort: a note
- * Redis did not take only leaves the count lower while the jobs wait, and the jobs are in BullMQ
- * already.
- */
+/** Counts the delayed ones of `jobs` in their accounts' parked deliveries; best effort (they are in BullMQ). */
 async function noteDelayed(
   redis: RedisConnection,
   prefix: string,

@@ -1,10 +1,8 @@
 /**
- * Destinations: where a subscription's deliveries go. `http` is the callback URL; `rabbitmq`
- * publishes to an exchange with a routing key, `nats` to a JetStream subject, on a broker named in
- * DESTINATION_BROKERS (its URL never travels through the API). A broker destination is shown as a
- * URI in `callback_url` ({@link destinationUrl}), so the log and the host cap read one field. AMQP
- * names are at most 255 bytes (AMQP 0-9-1, 4.2.5.3); NATS subjects are dot-separated tokens and a
- * publish names no wildcard (docs.nats.io, "Subjects").
+ * Destinations: `http` (the callback URL), `rabbitmq` (an exchange and routing key) or `nats` (a
+ * JetStream subject), on a broker of DESTINATION_BROKERS (its URL never crosses the API). A broker
+ * destination reads as a URI in `callback_url`. AMQP names ≤ 255 bytes (AMQP 0-9-1, 4.2.5.3); a
+ * NATS publish names no wildcard (docs.nats.io, "Subjects").
  */
 import Type from 'typebox';
 import { ConfigError } from '@webhooks/publisher';
@@ -45,10 +43,7 @@ export interface BrokerConfig {
   exchangePrefix?: string;
   /** NATS: the prefix every subject must start with (`subject_prefix`); undefined: any. */
   subjectPrefix?: string;
-  /**
-   * RabbitMQ: the default exchange `''` and the broker's own `amq.*` ones may be named
-   * (`allow_reserved_exchanges`); refused by default.
-   */
+  /** RabbitMQ: whether `''` and `amq.*` exchanges may be named (`allow_reserved_exchanges`; default no). */
   allowReservedExchanges?: boolean;
 }
 
@@ -67,9 +62,7 @@ const brokerSchemes: Record<BrokerType, readonly string[]> = {
 };
 
 /**
- * DESTINATION_BROKERS: a JSON object from broker name (lower-case letters, digits and `-`) to
- * `{"type": "rabbitmq" | "nats", "url": "...", "accounts"?: ["..."]}`; empty or unset for none.
- *
+ * DESTINATION_BROKERS: JSON from broker name (`[a-z0-9-]`) to `{"type", "url", "accounts"?}`; unset: none.
  * @throws ConfigError naming DESTINATION_BROKERS and what is wrong
  */
 export function parseDestinationBrokers(raw: string | undefined): Map<string, BrokerConfig> {
@@ -163,12 +156,9 @@ export function brokerCapHost(target: BrokerTarget): string {
 const natsSubject = /^[^\s.*>]+(\.[^\s.*>]+)*$/;
 
 /**
- * Why `broker` refuses a target's exchange or subject, or null. RabbitMQ's default exchange `''`
- * routes to any queue by name and `amq.*` are the broker's own (`amq.rabbitmq.trace`, in every
- * vhost), refused unless the operator allows them; NATS subjects beginning `$` are the server's
- * APIs (`$JS.API.STREAM.DELETE.*`, `$KV.*`, `$SYS.*`) and `_INBOX.` its replies
- * (https://docs.nats.io/reference/reference-protocols/nats_api_reference), always
- * refused. A per-broker prefix confines every account to its part of the broker.
+ * Why `broker` refuses a target, or null. RabbitMQ's `''` (routes to any queue) and `amq.*` (the
+ * broker's own) unless allowed; NATS `$…` (server APIs) and `_INBOX.` (replies), always
+ * (docs.nats.io, "NATS API Reference"). A per-broker prefix confines accounts to their part.
  */
 export function brokerNameRefusal(
   target: BrokerTarget,
@@ -194,9 +184,7 @@ export function brokerNameRefusal(
 }
 
 /**
- * Checks a broker destination of `accountId` against the operator's brokers. A broker the account
- * may not name reads as one that does not exist, so that no account learns of another's.
- *
+ * Checks `accountId`'s broker destination; a broker it may not name reads as nonexistent.
  * @returns the target, or the problem naming the field under `/destination`
  */
 export function checkDestination(

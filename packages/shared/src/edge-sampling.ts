@@ -1,15 +1,10 @@
 /**
- * Head sampling decided at the API's edge, from OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
- * (the OpenTelemetry SDK environment specification). The SDK's sampler decides only when a span
- * starts, after every instrumentation did its work; a request decided against at the edge runs
- * with tracing suppressed instead. No OpenTelemetry import: the hook (`edge-sampling-hook.ts`)
- * draws by this rule and the SDK's sampler (`edge-sampler.ts`) takes the draw.
+ * Head sampling decided at the API's edge from OTEL_TRACES_SAMPLER(_ARG): the SDK's sampler decides
+ * only after instrumentations ran, so a request decided against runs with tracing suppressed. The
+ * hook draws by this rule, the SDK's sampler (`edge-sampler.ts`) takes the draw.
  */
 
-/**
- * How traces are sampled: `ratio` of the roots, 0 to 1; `parentBased`, a span with a parent
- * follows its parent's decision (the `parentbased_*` samplers) instead of drawing its own.
- */
+/** `ratio` of roots sampled (0–1); `parentBased`: a child follows its parent (`parentbased_*`). */
 export interface EdgeSampling {
   ratio: number;
   parentBased: boolean;
@@ -19,12 +14,8 @@ export interface EdgeSampling {
 const defaultRatio = 1;
 
 /**
- * The edge rule the environment asks for, or undefined when every root is sampled anyway
- * (`always_on`, `parentbased_always_on`, the default, or a sampler name the SDK does not know and
- * replaces by its default): then there is nothing to decide at the edge.
- *
- * `traceidratio` and `parentbased_traceidratio` sample OTEL_TRACES_SAMPLER_ARG of the roots;
- * `always_off` and `parentbased_always_off` none.
+ * The edge rule asked for, or undefined when every root is sampled anyway (`always_on`, the
+ * default, an unknown name). `…traceidratio` samples the ARG's share of roots, `…always_off` none.
  */
 export function edgeSamplingOf(env: Record<string, string | undefined>): EdgeSampling | undefined {
   const sampler = env.OTEL_TRACES_SAMPLER?.trim();
@@ -45,11 +36,7 @@ export function edgeSamplingOf(env: Record<string, string | undefined>): EdgeSam
   }
 }
 
-/**
- * Whether a request that carries no valid W3C `traceparent` starts a trace here.
- *
- * @param random a number in [0, 1) (Math.random)
- */
+/** Whether a request without a valid W3C `traceparent` starts a trace; `random` in [0, 1). */
 export function startsTrace(sampling: EdgeSampling, random: number): boolean {
   return random < sampling.ratio;
 }

@@ -1,10 +1,8 @@
 /**
- * Content filters (`filter`): a MongoDB-style query on the payload (`type`, `timestamp`,
- * `webhook_id`, `data`) evaluated with sift, as Convoy and Outpost offer. Only comparison, set,
- * `$exists` and logical operators are allowed, so no filter runs code or a regular expression.
- * Filters run in the shared fan-out, so their cost is bounded: {@link maxFilterBytes},
- * {@link maxFilterDepth}, {@link maxFilterOperators}, {@link maxFilterOperands}, and
- * {@link maxFilterVisits} values per evaluation, past which the filter matches nothing.
+ * Content filters (`filter`): a MongoDB-style query on the payload evaluated with sift, as Convoy
+ * and Outpost offer. Only comparison, set, `$exists` and logical operators: no code, no regular
+ * expression. They run in the shared fan-out, so their size and each evaluation's visits are
+ * bounded; past {@link maxFilterVisits}, a filter matches nothing.
  */
 import siftModule from 'sift';
 import type * as Sift from 'sift';
@@ -29,11 +27,7 @@ export const maxFilterDepth = 8;
 export const maxFilterOperators = 32;
 /** Most operands of one `$in`, `$nin` or `$all`. */
 export const maxFilterOperands = 64;
-/**
- * Most values one evaluation visits (an operation applied to one value on its path): enough for
- * every condition of a filter on ordinary payloads, far below what a hostile payload of 256 KiB
- * and a filter at the limits above would cost unbounded (about 4 million).
- */
+/** Most values one evaluation visits: ample for ordinary payloads, far below a hostile one's ~4 million. */
 export const maxFilterVisits = 10_000;
 
 /** The operators a filter may use. */
@@ -46,9 +40,8 @@ export type EventFilter = Record<string, unknown>;
 
 /**
  * The problem with `filter`, or null when it can be stored.
- *
- * @returns `{ pointer, detail }` with the JSON pointer (RFC 6901) inside the filter of the first
- *   operator that is not allowed or of the level too deep, or `pointer: ''` for the whole filter
+ * @returns `{ pointer, detail }`: the JSON pointer (RFC 6901) of the first operator not allowed or
+ *   level too deep, `''` for the whole filter
  */
 export function eventFilterProblem(filter: unknown): JsonProblem | null {
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter)) {
@@ -80,11 +73,8 @@ export function eventFilterProblem(filter: unknown): JsonProblem | null {
 }
 
 /**
- * The tester of a filter that {@link eventFilterProblem} accepted: true when `payload` matches.
- * Each call of the tester may visit at most `maxVisits` values.
- *
- * @throws Error from sift for a malformed query (such as an operator nested under `$in`); the
- *   tester throws FilterCostExceededError when an evaluation goes over `maxVisits`
+ * The tester of an accepted filter: true when `payload` matches, visiting at most `maxVisits` values.
+ * @throws Error from sift for a malformed query; the tester throws FilterCostExceededError past `maxVisits`
  */
 export function compileEventFilter(
   filter: EventFilter,
@@ -102,9 +92,8 @@ export function compileEventFilter(
 }
 
 /**
- * Whether `payload` passes a compiled filter ({@link compileEventFilter}). A filter sift cannot
- * evaluate (only one stored before a rule changed, since the API checks each), and an evaluation
- * over its budget of visits (FilterCostExceededError), match nothing; `onError` hears why.
+ * Whether `payload` passes a compiled filter; one sift cannot evaluate, or over its budget of visits,
+ * matches nothing (`onError` hears why).
  */
 export function passesEventFilter(
   tester: (payload: Record<string, unknown>) => boolean,

@@ -1,8 +1,6 @@
 /**
- * The event types a subscription chooses (`event_types`): exact types and wildcards, as Stripe's
- * `enabled_events` and Svix's `filterTypes` take them. `*` is every type the subscription may
- * receive; `invoice.*` every type whose name starts with `invoice.`. Pure rules, used by the API
- * when a subscription is written and mirrored by the fan-out's SQL (`receivesEventTypeSql`).
+ * The event types a subscription chooses (`event_types`): exact types and wildcards (`*`,
+ * `invoice.*`), as Stripe's `enabled_events` and Svix's `filterTypes`. Mirrored by the fan-out's SQL.
  */
 
 /** Most entries in one subscription's `event_types`. */
@@ -23,12 +21,8 @@ export function selectedEventTypes(patterns: readonly string[], available: reado
 }
 
 /**
- * The problem with a subscription's `event_types`, or null when it can be stored.
- *
- * @param available the types the subscription may choose from: its kind's, or the whole
- *   catalogue's at the general endpoint
- * @returns a sentence naming the first bad entry: not a type or wildcard, unknown, a wildcard
- *   that selects nothing, a duplicate, or too many or none
+ * The problem with `event_types`, or null; `available` is the kind's types (or all at the general endpoint).
+ * @returns a sentence naming the first bad entry: malformed, unknown, selecting nothing, repeated, or the count
  */
 export function eventTypeSelectionProblem(
   patterns: readonly string[],
@@ -52,19 +46,14 @@ export function eventTypeSelectionProblem(
   return null;
 }
 
-/**
- * The SQL condition that the pattern `pattern` selects the event type `type` (both SQL text
- * expressions): {@link matchesEventType} in SQL.
- */
+/** {@link matchesEventType} in SQL, over two SQL text expressions. */
 export function patternSelectsTypeSql(pattern: string, type: string): string {
   return `(${pattern} = ${type} OR ${pattern} = '*' OR (right(${pattern}, 2) = '.*' AND starts_with(${type}, left(${pattern}, -1))))`;
 }
 
 /**
- * The SQL condition that the subscription row aliased `s` receives the event type `type` of kind
- * `kind` (SQL expressions, such as `$1::text`): its kind's (or any kind when general), and among
- * them the ones its `event_types` select (all when empty). The same rule as
- * {@link typesReceivedBy}, for the fan-out's statements.
+ * {@link typesReceivedBy} in SQL: subscription row `s` receives `type` of `kind` (SQL expressions)
+ * when its kind matches (or it is general) and its `event_types` select it (all when empty).
  */
 export function receivesEventTypeSql(s: string, type: string, kind: string): string {
   return `(${s}.kind IS NULL OR ${s}.kind = ${kind}) AND (cardinality(${s}.event_types) = 0 OR EXISTS (
@@ -72,10 +61,8 @@ export function receivesEventTypeSql(s: string, type: string, kind: string): str
 }
 
 /**
- * The event types a subscription receives, in catalogue order: those its `eventTypes` select
- * among its kind's (all of them when it chose none, stored as an empty list).
- *
- * @param typesOfKind `Catalogue.typesOfKind`, so that this module stays free of the catalogue
+ * The types a subscription receives, in catalogue order: its kind's that `eventTypes` select (all when empty).
+ * @param typesOfKind `Catalogue.typesOfKind`, so this module needs no catalogue
  */
 export function typesReceivedBy(
   typesOfKind: (kind: string | null) => readonly string[],

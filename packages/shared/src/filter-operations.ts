@@ -1,10 +1,7 @@
 /**
- * The operations content filters are evaluated with, bounded in cost: sift's own, each counted
- * against a budget of visits per evaluation, and `$in`/`$nin` looked up in a set for scalar
- * operands instead of compared with every operand. Used by event-filter.ts only.
- *
- * A visit is one operation applied to one value on its path: `{"data.a": {"$in": [...]}}` on a
- * `data.a` of 1,000 elements makes about 1,000 visits, whatever the number of operands.
+ * The operations content filters are evaluated with: sift's own, each visit counted against a
+ * budget per evaluation, and scalar `$in`/`$nin` looked up in a set. A visit is one operation on one
+ * value of its path: `$in` on a 1,000-element `data.a` is about 1,000, whatever the operands.
  */
 import siftModule from 'sift';
 import type * as Sift from 'sift';
@@ -42,11 +39,9 @@ const isMissingArrayProperty = (key: Key | undefined, owner: unknown) =>
   Array.isArray(owner) && !((key as Key) in owner) && Number.isNaN(Number(key));
 
 /**
- * Membership in the operands of `$in` or `$nin`, with sift's equality (values as parsed from JSON):
- * a scalar operand equals the identical scalar, `null` equals null and a missing value, an object
- * or array operand is compared deeply with sift's `compare`.
- *
- * @throws Error for an operand that holds an operator, as sift does ("cannot nest $ under $in")
+ * Membership in `$in`/`$nin` operands with sift's equality: scalars by identity, `null` equals null
+ * and missing, objects and arrays deeply (`compare`).
+ * @throws Error for an operand holding an operator, as sift does ("cannot nest $ under $in")
  */
 function membership(params: unknown, options: Options, name: string): (item: unknown) => boolean {
   const operands = Array.isArray(params) ? params : [params];
@@ -109,10 +104,7 @@ export const filterOperations = {
   ...({ $all, $exists, $and, $or, $nor, $not } as unknown as Record<string, OperationCreator>),
 } satisfies Record<string, OperationCreator>;
 
-/**
- * {@link filterOperations} with every visit of each operation counted through `visit`, which
- * throws to end an evaluation over budget.
- */
+/** {@link filterOperations} with each visit counted through `visit`, which throws over budget. */
 export function countedOperations(visit: () => void): Record<string, OperationCreator> {
   return Object.fromEntries(
     Object.entries(filterOperations).map(([name, create]) => [
@@ -130,10 +122,7 @@ export function countedOperations(visit: () => void): Record<string, OperationCr
   );
 }
 
-/**
- * `query` with each field's implicit equality (`{"data.a": 1}`) written as `$eq`, the same sift
- * operation, so that every comparison goes through a counted operation.
- */
+/** `query` with implicit equalities written as `$eq` (the same sift operation), so every comparison is counted. */
 export function withExplicitEquality(query: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(query).map(([key, value]) => {

@@ -1,8 +1,6 @@
 /**
- * The check of an operator token (METRICS_TOKEN, ADMIN_TOKEN): the operator surfaces of both
- * services (`/metrics`, `/admin/queues`) accept it as a bearer token (RFC 6750) or, so that a
- * browser can prompt for it, as the password of HTTP Basic authentication (RFC 7617, any user
- * name). Client JWTs never open them: they are a different secret.
+ * The check of an operator token (METRICS_TOKEN, ADMIN_TOKEN) on `/metrics` and `/admin/queues`: a
+ * bearer token (RFC 6750) or an HTTP Basic password (RFC 7617) so a browser can prompt. Never a JWT.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ConfigError, isDevelopmentEnv } from './config.js';
@@ -14,13 +12,7 @@ function sameSecret(given: string, token: string): boolean {
   return timingSafeEqual(digest(given), digest(token));
 }
 
-/**
- * Whether an `Authorization` header value carries `token`.
- *
- * @param header the request's `Authorization` header, if any
- * @param token the configured token; never empty (an empty token means the surface is off or open,
- *   which the caller decides)
- */
+/** Whether `header` (`Authorization`) carries `token` (never empty: an empty one is the caller's case). */
 export function operatorTokenAccepted(header: string | undefined, token: string): boolean {
   if (header === undefined) return false;
   const [scheme = '', credentials = ''] = header.trim().split(/\s+/, 2);
@@ -33,11 +25,9 @@ export function operatorTokenAccepted(header: string | undefined, token: string)
 }
 
 /**
- * Refuses a production start with `/metrics` open: metrics name queues, routes and volumes, which
- * is reconnaissance for anyone who can reach the port.
- *
- * @throws ConfigError naming METRICS_TOKEN when it is empty outside NODE_ENV development and test,
- *   or the token (METRICS_TOKEN, or ADMIN_TOKEN when set) shorter than {@link minOperatorTokenLength}
+ * Refuses a production start with `/metrics` open (queue, route and volume names are reconnaissance).
+ * @throws ConfigError naming METRICS_TOKEN when empty outside development and test, or the token
+ *   shorter than {@link minOperatorTokenLength}
  */
 export function requireMetricsToken(config: {
   NODE_ENV: string;
@@ -60,8 +50,5 @@ export function requireMetricsToken(config: {
   }
 }
 
-/**
- * Fewest characters of METRICS_TOKEN and ADMIN_TOKEN in production: 32 hex digits are 128 bits,
- * out of reach of guessing even without the per-address limits.
- */
+/** Fewest characters of operator tokens in production: 32 hex digits, 128 bits. */
 export const minOperatorTokenLength = 32;

@@ -1,9 +1,7 @@
 /**
- * The `cli` destination: deliveries relayed to `webhooks listen` on a developer's machine through
- * the service itself, with nothing public in between. The worker adds each attempt to the
- * session's stream in Redis and waits for its reply; the API streams the session to the CLI as
- * server-sent events and takes the CLI's reply (the local app's answer) back to the waiting
- * worker. A subscription's `callback_url` is `cli://<session>`.
+ * The `cli` destination (`cli://<session>`): deliveries relayed to `webhooks listen` through the
+ * service. The worker adds each attempt to the session's Redis stream and waits; the API streams it
+ * to the CLI as server-sent events and takes the local app's answer back to the worker.
  */
 import Type, { type Static } from 'typebox';
 
@@ -60,10 +58,7 @@ export interface RelayRequest {
   headers: Record<string, string>;
 }
 
-/**
- * What the CLI's local app answered, as the CLI replies it (`POST /api/webhooks/{id}/listen/replies`,
- * and what the worker waiting for it reads): `status` null when it gave none, `error` saying why.
- */
+/** The local app's answer as the CLI replies it (`…/listen/replies`): `status` null when none, `error` why. */
 export const RelayReply = Type.Object(
   {
     request_id: Type.String({

@@ -1,22 +1,11 @@
-/**
- * The Redis keys the worker's account scheduler and parked deliveries keep beside BullMQ's, under a
- * shard's effective key prefix: the worker writes them, the API's backlog bound reads them.
- */
+/** Keys the account scheduler and parked deliveries keep beside BullMQ's; the API's backlog bound reads them. */
 
-/**
- * The account scheduler's hash of every first delivery it holds (apps/worker's
- * scheduling/account-scheduler.ts), under the effective key prefix: its length is how many wait
- * for their account's turn, which the API's backlog bound reads too.
- */
+/** The account scheduler's hash of every first delivery it holds: its length is how many wait for a turn. */
 export function schedulerEntriesKey(prefix: string): string {
   return `${prefix}:sched:entries`;
 }
 
-/**
- * The account scheduler's list of one account's first deliveries waiting for its turn, under the
- * effective key prefix of a shard: its length is what the account has waiting there, which the
- * API's backlog bound reads to refuse the accounts over their share first.
- */
+/** One account's first deliveries waiting for its turn in a shard (the backlog bound reads its length). */
 export function schedulerAccountListKey(prefix: string, accountId: string): string {
   return `${schedulerAccountListPrefix(prefix)}${accountId}`;
 }
@@ -32,21 +21,15 @@ export function schedulerAdmittingKey(prefix: string): string {
 }
 
 /**
- * One account's delivery jobs waiting in a shard's delayed set (a retry's backoff, a gate, a rate
- * limit, the host cap), under the shard's effective key prefix: a sorted set of job ids scored by
- * the time each is due (ms since the epoch). The members due in the future are what the account
- * has parked there; the API's backlog bound counts them with its waiting deliveries. Members past
- * their time are stale (the job ran, or was removed) and are dropped as the set is written.
+ * One account's delivery jobs in a shard's delayed set (backoff, gate, rate limit, host cap): job ids
+ * scored by when due (ms). Future members are parked, counted by the backlog bound; past ones are
+ * stale and dropped as the set is written.
  */
 export function parkedDeliveriesKey(prefix: string, accountId: string): string {
   return `${prefix}:parked:${accountId}`;
 }
 
-/**
- * The accounts with delivery jobs parked in a shard's delayed set ({@link parkedDeliveriesKey}),
- * under the shard's effective key prefix: a sorted set of account ids scored by the time their
- * latest parked job is due (ms since the epoch). Those scored in the future have jobs parked.
- */
+/** Accounts with jobs parked in a shard ({@link parkedDeliveriesKey}), scored by their latest due time (ms). */
 export function parkedAccountsKey(prefix: string): string {
   return `${prefix}:parked-accounts`;
 }

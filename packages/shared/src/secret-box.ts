@@ -1,10 +1,8 @@
 /**
- * Signing secrets at rest: AES-256-GCM under SECRETS_ENCRYPTION_KEY (newest first: the newest
- * encrypts, any decrypts, `pnpm db:migrate` re-encrypts). Stored as
- * `enc:v2:<key id>:<iv>:<ciphertext+tag>` (base64url; key id the first 8 hex digits of the key's
- * SHA-256), bound to its subscription id as GCM's additional data (NIST SP 800-38D section 7).
- * `enc:v1:` values (unbound) open outside production and are resealed by `pnpm db:migrate`; a
- * value without `enc:` is plaintext. In production with a key, both are refused.
+ * Signing secrets at rest: AES-256-GCM under SECRETS_ENCRYPTION_KEY (the newest encrypts, any
+ * decrypts), as `enc:v2:<key id>:<iv>:<ciphertext+tag>`, bound to the subscription id as additional
+ * data (NIST SP 800-38D §7). `enc:v1:` (unbound) and plaintext open outside production only;
+ * `pnpm db:migrate` reseals them.
  */
 import { splitList } from '@webhooks/publisher';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
@@ -25,33 +23,21 @@ export class SecretDecryptionError extends Error {
 export interface SecretBox {
   /** True when a key is configured; without one, secrets are stored as they are. */
   readonly encrypting: boolean;
-  /**
-   * The stored form of `plaintext` for subscription `subscriptionId`: encrypted under the newest
-   * key and bound to that id, or `plaintext` without keys.
-   */
+  /** The stored form of `plaintext` for `subscriptionId`: sealed under the newest key, or as is without keys. */
   seal(plaintext: string, subscriptionId: string): string;
   /**
-   * The plaintext of a value stored for subscription `subscriptionId` (a plaintext value is
-   * returned as it is, unless the box refuses plaintext).
-   *
-   * @throws SecretDecryptionError when no configured key has the value's key id, its tag fails
-   *   (altered, or sealed for another subscription), or it is plaintext in a box that refuses it
+   * The plaintext of a value stored for `subscriptionId` (plaintext as is, unless refused).
+   * @throws SecretDecryptionError when no key has its key id, its tag fails (altered, or another
+   *   subscription's), or it is plaintext in a box that refuses it
    */
   open(stored: string, subscriptionId: string): string;
-  /**
-   * True when `stored` is plaintext, sealed unbound (v1) or under an older key:
-   * `seal(open(stored))` would change it.
-   */
+  /** Whether `seal(open(stored))` would change it: plaintext, unbound v1, or an older key. */
   needsResealing(stored: string): boolean;
 }
 
 /** Options of {@link createSecretBox}. */
 export interface SecretBoxOptions {
-  /**
-   * Refuse plaintext values in `open` (production with a key: a plaintext secret there was written
-   * around the service, and signing with it would hide that). Off for `pnpm db:migrate`, which
-   * seals them.
-   */
+  /** Refuse plaintext in `open` (production with a key: it was written around the service). Off for migrations. */
   refusePlaintext?: boolean;
 }
 
@@ -63,9 +49,7 @@ export function isSealedSecret(stored: string): boolean {
 const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 8);
 
 /**
- * Parses SECRETS_ENCRYPTION_KEY: comma-separated base64 (or base64url) keys of 32 bytes each,
- * newest first; an empty value gives no keys.
- *
+ * SECRETS_ENCRYPTION_KEY: comma-separated base64(url) keys of 32 bytes, newest first; empty: none.
  * @throws ConfigError naming SECRETS_ENCRYPTION_KEY when a key is not 32 bytes of base64
  */
 export function parseEncryptionKeys(value: string): Buffer[] {

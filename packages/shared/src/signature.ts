@@ -1,12 +1,9 @@
 /**
- * Signing secrets and delivery signatures in the Standard Webhooks format
- * (https://www.standardwebhooks.com, "Signature scheme"): the `webhook-signature` header holds one
- * signature of `"<webhook-id>.<webhook-timestamp>.<body>"` per live secret, space-separated:
- * - `v1,<base64 HMAC-SHA256>`, keyed with the base64-decoded part of a shared secret after
- *   `whsec_` (the `standardwebhooks` package's HMAC, the same code clients verify with);
- * - `v1a,<base64 Ed25519 signature>` (RFC 8032), with a private key the service keeps (`whsk_` +
- *   base64 of its 32-byte seed, never shown) whose public key the client verifies with (`whpk_` +
- *   base64 of its 32 bytes): the asymmetric scheme, no shared secret to leak from a receiver.
+ * Signatures in the Standard Webhooks format (standardwebhooks.com, "Signature scheme"):
+ * `webhook-signature` holds one signature of `"<webhook-id>.<webhook-timestamp>.<body>"` per live secret:
+ * - `v1,<base64 HMAC-SHA256>` keyed with a `whsec_` secret (the `standardwebhooks` package's HMAC);
+ * - `v1a,<base64 Ed25519>` (RFC 8032) with a `whsk_` key the service keeps; clients verify with its
+ *   `whpk_` public key, so no shared secret can leak from a receiver.
  */
 import { createPrivateKey, createPublicKey, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
@@ -46,10 +43,7 @@ function privateKeyOf(secret: string): KeyObject {
   return key;
 }
 
-/**
- * What the client verifies with: the secret itself for `v1`; for a `whsk_` key, its public key
- * (`whpk_` + base64 of the 32-byte Ed25519 public key).
- */
+/** What the client verifies with: the `v1` secret itself, or a `whsk_` key's `whpk_` public key. */
 export function verificationKey(secret: string): string {
   if (schemeOfSecret(secret) === 'v1') return secret;
   const jwk = createPublicKey(privateKeyOf(secret)).export({ format: 'jwk' });
@@ -57,12 +51,10 @@ export function verificationKey(secret: string): string {
 }
 
 /**
- * The `webhook-signature` header value for one attempt: one signature per secret, space-separated
- * (a rotation sends both), `v1,` or `v1a,` as each secret's scheme says.
- *
- * @param secrets signing secrets, `whsec_` or `whsk_` + base64 each
- * @param webhookId the `webhook-id` header (the event id)
- * @param timestamp the `webhook-timestamp` of this attempt
+ * The `webhook-signature` value of one attempt: one signature per secret (a rotation sends both).
+ * @param secrets `whsec_` or `whsk_` secrets
+ * @param webhookId the `webhook-id` (the event id)
+ * @param timestamp this attempt's `webhook-timestamp`
  * @param body the exact request body
  */
 export function signatureHeader(

@@ -1,8 +1,4 @@
-/**
- * Where a subscription's delivery gate lives in Redis, and how the API reads its throttling. The
- * worker's gate (apps/worker/src/delivery/gate.ts) writes these keys; the rules behind the values
- * are in `throttle.ts`.
- */
+/** Where a subscription's delivery gate lives in Redis, and how the API reads its throttling (`throttle.ts`). */
 import { batcher } from '@webhooks/publisher';
 import type { QueueShards } from '@webhooks/publisher';
 import type { RedisConnection } from '@webhooks/publisher';
@@ -10,12 +6,10 @@ import { inFlightLimit, throttleState, type InFlightBounds, type ThrottleState }
 import { breakerState, type BreakerState } from './breaker.js';
 
 /**
- * Redis keys of one subscription's gate, all in one hash slot so that the
- * gate's scripts may touch them together on Redis Cluster.
- * - `leases`: sorted set of the job ids holding an in-flight slot, scored by lease expiry (ms);
- * - `parked`: sorted set of the job ids waiting for a slot, scored by when they started waiting;
- * - `state`: hash holding `allowance` while it is below the maximum, the average slot time, and
- *   the circuit breaker's counts and state (`open_until`, `opened_at` in ms while it is open).
+ * Redis keys of one subscription's gate, in one hash slot for the gate's scripts:
+ * - `leases`: sorted set of job ids holding a slot, scored by lease expiry (ms);
+ * - `parked`: sorted set of job ids waiting for a slot, scored by when they started waiting;
+ * - `state`: hash of `allowance` (below the base only), the average slot time, and the breaker's state.
  */
 export function subscriptionGateKeys(prefix: string, subscriptionId: string) {
   const base = `${prefix}:gate:{${subscriptionId}}`;
@@ -54,11 +48,8 @@ function breakerView(openUntil: string | null, openedAt: string | null, nowMs: n
 }
 
 /**
- * Reads the throttling of `subscriptionIds` in one round trip per queue shard (`shards`, where each
- * subscription's gate lives).
- *
- * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT (a subscription without stored state is at it) and
- *   SUBSCRIPTION_IN_FLIGHT_CEILING
+ * Reads the throttling of `subscriptionIds`, one round trip per queue shard.
+ * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT (no stored state: at it) and SUBSCRIPTION_IN_FLIGHT_CEILING
  * @throws ioredis' errors when Redis cannot be reached
  */
 export async function readDeliveryThrottles(
@@ -109,13 +100,8 @@ export function startingThrottle(bounds: InFlightBounds): DeliveryThrottle {
 }
 
 /**
- * {@link readDeliveryThrottles} shared by concurrent callers: the ids asked for within one turn of
- * the event loop are read in one round trip (`batcher`), so a burst of API reads costs Redis one
- * pipeline rather than one per request.
- *
- * @param bounds SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING
- * @returns a function from subscription ids to their throttling; it rejects with ioredis' errors
- *   when Redis cannot be reached
+ * {@link readDeliveryThrottles} batched over one event-loop turn, so a burst of API reads is one pipeline.
+ * @returns a function from subscription ids to their throttling, rejecting with ioredis' errors
  */
 export function createDeliveryThrottleReader(
   redis: RedisConnection,

@@ -1,10 +1,8 @@
 /**
- * How many attempts one subscription may have in flight: TCP's congestion window (RFC 5681 §3.1)
- * over a real-valued allowance between 1 and SUBSCRIPTION_IN_FLIGHT_CEILING, starting at
- * SUBSCRIPTION_MAX_IN_FLIGHT (the base); its integer part is the limit. The gate applies one change
- * per window (compare-and-set), so ten hanging attempts halve it once. A timeout or connection
- * failure halves it; above the base, a slowing attempt or an answer other than 200 halves it down
- * to the base; a window of successes doubles it below the slow-start threshold, else adds 1.
+ * A subscription's in-flight allowance: TCP's congestion window (RFC 5681 §3.1), real-valued between
+ * 1 and the ceiling, starting at the base; its integer part is the limit. One change per window
+ * (compare-and-set). A timeout or failed connection halves it; above the base, a slowing attempt or
+ * a non-200 halves it down to the base; successes double it below the slow-start threshold, else add 1.
  */
 
 /** What an attempt says about its callback's capacity. */
@@ -13,10 +11,7 @@ export type CongestionSignal = 'increase' | 'decrease' | 'hold';
 /** Whether a subscription is held below its in-flight maximum, as shown on the subscription. */
 export type ThrottleState = 'healthy' | 'throttled';
 
-/**
- * The signal of one attempt's result (the worker's AttemptResult: `errorClass` null when confirmed,
- * by an HTTP 200 or a broker's acknowledgement, which has no status code).
- */
+/** The signal of one attempt's result: confirmed (`errorClass` null: a 200, a broker's ack) raises. */
 export function congestionSignal(result: {
   statusCode: number | null;
   errorClass: string | null;
@@ -33,10 +28,7 @@ export function congestionSignal(result: {
   }
 }
 
-/**
- * The in-flight limits a subscription moves between: it starts at `base` (SUBSCRIPTION_MAX_IN_FLIGHT)
- * and earns up to `ceiling` (SUBSCRIPTION_IN_FLIGHT_CEILING, at least `base`).
- */
+/** The in-flight limits: from `base` (SUBSCRIPTION_MAX_IN_FLIGHT) up to `ceiling` (…_CEILING, ≥ `base`). */
 export interface InFlightBounds {
   base: number;
   ceiling: number;
@@ -50,21 +42,16 @@ export function inFlightLimit(allowance: number, ceiling: number): number {
 /** Margin over the average, in ms, below which a fast callback's jitter is not read as slowing. */
 export const slowingMarginMs = 100;
 
-/**
- * Whether an attempt that held its slot `heldMs` says its callback is slowing: over twice the
- * average slot time (`averageMs`, null while unknown) and {@link slowingMarginMs} past it (ms).
- */
+/** Whether a slot held `heldMs` is slowing: over 2× `averageMs` (null unknown) and {@link slowingMarginMs} past. */
 export function isSlowing(heldMs: number, averageMs: number | null): boolean {
   return averageMs !== null && heldMs > 2 * averageMs && heldMs - averageMs > slowingMarginMs;
 }
 
 /**
  * The allowance after one attempt's signal.
- *
- * @param allowance the allowance the attempt was admitted under, between 1 and `bounds.ceiling`
+ * @param allowance what the attempt was admitted under, between 1 and `bounds.ceiling`
  * @param slowing {@link isSlowing} of the attempt
- * @param threshold the subscription's slow-start threshold ({@link nextThreshold}; the ceiling
- *   until its allowance first fell): below it, a window of successes doubles the allowance
+ * @param threshold the slow-start threshold ({@link nextThreshold}): below it, successes double the allowance
  */
 export function nextAllowance(
   allowance: number,
@@ -83,26 +70,18 @@ export function nextAllowance(
   return Math.max(bounds.base, allowance / 2);
 }
 
-/**
- * Longest average slot time, in ms, under which an allowance may double (slow start): a slower
- * callback earns one a window, so that it cannot take every worker slot within a few windows.
- */
+/** Longest average slot time (ms) that may double an allowance: a slower callback earns one a window. */
 export const slowStartSlotMs = 250;
 
-/**
- * The slow-start threshold {@link nextAllowance} applies: the subscription's `threshold` while its
- * callback answers fast (average slot time `averageMs`, in ms, at most {@link slowStartSlotMs}),
- * else 0, so that it earns one a window.
- */
+/** The slow-start threshold applied: `threshold` while `averageMs` ≤ {@link slowStartSlotMs}, else 0. */
 export function slowStartThreshold(threshold: number, averageMs: number | null): number {
   return averageMs !== null && averageMs <= slowStartSlotMs ? threshold : 0;
 }
 
 /**
- * The slow-start threshold after an attempt moved the allowance from `allowance` to `next`. After a
- * fall on a timeout or an answer other than 200, where it fell to (never below the base), as TCP
- * sets `ssthresh` on a loss (RFC 5681 §3.1); otherwise unchanged: a fall on latency alone may be
- * the worker's own pause, and must not leave the subscription climbing one a window.
+ * The slow-start threshold after a move from `allowance` to `next`: after a fall on a timeout or a
+ * non-200, where it fell to (≥ base), as TCP sets `ssthresh` (RFC 5681 §3.1); a fall on latency
+ * alone may be the worker's own pause and leaves it unchanged.
  */
 export function nextThreshold(
   allowance: number,
@@ -119,10 +98,7 @@ export function nextThreshold(
 /** Weight of the newest sample in a subscription's average slot time (an EWMA). */
 const durationWeight = 0.2;
 
-/**
- * A subscription's average time an attempt holds its in-flight slot, in ms, after one more of
- * `durationMs`; `average` null at first.
- */
+/** The average slot time (ms) after one more attempt of `durationMs`; `average` null at first. */
 export function averageDurationMs(average: number | null, durationMs: number): number {
   return average === null ? durationMs : average + durationWeight * (durationMs - average);
 }
@@ -147,25 +123,17 @@ export interface ParkingView {
   leaseMs: number;
 }
 
-/**
- * How long one turn of the in-flight slots takes, in ms: the average slot time, or, when the oldest
- * slot in flight has been held more than 4 times that (a callback that just began to hang), how
- * long it has been held; null when nothing is known yet.
- */
+/** One turn of the slots (ms): the average, or the oldest slot's age past 4× it (a hang); null unknown. */
 export function turnMs(view: Pick<ParkingView, 'averageMs' | 'oldestHeldMs'>): number | null {
   const { averageMs, oldestHeldMs } = view;
   return averageMs !== null && oldestHeldMs > 4 * averageMs ? oldestHeldMs : averageMs;
 }
 
 /**
- * How long a delivery over its subscription's in-flight limit waits before it asks again, in ms:
- * `(parked + 1) / limit` turns of {@link turnMs}, between {@link minParkMs} and `maxMs`, ±10%.
- * Never past the oldest slot's lease end plus those turns: a lease that ends on its own (its holder
- * died) wakes nobody.
- *
- * @param view what the gate answered when it refused the slot
- * @param maxMs the longest wait, in ms (the gate's `maxParkMs`)
- * @param random a number in [0, 1) (Math.random)
+ * How long a delivery over its limit waits before asking again (ms): `(parked + 1) / limit` turns of
+ * {@link turnMs}, within [{@link minParkMs}, `maxMs`], ±10%, and never past the oldest lease's end
+ * plus those turns (a lease that ends on its own wakes nobody).
+ * @param random a number in [0, 1)
  */
 export function parkDelayMs(view: ParkingView, maxMs: number, random: number): number {
   const turns = (view.parked + 1) / view.limit;
@@ -180,11 +148,7 @@ export function throttleState(allowance: number, max: number): ThrottleState {
   return inFlightLimit(allowance, max) < max ? 'throttled' : 'healthy';
 }
 
-/**
- * Whether moving a subscription's allowance from `before` to `after` throttles it: its in-flight
- * limit drops below `max` from `max` (what `webhook_subscriptions_throttled_total` counts, once
- * per episode however far the allowance then falls).
- */
+/** Whether `before` → `after` drops the limit below `max` from `max` (`webhook_subscriptions_throttled_total`). */
 export function entersThrottling(before: number, after: number, max: number): boolean {
   return throttleState(before, max) === 'healthy' && throttleState(after, max) === 'throttled';
 }

@@ -1,10 +1,7 @@
 /**
- * Runs transformations on a pool of worker threads (piscina), each with QuickJS in WebAssembly
- * (`transformation-thread.ts`), so no run stalls an event loop of the service. The host bounds
- * every run from outside the sandbox: a deadline from the moment its thread starts it (past it,
- * piscina ends the thread and starts another), a bound on the time it may wait for a thread, and
- * fair slots (`fair-slots.ts`): a run is handed to piscina only when a thread is free or has one
- * run ahead, each account holds a bounded share, and the accounts waiting take turns.
+ * Runs transformations on a piscina pool, each in QuickJS (`transformation-thread.ts`), so no run
+ * stalls an event loop. The host bounds each run from outside: a deadline from its start (then
+ * piscina ends the thread), a bound on the wait for a thread, and fair slots per account (`fair-slots.ts`).
  */
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
@@ -30,51 +27,37 @@ export type TransformationCheck = { kind: 'valid' } | { kind: 'refused'; error: 
 /** Runs transformations on a thread pool. */
 export interface TransformationRunner {
   /**
-   * Runs `source` on `input` for `accountId`; never throws for what the function does. A run
-   * past TRANSFORMATION_TIMEOUT_MS, its heap or TRANSFORMATION_MAX_BODY_BYTES is `failed`, naming
-   * the limit; no thread free within TRANSFORMATION_QUEUE_TIMEOUT_MS is `busy`.
+   * Runs `source` on `input` for `accountId`; never throws for what the function does. Past
+   * TRANSFORMATION_TIMEOUT_MS, its heap or …_MAX_BODY_BYTES: `failed`, naming the limit; no thread
+   * within TRANSFORMATION_QUEUE_TIMEOUT_MS: `busy`.
    */
   run(source: string, input: TransformationInput, accountId: string): Promise<TransformationResult>;
-  /**
-   * Whether `source` can be used (a syntax error, no `handler` function, too long, a top level
-   * past the limits: refused). It is evaluated, so its top level runs under the same limits.
-   */
+  /** Whether `source` can be used; it is evaluated, so its top level runs under the same limits. */
   check(source: string, accountId: string): Promise<TransformationCheck>;
   close(): Promise<void>;
 }
 
-/**
- * How long past its deadline the host lets a run go before it ends the thread, in ms: the
- * interrupt inside QuickJS ends an ordinary loop first, with a clearer error.
- */
+/** How long past its deadline a run may go before the thread is ended (ms): the interrupt's error is clearer. */
 const hostGraceMs = 25;
 
 /** Longest wait for a thread that is starting (loading QuickJS), in ms. */
 const threadStartTimeoutMs = 30_000;
 
-/**
- * Runs handed to each thread at once: the one it runs and the next, so that it never waits for
- * this event loop between two runs. The next waits at most one run's deadline for its start.
- */
+/** Runs handed to a thread at once (the current and the next), so it never waits for this loop between two. */
 const runsPerThread = 2;
 
 /** The reasons a run's signal fires with. */
 const queueTimedOut = 'queue timed out';
 const ranPastDeadline = 'ran past its deadline';
 
-/**
- * Creates a pool of `limits.threads` threads, started at the first run (each loads QuickJS before
- * it takes a run). The result's URL is checked against `policy`, as a `callback_url` would be.
- */
+/** A pool of `limits.threads` threads, started at the first run; a result's URL is checked against `policy`. */
 export function createTransformationRunner(
   limits: TransformationLimits,
   policy: CallbackPolicy,
 ): TransformationRunner {
   // The thread runs compiled JavaScript: from src/ (tests) and from dist/ alike, dist/ is beside.
   const workerData: TransformationThreadData = { memoryBytes: limits.memoryBytes };
-  // Made at the first run, so a service that never runs one starts no thread; from then on its
-  // threads are kept, and one ended past its deadline is replaced at once (piscina's minimum),
-  // which the run queued behind it needs.
+  // Made at the first run; an ended thread is replaced at once (piscina's minimum) for the run behind it.
   let pool: Piscina<TransformationTask, TransformationRaw> | undefined;
   const poolOf = () =>
     (pool ??= new Piscina<TransformationTask, TransformationRaw>({
@@ -87,8 +70,7 @@ export function createTransformationRunner(
   const slots = createFairSlots({
     capacity: limits.threads * runsPerThread,
     perAccount: limits.accountConcurrency,
-    // Half the queue at most: an account's burst (a fan-out to its many subscriptions) waits, and
-    // the other half is always there for the other accounts, whose turns come first anyway.
+    // Half the queue at most per account: the other half stays for the others.
     waitingPerAccount: Math.max(limits.accountConcurrency, Math.floor(limits.maxQueue / 2)),
     maxWaiting: limits.maxQueue,
   });
@@ -114,9 +96,7 @@ export function createTransformationRunner(
     const release = await slots.acquire(accountId, controller.signal);
     clearTimeout(timer);
     if (typeof release === 'string') return busy(refusals[release]);
-    // A slot means a thread free or about to be (one run ahead at most), unless it is still
-    // starting (a cold start, or a thread just ended for running past its deadline): that wait
-    // has a bound of its own.
+    // A slot means a thread free or one run from it, unless it is still starting: that wait has its own bound.
     timer = setTimeout(() => controller.abort(queueTimedOut), threadStartTimeoutMs);
     const { port1, port2 } = new MessageChannel();
     port1.once('message', () => {

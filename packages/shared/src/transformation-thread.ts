@@ -1,10 +1,8 @@
 /**
- * The body of a transformation thread (piscina runs it, `transformation-runner.ts` starts the
- * pool): runs one subscription's function on one webhook in QuickJS compiled to WebAssembly, a
- * fresh runtime per run, with no host function exposed. Three bounds hold inside the thread: the
- * interrupt at the deadline, QuickJS's heap limit (never lifted: the result is serialised to JSON
- * inside the sandbox), and the WebAssembly memory's maximum, which no allocation can pass. The
- * host's deadline (the pool ends the thread) covers what the interrupt does not: built-ins.
+ * A transformation thread's body (piscina runs it): one function on one webhook in QuickJS compiled
+ * to WebAssembly, a fresh runtime per run, no host function exposed. Bounded inside by the
+ * interrupt, QuickJS's heap limit and the WebAssembly memory's maximum; outside, the pool's
+ * deadline ends the thread (built-ins the interrupt does not reach).
  */
 import type { MessagePort } from 'node:worker_threads';
 import { workerData } from 'node:worker_threads';
@@ -31,9 +29,8 @@ export interface TransformationThreadData {
 }
 
 /**
- * One run: the function's source, its input as JSON (null: only define the function and say
- * whether `handler` is one), its time (ms) and the longest result it may give (bytes of JSON).
- * `started` hears one message when the run begins, which starts the host's deadline.
+ * One run: source, input as JSON (null: only check `handler` is a function), time (ms) and longest
+ * result (bytes of JSON). `started` hears one message when the run begins (the host's deadline).
  */
 export interface TransformationTask {
   source: string;
@@ -43,10 +40,7 @@ export interface TransformationTask {
   started: MessagePort;
 }
 
-/**
- * What the run gave: the returned value as JSON (undefined: nothing serialisable), or the error it
- * threw or ran into.
- */
+/** What the run gave: the value as JSON (undefined: not serialisable), or the error. */
 export type TransformationRaw = { ok: true; json: string | undefined } | { ok: false; error: string };
 
 /** The emscripten build's own memory (static data and stack) before any heap: 256 pages. */
@@ -73,18 +67,11 @@ function newModule(memoryBytes: number): Promise<QuickJSWASMModule> {
 }
 
 const { memoryBytes } = workerData as TransformationThreadData;
-/**
- * The thread's QuickJS, loaded before the thread takes its first run (piscina waits for this
- * module), and made anew after a run that broke it (a trap inside the module).
- */
+/** The thread's QuickJS, loaded before its first run and made anew after a run that trapped inside it. */
 let module: Promise<QuickJSWASMModule> | undefined = newModule(memoryBytes);
 await module;
 
-/**
- * The script QuickJS runs: the function's source, then a call of its `handler` on the input,
- * serialised to JSON inside the sandbox (without input, only the check that `handler` is a
- * function).
- */
+/** The script QuickJS runs: the source, then `handler(input)` serialised to JSON inside the sandbox. */
 export function transformationScript(source: string, inputJson: string | null): string {
   return `${source}
 ;(function () {
@@ -145,10 +132,7 @@ function tooLarge(maxOutputBytes: number): string {
   return `the returned webhook is larger than ${maxOutputBytes} bytes (TRANSFORMATION_MAX_BODY_BYTES)`;
 }
 
-/**
- * The string `handle` holds, copied out only when it fits `maxBytes` of UTF-8 (its length, read
- * first, is at most its byte count), else null.
- */
+/** The string `handle` holds, copied out only when it fits `maxBytes` of UTF-8, else null. */
 function boundedString(context: QuickJSContext, handle: QuickJSHandle, maxBytes: number): string | null {
   const lengthHandle = context.getProp(handle, 'length');
   const length = context.getNumber(lengthHandle);
@@ -161,10 +145,7 @@ function boundedString(context: QuickJSContext, handle: QuickJSHandle, maxBytes:
 /** Longest error text read out of the sandbox, in bytes. */
 const maxErrorBytes = 500;
 
-/**
- * A sentence for what the function threw or ran into (interrupted: past its time), read from the
- * thrown value's `name` and `message` without running its code (no `toJSON`, no `toString`).
- */
+/** A sentence for what the function threw (read from `name` and `message`, running none of its code). */
 function describe(context: QuickJSContext, error: QuickJSHandle): string {
   const text = (handle: QuickJSHandle): string | undefined =>
     context.typeof(handle) === 'string'

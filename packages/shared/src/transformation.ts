@@ -1,9 +1,7 @@
 /**
- * Transformations: a subscription's small JavaScript function that reshapes each webhook before it
- * is sent, as Svix's do (docs.svix.com/transformations), e.g. for a Slack incoming webhook.
- * `function handler(webhook) { …; return webhook; }` receives `{payload, headers, url,
- * event_type}` and returns it changed, or sets `cancel: true`. This module holds the settings and
- * the check of a run's result ({@link checkTransformationOutput}); `transformation-runner.ts` runs it.
+ * Transformations: a subscription's JavaScript `function handler(webhook)` that reshapes
+ * `{payload, headers, url, event_type}` before it is sent, or sets `cancel: true`, as Svix's do
+ * (docs.svix.com/transformations). Settings and the check of a result; `transformation-runner.ts` runs it.
  */
 import Type from 'typebox';
 import type { CallbackPolicy } from './callback-policy.js';
@@ -120,9 +118,8 @@ export interface TransformationInput {
 }
 
 /**
- * What a run came to: the webhook to send, a cancellation, why it failed (the function's fault:
- * the attempt fails), or `busy`: no thread was free in time (the service's capacity, not the
- * function's: the delivery waits `retryAfterMs` without using an attempt, the API answers 503).
+ * What a run came to: a webhook, a cancellation, a failure (the function's: the attempt fails), or
+ * `busy` (no thread in time, the service's: the delivery waits `retryAfterMs` unspent, the API answers 503).
  */
 export type TransformationResult =
   | { kind: 'transformed'; payload: unknown; headers: Record<string, string>; url: string }
@@ -138,11 +135,9 @@ export interface TransformationBusy {
 }
 
 /**
- * Checks what a function returned: an object with `cancel: true`, or with `payload` (any JSON
- * value), `headers` (an object of strings, which the custom headers' rules must accept) and `url`
- * (`inputUrl` unchanged, or a URL that meets every rule of a `callback_url` under `policy`,
- * {@link checkCallbackUrl}, and keeps `inputUrl`'s origin where callbacks are verified; a broker
- * destination's URI cannot be changed).
+ * Checks a returned value: `cancel: true`, or `payload` (JSON), `headers` (strings the custom-header
+ * rules accept) and `url` (unchanged, or a valid `callback_url` under `policy` keeping the origin
+ * where callbacks are verified; a broker destination's cannot change).
  */
 export function checkTransformationOutput(
   value: unknown,
