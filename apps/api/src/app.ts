@@ -1,10 +1,8 @@
 /**
- * Builds the API service (server.ts listens; tests use `inject`). It only composes: the services
- * of services.ts, then the plugins in the order they depend on: tracing, request ids, headers,
- * validation and errors, metrics, PostgreSQL and Redis, load shedding and per-IP limits (the first
- * request hooks, so a shed request costs nothing more), the OpenAPI document and public routes,
- * the operators' routes (`app.operator`: the app, or with ADMIN_PORT a second instance so they
- * need not be reachable by clients), and the account scope (account-scope.ts).
+ * Builds the API service (server.ts listens; tests `inject`). It only composes: services.ts's
+ * services, then plugins in dependency order: tracing, request ids, headers, errors, metrics,
+ * PostgreSQL and Redis, shedding and per-IP limits (first hooks, so a shed request costs nothing
+ * more), OpenAPI and public routes, operators' routes (ADMIN_PORT: a second instance), the account scope.
  */
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -53,10 +51,7 @@ async function buildOperatorApp(config: ApiConfig): Promise<FastifyInstance> {
   return operator;
 }
 
-/**
- * A ready-to-listen API app for `config`. Close it with `app.close()`, which also closes its
- * PostgreSQL pool and Redis connections.
- */
+/** A ready-to-listen API app for `config`; `app.close()` closes its PostgreSQL pool and Redis connections. */
 export async function buildApp(config: ApiConfig): Promise<FastifyInstance> {
   const app = Fastify({
     logger: serviceLoggerOptions(config),

@@ -1,8 +1,4 @@
-/**
- * Configuration of the API service, read from the environment (see docs/configuration.md).
- *
- * @throws ConfigError from {@link loadApiConfig} naming the variable that is invalid or missing.
- */
+/** The API service's configuration, from the environment (docs/configuration.md). */
 import Type, { type Static } from 'typebox';
 import {
   catalogueFromEnv,
@@ -206,11 +202,7 @@ export const apiEnvSchema = Type.Object({
   }),
 });
 
-/**
- * The API's address for its OpenAPI `servers` entry: PUBLIC_BASE_URL when set (trailing slash
- * dropped), else `http://HOST:PORT`, with a wildcard listen address (`0.0.0.0`, `::`) shown as
- * `localhost` and an IPv6 address in brackets (RFC 3986 section 3.2.2).
- */
+/** The OpenAPI `servers` address: PUBLIC_BASE_URL, else `http://HOST:PORT` (wildcard as localhost, IPv6 bracketed). */
 export function apiServerUrl(config: Pick<ApiConfig, 'PUBLIC_BASE_URL' | 'HOST' | 'PORT'>): string {
   if (config.PUBLIC_BASE_URL !== '') return config.PUBLIC_BASE_URL.replace(/\/+$/, '');
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST;
@@ -249,11 +241,9 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
 
 /**
  * Reads and validates the API configuration from `env` (default `process.env`).
- *
- * @throws ConfigError naming the variable: outside NODE_ENV `development` and `test` (unset and
- *   unknown values included) JWT_SECRET must be set, at least 32 bytes and not the public
- *   development secret, unless JWT_PUBLIC_KEY is set, which then needs JWT_ISSUER and
- *   JWT_AUDIENCE; SECRETS_ENCRYPTION_KEY and METRICS_TOKEN must be set.
+ * @throws ConfigError naming the variable: outside development and test, JWT_SECRET must be set, ≥ 32
+ *   bytes and not the development secret, unless JWT_PUBLIC_KEY (then JWT_ISSUER and JWT_AUDIENCE);
+ *   SECRETS_ENCRYPTION_KEY and METRICS_TOKEN must be set
  */
 export function loadApiConfig(env: Record<string, string | undefined> = process.env): ApiConfig {
   const config = readApiConfig(env);
@@ -285,8 +275,7 @@ function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
   const development = isDevelopmentEnv(config.NODE_ENV);
   const productionRule = `outside NODE_ENV development or test (NODE_ENV is ${JSON.stringify(config.NODE_ENV)})`;
   if (config.JWT_PUBLIC_KEY !== '') {
-    // An identity provider signs tokens for many services: without iss and aud, a token it issued
-    // for any other of them would open this API too (RFC 8725 section 3.9).
+    // Without iss and aud, a token the provider issued for another service would open this API (RFC 8725 §3.9).
     const missing = ['JWT_ISSUER', 'JWT_AUDIENCE'].filter((name) => config[name as 'JWT_ISSUER'] === '');
     if (missing.length > 0 && !development)
       throw new ConfigError(

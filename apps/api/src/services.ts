@@ -1,8 +1,7 @@
 /**
- * The services the API's plugins and routes share, built once from its configuration: the Redis
- * connection for counts, the transformation sandbox, account quotas, the presenters and the
- * portal's tokens. Those that need the app's Redis or PostgreSQL are built in app.ts once the
- * plugins that open them are registered.
+ * The services the API's plugins and routes share, built once from its configuration (counting
+ * connection, sandbox, quotas, presenters, portal tokens); those needing the app's Redis or
+ * PostgreSQL are built in app.ts.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import {
@@ -18,20 +17,12 @@ import { createPortalTokens, portalKey, type PortalTokens } from './lib/portal-t
 import { createViews, type Views } from './lib/views.js';
 import { clockToleranceMs } from './plugins/app/auth.js';
 
-/**
- * Longest wait for a count (the rate limit's, the payload quota's), in ms. Past it a request passes
- * the rate limit uncounted, and a publish answers 503 (the publisher needs Redis too). A healthy
- * Redis answers in a few ms even under load.
- */
+/** Longest wait for a count (rate limit, payload quota), in ms: then a read passes uncounted, a publish answers 503. */
 const countTimeoutMs = 1_000;
 
 /** What {@link createServices} builds. */
 export interface ApiServices {
-  /**
-   * The rate limits' and the payload quota's counts, one small script each per request: on one
-   * connection, auto-pipelined but on a Cluster, so concurrent requests' counts reach Redis as one
-   * write.
-   */
+  /** The counts' connection, auto-pipelined (not on a Cluster), so concurrent requests' counts go as one write. */
   countingRedis: RedisConnection;
   /** The sandbox that checks and tries transformations (threads start at first use); null when off. */
   transformations: TransformationRunner | null;

@@ -1,8 +1,6 @@
 /**
- * Minting HS256 bearer tokens the API accepts, the one helper behind `pnpm token`, the demo, the
- * benchmarks and the tests. Every token carries `sub` (the account) and `exp` (a token
- * without `exp` is refused); `iss` and `aud` are added when given, as JWT_ISSUER / JWT_AUDIENCE
- * require. Production tokens come from the platform's identity provider, not from here.
+ * Minting HS256 bearer tokens the API accepts, for `pnpm token`, the demo, benchmarks and tests:
+ * `sub`, `exp`, and `iss`/`aud` when given. Production tokens come from the platform's identity provider.
  */
 import { createSigner } from 'fast-jwt';
 
@@ -18,10 +16,7 @@ export interface TokenMinterOptions {
   audience?: string | undefined;
 }
 
-/**
- * A function minting a token for `account`. `claims` are merged into the payload; an explicit
- * `exp` (unix seconds) replaces the lifetime, `exp: undefined` leaves it out (for tests of refusals).
- */
+/** Mints a token for `account`, `claims` merged; an explicit `exp` (unix s) replaces the lifetime, `undefined` drops it. */
 export function createTokenMinter(
   options: TokenMinterOptions,
 ): (account: string, claims?: Record<string, unknown>) => string {
@@ -37,11 +32,7 @@ export function createTokenMinter(
     });
 }
 
-/**
- * The minter of tokens an API configured with `config` accepts: its JWT_SECRET, and JWT_ISSUER and
- * JWT_AUDIENCE when set, each token living `ttlMs` ms. Null when the API verifies an identity
- * provider's key (JWT_PUBLIC_KEY), whose tokens cannot be minted here.
- */
+/** The minter for an API configured with `config` (tokens living `ttlMs`); null under JWT_PUBLIC_KEY. */
 export function configuredTokenMinter(
   config: { jwtKey: { algorithm: string; key: string }; JWT_ISSUER: string; JWT_AUDIENCE: string },
   ttlMs: number,

@@ -1,12 +1,8 @@
 /**
- * Warming the publish path before the API listens, so that it says it is ready (`/readyz`) only
- * once the first real requests are no longer the slowest: V8 optimises what a request runs only
- * after a few hundred runs, and a fresh process's first burst would otherwise wait on it. The
- * publishes go through `app.inject` for an account of their own (a fresh random id each start)
- * with a body the schema refuses (400), so nothing is queued: token verification, the rate
- * limit's Redis script, the shedding hooks, body parsing, validation and problem details run as
- * for a real publish, untraced. Needs an HS256 key (JWT_SECRET) to mint the token; with an identity
- * provider's key it warms nothing.
+ * Warms the publish path before the API listens, so `/readyz` says ready only once the first real
+ * requests are not the slowest (V8 optimises after a few hundred runs). Publishes through
+ * `app.inject` for a fresh random account with a body the schema refuses (400): auth, rate limit,
+ * shedding, parsing, validation and problem details run, nothing is queued. Needs JWT_SECRET.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -19,10 +15,8 @@ export const warmUpRequests = 400;
 const warmUpConcurrency = 20;
 
 /**
- * Sends {@link warmUpRequests} refused publishes through `app` (ready, not yet listening).
- *
- * @returns how many were answered as expected (400); fewer means a dependency was down, which
- *   `/readyz` then reports, so the API starts anyway
+ * Sends {@link warmUpRequests} refused publishes through `app` (ready, not listening).
+ * @returns how many were answered 400; fewer means a dependency is down (`/readyz` says so)
  */
 export async function warmUp(
   app: FastifyInstance,

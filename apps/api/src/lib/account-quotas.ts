@@ -1,9 +1,7 @@
 /**
- * Per-account quotas, each a default with an ACCOUNT_OVERRIDES override: subscriptions
- * (MAX_SUBSCRIPTIONS_PER_ACCOUNT) and bytes of event `data` per UTC day
- * (ACCOUNT_PAYLOAD_BYTES_PER_DAY), counted in Redis for every API instance
- * (`<prefix>:quota:payload:<account>:<YYYY-MM-DD>`, on the account's shard, kept two days); a
- * refused publish is not counted.
+ * Per-account quotas, defaults with ACCOUNT_OVERRIDES: subscriptions (MAX_SUBSCRIPTIONS_PER_ACCOUNT)
+ * and event `data` bytes per UTC day (ACCOUNT_PAYLOAD_BYTES_PER_DAY), counted in Redis on the
+ * account's shard (`quota:payload:<account>:<YYYY-MM-DD>`, kept two days); a refusal is not counted.
  */
 import { batcher, defineScript, type AccountOverride, type RedisConnection } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
@@ -15,9 +13,8 @@ export function secondsUntilUtcMidnight(now: Date): number {
 }
 
 /**
- * `K.counter`: the day's counter; `A.quota`; `A.ttlSeconds`, the counter's TTL (set when the day's
- * first charge creates it); `R`: each charge's bytes, in order. Returns 1 for each charge counted
- * and 0 for each that would have passed the quota (not counted), in order.
+ * `K.counter` the day's, `A.quota`, `A.ttlSeconds` (set on creation), `R` each charge's bytes.
+ * Returns, in order, 1 per charge counted, 0 per charge that would pass the quota (not counted).
  */
 const chargeLua = `
 local used = tonumber(redis.call('GET', K.counter) or '0')
@@ -50,19 +47,14 @@ export interface AccountQuotas {
   /** Subscriptions `accountId` may have. */
   maxSubscriptions(accountId: string): number;
   /**
-   * Counts `bytes` of event data against the account's quota for today (UTC).
-   *
-   * @throws HttpProblem 429 `quota-payload-bytes-per-day` with `Retry-After` (seconds to midnight
-   *   UTC) when they would exceed it; nothing is counted then
-   * @throws ioredis' errors when Redis cannot be reached (the error handler answers 503)
+   * Counts `bytes` of event data against today's (UTC) quota.
+   * @throws HttpProblem 429 `quota-payload-bytes-per-day` with `Retry-After` (s to midnight UTC); nothing counted
+   * @throws ioredis' errors when Redis cannot be reached (answered 503)
    */
   chargePayload(accountId: string, bytes: number, now?: Date): Promise<void>;
 }
 
-/**
- * Creates the quotas from their defaults and the overrides, counting on `redis` under
- * `prefixOf(accountId)` (the key prefix of the account's queue shard).
- */
+/** The quotas from their defaults and overrides, counted on `redis` under the account's shard prefix. */
 export function createAccountQuotas(options: {
   redis: RedisConnection;
   prefixOf: (accountId: string) => string;
@@ -78,10 +70,7 @@ export function createAccountQuotas(options: {
     rest: true,
     lua: chargeLua,
   });
-  /**
-   * Whether each charge was counted, in order: one script call per counter (an account's day),
-   * each counter's charges in the order they were made. A failed call fails its own charges only.
-   */
+  /** Whether each charge was counted, in order: one script call per counter; a failed call fails its own. */
   const chargeTurn = batcher<Charge, boolean>(async (charges) => {
     const byKey = new Map<string, number[]>();
     charges.forEach(({ key }, index) => {
@@ -100,8 +89,7 @@ export function createAccountQuotas(options: {
           );
           indices.forEach((index, i) => (results[index] = counted[i] === 1));
         } catch (error) {
-          // Returned, not thrown: the batcher would run every charge again alone, and a Redis that
-          // is away would keep each publish waiting twice before its 503.
+          // Returned, not thrown: the batcher would rerun each charge alone, doubling the wait for 503.
           const failed = error instanceof Error ? error : new Error(String(error));
           for (const index of indices) results[index] = failed;
         }

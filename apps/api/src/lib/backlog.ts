@@ -1,9 +1,7 @@
 /**
- * The backlog bound: `POST /api/events` answers 503 with `Retry-After` once accepted, undelivered
- * work passes BACKLOG_MAX_EVENTS or BACKLOG_MAX_DELIVERIES, so Redis cannot grow without bound.
- * Sampled every {@link backlogSampleMs}, so a bound is approximate by one interval's publishes.
- * Past the deliveries bound only accounts holding their share of the backlog are refused
- * ({@link fairShareRefusal}), every account past {@link hardCeilingFactor} times it.
+ * The backlog bound: `POST /api/events` answers 503 with `Retry-After` once undelivered work passes
+ * BACKLOG_MAX_EVENTS or BACKLOG_MAX_DELIVERIES, sampled every {@link backlogSampleMs}. Past the
+ * deliveries bound, accounts holding their share are refused; all past {@link hardCeilingFactor}.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import {
@@ -60,11 +58,7 @@ export function backlogRefusal(backlog: Backlog, limits: BacklogLimits): string 
   return null;
 }
 
-/**
- * Past the deliveries bound, why an account with `waiting` deliveries (waiting for its turn or
- * parked) is refused: at or above its share (what waits over the accounts waiting), or past the
- * hard ceiling. Null otherwise, and always below the bound.
- */
+/** Past the deliveries bound, why an account with `waiting` deliveries is refused (its share, the ceiling), or null. */
 export function fairShareRefusal(backlog: Backlog, limits: BacklogLimits, waiting: number): string | null {
   if (limits.deliveries === 0 || backlog.deliveries < limits.deliveries) return null;
   const full = deliveriesFull(backlog, limits);
@@ -84,10 +78,8 @@ export interface BacklogWatch {
 }
 
 /**
- * Samples the backlog of the shards under `prefixes`, when a bound is set or `sampleFanOutWait`:
- * the `events` queue's jobs and its oldest one's age; the scheduler's held deliveries and the
- * `deliveries` queue's jobs. A failed read keeps the last sample (the publish then meets the
- * Redis fault itself and answers 503).
+ * Samples the shards' backlog when a bound is set or `sampleFanOutWait`: `events` jobs and the
+ * oldest's age, held and queued deliveries. A failed read keeps the last sample (the publish meets the fault).
  */
 export function createBacklogWatch(
   redis: RedisConnection,
@@ -139,8 +131,7 @@ export function createBacklogWatch(
     return {
       events: wait! + prioritized! + delayed!,
       deliveries: held! + queued! + queuedBehind! + parked!,
-      // An account may be in both: the larger count is at most their union, so the share errs
-      // large, refusing fewer.
+      // An account may be in both: the larger count errs large, refusing fewer.
       accounts: Math.max(accounts!, parkedAccounts!),
       waitingOrParked: Math.max(0, held! - admitting!) + parked!,
       fanOutWaitMs: Number.isFinite(addedAt) ? Math.max(0, Date.now() - addedAt) : 0,

@@ -1,10 +1,7 @@
 /**
- * What a subscription may carry for its callback's gateway and TLS, as the API stores it: custom
- * headers (`custom-headers.ts` in @webhooks/shared) and a client certificate
- * (`client-certificate.ts`), each checked (400 naming each refused field), then stored as one JSON
- * object sealed by the {@link SecretBox} and bound to the subscription's id (they hold a gateway's
- * API key, a private key). Headers are shown with their values masked except by
- * `GET .../headers`; a certificate only as its summary.
+ * A subscription's custom headers and client certificate as the API stores them: checked (400
+ * naming each field), then sealed by the {@link SecretBox} bound to the subscription id. Shown masked
+ * (headers, except by `GET .../headers`) or as a summary (certificate).
  */
 import {
   checkClientCertificate,
@@ -14,11 +11,7 @@ import {
 } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
 
-/**
- * The stored form of `headers` for subscription `id`: null for none (null or an empty object).
- *
- * @throws HttpProblem 400 naming each refused header (`/headers/<name>`)
- */
+/** The stored form of `headers` for `id` (null: none). @throws HttpProblem 400 naming each refused header */
 export function sealedCustomHeaders(
   headers: Record<string, string> | null,
   id: string,
@@ -38,10 +31,8 @@ export function sealedCustomHeaders(
 }
 
 /**
- * The stored form of `given` for subscription `id`: null for none.
- *
- * @throws HttpProblem 400 naming the field when the certificate or key does not parse, the key is
- *   not the certificate's, or the certificate is not valid now
+ * The stored form of `given` for `id` (null: none).
+ * @throws HttpProblem 400 naming the field: unparsable, a key not the certificate's, or not valid now
  */
 export function sealedClientCertificate(
   given: ClientCertificate | null,

@@ -1,10 +1,7 @@
 /**
- * Who a client is, for the per-address limits, and whom to believe about it. Pure rules:
- * - TRUST_PROXY names the proxies in front as a hop count or their addresses, never `true`: with
- *   `true`, Fastify takes the left-most `X-Forwarded-For` address, which the client itself writes,
- *   so a client could escape the failed-authentication lockout or lock a victim's address out.
- * - An IPv6 client is counted by its /64, the block one subscriber line or host gets (RFC 6177,
- *   RFC 7421), so that rotating the interface half of its address buys no fresh limit.
+ * Who a client is, for per-address limits. TRUST_PROXY is a hop count or addresses, never `true`
+ * (Fastify would trust the left-most `X-Forwarded-For`, which the client writes). IPv6 counts by
+ * its /64 (RFC 6177, RFC 7421), so rotating the interface half buys no fresh limit.
  */
 import ipaddr from 'ipaddr.js';
 import { ConfigError } from '@webhooks/shared';
@@ -13,12 +10,9 @@ import { ConfigError } from '@webhooks/shared';
 export type TrustProxy = false | ((address: string, hop: number) => boolean) | string[];
 
 /**
- * TRUST_PROXY as Fastify's `trustProxy` takes it: `false` (no proxy; the default), a hop count
- * (the number of proxies in front: `X-Forwarded-For` is read from the right, that many entries),
- * or the proxies' addresses and CIDR ranges.
- *
- * @throws ConfigError naming TRUST_PROXY for `true`, a count below 1, or an entry that is not an
- *   IP address or CIDR range
+ * TRUST_PROXY as Fastify's `trustProxy`: `false` (default), a hop count (`X-Forwarded-For` read
+ * that many from the right), or the proxies' addresses and CIDRs.
+ * @throws ConfigError naming TRUST_PROXY for `true`, a count below 1, or an entry not an IP or CIDR
  */
 export function parseTrustProxy(value: string): TrustProxy {
   const text = value.trim();
@@ -55,11 +49,7 @@ function isCidr(text: string): boolean {
   }
 }
 
-/**
- * The key an address is counted under by the per-address limits: an IPv4 address itself (an
- * IPv4-mapped IPv6 address as its IPv4 form), an IPv6 address as its /64 (`2001:db8:1:2::/64`).
- * Anything unparsable is its own key.
- */
+/** An address's key for the limits: IPv4 itself (mapped IPv6 as IPv4), IPv6 as its /64; unparsable as is. */
 export function clientAddressKey(ip: string): string {
   if (!ipaddr.isValid(ip)) return ip;
   const address = ipaddr.process(ip);

@@ -1,8 +1,7 @@
 /**
- * The API under more connections than its process has file descriptors: it bounds the sockets it
- * holds (`server.maxConnections`, from the descriptor limit), so that the descriptors a request
- * needs (PostgreSQL, Redis, `/proc` reads) are still there; and a call that runs out of them
- * anyway (`EMFILE`, `ENFILE`) is an overload to ride out, not an error that ends the process.
+ * More connections than file descriptors: the API bounds its sockets (`server.maxConnections`) so a
+ * request's own descriptors (PostgreSQL, Redis, `/proc`) remain, and `EMFILE`/`ENFILE` is an
+ * overload to ride out, never an exit.
  */
 import { readFileSync } from 'node:fs';
 
@@ -12,13 +11,7 @@ const connectionShare = 0.75;
 /** Fewest connections the bound allows, whatever the limit. */
 const minConnections = 64;
 
-/**
- * The soft limit on open files of this process (`ulimit -n`), read from `/proc/self/limits`
- * (`Max open files  <soft>  <hard>  files`), or null where that cannot be read (not Linux) or
- * says `unlimited`.
- *
- * @param text the file's text (tests); read from `/proc/self/limits` when omitted
- */
+/** The soft open-files limit from `text` (default `/proc/self/limits`); null where unreadable or `unlimited`. */
 export function descriptorLimit(text?: string): number | null {
   let limits = text;
   if (limits === undefined) {
@@ -33,8 +26,8 @@ export function descriptorLimit(text?: string): number | null {
 }
 
 /**
- * How many client connections the API holds at most: API_MAX_CONNECTIONS when set (not 0), else
- * three quarters of the descriptor limit (at least {@link minConnections}), else null (no bound).
+ * The API's connection bound: API_MAX_CONNECTIONS (not 0), else ¾ of the descriptor limit (at least
+ * {@link minConnections}), else null (no bound).
  */
 export function connectionBound(configured: number, limit: number | null): number | null {
   if (configured > 0) return configured;

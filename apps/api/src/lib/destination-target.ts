@@ -1,8 +1,7 @@
 /**
- * Where a create or an update sends deliveries: the `callback_url` to store, from the body's
- * `callback_url` and `destination` (`destination.ts` in @webhooks/shared). An HTTP callback is
- * checked by the SSRF policy; a broker destination must name a broker of DESTINATION_BROKERS of its
- * type, and is stored as its URI; a `cli` destination gets a new relay session (`relay.ts`).
+ * The `callback_url` a create or update stores, from `callback_url` and `destination`: an HTTP
+ * callback passes the SSRF policy; a broker destination names a DESTINATION_BROKERS broker of its
+ * type, stored as its URI; a `cli` destination gets a new relay session.
  */
 import { v7 as uuidv7 } from 'uuid';
 import {
@@ -27,13 +26,9 @@ const refuse = (pointer: string, detail: string) =>
   ]);
 
 /**
- * The target of a create (`creating`) or an update by `accountId`.
- *
- * @param checkCallback the SSRF check of an http(s) callback URL; throws its 400
- * @throws HttpProblem 400 naming `/callback_url` (missing on create, or sent beside a broker
- *   destination), `/destination/...` (an unknown broker, a broker of another type, a bad name, a
- *   `cli` destination on an update), or `/client_certificate` or `/auth` (sent with a broker or
- *   `cli` destination)
+ * The target of a create (`creating`) or update by `accountId`; `checkCallback` is the SSRF check (throws its 400).
+ * @throws HttpProblem 400 naming `/callback_url` (missing on create, or beside a broker), `/destination/...`
+ *   (unknown broker, wrong type, bad name, `cli` on an update), or `/client_certificate`/`/auth` beside a broker or `cli`
  */
 export function writeTarget(
   body: {

@@ -1,8 +1,4 @@
-/**
- * A subscription's endpoint health from its recent attempts: pure rules over the figures
- * `GET /api/webhooks/{id}/health` reads from the delivery log. The states follow what Svix and
- * Convoy show of an endpoint: no attempts, all well, some failing, or failing outright.
- */
+/** Endpoint health from recent attempts: pure rules of `GET /api/webhooks/{id}/health` (states as Svix's). */
 
 /** The attempts of one window, as PostgreSQL aggregates them. */
 export interface AttemptWindow {
@@ -39,10 +35,9 @@ export function successRate(window: AttemptWindow): number | null {
 }
 
 /**
- * The endpoint's state: `failing` after {@link failingRun} failed attempts in a row, or under half
- * of the last 15 minutes' attempts confirmed; `degraded` under 95% of them, or after a failed last
- * attempt; `idle` without an attempt in 24 hours; else `healthy`. A rate counts from
- * {@link minRateAttempts} attempts on, so one failure of three does not make a quiet endpoint fail.
+ * The state: `failing` after {@link failingRun} failures in a row or under half of 15 minutes'
+ * attempts confirmed; `degraded` under 95%, or a failed last attempt; `idle` with none in 24 hours;
+ * else `healthy`. Rates count from {@link minRateAttempts} attempts on.
  */
 export function healthState(figures: HealthFigures): HealthState {
   if (figures.day.attempts === 0) return 'idle';
@@ -64,10 +59,7 @@ export interface HourRow {
 /** The hour a time falls in, in ms since the epoch (UTC hours). */
 const hourMs = 3_600_000;
 
-/**
- * The last 24 hours by hour, oldest first, ending with the hour of `now`: each hour's row, or
- * zero attempts for an hour without one (rows outside those hours are left out).
- */
+/** The last 24 hours by hour, oldest first, ending with `now`'s: each hour's row, or zero attempts. */
 export function hourlySeries(rows: readonly HourRow[], now: Date): HourRow[] {
   const last = Math.floor(now.getTime() / hourMs) * hourMs;
   const byHour = new Map(rows.map((row) => [row.hour.getTime(), row]));

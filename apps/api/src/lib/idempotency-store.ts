@@ -1,10 +1,7 @@
 /**
- * Idempotency keys of `POST /api/events` in PostgreSQL (IDEMPOTENCY_STORE=postgresql): one row per
- * account and key (`idempotency_keys`), so that a Redis failover, which can lose the queue's own
- * deduplication keys, cannot turn a client's retry into a second event. The key is claimed before
- * the event is queued, with the event id reserved for it; a publish that fails gives the claim
- * back, so the client's retry publishes. Rows live 24 hours (the publisher's window); the
- * worker's retention removes older ones, and an expired row is taken over by a new claim.
+ * Idempotency keys of `POST /api/events` in PostgreSQL (IDEMPOTENCY_STORE=postgresql), so a Redis
+ * failover cannot turn a retry into a second event. A key is claimed with the reserved event id
+ * before queueing; a failed publish gives it back. Rows live 24 hours; an expired one can be re-claimed.
  */
 import { idempotencyKeyHash, idempotencyWindowMs } from '@webhooks/shared';
 import type { PrismaClient } from '@webhooks/db';
@@ -17,11 +14,7 @@ export type IdempotencyClaim =
 
 /** The PostgreSQL idempotency store. */
 export interface IdempotencyStore {
-  /**
-   * Claims `key` of `accountId` for event `eventId` (payload timestamp `timestamp`).
-   *
-   * @throws Prisma's errors when PostgreSQL fails (answered 503 by the API)
-   */
+  /** Claims `key` of `accountId` for event `eventId`. @throws Prisma's errors when PostgreSQL fails (503) */
   claim(accountId: string, key: string, eventId: string, timestamp: string): Promise<IdempotencyClaim>;
   /** Gives back a claim whose event was not queued; never throws (the row then expires). */
   release(accountId: string, key: string, eventId: string): Promise<void>;

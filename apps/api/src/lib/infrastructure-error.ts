@@ -1,8 +1,4 @@
-/**
- * Telling an infrastructure fault (PostgreSQL or Redis unreachable, closing, overloaded) from a
- * bug, so the error handler answers the first with 503 and `Retry-After` and keeps 500 for the
- * second. Errors are recognised by their codes, following `cause` chains.
- */
+/** Tells infrastructure faults (PostgreSQL or Redis away or overloaded) from bugs: 503 with `Retry-After`, not 500. */
 import { PublishUnavailableError } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
 
@@ -17,12 +13,9 @@ export function serviceUnavailable(detail: string): HttpProblem {
 }
 
 /**
- * Prisma error codes of an unreachable or overloaded database
- * (https://www.prisma.io/docs/orm/reference/error-reference): P1001 can't reach, P1002 timed out,
- * P1008 operation timed out, P1017 connection closed, P2024 pool timeout, P2028 an interactive
- * transaction that could not start or finish in its time (its statements waited on a busy
- * database: a lock held by the fan-out, the pool), P2034 a transaction rolled back for a write
- * conflict or a deadlock (to be tried again).
+ * Prisma error codes of an unreachable or overloaded database (Prisma's error reference): P1001,
+ * P1002, P1008, P1017, P2024 pool timeout, P2028 a transaction that could not start or finish in
+ * time, P2034 a write conflict or deadlock (to retry).
  */
 const prismaCodes = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2028', 'P2034']);
 
@@ -37,10 +30,8 @@ const adapterKinds = new Set([
 ]);
 
 /**
- * PostgreSQL SQLSTATE classes and codes (Appendix A): 08 connection, 53 resources, 57P operator,
- * 57014 a statement cancelled by the API's statement_timeout, and what the manual says to try
- * again ("Serialization Failure Handling"): 40001 serialization failure, 40P01 deadlock, 55P03 a
- * lock not granted in time (a partition's creation holds one for an instant).
+ * PostgreSQL SQLSTATEs (Appendix A): 08 connection, 53 resources, 57P operator, 57014 statement
+ * timeout, and what "Serialization Failure Handling" says to retry: 40001, 40P01, 55P03.
  */
 const sqlState = /^(08|53|57P|57014$|40001$|40P01$|55P03$)/;
 

@@ -1,17 +1,13 @@
 /**
- * When the API sheds: by how long requests wait (the event loop's delay, the oldest shed-able
- * request in flight, the oldest event waiting for its fan-out), not by how busy it is. Shedding
- * starts when a wait passes its bound and stops when all are under half of it (hysteresis); between
- * samples, a bound on requests in flight stops a burst at once.
+ * When the API sheds: by how long requests wait (event-loop delay, oldest shed-able request, oldest
+ * event awaiting fan-out), not how busy it is. It starts past a bound, stops under half of all
+ * (hysteresis); between samples, a bound on requests in flight stops a burst at once.
  */
 
 /** The measure that started shedding: the metric's label and the log's reason. */
 export type OverloadMeasure = 'eventLoopDelay' | 'requestWait' | 'fanOutWait' | 'inFlight';
 
-/**
- * Bounds in ms (API_SHED_EVENT_LOOP_DELAY_MS, API_SHED_MAX_WAIT_MS, API_SHED_MAX_FANOUT_WAIT_MS);
- * 0 leaves a measure out.
- */
+/** Bounds in ms (API_SHED_EVENT_LOOP_DELAY_MS, …_MAX_WAIT_MS, …_MAX_FANOUT_WAIT_MS); 0 leaves one out. */
 export interface OverloadBounds {
   maxEventLoopDelayMs: number;
   maxRequestWaitMs: number;
@@ -31,11 +27,7 @@ export interface OverloadSample {
 /** Share of a bound under which a wait must fall before shedding stops. */
 export const releaseShare = 0.5;
 
-/**
- * The shedding state after `sample`: the measure now shedding, or null.
- *
- * @param current the state before the sample (null: not shedding)
- */
+/** The shedding state after `sample` from `current` (null: not shedding): the measure now shedding, or null. */
 export function nextOverload(
   current: OverloadMeasure | null,
   sample: OverloadSample,
@@ -53,11 +45,7 @@ export function nextOverload(
   return active.some(([, wait, bound]) => wait > bound * releaseShare) ? current : null;
 }
 
-/**
- * Whether a shed-able request arriving while `inFlight` others are in flight is one too many:
- * 'inFlight' at or past `maxInFlight` (API_SHED_MAX_IN_FLIGHT; 0: no bound), else null. Checked at
- * each arrival, as a semaphore would be, not sampled.
- */
+/** 'inFlight' when an arrival with `inFlight` others reaches `maxInFlight` (API_SHED_MAX_IN_FLIGHT; 0: none). */
 export function inFlightOverload(inFlight: number, maxInFlight: number): OverloadMeasure | null {
   return maxInFlight > 0 && inFlight >= maxInFlight ? 'inFlight' : null;
 }

@@ -1,14 +1,8 @@
-/**
- * Page arithmetic and the `next` / `previous` links of the collection envelope (specification
- * section 2.4). Links keep every other query parameter, so a filter survives paging.
- */
+/** Page arithmetic and the envelope's `next`/`previous` links (specification §2.4), keeping the query's filters. */
 import { defaultPageSize } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
 
-/**
- * Most rows a page may skip: `(page - 1) * page_size` past it is refused. PostgreSQL reads and
- * throws away every skipped row, so a deep page costs as much as listing everything before it.
- */
+/** Most rows a page may skip: PostgreSQL reads and discards each, so a deep page costs all before it. */
 export const maxSkippedRows = 10_000;
 
 /** A page request after defaults: `page` from 1, `pageSize` 1..100. */
@@ -20,10 +14,8 @@ export interface PageRequest {
 }
 
 /**
- * Reads `page` and `page_size` (already validated by the route schema) with their defaults.
- *
- * @param narrowing how the caller can narrow this collection's query instead, for the refusal
- * @throws HttpProblem 400 naming `page` when the page starts past {@link maxSkippedRows} rows
+ * `page` and `page_size` (validated by the route) with defaults; `narrowing` says how to narrow instead.
+ * @throws HttpProblem 400 naming `page` when it starts past {@link maxSkippedRows} rows
  */
 export function pageRequest(query: { page?: number; page_size?: number }, narrowing: string): PageRequest {
   const page = query.page ?? 1;
@@ -36,13 +28,7 @@ export function pageRequest(query: { page?: number; page_size?: number }, narrow
   return { page, pageSize, skip };
 }
 
-/**
- * The envelope for one page.
- *
- * @param path the collection path, e.g. `/api/webhooks`
- * @param query the request's query parameters (filters are carried into the links)
- * @param count total items across pages
- */
+/** The envelope of one page of `count` items at `path`, its links carrying `query`'s filters. */
 export function pageEnvelope<T>(
   path: string,
   query: Record<string, unknown>,

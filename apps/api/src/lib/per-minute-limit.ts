@@ -1,8 +1,6 @@
 /**
- * Counts for the API's own limits (per client address a minute, a recovery's pace per account):
- * rate-limiter-flexible on Redis, shared by every API instance, with a count in this process's
- * memory while Redis is away, so an outage never lifts a limit. Over a limit: 429 with
- * `Retry-After` in whole seconds.
+ * Counts for the API's own limits (per client address, a recovery's pace): rate-limiter-flexible on
+ * Redis, with a memory count while Redis is away, so an outage never lifts a limit. Over: 429 with `Retry-After` (s).
  */
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { redisConnectionDown, type RedisConnection } from '@webhooks/shared';
@@ -13,10 +11,7 @@ export function perMinute(redis: RedisConnection, keyPrefix: string, points: num
   return perWindow(redis, keyPrefix, points, 60);
 }
 
-/**
- * A limit of `points` every `seconds` (a fixed window from the first point counted), on Redis with
- * a memory fallback for outages.
- */
+/** A limit of `points` per `seconds` (fixed window from the first point), on Redis, in memory during outages. */
 export function perWindow(redis: RedisConnection, keyPrefix: string, points: number, seconds: number) {
   const memory = new RateLimiterMemory({ points, duration: seconds });
   const shared = new RateLimiterRedis({
@@ -26,8 +21,7 @@ export function perWindow(redis: RedisConnection, keyPrefix: string, points: num
     keyPrefix,
     insuranceLimiter: memory,
   });
-  // While the connection is known down, the memory count answers at once instead of after the
-  // command timeout.
+  // While the connection is known down, memory answers at once, not after the command timeout.
   return () => (redisConnectionDown(redis) ? memory : shared);
 }
 
@@ -39,10 +33,7 @@ export function tooMany(what: string, msBeforeNext: number): HttpProblem {
   });
 }
 
-/**
- * Consumes `points` (default one) of `key`'s count; resolves, or throws the 429 of `what` when
- * over the limit. The points count either way, as rate-limiter-flexible counts them.
- */
+/** Consumes `points` (default 1) of `key`'s count, counted either way; throws `what`'s 429 when over. */
 export async function spend(
   limiter: RateLimiterRedis | RateLimiterMemory,
   key: string,

@@ -1,9 +1,8 @@
 /**
- * Portal links (`POST /api/portal-sessions`): a link (`plk_…`, 32 random bytes) is valid
- * PORTAL_LINK_SECONDS and exchanged once for a session token (`portal-tokens.ts`), so a leaked
- * link is worthless once used; a session can be revoked (`DELETE /api/portal-sessions/{id}`).
- * Redis keys under the queue prefix, each expiring with what it guards:
- * `portal:link:<SHA-256 of the link>`, `portal:session:<id>`, `portal:revoked:<id>`.
+ * Portal links (`POST /api/portal-sessions`): a `plk_…` link (32 random bytes), valid
+ * PORTAL_LINK_SECONDS, exchanged once for a session token, so a leaked link is worthless once used;
+ * sessions are revocable. Redis keys expire with what they guard: `portal:link:<SHA-256>`,
+ * `portal:session:<id>`, `portal:revoked:<id>`.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { RedisConnection } from '@webhooks/shared';
@@ -26,17 +25,9 @@ export interface PortalLink {
 export interface PortalLinks {
   /** A link for `account` whose session, once exchanged, lasts `sessionSeconds`. */
   create(account: string, sessionSeconds: number): Promise<PortalLink>;
-  /**
-   * Exchanges `link` for its session token, once.
-   *
-   * @returns null when the link is unknown, used, expired or revoked
-   */
+  /** Exchanges `link` for its session token, once. @returns null when unknown, used, expired or revoked */
   exchange(link: string): Promise<{ token: string; expiresAt: Date } | null>;
-  /**
-   * Revokes session `id` of `account`: its link and its token stop working.
-   *
-   * @returns false when `account` has no such session (never made, another account's, or ended)
-   */
+  /** Revokes `account`'s session `id` (link and token). @returns false when it has no such session */
   revoke(account: string, id: string): Promise<boolean>;
   /** Whether session `id` was revoked. @throws ioredis' errors when Redis cannot be reached */
   revoked(id: string): Promise<boolean>;

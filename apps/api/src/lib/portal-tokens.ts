@@ -1,9 +1,7 @@
 /**
  * Portal session tokens (Svix's "magic link" model): short-lived HS256 JWTs for one account,
- * `scope: "portal"`, named by `jti` (revocable, `portal-links.ts`), which a browser gets in
- * exchange for a one-time link and holds in memory. Signed with a key of their own (PORTAL_SECRET,
- * or one derived from JWT_SECRET), so a portal token never passes as a client token nor the
- * reverse.
+ * `scope: "portal"`, revocable by `jti`, got for a one-time link. Their own key (PORTAL_SECRET, or
+ * derived from JWT_SECRET), so a portal token never passes as a client token, nor the reverse.
  */
 import { createHmac } from 'node:crypto';
 import { createDecoder, createSigner, createVerifier } from 'fast-jwt';
@@ -16,11 +14,7 @@ export const portalScope = 'portal';
 /** Lifetime of a portal session when the request names none, in seconds (1 hour). */
 export const defaultPortalSessionSeconds = 3_600;
 
-/**
- * Tokens whose claim to be a portal token is remembered, least recently used dropped first: at
- * most this many, and at most {@link claimedTokenCharsKept} characters of them in all, since any
- * client, authenticated or not, chooses what it sends.
- */
+/** Portal-claim tokens remembered (LRU): a count and a character bound, since any client chooses what it sends. */
 const claimedTokensKept = 10_000;
 
 /** Characters of tokens the claims remembered may hold in all (4 Mi, about 8 MiB of memory). */
@@ -33,17 +27,15 @@ export interface PortalTokens {
   /** Whether `token` claims to be a portal token (unverified: decides which key checks it). */
   claimsPortal(token: string): boolean;
   /**
-   * The verified payload of a portal token: its account (`sub`) and session id (`jti`).
-   *
-   * @throws fast-jwt's TokenError (`code` FAST_JWT_EXPIRED, FAST_JWT_INACTIVE, …) when it is not valid
+   * The verified payload of a portal token: account (`sub`) and session id (`jti`).
+   * @throws fast-jwt's TokenError (`code` FAST_JWT_EXPIRED, …) when it is not valid
    */
   verify(token: string): { sub?: unknown; jti: string };
 }
 
 /**
- * The signing key of portal tokens: PORTAL_SECRET when set, else HMAC-SHA256(JWT_SECRET,
- * "webhooks portal session") when tokens are HS256, else null: with JWT_PUBLIC_KEY and no
- * PORTAL_SECRET the API cannot mint portal sessions.
+ * The portal tokens' key: PORTAL_SECRET, else HMAC-SHA256(JWT_SECRET, "webhooks portal session")
+ * under HS256, else null (JWT_PUBLIC_KEY without PORTAL_SECRET: no portal sessions).
  */
 export function portalKey(config: Pick<ApiConfig, 'PORTAL_SECRET' | 'jwtKey'>): string | null {
   if (config.PORTAL_SECRET !== '') return config.PORTAL_SECRET;
@@ -51,9 +43,7 @@ export function portalKey(config: Pick<ApiConfig, 'PORTAL_SECRET' | 'jwtKey'>): 
   return createHmac('sha256', config.jwtKey.key).update('webhooks portal session').digest('hex');
 }
 
-/**
- * Portal tokens signed and checked with `key`; `clockToleranceMs` is the skew allowed on `exp`.
- */
+/** Portal tokens signed and checked with `key`, allowing `clockToleranceMs` of skew on `exp`. */
 export function createPortalTokens(key: string, clockToleranceMs: number): PortalTokens {
   const sign = createSigner({ key, algorithm: 'HS256' });
   const decode = createDecoder();

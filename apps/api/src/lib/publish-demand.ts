@@ -1,9 +1,7 @@
 /**
- * Who is asking to publish lately in this API process: the demand fair shedding divides. Counts
- * of shed-able requests per account in the current bucket and the one before; a bucket closes at
- * the next request once {@link demandWindowMs} passed and it counted {@link demandMinRequests}.
- * Buckets close on requests seen, not wall time, so after a pause the last demand still weighs
- * the first requests. Memory is bounded by two buckets' accounts.
+ * Recent publish demand per account in this process, which fair shedding divides: counts in the
+ * current and previous bucket. A bucket closes on a request once {@link demandWindowMs} passed and it
+ * counted {@link demandMinRequests}, so after a pause the last demand still weighs. Two buckets of memory.
  */
 
 /** How long a counting bucket stays open at least, in ms, once it saw a request. */
@@ -13,15 +11,9 @@ export const demandWindowMs = 500;
 export const demandMinRequests = 20;
 
 /**
- * Whether an account with `own` of the recent requests is over its fair share of them while the
- * API sheds: at or above `total / accounts`, an equal share of what was asked. An account asking
- * less than an equal share is let through; a lone account asking everything is not, so a
- * saturated API still sheds one flood. Max-min fairness on request counts, as the worker's host
- * cap shares a host.
- *
- * @param own this account's recent requests, this one included (at least 1)
- * @param total every account's recent requests, this one included
- * @param accounts the accounts that made them (at least 1)
+ * Whether an account is over its fair share while the API sheds: `own` (≥ 1) at or above
+ * `total / accounts`. Below an equal share passes; a lone flood does not. Max-min fairness on
+ * request counts, as the host cap shares a host.
  */
 export function overFairShare(own: number, total: number, accounts: number): boolean {
   return own * accounts >= total;

@@ -1,15 +1,10 @@
 /**
- * The pace of a recovery: an account's recover calls start at most RECOVER_ROUNDS_PER_MINUTE rounds
- * a minute, in short windows ({@link paceWindow}) sent evenly, so a recovery of thousands leaves
- * room for live deliveries and spares a receiver just back (Segment's replay guidance). A window
- * with nothing left answers 429 with `Retry-After`. A call reserves its rounds before reading them,
- * so concurrent calls share a window ({@link grantedRounds}), and gives back what it did not start.
+ * A recovery's pace: an account's recover calls start at most RECOVER_ROUNDS_PER_MINUTE rounds, in
+ * short windows sent evenly, leaving room for live deliveries and sparing a receiver just back
+ * (Segment's replay guidance). An empty window is 429 with `Retry-After`; calls reserve first.
  */
 
-/**
- * The step the rounds' times are rounded down to, in ms: the rounds of each 100 ms of a window are
- * due together, since a job due every few ms would wake the workers' blocking fetch for each one.
- */
+/** The step due times are rounded down to (ms), so one blocking fetch wakes per 100 ms, not per round. */
 const paceStepMs = 100;
 
 /** One window of a recovery's pace: `rounds` (≥ 2) may start every `seconds` (≥ 1, whole). */
@@ -19,10 +14,8 @@ export interface PaceWindow {
 }
 
 /**
- * The pace window of a budget of `perMinute` rounds a minute (≥ 1): one second, or the fewest
- * whole seconds that hold two rounds when the budget is under 120 a minute; it holds the budget's
- * share of its length, rounded down, so the windows of a minute never start more than the budget.
- * E.g. 10,000 a minute: 166 a second; 12 a minute: 2 every 10 s.
+ * The window of `perMinute` rounds (≥ 1): one second, or the fewest seconds holding two rounds, with
+ * its share rounded down, so a minute never starts more (10,000/min: 166 a second; 12/min: 2 per 10 s).
  */
 export function paceWindow(perMinute: number): PaceWindow {
   const seconds = Math.max(1, Math.ceil(120 / perMinute));
@@ -42,20 +35,16 @@ export interface RecoveryWindow {
 }
 
 /**
- * The rounds a call that asked for `wanted` may start, once its reservation is counted: the
- * window's count after it is `countedAfter` (the calls reserved before it included), so the call
- * holds the window's places `countedAfter - wanted` onwards, and only those under `rounds` are
- * its. 0 when concurrent calls took the whole window first.
+ * The rounds a call of `wanted` may start: it holds the window's places from `countedAfter - wanted`
+ * (its reservation counted), and only those under `rounds` are its; 0 when others took them.
  */
 export function grantedRounds(rounds: number, countedAfter: number, wanted: number): number {
   return Math.max(0, Math.min(wanted, rounds - (countedAfter - wanted)));
 }
 
 /**
- * How long each of `count` rounds started now waits before it is sent, in ms, in the order they
- * were counted: this call's rounds are the last `count` of `window.consumed`, and the k-th round
- * of the window (from 0) is due `k × lengthMs / rounds` ms after the window began, rounded down to
- * a step of {@link paceStepMs}. A round whose time has passed waits 0.
+ * The wait (ms) of each of `count` rounds started now: the k-th of the window is due
+ * `k × lengthMs / rounds` after it began, rounded down to {@link paceStepMs}; one past due waits 0.
  */
 export function recoveryDelays(window: RecoveryWindow, count: number): number[] {
   const elapsedMs = window.lengthMs - window.msBeforeNext;

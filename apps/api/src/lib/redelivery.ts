@@ -1,9 +1,7 @@
 /**
- * A fresh round of attempts for failed or cancelled deliveries (a manual retry, a recovery). Redis
- * first: the round's jobs are enqueued under deterministic ids, then the rows marked `pending` in
- * that round; should the marking fail, the jobs are removed, and one left behind is dropped by the
- * worker (its row is in another round). No row is ever `pending` without a job, and with Redis down
- * nothing changes (the caller answers 503).
+ * A fresh round of attempts for failed or cancelled deliveries (manual retry, recovery). Redis
+ * first: jobs under deterministic ids, then rows marked `pending`; if marking fails the jobs are
+ * removed (one left behind is dropped by the worker). No row is `pending` without a job.
  */
 import type { PrismaClient } from '@webhooks/db';
 import {
@@ -14,10 +12,7 @@ import {
   type DeliveryQueues,
 } from '@webhooks/shared';
 
-/**
- * A delivery that may start a new round: its key, the attempts it made so far, and how long its
- * round waits before it is sent (ms; a recovery's pace, none when absent).
- */
+/** A delivery that may start a new round: its key, attempts so far, and its round's wait (ms; a recovery's pace). */
 export interface RedeliveryCandidate {
   id: string;
   eventId: string;
@@ -36,13 +31,11 @@ export interface RedeliveryDeps {
 }
 
 /**
- * Starts a new round for each of `candidates` still failed or cancelled with `attempts_made` as
- * read (two concurrent requests start one round). `recovered`: the jobs wait behind every admitted
- * delivery (`recoveryPriority`).
- *
+ * Starts a round for each candidate still failed or cancelled with `attempts_made` as read (two
+ * concurrent requests start one). `recovered`: behind every admitted delivery (`recoveryPriority`).
  * @returns the ids of the deliveries now pending in their new round
- * @throws PublishUnavailableError when Redis does not take the jobs within 2 s, Prisma's errors
- *   when PostgreSQL fails (infrastructure faults, answered 503); no row is left changed
+ * @throws PublishUnavailableError when Redis does not take the jobs within 2 s, Prisma's errors when
+ *   PostgreSQL fails (both answered 503); no row is left changed
  */
 export async function startRounds(
   deps: RedeliveryDeps,
@@ -70,8 +63,7 @@ export async function startRounds(
                   ${rounds.map((r) => r.round)}::int[]) AS r(id, attempts_made, round)
       WHERE d.id = r.id AND d.attempts_made = r.attempts_made AND d.status IN ('failed', 'cancelled')
       RETURNING d.id::text`;
-    // A job whose row was not marked stays: a concurrent request marked that same round (one job
-    // for both), or the worker drops it, finding the row in another round.
+    // A job whose row was not marked stays: a concurrent request's round, or the worker drops it.
     return rows.map((row) => row.id);
   } catch (error) {
     await removeJobs(deps.queues, rounds);
@@ -79,10 +71,7 @@ export async function startRounds(
   }
 }
 
-/**
- * Removes the jobs of rounds that could not be marked. Best effort: a job left behind is dropped
- * by the worker when it finds its row in another round.
- */
+/** Removes the jobs of rounds that could not be marked; best effort (the worker drops one left behind). */
 async function removeJobs(
   queues: DeliveryQueues,
   rounds: Array<{ eventId: string; subscriptionId: string; round: number }>,

@@ -1,33 +1,25 @@
-/**
- * Reading, deleting and rotating the signing secret of one subscription of the caller's account,
- * each in one statement scoped to the account.
- */
+/** Reading, deleting and rotating the secret of one subscription of the caller's account, each one statement. */
 import { validate as isUuid } from 'uuid';
 import type { Prisma, PrismaClient, Subscription } from '@webhooks/db';
 import { HttpProblem, notFound } from './problem.js';
 
 /**
  * The subscription `id` of `accountId`.
- *
- * @throws HttpProblem 404 when the id is malformed, unknown, or another account's: the three look
- *   alike, so ids of other accounts cannot be probed.
+ * @throws HttpProblem 404 when the id is malformed, unknown, or another account's (alike, so none can be probed)
  */
 export async function findOwnSubscription(
   prisma: PrismaClient,
   accountId: string,
   id: string,
 ): Promise<Subscription> {
-  // findUnique, not findFirst: Prisma batches the findUnique calls of one tick into one statement,
-  // which made reads under load about twice as fast.
+  // findUnique: Prisma batches one tick's calls into one statement.
   const row = isUuid(id) ? await prisma.subscription.findUnique({ where: { id, accountId } }) : null;
   if (row === null) throw notFound(`Subscription ${id}`);
   return row;
 }
 
 /**
- * Deletes the subscription `id` of `accountId` in one statement; its deliveries and attempts go
- * with it (ON DELETE CASCADE), and its queued delivery jobs find no delivery and are dropped.
- *
+ * Deletes subscription `id` of `accountId`; its deliveries cascade, and its queued jobs are dropped.
  * @throws HttpProblem 404 as {@link findOwnSubscription}
  */
 export async function deleteOwnSubscription(
@@ -48,10 +40,8 @@ export interface RotatedSecret {
 }
 
 /**
- * Makes `sealedSecret` the current signing secret of subscription `id` of `accountId`; the secret
- * current at that moment keeps signing until `previousExpiresAt`. One UPDATE, so concurrent
- * rotations are serialised by the row lock and each moves the latest secret aside.
- *
+ * Makes `sealedSecret` the current secret; the one it replaces signs until `previousExpiresAt`.
+ * One UPDATE: concurrent rotations are serialised by the row lock.
  * @throws HttpProblem 404 as {@link findOwnSubscription}
  */
 export async function rotateOwnSigningSecret(
@@ -75,16 +65,12 @@ export async function rotateOwnSigningSecret(
 }
 
 /**
- * Applies `data` to `current` only if its status and callback URL are still those read, in one
- * statement; the row as updated. With `waitForFanOuts` (leaving FIFO ordering, whose follow-up must
- * see every delivery stored under the old row) the row is first locked `FOR UPDATE`, which waits
- * for the fan-outs' `FOR KEY SHARE` locks: a fan-out under way commits first, and a later one
- * reads the row again as updated (READ COMMITTED's re-check of a locked row,
- * https://www.postgresql.org/docs/current/transaction-iso.html#XACT-READ-COMMITTED).
- *
- * @throws HttpProblem 409 when another request changed either meanwhile (or deleted it): the
- *   client reads it again and decides again, since a status set on an old callback must not apply
- *   to a new one that has not answered its challenge
+ * Applies `data` only if the status and callback URL are still those of `current`, in one statement;
+ * the row as updated. With `waitForFanOuts` (leaving FIFO) the row is locked `FOR UPDATE` first,
+ * which waits for fan-outs' `FOR KEY SHARE`, so a later fan-out reads the new row (PostgreSQL docs,
+ * "Read Committed Isolation Level").
+ * @throws HttpProblem 409 when another request changed either (or deleted it): a status set on an
+ *   old callback must not apply to a new one that has not answered its challenge
  */
 export async function updateIfUnchanged(
   prisma: PrismaClient,

@@ -1,16 +1,10 @@
-/**
- * What a subscription receives, as the API checks and queries it: its chosen `event_types` (exact
- * types and wildcards) and its content `filter`. The rules themselves are @webhooks/shared's
- * (event-type-selection.ts, event-filter.ts), shared with the fan-out that applies them.
- */
+/** What a subscription receives (`event_types`, `filter`) as the API checks and queries it; rules shared with the fan-out. */
 import { Prisma } from '@webhooks/db';
 import { eventFilterProblem, eventTypeSelectionProblem, type Catalogue } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
 
 /**
- * Checks a subscription's `event_types` and `filter` as written (undefined: not written).
- *
- * @param kind the subscription's kind: its types are the ones it may choose (null: every type)
+ * Checks `event_types` and `filter` as written (undefined: not written); `kind`'s types may be chosen (null: all).
  * @throws HttpProblem 400 naming `/event_types`, or the place inside `/filter`, with what is wrong
  */
 export function checkSubscriptionSelection(
@@ -46,11 +40,9 @@ export function storedFilter(
 }
 
 /**
- * The Prisma condition of `GET /api/webhooks?type=…`: `all` the general subscriptions, a kind
- * the subscriptions of that kind, an event type the subscriptions that receive it (by their kind
- * when they chose nothing, or by a chosen type or wildcard that selects it).
- *
- * @throws HttpProblem 400 naming the `type` parameter when it is none of these
+ * The Prisma condition of `GET /api/webhooks?type=…`: `all` (general ones), a kind, or an event type
+ * (its receivers, by kind or by a selecting type or wildcard).
+ * @throws HttpProblem 400 naming `type` when it is none of these
  */
 export function receivesTypeCondition(catalogue: Catalogue, type: string): Prisma.SubscriptionWhereInput {
   if (type === 'all') return { kind: null };

@@ -1,8 +1,4 @@
-/**
- * What `PUT /api/webhooks/{id}` changes: a pure function from the checked request and the stored
- * row to the columns to write and the follow-ups to run. Fields left out of the request are
- * left out of the change, which Prisma then leaves as they are.
- */
+/** What `PUT /api/webhooks/{id}` changes: a pure function from the request and the row to columns and follow-ups. */
 import type { Prisma, Subscription } from '@webhooks/db';
 import type { SubscriptionUpdate } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
@@ -41,16 +37,11 @@ export interface SubscriptionChange {
 }
 
 /**
- * The change `request` makes to `current`.
- *
- * Status rules (docs/delivery.md, "Callback verification"): a moved callback is `pending` whatever
- * status was asked, since disabling and re-enabling it would otherwise skip its challenge; a
- * pending callback that becomes a broker destination is `active` (a broker answers no challenge);
- * re-activating resets the failure count, or one more failure would disable it again.
- *
+ * The change `request` makes to `current` (docs/delivery.md, "Callback verification"): a moved
+ * callback is `pending` whatever was asked (else disable and enable would skip its challenge); a
+ * pending callback made a broker destination is `active`; re-activating resets the failure count.
  * @param verifyCallbacks CALLBACK_VERIFICATION=challenge
- * @throws HttpProblem 409 `verification-pending` for a status change while the callback is
- *   `pending`: any status change would let an unverified callback through later
+ * @throws HttpProblem 409 `verification-pending` for a status change while `pending`
  */
 export function subscriptionChange(
   request: SubscriptionUpdateRequest,

@@ -1,7 +1,6 @@
 /**
- * Database rows to wire resources (snake_case, ISO 8601 dates, `resource_uri` links as the
- * specification's hypermedia convention asks, section 1), and the collection pages that list them.
- * Every address a response carries is built here, under PUBLIC_BASE_URL when it is set.
+ * Rows to wire resources (snake_case, ISO 8601, `resource_uri` links as the specification's §1
+ * asks) and their collection pages; every address is built here, under PUBLIC_BASE_URL when set.
  */
 import type { Delivery, DeliveryAttempt, Event, Subscription as SubscriptionRow } from '@webhooks/db';
 import {
@@ -32,10 +31,8 @@ import {
 import { pageEnvelope, type PageRequest } from './pagination.js';
 
 /**
- * An attempt's error class as the account reads it: a host name that does not resolve and an
- * address the SSRF guard refuses are one class, `unreachable_address`, so that the delivery log
- * does not tell whether an internal name resolves behind the worker. The worker's own logs and
- * metrics keep them apart.
+ * An attempt's error class as the account reads it: an unresolved name and an SSRF-refused address
+ * are both `unreachable_address`, so the log does not reveal internal names; the worker's logs keep them apart.
  */
 export function accountErrorClass(errorClass: string | null): string | null {
   return errorClass === 'dns' || errorClass === 'blocked_address' ? 'unreachable_address' : errorClass;
@@ -46,10 +43,7 @@ type DeliveryRow = Delivery & { event: Pick<Event, 'type'> };
 /** The presenters of one API, bound to its base URL. */
 export type Views = ReturnType<typeof createViews>;
 
-/**
- * The presenters under `baseUrl` (PUBLIC_BASE_URL, or `''` for root-relative links), showing the
- * event types of `catalogue`, and the names of custom headers that `secretBox` opens.
- */
+/** The presenters under `baseUrl` (PUBLIC_BASE_URL, or `''`), with `catalogue`'s types and `secretBox`'s headers. */
 export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: SecretBox) {
   const links = resourceLinks(baseUrl);
 
@@ -59,10 +53,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
     return stored === null ? null : summarizeCertificate(stored.certificate);
   };
 
-  /**
-   * A subscription row as the API returns it (never with its secret), with its current pacing
-   * (`delivery`, read from the delivery gate in Redis).
-   */
+  /** A subscription as returned (never its secret), with its pacing (`delivery`) from the gate in Redis. */
   function subscription(row: SubscriptionRow, throttle: DeliveryThrottle): Subscription {
     return {
       id: row.id,
@@ -152,10 +143,7 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
       count: number,
       rows: Parameters<typeof event>[0][],
     ) => pageEnvelope(links.events, query, page, count, rows.map(event)),
-    /**
-     * The event catalogue: every kind, its subscription endpoint, its types with their
-     * description, schema and deprecation, and their example data.
-     */
+    /** The catalogue: each kind, its endpoint, its types with description, schema, deprecation and example. */
     catalogue: (): EventCatalogueResponse => ({
       kinds: catalogue.kinds.map(({ kind, description, types }) => ({
         kind,

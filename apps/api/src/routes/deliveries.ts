@@ -1,8 +1,6 @@
 /**
- * The delivery log of a subscription: list its deliveries, read one with its payload
- * and every attempt, redeliver a failed one with a fresh round of attempts, and recover every
- * failed or cancelled delivery of a time window at once; and the counts of the last
- * 24 hours by status, the health the portal shows.
+ * A subscription's delivery log: list, read one with its payload and attempts, redeliver a failed
+ * one, recover a time window's failed or cancelled deliveries, and the last 24 hours' counts.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';
@@ -33,27 +31,16 @@ import {
 import { findOwnSubscription } from '../lib/subscription-lookup.js';
 import type { Views } from '../lib/views.js';
 
-/**
- * How far past the start of the requested page the delivery list counts, in rows: `count` is
- * exact up to `(page - 1) * page_size` + this, and stops there (docs/api.md, "Retries and limits",
- * pagination), so no call counts all of a subscription's deliveries.
- */
+/** Rows counted past a page's start: `count` is exact up to there (docs/api.md, pagination), no further. */
 const deliveryCountWindow = 10_000;
 
 /** The window of `GET /api/webhooks/{id}/stats`, in ms (24 hours). */
 const statsWindowMs = 24 * 60 * 60 * 1000;
 
-/**
- * Most deliveries one recover call starts: a window holding more is recovered over several calls,
- * each continuing after the last delivery of the one before, so no request walks 30 days at once.
- */
+/** Most deliveries one recover call starts; the next call continues after the last one. */
 const recoverBatch = 1_000;
 
-/**
- * Recover calls a minute per subscription that start rounds (a call refused by the account's pace
- * does not count): one a second, the default pace's window, so one subscription can recover at
- * the whole pace.
- */
+/** Recover calls a minute per subscription that start rounds: one a second, the default pace's window. */
 const recoverCallsPerMinute = 60;
 
 /** Options of the delivery log's routes. */
@@ -92,10 +79,8 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
   };
 
   /**
-   * The condition of the deliveries listed after delivery `before` in the list's order (newest
-   * first by id: a delivery's id starts with its event's acceptance time, so a page read on from
-   * a delivery reads only the delivery log's days up to it).
-   *
+   * The deliveries after `before` in the list's order (newest first by id, whose time prefix keeps
+   * the read to the log's days up to it).
    * @throws HttpProblem 400 naming `before` when the subscription has no such delivery
    */
   const listedAfter = async (subscriptionId: string, before: string) => {
@@ -277,9 +262,8 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         ]);
       }
       if (subscription.status !== 'active') throw subscriptionDisabled();
-      // The account's pace: a call takes what is left of the current window, and says where the
-      // next call continues; a window with nothing left is 429 until the next, and does not count
-      // as one of the subscription's calls.
+      // The account's pace: a call takes what is left of the window and says where the next
+      // continues; an empty window is 429 and does not count as a call.
       const used = await recoverPace().get(request.accountId);
       const left = pace.rounds - (used?.consumedPoints ?? 0);
       if (left <= 0) {
@@ -307,9 +291,8 @@ const deliveries: FastifyPluginAsyncTypebox<DeliveryRoutesOptions> = async (app,
         );
       }
       const wanted = Math.min(recoverBatch, left);
-      // Reserved before the rows are read, so that concurrent calls for the account's other
-      // subscriptions take places of their own in the window. A reservation over the window still
-      // counts (rate-limiter-flexible's refusal), and what is not started is given back.
+      // Reserved before the rows are read, so concurrent calls take places of their own; what is
+      // not started is given back.
       const reservation = await recoverPace()
         .consume(request.accountId, wanted)
         .catch((refusal: unknown) => {

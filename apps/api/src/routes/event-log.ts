@@ -1,11 +1,9 @@
 /**
- * The events API: "did event X go out, and where?" without knowing the subscription, and payload
- * expunge. `GET /api/events` lists newest first by id (UUIDv7), filtered by `event_type` (or `type`), `since`
- * and `until`, paged with `before`; bounds become bounds on the id, so PostgreSQL reads only the
- * log's days they cover. `GET /api/events/{id}` gives the event and its delivery per subscription.
- * `DELETE /api/events/{id}/payload` empties the data, cancels its pending deliveries and clears
- * its attempts' response bodies in one transaction, then drops its finished fan-out job (204, again
- * 204 when repeated). An event no subscription received is not logged: its id answers 404.
+ * The events API. `GET /api/events`: newest first by id (UUIDv7), filtered by `event_type` (`type`),
+ * `since`, `until`, paged with `before`, all bounds on the id so PostgreSQL reads only their days.
+ * `GET /api/events/{id}`: the event and its delivery per subscription. `DELETE /api/events/{id}/payload`:
+ * empties the data, cancels pending deliveries, clears response bodies, drops the fan-out job (204,
+ * idempotent). An event no subscription received is not logged (404).
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';
@@ -40,11 +38,8 @@ const badQuery = (name: string, detail: string) =>
   new HttpProblem(400, 'validation', `${name} ${detail}`, [{ pointer: `/${name}`, detail }]);
 
 /**
- * The event types a list asks for, comma-separated in `event_type` or its alias `type` (Stripe's
- * name for it), each a type of `catalogue`; null when neither is given.
- *
- * @throws HttpProblem 400 naming the parameter given for an unknown type or too many, and naming
- *   `type` when both are given
+ * The event types asked for, comma-separated in `event_type` or its alias `type` (Stripe's); null: none.
+ * @throws HttpProblem 400 naming the parameter for an unknown type or too many, `type` when both are given
  */
 export function listedEventTypes(
   query: { event_type?: string | undefined; type?: string | undefined },
@@ -64,10 +59,7 @@ export function listedEventTypes(
   return types;
 }
 
-/**
- * The id bounds of a list query: events accepted at or after `since`, before `until`, and listed
- * after `before` (ids below it). Null when the range is empty.
- */
+/** The id bounds of a list query (`since` ≤ accepted < `until`, ids below `before`); null when empty. */
 export function listedIdRange(query: { since?: string; until?: string; before?: string }) {
   const gte = query.since === undefined ? undefined : firstIdAt(new Date(query.since));
   const bounds = [

@@ -1,12 +1,8 @@
 /**
- * `webhooks listen`'s side of the API, for a subscription whose destination is `cli` (`relay.ts`
- * in @webhooks/shared):
- * - `GET /api/webhooks/{id}/listen` streams the attempts relayed to it as server-sent events
- *   (HTML Living Standard, "Server-sent events", with @fastify/sse): one `delivery` event per
- *   attempt, its id the stream entry's, so that `Last-Event-ID` resumes after a reconnect; a
- *   heartbeat every {@link keepAliveMs} keeps proxies from closing an idle stream;
- * - `POST /api/webhooks/{id}/listen/replies` takes the local app's answer back to the worker
- *   waiting for it.
+ * `webhooks listen`'s side of the API, for a `cli` destination (`relay.ts`):
+ * - `GET /api/webhooks/{id}/listen` streams relayed attempts as server-sent events (@fastify/sse):
+ *   one `delivery` per attempt, its id the stream entry's for `Last-Event-ID`, with a heartbeat;
+ * - `POST /api/webhooks/{id}/listen/replies` takes the local app's answer back to the waiting worker.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import sse, { type SSEPluginOptions } from '@fastify/sse';
@@ -81,8 +77,7 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
     for (const end of ending) end();
   });
 
-  // The package's module.exports is the plugin wrapped by fastify-plugin; its types say `default`,
-  // which at run time is the unwrapped one, whose decorations would stay in a scope of their own.
+  // module.exports is the fastify-plugin-wrapped plugin; its `default` type is the unwrapped one.
   const fastifySse = sse as unknown as FastifyPluginAsync<SSEPluginOptions>;
   await app.register(fastifySse, { heartbeatInterval: keepAliveMs });
 

@@ -1,8 +1,7 @@
 /**
- * The subscription resource (docs/api.md): POST /api/webhooks and /api/webhooks/{kind} create
- * (201 + Location; 409 past MAX_SUBSCRIPTIONS_PER_ACCOUNT), GET lists and reads, PUT updates,
- * DELETE removes (204), each scoped to the token's account. With CALLBACK_VERIFICATION=challenge a
- * new or moved callback stays `pending` until the worker's challenge is answered.
+ * The subscription resource (docs/api.md): create (201 + Location; 409 past the account's maximum),
+ * list, read, update, delete (204), scoped to the token's account. With CALLBACK_VERIFICATION=challenge
+ * a new or moved callback stays `pending` until it answers the worker's challenge.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';
@@ -81,10 +80,7 @@ export interface SubscriptionRoutesOptions {
   brokers: ReadonlyMap<string, BrokerConfig>;
 }
 
-/**
- * The `operationId` of a create route: `createSubscription` for every type,
- * `createCallsSubscription` and so on per kind. SDK generators name their methods after these.
- */
+/** A create route's `operationId` (`createSubscription`, `createCallsSubscription`, …): SDKs name methods after it. */
 export function createSubscriptionOperation(kind: string | null): string {
   return kind === null ? 'createSubscription' : `create${kind[0]!.toUpperCase()}${kind.slice(1)}Subscription`;
 }
@@ -101,9 +97,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
   };
 
   /**
-   * `input` sealed for subscription `id`; null for none. An OAuth 2.0 token URL meets every rule a
-   * callback URL meets: the worker fetches it.
-   *
+   * `input` sealed for subscription `id`, or null; its OAuth 2.0 token URL must be a valid callback URL.
    * @throws HttpProblem 400 naming `/auth/token_url`
    */
   const sealAuth = (input: ReceiverAuthInput | null, id: string): string | null => {
@@ -126,10 +120,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     options.views,
   );
 
-  /**
-   * Queues the challenge of a pending subscription. A Redis fault leaves it pending and is logged:
-   * the subscription exists already, and `POST .../verification` asks again.
-   */
+  /** Queues a pending subscription's challenge; a Redis fault is logged (`POST …/verification` asks again). */
   const requestVerification = async (subscriptionId: string, callbackUrl: string, log: FastifyBaseLogger) => {
     try {
       await requestChallenge(app.verificationQueue, subscriptionId, callbackUrl);
@@ -139,10 +130,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
   };
 
   const { catalogue } = options;
-  /**
-   * A subscription leaving FIFO ordering: its deliveries that waited for their turn without a job
-   * get their jobs now. A Redis fault is logged; the reconciler gives them their jobs then.
-   */
+  /** Gives jobs to a subscription's deliveries held for their FIFO turn; on a Redis fault, the reconciler does. */
   const releaseWaiting = async (subscriptionId: string, accountId: string, log: FastifyBaseLogger) => {
     const waiting = await app.prisma.delivery.findMany({
       where: { subscriptionId, status: 'pending' },
@@ -347,10 +335,9 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         current,
         options.verifyCallbacks,
       );
-      // On the state read above only: two updates sent together (a new callback_url, and a status)
-      // must not both apply on what each read, or the status would skip the new URL's challenge.
-      // Leaving FIFO, the deliveries a fan-out under way stores as still FIFO must be committed
-      // before releaseWaiting reads them.
+      // On the state read above only: two concurrent updates (a new callback_url, a status) must not
+      // both apply, or the status would skip the new URL's challenge. Leaving FIFO, a fan-out under
+      // way commits first, so releaseWaiting reads its deliveries.
       const row = await updateIfUnchanged(app.prisma, current, data, { waitForFanOuts: leavesFifo });
       if (moved) await requestVerification(row.id, row.callbackUrl, request.log);
       if (leavesFifo) await releaseWaiting(row.id, request.accountId, request.log);

@@ -1,10 +1,8 @@
 /**
- * Bearer-token authentication (docs/security.md, "Tokens") for the account scope's routes: a JWT
- * verified by @fastify/jwt with the one configured algorithm, carrying `exp` and `iat`, refused
- * JWT_MAX_AGE_SECONDS after `iat` (RFC 8725 section 3.10), honouring `nbf`, matching JWT_ISSUER /
- * JWT_AUDIENCE when set, 30 s of clock skew; the account is `sub`. A failure is 401 with
- * `WWW-Authenticate: Bearer` (RFC 6750 section 3); a portal token (`scope: "portal"`) is 403 where
- * `portalRefused`.
+ * Bearer-token authentication (docs/security.md, "Tokens"): a JWT verified by @fastify/jwt with the
+ * configured algorithm, with `exp` and `iat`, at most JWT_MAX_AGE_SECONDS old (RFC 8725 §3.10),
+ * `nbf`, JWT_ISSUER/JWT_AUDIENCE when set, 30 s of skew; the account is `sub`. Failure: 401 with
+ * `WWW-Authenticate: Bearer` (RFC 6750 §3); a portal token where `portalRefused`: 403.
  */
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
@@ -57,10 +55,7 @@ export interface AuthOptions {
   audience: string;
   /** JWT_MAX_AGE_SECONDS, in seconds. */
   maxAgeSeconds: number;
-  /**
-   * Portal session tokens and whether a session was revoked, or null when the API cannot mint
-   * them (then none is accepted).
-   */
+  /** Portal session tokens and revocations, or null when the API cannot mint them (none accepted). */
   portal: { tokens: PortalTokens; revoked(sessionId: string): Promise<boolean> } | null;
   /** Failed authentications per IP (ip-limits.ts). */
   authFailures: AuthFailureLimit;
@@ -82,8 +77,7 @@ export default fp<AuthOptions>(
         clockTolerance: clockToleranceMs,
         // @fastify/jwt reads a number as seconds.
         maxAge: options.maxAgeSeconds,
-        // Verified tokens (and refusals) are remembered by their hash until they expire, so a client
-        // sending one token per request pays the HMAC/RSA check once.
+        // Verified tokens (and refusals) are remembered by hash until they expire: one check per token.
         cache: verifiedTokenCacheSize,
         ...(options.issuer === '' ? {} : { allowedIss: options.issuer }),
         ...(options.audience === '' ? {} : { allowedAud: options.audience }),
@@ -94,9 +88,7 @@ export default fp<AuthOptions>(
     const { authFailures } = options;
     /**
      * The account `request` acts for.
-     *
-     * @throws HttpProblem 401 for a missing, malformed or invalid token; 403 for a portal session
-     *   token on a route that refuses them
+     * @throws HttpProblem 401 for a missing, malformed or invalid token; 403 for a portal token where refused
      */
     const authenticate = async (request: FastifyRequest): Promise<string> => {
       const header = request.headers.authorization;
@@ -113,8 +105,7 @@ export default fp<AuthOptions>(
       const portalSession = portal !== null && portal.tokens.claimsPortal(token);
       let payload: { sub?: unknown; jti?: string };
       try {
-        // The plugin's own verifier, handed the token read above: `request.jwtVerify()` decodes every
-        // token before the verifier's cache is asked (its secret may be a function of the token).
+        // The plugin's verifier on the token read above: `request.jwtVerify()` would decode before the cache.
         payload = portalSession ? portal.tokens.verify(token) : app.jwt.verify<{ sub?: unknown }>(token);
       } catch (error) {
         const code = (error as { code?: string }).code ?? '';

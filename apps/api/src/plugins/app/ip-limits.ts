@@ -1,9 +1,7 @@
 /**
- * Limits per client IP for what no account pays for: the open routes (health, docs, the portal,
- * unknown paths) and failed authentications, counted in Redis by rate-limiter-flexible (this
- * process's memory while Redis is away); over a limit, 429 with `Retry-After`. An address past
- * AUTH_FAILURES_PER_MINUTE_PER_IP gets 429 on every account route until its minute ends. IPv6
- * clients count by /64; behind a proxy set TRUST_PROXY.
+ * Per-IP limits for what no account pays for: open routes (health, docs, portal, unknown paths) and
+ * failed authentications, counted by rate-limiter-flexible in Redis (memory while it is away); over
+ * one, 429 with `Retry-After`. IPv6 counts by /64; behind a proxy set TRUST_PROXY.
  */
 import fp from 'fastify-plugin';
 import { clientAddressKey } from '../../lib/client-address.js';
@@ -33,11 +31,7 @@ export interface IpLimitsOptions {
 
 /** What the authentication plugin asks of the limits. */
 export interface AuthFailureLimit {
-  /**
-   * Refuses an address that failed too often this minute.
-   *
-   * @throws HttpProblem 429 with `Retry-After` when `ip` is over AUTH_FAILURES_PER_MINUTE_PER_IP
-   */
+  /** Refuses an address that failed too often. @throws HttpProblem 429 with `Retry-After` past the limit */
   check(ip: string): Promise<void>;
   /** Counts one failed authentication of `ip`. */
   failed(ip: string): Promise<void>;
@@ -50,10 +44,7 @@ declare module 'fastify' {
   }
 }
 
-/**
- * How long this process trusts a read of an address's failure count, in ms: a read on every
- * authenticated request would be a Redis round trip each.
- */
+/** How long a read of an address's failure count is trusted (ms), to spare a round trip per request. */
 export const failureCountTtlMs = 1_000;
 
 /** Addresses whose failure count this process keeps at once; the least recently used go first. */

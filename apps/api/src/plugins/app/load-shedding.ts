@@ -1,10 +1,8 @@
 /**
- * Load shedding: while requests would wait past a bound (`lib/overload.ts`), the routes whose
- * config sets `shedUnderPressure` (publishes, test events, transformation and filter tests,
- * recover) are answered 503 with `Retry-After` before their body is parsed, instead of queueing
- * until clients time out and retry. Fair between accounts: after authentication
- * ({@link shedOverShare}) only an account at or above an equal share of the recent demand is
- * refused (`lib/publish-demand.ts`). Counted in `webhook_api_shed_requests_total` by measure.
+ * Load shedding: while requests would wait past a bound (`lib/overload.ts`), `shedUnderPressure`
+ * routes are answered 503 with `Retry-After` before their body is parsed. Fair: after
+ * authentication only accounts at or above an equal share of recent demand are refused
+ * (`lib/publish-demand.ts`). Counted in `webhook_api_shed_requests_total`.
  */
 import { performance } from 'node:perf_hooks';
 import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';
@@ -29,11 +27,7 @@ declare module 'fastify' {
     saturatedBy: OverloadMeasure | null;
   }
   interface FastifyInstance {
-    /**
-     * The account scope's hook, after authentication: counts a shed-able request against its
-     * account's recent demand, and answers 503 when the API was shedding at its arrival and the
-     * account is at or above its fair share.
-     */
+    /** The account scope's hook: counts the request's demand, and 503 when shedding and at or above its share. */
     shedOverShare: onRequestAsyncHookHandler;
   }
 }
@@ -62,8 +56,7 @@ const loadShedding: FastifyPluginAsync<LoadSheddingOptions> = async (app, option
   // Shed-able requests in flight by id, in arrival order: the first is the oldest.
   const inFlight = new Map<string, number>();
   let lastSample = performance.now();
-  // A timer, not each request: after the event loop was held, the timer runs before the sockets
-  // are read, so the requests that queued meanwhile meet the state the hold caused.
+  // A timer, not each request: after a held loop it runs before sockets are read, so queued requests see the hold.
   const sampler = setInterval(() => {
     const now = performance.now();
     const oldest = inFlight.values().next();

@@ -1,9 +1,7 @@
 /**
- * Per-account rate limiting (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit on a Redis count
- * shared by every instance, keyed on the verified account inside the account scope; over it, 429
- * with `Retry-After` (s). Counts go through the auto-pipelined counting connection. When a count
- * fails, a read passes uncounted and a write answers 503 with `Retry-After` (fail closed for what
- * changes state), at once while the connection is known to be down.
+ * Per-account rate limiting (RATE_LIMIT_PER_MINUTE) with @fastify/rate-limit on a Redis count all
+ * instances share; over it, 429 with `Retry-After`. When a count fails, a read passes uncounted and a
+ * write answers 503 with `Retry-After` (fail closed for what changes state).
  */
 import fp from 'fastify-plugin';
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
@@ -38,11 +36,9 @@ export interface RateLimitOptions {
 }
 
 /**
- * The plugin's store over rate-limiter-flexible: one count per account for all routes. The
- * plugin's own Redis store gives each route with settings of its own (the writes' `skipOnError`)
- * a counter of its own, which would multiply the limit by the number of routes. A count that
- * fails, whatever Redis or its client says (a timeout, a cluster without a master), is the 503
- * of an uncounted request.
+ * The plugin's store, over rate-limiter-flexible: one count per account for all routes (the
+ * plugin's own store gives routes with own settings their own counter, multiplying the limit). A
+ * failed count, whatever Redis says, is the 503 of an uncounted request.
  */
 function accountCountStore(limiter: RateLimiterRedis, log: FastifyBaseLogger): FastifyRateLimitStore {
   const store: FastifyRateLimitStore = {
@@ -74,8 +70,7 @@ export default fp<RateLimitOptions>(
       keyPrefix: '',
     });
     const store = accountCountStore(limiter, app.log);
-    // Before the plugin's own route hook, which reads this setting: an uncounted write could be
-    // one of a flood the limit exists to stop, so a failed count refuses it (503).
+    // Before the plugin's route hook reads it: an uncounted write may be a flood's, so it is refused.
     app.addHook('onRoute', (route) => {
       if (isWriteRoute(route.method)) route.config = { ...route.config, rateLimit: { skipOnError: false } };
     });

@@ -1,9 +1,7 @@
 /**
- * The one error handler: every 4xx and 5xx leaves as RFC 9457 problem details
- * (`application/problem+json`), validation failures list each field with its JSON pointer, and
- * 5xx details are logged (with the request id), never returned. It registers the `Problem` schema
- * that every route's problem responses reference. PostgreSQL or Redis unavailable is
- * a 503 with `Retry-After`, never a 500; a 500 means a bug.
+ * The one error handler: every 4xx and 5xx leaves as RFC 9457 problem details, validation failures
+ * list each field's JSON pointer, 5xx details are logged (with the request id), never returned. A
+ * PostgreSQL or Redis fault is a 503 with `Retry-After`; a 500 means a bug.
  */
 import fp from 'fastify-plugin';
 import { Problem } from '@webhooks/shared';
@@ -13,19 +11,14 @@ import { HttpProblem, type FieldError } from '../../lib/problem.js';
 
 type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
 
-/**
- * Most field errors one 400 answer lists. Without a bound, a body of many small wrong fields
- * answers with several times its own size (a 1 MB body got a 7.45 MB answer): an amplifier.
- */
+/** Most field errors one 400 lists: unbounded, a 1 MB body of small wrong fields got a 7.45 MB answer. */
 export const maxReportedFieldErrors = 20;
 
 /** Longest JSON pointer reported, in characters; a longer one (a huge unknown key) is cut. */
 const maxReportedPointerLength = 256;
 
 /**
- * One field error per distinct Ajv error, at most {@link maxReportedFieldErrors}; the pointer names
- * the offending property itself.
- *
+ * One field error per distinct Ajv error, naming the offending property, at most {@link maxReportedFieldErrors}.
  * @returns the errors reported and how many more there were
  */
 function fieldErrors(

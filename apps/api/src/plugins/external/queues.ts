@@ -1,12 +1,8 @@
 /**
- * Decorates the app with its Redis side: `redis` (a fail-fast producer connection, BullMQ's
- * guidance for producers), `publisher` (events, the same publisher internal services use),
- * `deliveryQueues` (manual redelivery, each subscription's on its queue shard) and
- * `verificationQueue` (callback challenges), and with REDIS_WAIT_REPLICAS `replicaWatch` (which
- * shards' masters lack their replicas: their publishes are refused at once, `/readyz` names them,
- * and the metrics `webhook_redis_shard_replicas` and `webhook_redis_shard_refusing_publishes` count
- * them). All are closed with the app. With tracing on, each carries BullMQ's telemetry, so an event's trace goes
- * on in the worker.
+ * The app's Redis side: `redis` (a fail-fast producer connection), `publisher` (the one internal
+ * services use), `deliveryQueues` (per shard), `verificationQueue`, and with REDIS_WAIT_REPLICAS
+ * `replicaWatch` (shards lacking replicas: refused at once, named by `/readyz` and the metrics).
+ * Closed with the app; with tracing on they carry BullMQ's telemetry.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -86,11 +82,7 @@ export default fp<{
   { name: 'queues', dependencies: ['metrics'] },
 );
 
-/**
- * Watches the replicas of each shard's master (a key of the shard's `deliveries` queue names it:
- * its events queue shares the hash tag), logs each shard that starts or stops refusing publishes,
- * and exposes both as gauges on the app's registry.
- */
+/** Watches each shard's master's replicas, logs shards that start or stop refusing, and exposes both as gauges. */
 function watchShardReplicas(
   app: FastifyInstance,
   redis: RedisConnection,
