@@ -1,8 +1,4 @@
-/**
- * Configuration of the delivery worker, read from the environment (see docs/configuration.md).
- *
- * @throws ConfigError from {@link loadWorkerConfig} naming the variable that is invalid.
- */
+/** The delivery worker's configuration, from the environment (docs/configuration.md). */
 import { X509Certificate } from 'node:crypto';
 import { promises as dns } from 'node:dns';
 import { readFileSync } from 'node:fs';
@@ -270,10 +266,8 @@ function parseDnsServers(value: string): string[] {
 
 /**
  * Reads and validates the worker configuration from `env` (default `process.env`).
- *
- * @throws ConfigError naming the variable; SECRETS_ENCRYPTION_KEY is required outside NODE_ENV
- *   development and test, as is METRICS_TOKEN, and CALLBACK_ALLOW_PRIVATE is refused there;
- *   DNS_SERVERS must be IP addresses.
+ * @throws ConfigError naming the variable: outside development and test SECRETS_ENCRYPTION_KEY and
+ *   METRICS_TOKEN are required and CALLBACK_ALLOW_PRIVATE refused; DNS_SERVERS must be IP addresses
  */
 export function loadWorkerConfig(env: Record<string, string | undefined> = process.env): WorkerConfig {
   const config = loadConfig(workerEnvSchema, env);

@@ -1,12 +1,9 @@
 /**
- * The processor of the `events` queue: stores the event, creates one delivery per active
- * subscription that receives its type and whose filter matches, and hands them to the account
- * scheduler, which admits them fairly across accounts; those admitted at once are attempted here
- * (`delivery/inline.ts`) and get a job only if that attempt did not end them. Concurrent events
- * fan out together: one `pg` statement and one scheduler call per batch. A FIFO subscription's
- * head gets its job (`delivery/fifo.ts`), the rest wait in PostgreSQL. Job ids are
- * `<event id>.<subscription id>`, so a fan-out run twice never delivers twice; a PostgreSQL or
- * Redis fault defers it (`deferral.ts`), never fails it.
+ * The `events` queue's processor: stores the event, creates a delivery per active subscription that
+ * receives its type and passes its filter, and hands them to the account scheduler; those admitted
+ * at once are attempted here (`delivery/inline.ts`). Concurrent events fan out in one statement and
+ * one scheduler call. FIFO heads get jobs (`delivery/fifo.ts`). Job ids `<event>.<subscription>`
+ * make a second run deliver nothing twice; a PostgreSQL or Redis fault defers it (`deferral.ts`).
  */
 import { context, type Context } from '@opentelemetry/api';
 import type { Job } from 'bullmq';
@@ -56,10 +53,7 @@ export interface FanOutDeps {
   batch?: BatchOptions;
 }
 
-/**
- * The event as an attempt of its delivery reads it (`LoadedDelivery.event`), with `data` as
- * PostgreSQL stored it.
- */
+/** The event as an attempt reads it (`LoadedDelivery.event`), `data` as PostgreSQL stored it. */
 function loadedEvent(event: EventJobData, data: Record<string, unknown>): LoadedDelivery['event'] {
   return { id: event.id, type: event.type, data, occurredAt: parsePayloadTimestamp(event.timestamp) };
 }
@@ -69,9 +63,8 @@ export function createFanOutProcessor(deps: FanOutDeps) {
   const { catalogue } = deps;
   const filters = createFilterCache();
   /**
-   * One statement: stores the events that have a target and their deliveries, for every active
-   * subscription that receives their type, except those with a content filter the event was not
-   * checked against yet; those come back with their filter instead, to be checked here.
+   * One statement: stores the events and their deliveries for every active subscription receiving
+   * their type, but returns those with an unchecked content filter, to be checked here.
    */
   const createDeliveries = async (rows: FanOutRow[]) => {
     const { rows: found } = await deps.pool.query<FanOutTarget>({

@@ -1,8 +1,4 @@
-/**
- * The fan-out's content filters, compiled once per subscription and filter (sift testers, from
- * event-filter.ts in @webhooks/shared) and kept for the next events, at most
- * {@link maxCachedFilters} of them: a filter is compiled again only after it changed or was evicted.
- */
+/** The fan-out's content filters, compiled once per subscription and filter, and kept ({@link maxCachedFilters}). */
 import type { Logger } from 'pino';
 import {
   buildDeliveryPayload,
@@ -17,10 +13,7 @@ import type { SubscriptionRow } from './delivery/store.js';
 /** Most compiled filters kept; the oldest is dropped past it. */
 export const maxCachedFilters = 10_000;
 
-/**
- * A row of the fan-out statement: a delivery created, or (with `filter`) one to check first, with
- * what an attempt needs of its subscription.
- */
+/** A fan-out statement row: a delivery created, or (with `filter`) one to check first, with its subscription. */
 export interface FanOutTarget extends SubscriptionRow {
   event_id: string;
   filter: EventFilter | null;
@@ -29,9 +22,8 @@ export interface FanOutTarget extends SubscriptionRow {
   /** The event's data as stored, on one created row per event (the others null). */
   event_data: Record<string, unknown> | null;
   /**
-   * Whether this statement created the delivery's row. Only such a delivery may be attempted
-   * inline: one that existed already (a fan-out run again after its worker died) may have its
-   * job, and an attempt in flight, and gets a job under its deterministic id instead.
+   * Whether this statement created the row: only then may it be attempted inline (an existing one,
+   * of a fan-out run again, may have a job in flight: it gets a job under its deterministic id).
    */
   created: boolean;
 }
@@ -51,10 +43,8 @@ export function createFilterCache() {
   };
   return {
     /**
-     * True when the payload `event` would have for the target's subscription matches its filter.
-     * A filter sift cannot evaluate (the API checked it, so only a filter stored before a rule
-     * changed), or whose evaluation goes over its budget of visits, matches nothing, with a
-     * warning that names the account.
+     * Whether `event`'s payload matches the subscription's filter; one sift cannot evaluate, or over
+     * its budget of visits, matches nothing, with a warning naming the account.
      */
     matches(target: FanOutTarget, event: EventJobData, log: Logger): boolean {
       const payload = buildDeliveryPayload(event, { webhookId: target.webhook_id });

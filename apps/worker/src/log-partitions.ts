@@ -1,12 +1,8 @@
 /**
- * Which days of the delivery log exist. `events`, `deliveries` and `delivery_attempts` are
- * range-partitioned by the UTC day of their UUIDv7 ids (migration `partitioned_delivery_log`);
- * the maintenance job creates {@link partitionDaysAhead} days ahead and retention drops the days
- * before its cutoff. A partition's DDL locks its parent for an instant, so each statement gives up
- * after {@link ddlLockTimeoutMs} and is tried at the next run; each table's partition is created in
- * a statement of its own, so that the DDL never holds one parent while it waits for another (the
- * record of attempts locks them in another order, and the two deadlocked). Raw statements, never a Prisma batch,
- * whose query compiler's loading raced the test runner's.
+ * The delivery log's days: `events`, `deliveries` and `delivery_attempts` are range-partitioned by
+ * their UUIDv7 ids' UTC day. Maintenance creates {@link partitionDaysAhead} days ahead, retention
+ * drops old days. Each DDL statement waits at most {@link ddlLockTimeoutMs} and locks one parent
+ * only (the attempt record locks them in another order: they deadlocked). Raw statements, no Prisma batch.
  */
 import type { PrismaClient } from '@webhooks/db';
 
@@ -31,10 +27,7 @@ export function daysToCreate(now: Date, ahead = partitionDaysAhead): string[] {
   return Array.from({ length: ahead + 1 }, (_, i) => utcDay(new Date(now.getTime() + i * dayMs)));
 }
 
-/**
- * The days (`YYYY-MM-DD`, UTC) whose every row is older than `cutoff`: those that ended at or
- * before it. A row is thus kept at least the retention period, and at most one day longer.
- */
+/** The days (`YYYY-MM-DD`, UTC) that ended at or before `cutoff`: rows are kept the retention, at most a day more. */
 export function expiredDays(days: readonly string[], cutoff: Date): string[] {
   return days.filter((day) => Date.parse(`${day}T00:00:00.000Z`) + dayMs <= cutoff.getTime());
 }
@@ -42,18 +35,11 @@ export function expiredDays(days: readonly string[], cutoff: Date): string[] {
 /** What {@link createLogPartitions} did, by day. */
 export interface PartitionCreation {
   created: string[];
-  /**
-   * Days not created this time, with why: a lock not granted in time, or rows of that day already
-   * in the default partition.
-   */
+  /** Days not created, with why: a lock not granted in time, or that day's rows already in the default partition. */
   failed: { day: string; reason: string }[];
 }
 
-/**
- * Creates the partitions of today and the days ahead where missing. Never throws for one day: a
- * day that fails is reported and tried at the next run, its rows meanwhile in the default
- * partition (kept, and deleted by retention row by row).
- */
+/** Creates today's and the coming days' partitions; a failed day is reported, retried, its rows in the default. */
 export async function createLogPartitions(
   prisma: PrismaClient,
   now = new Date(),
@@ -82,11 +68,8 @@ export async function logPartitionDays(prisma: PrismaClient): Promise<string[]> 
 }
 
 /**
- * Drops the partitions of every day that ended before `cutoff`, oldest first, and returns those
- * days. A delivery and its attempts live in their event's day, so none outlives its event.
- *
- * @throws the database's error (such as lock_not_available) for the day it stopped at; the days
- *   before it are dropped.
+ * Drops the days that ended before `cutoff`, oldest first, and returns them (a delivery lives in its event's day).
+ * @throws the database's error (such as lock_not_available) for the day it stopped at; earlier days are dropped
  */
 export async function dropExpiredLogPartitions(prisma: PrismaClient, cutoff: Date): Promise<string[]> {
   const dropped: string[] = [];

@@ -1,10 +1,7 @@
 /**
- * The maintenance job schedulers (the reconciler, retention) kept in Redis by every worker: set at
- * start, then checked every `checkMs` and whenever the connection is ready again, and set anew
- * when one is missing or its next run is overdue. A Redis that came back empty (a failover to a
- * replica that had not synced, a restart without persistence, `FLUSHALL`) lost them, and with them
- * the reconciler, which rebuilds what Redis lost from PostgreSQL: without this, only a worker's
- * restart would bring it back. Upserting the same scheduler ids keeps one of each.
+ * The maintenance job schedulers (reconciler, retention), kept in Redis by every worker: set at
+ * start, checked every `checkMs` and on reconnection, set anew when missing or overdue. A Redis that
+ * came back empty lost them, and with them the reconciler that rebuilds from PostgreSQL.
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
@@ -44,12 +41,7 @@ export interface KeepSchedulesDeps {
   restored: Counter<'task'>;
 }
 
-/**
- * Whether a schedule must be set (again): it is missing, or its next run is overdue by more than
- * a period and a check's interval (its delayed job was lost while the scheduler was kept).
- *
- * @param next the scheduler's next run (ms since the epoch), undefined when it has none
- */
+/** Whether a schedule must be set: `next` (ms) missing, or overdue by a period and an interval (its job lost). */
 export function scheduleNeedsSetting(
   found: { next?: number } | undefined,
   every: number,

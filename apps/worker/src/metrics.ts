@@ -1,10 +1,6 @@
 /**
- * The worker's Prometheus metrics (prom-client, a registry of its own, served at `/metrics`):
- * deliveries by outcome, attempt durations by status class, the in-flight limit each attempt was
- * sent under, acceptance-to-confirmation latency, queue jobs by state and shard (sampled every
- * {@link queueSampleIntervalMs}), the account scheduler's backlog, throttled subscriptions, parked
- * deliveries, reconciler re-drives, and Node's defaults. docs/operations.md lists them. No
- * subscription, account or event id is a label, so a million subscriptions add no series.
+ * The worker's Prometheus metrics (prom-client, its own registry, `/metrics`; docs/operations.md
+ * lists them). No subscription, account or event id is a label, so a million subscriptions add no series.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Queue } from 'bullmq';
@@ -40,11 +36,8 @@ export interface WorkerMetrics {
   redriven: Counter<'kind'>;
   schedulesRestored: Counter<'task'>;
   /**
-   * Reads every shard's queues' job counts and scheduler's backlog, and the subscriptions by
-   * status, now and every {@link queueSampleIntervalMs}, and whether Redis and PostgreSQL
-   * answered; returns the stop.
-   *
-   * @param subscriptionsByStatus counts the subscriptions by status (one PostgreSQL query)
+   * Samples every shard's job counts and backlog, and `subscriptionsByStatus`, now and every
+   * {@link queueSampleIntervalMs}, and whether Redis and PostgreSQL answered; returns the stop.
    */
   sampleQueues(
     shards: ReadonlyArray<SampledShard>,

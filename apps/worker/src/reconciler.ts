@@ -1,11 +1,8 @@
 /**
- * The reconciler re-drives what an outage, a crash or a lost Redis write left without a job: a
- * delivery `pending` past its `next_attempt_at` and a grace period whose round has no live job
- * (of a FIFO subscription, only the head) gets it again under its deterministic id; a failed
- * fan-out job is retried; an operational notice (`subscription.disabled`, `.failing`,
- * `.recovered`) stored without its job is published again; a `webhooks listen` subscription whose
- * stream is gone is deleted. It looks in every queue shard, a draining layout's included. It runs
- * as one BullMQ job scheduler, once per interval across all workers, and is idempotent.
+ * Re-drives what an outage, crash or lost write left without a job: a `pending` delivery past
+ * `next_attempt_at` and a grace period with no live job (FIFO: the head only), a failed fan-out, a
+ * notice stored without its job, a `cli` subscription whose stream is gone. Every shard, drained
+ * ones included; one BullMQ job scheduler, once per interval across workers; idempotent.
  */
 import type { Queue } from 'bullmq';
 import type { DeliveryJobData, RedisConnection } from '@webhooks/shared';
@@ -30,10 +27,7 @@ export interface ReconcilerDeps {
   prisma: PrismaClient;
   /** The connection of the queues below, to check many jobs in one pipeline per shard. */
   redis: RedisConnection;
-  /**
-   * Every shard's queues, and its scheduler, which holds first rounds waiting for their account's
-   * turn: those are not stranded.
-   */
+  /** Every shard's queues and scheduler (whose first rounds waiting for a turn are not stranded). */
   shards: ReadonlyArray<Pick<ShardQueues, 'deliveries' | 'events' | 'scheduler'>>;
   /** Adds re-created jobs, each to its subscription's shard. */
   addDeliveries: ShardedQueues['addDeliveries'];
@@ -61,11 +55,7 @@ export interface ReconcileReport {
   listeners: number;
 }
 
-/**
- * How far back the reconciler looks for notices without a fan-out, in ms: the retention of
- * completed fan-out jobs, so that a notice whose fan-out ran and found no subscription still has
- * its job to be told apart by.
- */
+/** How far back notices without a fan-out are looked for (ms): completed fan-out jobs' retention, to tell them apart. */
 const noticeLookbackMs = finishedJobRetention.completed.age * 1000;
 
 /** Rows read per query, and job checks per Redis pipeline. */
@@ -82,11 +72,7 @@ type Pending = {
 
 /** Creates one run of the reconciler; each call scans everything once and reports what it re-drove. */
 export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileReport> {
-  /**
-   * The jobs of `rows` that are not alive: missing, or in BullMQ's failed set, and not waiting in
-   * the account scheduler. (A completed delivery job is removed at once, `deliveryJobOptions`, so
-   * it counts as missing.)
-   */
+  /** `rows`' jobs not alive: missing (a completed delivery job is removed) or failed, and not held by the scheduler. */
   const stranded = async (pending: Pending[]) => {
     const firstRounds = pending.filter((row) => row.round === 0);
     const held = new Set<string>();
@@ -124,10 +110,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
     return rows.map((row, i) => ({ row, ...found[i]! })).filter(({ alive }) => !alive);
   };
 
-  /**
-   * Those of `lost` still pending in the same round: a delivery whose attempt was recorded and whose
-   * job then ended between the read of the pending rows and the look for their jobs is not lost.
-   */
+  /** Those of `lost` still pending in the same round (not recorded and ended between the two reads). */
   const stillPending = async <T extends { row: Pending }>(lost: T[]): Promise<T[]> => {
     if (lost.length === 0) return lost;
     const rows = await deps.prisma.$queryRaw<Array<{ id: string; round: number }>>`

@@ -1,9 +1,7 @@
 /**
- * The worker's side of sharded queues (QUEUE_SHARDS, `queue-shards.ts` in @webhooks/shared): for
- * every shard, its `events` and `deliveries` queues and the account scheduler that admits into
- * them, and the routing of an account or a subscription to its shard. A worker produces into every
- * shard (a fan-out's deliveries go to their subscriptions' shards) and consumes the shards of
- * WORKER_SHARDS, plus those of the layout it drains (QUEUE_SHARDS_DRAIN).
+ * The worker's side of sharded queues (QUEUE_SHARDS): each shard's `events` and `deliveries` queues
+ * and account scheduler, and the routing to a shard. A worker produces into every shard and
+ * consumes WORKER_SHARDS, plus the layout it drains (QUEUE_SHARDS_DRAIN).
  */
 import { Queue } from 'bullmq';
 import {
@@ -50,25 +48,13 @@ export interface ShardedQueues {
   ofAccount(accountId: string): ShardQueues;
   /** The shard of a subscription's deliveries. */
   ofSubscription(subscriptionId: string): ShardQueues;
-  /**
-   * Schedules first deliveries, each on its subscription's shard (their inline attempts as
-   * {@link attemptWith} says). @throws as AccountScheduler.schedule
-   */
+  /** Schedules first deliveries on their subscriptions' shards. @throws as AccountScheduler.schedule */
   schedule(deliveries: readonly FanOutDelivery[]): Promise<void>;
-  /**
-   * Hands the process's inline attempts to every shard's dispatcher: for the fan-out's own
-   * deliveries admitted at once everywhere, and in the background on the consumed shards.
-   */
+  /** Hands inline attempts to every shard's dispatcher (the fan-out's own everywhere, background where consumed). */
   attemptWith(attempts: InlineAttempts): void;
-  /**
-   * Adds delivery jobs to their subscriptions' shards, bypassing the account scheduler: FIFO
-   * heads, re-driven and notice deliveries (`DeliveryQueues.add`).
-   */
+  /** Adds delivery jobs to their subscriptions' shards, past the scheduler (FIFO heads, re-driven, notices). */
   addDeliveries: DeliveryQueues['add'];
-  /**
-   * Adds fan-out jobs (`eventJob`), each to its account's shard: the worker's own events
-   * (`subscription.disabled`). @throws BullMQ's errors when Redis cannot be reached
-   */
+  /** Adds fan-out jobs to their accounts' shards (the worker's own events). @throws BullMQ's errors */
   addEvents(events: readonly EventJobData[]): Promise<void>;
   /** Closes every scheduler, then every queue. */
   close(): Promise<void>;
@@ -83,11 +69,7 @@ export interface ShardedQueuesOptions {
   workerShards: readonly number[];
   /** Options of every queue but its prefix (the producer connection, telemetry). */
   queueOptions: ShardQueueOptions;
-  /**
-   * The account scheduler's options but those set per shard. ACCOUNT_DELIVERIES_PER_SECOND and
-   * the overrides' quotas are split evenly over the shards, rounded up: an account's subscriptions
-   * spread over them, and each shard's scheduler admits its share.
-   */
+  /** The scheduler's options but per-shard ones; per-account quotas are split evenly over the shards, rounded up. */
   scheduler: Omit<AccountSchedulerOptions, 'prefix' | 'deliveries' | 'dispatcher'>;
   /** DELIVERY_MAX_ATTEMPTS, for the jobs the dispatchers add. */
   maxAttempts: number;

@@ -1,10 +1,8 @@
 /**
- * The delivery worker: for each queue shard it consumes (WORKER_SHARDS), BullMQ workers on
- * `events` (fan-out, with inline first attempts beside the attempts) and `deliveries`, as
- * WORKER_QUEUES says; one on `verifications` beside the attempts; one on `maintenance` (the
- * reconciler, retention and the log's days ahead, as job schedulers); wired with their pools,
- * Redis connections, HTTP sender and metrics. Any number of processes may share Redis and the
- * database: BullMQ hands each job to one, and each scheduled task runs once per interval.
+ * The delivery worker: per consumed shard, BullMQ workers on `events` (fan-out with inline first
+ * attempts) and `deliveries` as WORKER_QUEUES says; one on `verifications`, one on `maintenance`
+ * (job schedulers). Any number of processes may share Redis and the database: BullMQ hands each
+ * job to one, and each scheduled task runs once per interval.
  */
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
@@ -39,10 +37,7 @@ import { createShardedQueues } from './shard-queues.js';
 import { deleteExpiredRows, type RetentionReport } from './retention.js';
 import { createLogPartitions } from './log-partitions.js';
 
-/**
- * Deliveries an account of weight 1 is admitted per round-robin turn: small against
- * DELIVERY_QUEUE_TARGET, so that a turn of a flooding account is a small part of one queue's worth.
- */
+/** Deliveries an account of weight 1 is admitted per turn: small against DELIVERY_QUEUE_TARGET. */
 const schedulerQuantum = 10;
 
 /** How often a worker checks that the maintenance schedules are in Redis, at most, in ms. */
@@ -72,9 +67,8 @@ export interface RunningWorker {
 }
 
 /**
- * Starts both processors. The lock of a job outlives the longest attempt (DELIVERY_TIMEOUT_MS plus
- * a margin), so a slow callback is never handed to a second worker while the first still waits on
- * it; a worker that dies loses its lock and BullMQ's stalled-job check gives the job to another.
+ * Starts the processors. A job's lock outlives the longest attempt (DELIVERY_TIMEOUT_MS plus a
+ * margin), so a slow callback is never handed to a second worker; a dead worker's stalls to another.
  */
 export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   const pool = createPgPool({
@@ -103,8 +97,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   for (const connection of [producer, consumer]) {
     connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   }
-  // With tracing on, the jobs carry the trace context on: an event's fan-out and deliveries join
-  // the trace of its publish.
+  // With tracing on, jobs carry the trace context: fan-out and deliveries join the publish's trace.
   const telemetry = queueTelemetry(config.tracing, 'webhooks-worker');
   const traced = telemetry === undefined ? {} : { telemetry };
   const lockDuration = config.DELIVERY_TIMEOUT_MS + 5_000;
@@ -146,8 +139,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     );
     return rows;
   });
-  // A waiting delivery is a delayed job of its subscription's shard (a challenge waiting for its
-  // host's slot asks again on its own: its id names no subscription).
+  // A waiting delivery is a delayed job of its subscription's shard (a challenge's id names none: it asks again).
   const wake = createWake({
     queueOf(jobId) {
       const subscriptionId = subscriptionOfDeliveryJob(jobId);
@@ -244,10 +236,8 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       log.info(report, 'retention: rows deleted');
       return report;
     },
-    // The delivery workers' lock: a maintenance job that a Redis restart left in the active list
-    // (its fetch was sent again on reconnection) is taken back as soon as theirs, and the job
-    // scheduler's next run, which BullMQ adds only when that job starts, is not held up for
-    // BullMQ's default of 30 s plus 30 s.
+    // The delivery workers' lock: a maintenance job a Redis restart left active is taken back as soon,
+    // not after BullMQ's default 30 s + 30 s, which would hold up the scheduler's next run.
     {
       connection: consumer,
       prefix: config.keyPrefix,

@@ -1,9 +1,7 @@
 /**
- * The interface every broker destination type implements, beside the HTTP attempt
- * (`delivery/attempt.ts`): one publisher per broker of DESTINATION_BROKERS, which turns one
- * publish into the {@link AttemptResult} the attempt path records, so that the gate, the account
- * scheduler, the host cap, BullMQ's retries, the delivery log, auto-disable and the metrics are
- * the HTTP attempt's. A result without an error class means the broker confirmed the message.
+ * The interface of broker destinations, beside the HTTP attempt: one publisher per broker, turning a
+ * publish into the {@link AttemptResult} the attempt path records, so every rule after is the HTTP
+ * attempt's. A result without an error class means the broker confirmed the message.
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -27,11 +25,9 @@ export interface PublisherOptions {
 /** Publishes to one broker. */
 export interface BrokerPublisher {
   /**
-   * Publishes `body` (the signed JSON payload) with `headers` (the Standard Webhooks and custom
-   * headers) as message headers, and waits for the broker's confirmation; never throws, every
-   * failure is in the result. Connects, or connects again after a lost connection, as needed.
-   * `delivery` names the account, whose publishes a broker may keep apart, and the delivery, whose
-   * id is the message id: unique to one subscription's copy of an event, the same on every attempt.
+   * Publishes `body` (the signed payload) with `headers` as message headers and waits for the
+   * broker's confirmation; never throws. (Re)connects as needed. `delivery.deliveryId` is the
+   * message id (one per subscription's copy of an event, the same on every attempt).
    */
   publish(
     target: BrokerTarget,
@@ -72,11 +68,7 @@ export function publishClock() {
 /** The timer and result builder of one publish ({@link publishClock}). */
 export type PublishClock = ReturnType<typeof publishClock>;
 
-/**
- * One publish on the connection of `session`, opened first if need be, by `send`, within
- * `timeoutMs`: a connection that cannot be opened fails the attempt as `broker_unavailable`, and
- * no result in time as `timeout` saying `timeoutMessage`.
- */
+/** One publish by `send` within `timeoutMs`: no connection is `broker_unavailable`, no answer `timeout`. */
 export function publishWithin<S>(
   session: { get(): Promise<S> },
   timeoutMs: number,
@@ -108,10 +100,8 @@ function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout: () => T): P
 }
 
 /**
- * A broker connection opened at its first use, and again at the first use after it was lost.
- *
- * @param open opens it; it calls `lost` when the connection ends, so that the next use opens anew
- * @param close closes an open one (`close()` ignores one that never opened or is closed already)
+ * A broker connection opened at first use, and again after it was lost (`open` calls `lost`).
+ * `close` closes an open one; closing one never opened or closed already is ignored.
  */
 export function lazyConnection<S>(
   open: (lost: () => void) => Promise<S>,

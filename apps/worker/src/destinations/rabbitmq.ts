@@ -1,10 +1,8 @@
 /**
- * The RabbitMQ destination (amqplib): each message is published persistent and `mandatory`, on one
- * connection per broker and one confirm channel per account (a channel error closes only that
- * account's), and is delivered once the broker confirms it (rabbitmq.com/docs/confirms). A nack, a
- * `basic.return` (no queue bound), a closed channel or no confirm within DELIVERY_TIMEOUT_MS fail
- * the attempt. An unknown exchange would close the channel (404) for everyone on it, so exchanges
- * are checked on a channel of their own first and remembered {@link knownExchangeMs}.
+ * The RabbitMQ destination (amqplib): persistent, `mandatory` publishes on one connection per broker
+ * and a confirm channel per account, delivered once confirmed (rabbitmq.com/docs/confirms); a nack,
+ * a return, a closed channel or no confirm in time fail the attempt. An unknown exchange would close
+ * the channel (404), so exchanges are checked on a channel of their own and remembered.
  */
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import type { BrokerTarget } from '@webhooks/shared';

@@ -1,10 +1,7 @@
 /**
- * The signed challenge of callback verification (CALLBACK_VERIFICATION=challenge), in the manner of
- * Slack's `url_verification` and Zoom's endpoint validation: the service POSTs
- * `{"type": "webhook.verification", "timestamp", "webhook_id"?, "data": {"challenge"}}`, signed
- * like every delivery (Standard Webhooks headers with the subscription's signing secret), and the
- * callback proves it is the subscriber's own by answering HTTP 200 with the challenge: as the body
- * itself, or as `challenge` in a JSON body.
+ * Callback verification's signed challenge (as Slack's `url_verification`, Zoom's validation): a
+ * POST of `{"type": "webhook.verification", "timestamp", "webhook_id"?, "data": {"challenge"}}`
+ * signed like a delivery; the callback answers 200 with the challenge as the body or its `challenge`.
  */
 import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
@@ -18,10 +15,7 @@ export function newChallenge(): string {
   return randomBytes(32).toString('base64url');
 }
 
-/**
- * Body and headers of the challenge request to a subscription, made at `now`: with its custom
- * headers, as its deliveries, so that a gateway in front of the callback lets it through.
- */
+/** The challenge request's body and headers at `now`, with the custom headers so a gateway lets it through. */
 export function buildChallengeRequest(
   subscription: { webhookId: string | null; secret: string; headers: Record<string, string> },
   challenge: string,
@@ -46,10 +40,7 @@ export function buildChallengeRequest(
   };
 }
 
-/**
- * Whether an answer proves the callback: exactly HTTP 200, with `challenge` as the whole body
- * (surrounding whitespace ignored) or as the `challenge` member of a JSON object body.
- */
+/** Whether an answer proves the callback: exactly 200, with `challenge` as the trimmed body or a JSON body's member. */
 export function answersChallenge(
   answer: { statusCode: number | null; responseBody: string | null },
   challenge: string,

@@ -1,9 +1,7 @@
 /**
- * The processor of the `verifications` queue: sends a `pending` subscription's callback its signed
- * challenge through the delivery path's sender (SSRF guard included), makes it `active` when
- * answered, and sends the deliveries that waited. One no longer pending, deleted or moved is left
- * alone; other failures are retried by BullMQ's backoff (`verificationRetry`). A challenge takes a
- * slot of its host's cap in its account's share, waiting without using a try when over it.
+ * The `verifications` queue's processor: sends a `pending` callback its signed challenge through the
+ * delivery sender, makes it `active` when answered and sends the deliveries that waited. BullMQ's
+ * backoff retries failures; the host's cap holds a challenge back without spending a try.
  */
 import type { ReceiverAuthorizer } from '../delivery/receiver-authorization.js';
 import { DelayedError, type Job } from 'bullmq';
@@ -32,19 +30,14 @@ export interface VerificationDeps {
   secretBox: SecretBox;
   /** The deliveries' host cap in a subscription's shard. */
   hostGate: (subscriptionId: string) => HostGate;
-  /**
-   * Sends now the subscription's deliveries that wait for its callback's verification (they look
-   * again every 10 s otherwise). Never throws: a delivery not woken looks again on its own.
-   */
+  /** Sends now the deliveries waiting for the verification (else they look every 10 s); never throws. */
   wakeDeliveries(subscriptionId: string): Promise<void>;
   log: Logger;
 }
 
 /**
  * Creates the processor.
- *
- * @throws Error when the callback did not answer the challenge (BullMQ retries), or when
- *   PostgreSQL or Redis failed
+ * @throws Error when the callback did not answer the challenge (BullMQ retries), or PostgreSQL or Redis failed
  * @throws DelayedError when the host's cap holds the challenge back (no try is used)
  */
 export function createVerificationProcessor(deps: VerificationDeps) {
