@@ -1,12 +1,9 @@
 /**
- * One HTTP attempt: POST the payload to the callback URL with `got` (its stream API, one
- * `got.extend` instance per worker; retries, redirects, decompression and HTTP errors off) and
- * report it as an {@link AttemptResult}, keeping at most 4 KiB of the answer. The SSRF guard
- * (request-filtering-agent) refuses every connection to a loopback, private, link-local or
- * metadata address unless CALLBACK_ALLOW_PRIVATE, and to CALLBACK_DENY_CIDRS always, after name
- * resolution; a port outside CALLBACK_PORTS is refused before connecting. Names are resolved
- * over c-ares (cacheable-lookup), not `dns.lookup`, whose thread-pool calls a silent DNS server
- * would block for every other callback.
+ * One HTTP attempt: POST the payload with `got` (stream API, one instance per worker; retries,
+ * redirects, decompression and HTTP errors off) and report an {@link AttemptResult} with at most
+ * 4 KiB of the answer. The SSRF guard (request-filtering-agent) checks every connection's address
+ * after resolution, over c-ares (cacheable-lookup), not `dns.lookup`'s thread pool a silent DNS
+ * server would block; ports outside CALLBACK_PORTS are refused before connecting.
  */
 import { promises as dns } from 'node:dns';
 import type { ClientRequest, IncomingMessage } from 'node:http';
@@ -44,10 +41,7 @@ export type AttemptErrorClass =
   | 'broker_unroutable'
   | 'other';
 
-/**
- * The classes whose delivery-log message is a fixed sentence ({@link attemptErrorMessages}): every
- * one but an HTTP status and a transformation's or a token's failure, which carry their own.
- */
+/** Classes whose log message is a fixed sentence: all but an HTTP status and a transformation's or token's failure. */
 export type RequestErrorClass = Exclude<
   AttemptErrorClass,
   'http_status' | 'transformation_failed' | 'auth_failed'
@@ -63,17 +57,13 @@ export interface AttemptResult {
   /** null when the callback answered 200, or the broker confirmed the message. */
   errorClass: AttemptErrorClass | null;
   /**
-   * What the delivery log shows the account: `HTTP <status>`, or a fixed sentence per error class
-   * ({@link attemptErrorMessages}) that names no address, port or resolver answer, so that the
-   * log cannot serve as a probe of the network behind the worker.
+   * What the delivery log shows: `HTTP <status>`, or a fixed sentence per class that names no
+   * address, port or resolver answer, so the log cannot probe the network behind the worker.
    */
   errorMessage: string | null;
   /** The request library's own message (addresses, host names): for operator logs only, never stored. */
   errorDetail: string | null;
-  /**
-   * The first {@link keptResponseBytes} bytes of the answer as valid UTF-8 without NUL characters
-   * (what a callback answers must never fail the record); null without an answer.
-   */
+  /** The answer's first {@link keptResponseBytes} bytes as valid UTF-8 without NUL; null without an answer. */
   responseBody: string | null;
   /** The wait a 429 or 503 answer asked for with `Retry-After`, in ms; null otherwise. */
   retryAfterMs: number | null;
@@ -82,17 +72,12 @@ export interface AttemptResult {
 const unreachableAddressMessage =
   'the callback host does not resolve to an address this service delivers to (public, on an allowed port and range)';
 
-/**
- * The delivery log's message for each error class without an HTTP answer. Fixed sentences, because
- * the library's messages carry the resolved address and host name of a refused callback, and
- * their wording tells open ports from closed ones.
- */
+/** The log's message per error class: fixed, since the library's name addresses and tell open ports from closed. */
 export const attemptErrorMessages: Record<RequestErrorClass, string> = {
   timeout: 'the callback did not answer in time',
   connection_refused: 'the callback refused the connection',
   connection_reset: 'the connection to the callback was closed before it answered',
-  // One sentence for both: telling them apart would tell the account whether an internal name
-  // resolves behind the worker.
+  // One sentence for both, or the log would tell whether an internal name resolves.
   dns: unreachableAddressMessage,
   blocked_address: unreachableAddressMessage,
   other: 'the request to the callback failed',
@@ -118,17 +103,12 @@ export interface AttemptSenderOptions {
   dnsServers?: string[];
   /** Timeout of one DNS query, in ms (DNS_TIMEOUT_MS); default 2000. */
   dnsTimeoutMs?: number;
-  /**
-   * Certificate authorities trusted for callbacks besides Node's bundled ones (CALLBACK_CA_FILE,
-   * PEM): receivers on a private PKI.
-   */
+  /** Certificate authorities trusted besides Node's (CALLBACK_CA_FILE, PEM): receivers on a private PKI. */
   extraCertificateAuthorities?: string;
   /**
-   * DELIVERY_PROXY_URL: every attempt goes through this HTTP forward proxy (a CONNECT tunnel per
-   * connection, hpagent), so that callbacks see the proxy's source addresses. The callback host's
-   * addresses are resolved and checked ({@link addressAllowed}) before the proxy is asked, and the
-   * proxy is asked for the checked address, never the name, which travels as `Host` and as TLS
-   * SNI (so split-horizon DNS at the proxy cannot send it elsewhere).
+   * DELIVERY_PROXY_URL: every attempt goes through this forward proxy (CONNECT, hpagent). The host's
+   * addresses are checked ({@link addressAllowed}) first and the proxy is asked for the checked
+   * address, the name travelling as `Host` and SNI, so the proxy's DNS cannot redirect it.
    */
   proxyUrl?: string;
 }
@@ -142,13 +122,10 @@ export interface DeliveryRef {
 
 export interface AttemptSender {
   /**
-   * POSTs `body` to `url` with `headers`; never throws, every failure is in the result. A reset on
-   * a kept-alive connection the pool reused, before any answer, is not the attempt's result: the
-   * request goes again on another connection (at most {@link maxStaleResends} times, all within
-   * the attempt's timeout), and `startedAt` and `durationMs` cover all of it. With
-   * `clientCertificate`, it is presented when the callback's server asks for one (mutual TLS);
-   * connections with it are pooled apart from those without. `delivery`, the account and delivery
-   * the attempt is for, matters to a broker destination only (`destinations/registry.ts`).
+   * POSTs `body` to `url` with `headers`; never throws. A reset on a reused kept-alive connection
+   * before any answer is sent again on another (at most {@link maxStaleResends}, within the timeout).
+   * `clientCertificate` is presented when asked (mutual TLS), pooled apart. `delivery` matters to
+   * broker destinations only.
    */
   send(
     url: string,
@@ -158,11 +135,8 @@ export interface AttemptSender {
     delivery?: DeliveryRef,
   ): Promise<AttemptResult>;
   /**
-   * A request that is not an attempt (an OAuth 2.0 token request), under the same rules: CALLBACK_PORTS,
-   * the addresses a callback may reach, the proxy, DELIVERY_TIMEOUT_MS, no redirect followed; its
-   * answer's body read up to {@link maxFetchedBytes}. A fetch-compatible signature, for libraries
-   * that take one (`customFetch` of oauth4webapi).
-   *
+   * A request that is not an attempt (an OAuth 2.0 token request) under the same rules, body read up
+   * to {@link maxFetchedBytes}; fetch-compatible, for oauth4webapi's `customFetch`.
    * @throws RefusedTargetError for a refused port or address, got's errors for a failed request
    */
   fetch(
@@ -176,10 +150,7 @@ export interface AttemptSender {
 /** The most of an answer {@link AttemptSender.fetch} reads, in bytes (64 KiB). */
 export const maxFetchedBytes = 64 * 1024;
 
-/**
- * A callback URL on a port outside CALLBACK_PORTS, or whose host resolves to an address the policy
- * refuses when the proxy connects for the worker: refused before connecting, as an address is.
- */
+/** A port outside CALLBACK_PORTS, or (through the proxy) a refused address: refused before connecting. */
 class RefusedTargetError extends Error {
   override name = 'RefusedTargetError';
 }
@@ -200,8 +171,7 @@ export function classifyError(error: unknown): RequestErrorClass {
     syscall?: string;
     cause?: { syscall?: string };
   };
-  // c-ares reports its failures (ETIMEOUT, ECONNREFUSED of the DNS server...) from `query*` calls,
-  // on the error itself or, wrapped, on its cause.
+  // c-ares reports failures from `query*` on the error or its cause.
   const syscall = ownSyscall ?? cause?.syscall ?? '';
   if (syscall.startsWith('query') || syscall === 'getaddrinfo') return 'dns';
   if (name === 'TimeoutError' || code === 'ETIMEDOUT') return 'timeout';
@@ -212,10 +182,7 @@ export function classifyError(error: unknown): RequestErrorClass {
   return 'other';
 }
 
-/**
- * How many times one attempt is sent again after a reset on a reused kept-alive connection
- * (see `send`): each such failure retires a stale connection, so a few suffice.
- */
+/** Resends of one attempt after resets on reused connections (each retires a stale one). */
 const maxStaleResends = 3;
 
 /** Creates the worker's HTTP sender. */
@@ -242,9 +209,7 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
     resolver.setServers(options.dnsServers);
   const dnsCache = new CacheableLookup({ resolver });
   /**
-   * Through the proxy, the SSRF guard's check of the addresses the worker would connect to: every
-   * address the callback host resolves to must be one a callback may reach.
-   *
+   * Through the proxy, the SSRF check of every address the callback host resolves to.
    * @returns `target` with its host replaced by the first address checked
    * @throws the resolver's error (classified `dns`), or RefusedTargetError naming the address
    */
@@ -299,10 +264,8 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
           first.resends < maxStaleResends &&
           performance.now() - start < options.timeoutMs
         ) {
-          // A kept-alive connection the server closed as the pool reused it: the callback never
-          // answered, most likely never read the request, and the fault is the pool's. Sent again
-          // on another connection, within the same attempt (Node's documented pattern for
-          // `request.reusedSocket`); if the callback did read it, the webhook-id is the same.
+          // A kept-alive connection closed as the pool reused it: never answered, most likely never
+          // read. Sent again within the attempt (Node's `request.reusedSocket` pattern); same webhook-id.
           resolve(send(url, body, headers, clientCertificate, { ...first, resends: first.resends + 1 }));
           return;
         }
@@ -338,11 +301,7 @@ export function createAttemptSender(options: AttemptSenderOptions): AttemptSende
         finish(new RefusedTargetError(`port ${port} is not in CALLBACK_PORTS`));
         return;
       }
-      /**
-       * Sends the request to `to` and follows its answer; `host`, when `to` names the checked
-       * address instead of the callback's name, is that name (its `Host` header, and its SNI, which
-       * Node's agent takes from it).
-       */
+      /** Sends to `to`; `host` is the callback's name when `to` names the checked address (its `Host` and SNI). */
       const post = (to: URL, host?: string) => {
         // The attempt's whole time, resends included, stays within DELIVERY_TIMEOUT_MS.
         const remainingMs = Math.max(1, Math.round(options.timeoutMs - (performance.now() - start)));

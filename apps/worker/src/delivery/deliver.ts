@@ -1,12 +1,9 @@
 /**
- * One step of one round of a delivery, the attempt path every caller shares (the `deliveries`
- * processor, the inline first attempt, the ordered hand-over), in order: expiry; one admission
- * (`gate.ts`: the subscription's slot, the round's claim, the account's turn if asked, the host's
- * share when the host is known); the read (`store.ts`); the host's share if not taken yet; the
- * transformation, the send, the outcome (`outcome.ts`), the record, one release. A step that
- * cannot go returns a wait, using no attempt. Only a sent request is an attempt; the round's
- * attempts are counted from the delivery row, so a re-created job continues where it was.
- * docs/delivery.md, "One delivery, step by step", tells what decides, waits and wakes at each step.
+ * One step of one round of a delivery, the attempt path every caller shares, in order: expiry; one
+ * admission (`gate.ts`: slot, claim, turn if asked, host share if known); the read (`store.ts`); the
+ * host share if not taken; transformation, send, outcome, record; one release. A step that cannot
+ * go returns a wait, using no attempt; attempts are counted from the row, so a re-created job
+ * continues. docs/delivery.md, "One delivery, step by step".
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -69,22 +66,13 @@ export interface DeliverDeps {
   parked: ParkedDeliveries;
 }
 
-/**
- * How long a job of a new round waits for the API to mark its row (the API enqueues first), in
- * ms; past it, the API gave the round up and the job is dropped.
- */
+/** How long a new round's job waits for the API to mark its row (ms); past it, the round was given up. */
 const roundStartGraceMs = 60_000;
 
-/**
- * How long a delivery to a subscription still `pending` (its callback not yet verified) waits
- * before it looks again, in ms. Waiting uses no attempt; DELIVERY_MAX_AGE still applies.
- */
+/** How long a delivery to a `pending` (unverified) subscription waits before looking again (ms), using no attempt. */
 const unverifiedCallbackWaitMs = 10_000;
 
-/**
- * How long a FIFO subscription's delivery that is not its head waits before it looks again, in
- * ms; the head's end wakes it sooner (`FifoHeads.ensure`). Waiting uses no attempt.
- */
+/** How long a FIFO delivery that is not its head waits before looking again (ms); the head's end wakes it sooner. */
 const fifoTurnWaitMs = 1_000;
 
 /** How long a FIFO head waits for an earlier event's fan-out to store its deliveries, in ms. */
@@ -115,31 +103,23 @@ type WithinSlot =
   | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
 
 /**
- * What a step runs: one step of `ref`'s round. `onConfirmed`, when given, is called once the
- * step's attempt is confirmed (HTTP 200), while its record is written and before the step
- * returns; it must not throw. The ordered hand-over reads and sends the next head then
- * (`in-order.ts`).
+ * One step of `ref`'s round. `onConfirmed`, once its attempt is confirmed, while the record is
+ * written: the ordered hand-over sends the next head then (`in-order.ts`); it must not throw.
  */
 export type Deliver = (ref: RoundRef, onConfirmed?: () => void) => Promise<DeliveryStep>;
 
 /**
  * Creates the step.
- *
- * @returns the step ({@link Deliver})
- * @throws (the function) pg's and ioredis' errors, and a stored secret no key opens: a fault
- *   around the attempt, not the callback's; the caller defers, and no attempt is used
+ * @throws (the step) pg's and ioredis' errors, and a stored secret no key opens: a fault around the
+ *   attempt; the caller defers, using no attempt
  */
 export function createDeliver(deps: DeliverDeps): Deliver {
-  /**
-   * What each subscription's last delivery read here asked of its host, so that a job's run, read
-   * only after its admission, asks the same in it; the read corrects one that changed since.
-   */
+  /** Each subscription's last host, so a job's run (read after its admission) asks it; the read corrects it. */
   const knownHosts = new Map<string, HostAsk>();
   /**
-   * The step's work while it holds its subscription's slot. `host` is the host slot held: the one
-   * the admission took, swapped here for the one the loaded callback or the transformed URL needs
-   * (the one given back is pushed to `releases`, awaited with the subscription slot's release, so
-   * that both go out in one write). The step gives back the one it ends with.
+   * The step's work while it holds its subscription's slot. `host`: the host slot held, swapped here
+   * for the one the loaded callback or transformed URL needs (the old one pushed to `releases`, to
+   * go out with the slot's release in one write).
    */
   const withinSlot = async (
     ref: RoundRef,
@@ -183,9 +163,8 @@ export function createDeliver(deps: DeliverDeps): Deliver {
         if (await deps.fifo.earlierFanOut(subscription.accountId, event.id)) {
           return { kind: 'wait', waitMs: fifoFanOutWaitMs };
         }
-        // The head again, after the watch and the claim: an earlier event fanned out between the
-        // load and the watch was seen by neither, and a head read before the claim (handed over,
-        // `in-order.ts`) may have been attempted meanwhile by another run, which must not repeat.
+        // The head again after the watch and the claim: an earlier event fanned out meanwhile, or
+        // another run attempted a handed-over head, must not repeat.
         const unchanged = await deps.store.isUnchangedHead({
           eventId: event.id,
           subscriptionId: subscription.id,
@@ -195,8 +174,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
         if (!unchanged) return { kind: 'wait', waitMs: fifoTurnWaitMs };
       }
     }
-    // The host's cap and the rate limit admit the attempt before its transformation runs, so a
-    // wait costs no run; the admission asked them already when it knew the host.
+    // Host cap and rate limit admit the attempt before its transformation runs, so a wait costs no run.
     const { accountId } = subscription;
     const wanted = hostAsk(subscription);
     if (knownHosts.size >= maxKnownHosts) knownHosts.clear();
@@ -210,8 +188,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       return { kind: 'done', result: 'cancelled', fifo };
     }
     if (transformed.kind === 'failed') return { kind: 'sent', delivery, result: transformed.result };
-    // A transformation that moved the URL to another host goes on that host's slot (its
-    // `rate_limit` counted already).
+    // A transformation that moved the URL to another host goes on that host's slot.
     const hostname = capHost(transformed.url);
     const movedWaitMs = await hold({ hostname, accountId });
     if (movedWaitMs > 0) return { kind: 'wait', waitMs: movedWaitMs };
@@ -260,8 +237,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     }
     const inOrder = sentInOrder(ref);
     const turn = ref.needsTurn === true ? { accountId: ref.accountId, requestId: ref.requestId } : undefined;
-    // The host's share is asked in the admission when the delivery was read before it (an inline
-    // attempt's), or its subscription's host is known here.
+    // The host share is asked in the admission when the read came first (inline) or the host is known.
     const asked = inOrder
       ? undefined
       : ref.loaded === undefined
@@ -281,9 +257,8 @@ export function createDeliver(deps: DeliverDeps): Deliver {
           : { hostname: admission.host, accountId: asked.accountId },
     };
     /**
-     * Gives the slots back, the gate's with the round's claim and the host's, in one script; no
-     * release throws (a slot Redis did not get back ends with its lease). `heldMs`: how long the
-     * attempt held the slot. A head sent in order, which asked no gate, gives its host's back alone.
+     * Gives the slots back in one script (gate's, claim, host's); never throws (a lost release ends
+     * with its lease). `heldMs`: the slot's hold. A head sent in order gives back its host's alone.
      */
     const giveBack = (
       attempt: { signal: ReturnType<typeof congestionSignal>; sent: boolean } | null,
@@ -315,8 +290,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       maxAttempts: ref.maxAttempts,
       backoffMs: deps.policy.backoffMs,
     });
-    // The gate's slot goes back once the attempt is recorded, as it holds the round's claim, and
-    // the host's with it; a head sent in order frees its host's slot at once.
+    // The gate's slot goes back once recorded (it holds the claim), the host's with it.
     if (inOrder && host.held !== null) {
       releases.push(deps.hostGate.release(host.held.hostname, host.held.accountId, ref.jobId));
       host.held = null;
@@ -350,10 +324,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
       : { kind: 'attempted', outcome, failure };
   };
 
-  /**
-   * The step under its round's claim: the gate's admission takes it with the slot, and the steps
-   * that do not ask the gate (a head sent in order, an expiry) take it here, unless the caller did.
-   */
+  /** The step under its round's claim: taken by the admission, else here (ordered heads, expiry) unless held. */
   const claimedStep: Deliver = async (ref, onConfirmed) => {
     const expired = isExpired(
       roundStartedAt(ref.eventId, ref.round, ref.enqueuedAt),
@@ -368,8 +339,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     } finally {
       if (claimHere || ref.claimedAhead === true) {
         const dropped = deps.claims.drop(ref.jobId);
-        // A head whose successor the caller hands over next needs nothing of this claim any more
-        // (it is recorded): the successor starts while the drop is on its way, in the same write.
+        // A recorded head's successor starts while this claim's drop is on its way, in the same write.
         if (done === undefined || !handsOverNext(done)) await dropped;
       }
     }

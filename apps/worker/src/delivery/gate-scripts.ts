@@ -1,10 +1,8 @@
 /**
- * The delivery's admission and release scripts (`gate.ts`), each defined with named keys and
- * arguments (`defineScript`) on Redis' clock. One admission takes, all or nothing, the
- * subscription's slot, the round's claim, the account's turn when asked, and the callback host's
- * share with the subscription's `rate_limit`; one release gives back what it took. The host's keys
- * (`hostCapKeys`) sit under the subscription's shard prefix with the gate's, so both parts run in
- * one hash slot on a Cluster.
+ * The delivery's admission and release scripts (`gate.ts`), with named keys and arguments on
+ * Redis' clock. One admission takes, all or nothing, the subscription's slot, the round's claim,
+ * the turn when asked and the host's share with `rate_limit`; one release gives them back. Host
+ * keys sit under the subscription's shard prefix, so both run in one Cluster slot.
  */
 import { defineScript, redisNowLua, type RedisConnection } from '@webhooks/shared';
 import { turnLua } from '../scheduling/turn-script.js';
@@ -12,22 +10,13 @@ import { turnLua } from '../scheduling/turn-script.js';
 /** Gate state is forgotten a day after it was created or last refreshed, in ms. */
 const stateTtlMs = 86_400_000;
 
-/**
- * The TTL of a subscription's or a host's leases key, in ms: a day, far past any lease, set when an
- * admission creates the key and on a share of the others.
- */
+/** TTL of a leases key (ms): a day, far past any lease; set on creation and on a share of admissions. */
 const leasesTtlMs = 86_400_000;
 
-/**
- * The `rate_limit` window, in ms: a second and a 100 ms guard, so that the jitter between admission
- * and arrival cannot put `rate_limit + 1` requests into one second at the receiver.
- */
+/** The `rate_limit` window (ms): a second and 100 ms, so jitter cannot fit `rate_limit + 1` in a receiver's second. */
 export const rateWindowMs = 1_100;
 
-/**
- * Lua: `heldByAccount(now)`, a table of account → the live host slots it holds, read from the
- * host's leases (a member is `<account>\t<job id>`). Only the contended paths call it.
- */
+/** Lua: `heldByAccount(now)`: account → live host slots, from the leases (`<account>\t<job id>`); contended paths only. */
 const countHeldLua = `
 local function heldByAccount(now)
   local counts = {}
@@ -39,19 +28,15 @@ local function heldByAccount(now)
 end`;
 
 /**
- * Lua: the host's share, `hostRefusal()` then `takeHost()`. `K.hostLeases`: member → lease end ms;
- * `K.hostAsking`: account → when it was last refused, ms; `K.hostWaiting`: member → when it first
- * waited, ms; `K.sent`: the subscription's attempts in the last {@link rateWindowMs}, counted only
- * when `A.rate` (its `rate_limit`, attempts a second) is not ''. `hostRefusal()` writes nothing
- * when it admits and returns 0; over the cap or the account's share it records the member as
- * waiting and returns -1; with the subscription's window full, the ms until it has room.
+ * Lua: the host's share, `hostRefusal()` then `takeHost()`. `K.hostLeases` member → lease end,
+ * `K.hostAsking` account → last refusal, `K.hostWaiting` member → first wait (ms); `K.sent`: the
+ * subscription's attempts in {@link rateWindowMs}, counted when `A.rate` is set. `hostRefusal()`
+ * returns 0 to admit (writing nothing), -1 over the cap or share (recording the waiter), or the ms
+ * until the rate window has room.
  *
- * Max-min fairness between the accounts sharing the host: each has a share of the cap, the cap
- * over the accounts holding slots or refused lately (at least 1). An account under its share takes
- * a free slot; one at or over it takes a free slot only while no other account is waiting for one,
- * so that the host's slots are used whoever asks, and a flood that holds them all gives them up to
- * a newcomer as its attempts end. Expired leases (their holder died) are cleared only at the cap,
- * where they change the answer.
+ * Max-min fairness: each account's share is the cap over the accounts holding or refused lately.
+ * Under its share an account takes a free slot; at or over it, only while nobody waits, so slots
+ * are used whoever asks and a flood yields them to a newcomer. Expired leases clear only at the cap.
  */
 const hostShareLua = `${countHeldLua}
 local hostHeld, hostRenews, hostAnyAsking = 0, false, false
@@ -127,10 +112,8 @@ end`;
 const wakeCandidates = 32;
 
 /**
- * Lua: `releaseHost()` gives `A.hostMember`'s host slot back, once, and returns the waiting member
- * to wake (removed from the waiting set), or '': among the oldest {@link wakeCandidates}, the
- * oldest of the account holding the fewest slots, so that a freed slot goes to an account under
- * its share before a flood's next attempt.
+ * Lua: `releaseHost()` gives `A.hostMember`'s slot back once and returns the waiter to wake (or ''):
+ * of the oldest {@link wakeCandidates}, the oldest of the account holding fewest, under its share first.
  */
 const hostReleaseLua = `${countHeldLua}
 local function releaseHost()
@@ -150,24 +133,14 @@ local function releaseHost()
 end`;
 
 /**
- * Admission. With `A.slot` '1', the subscription's slot: `A.refreshTtl` '1' to refresh the leases'
- * TTLs, `A.parkedMemoryMs` after which a parked entry is forgotten; `A.base` and `A.ceiling` the
- * in-flight bounds. A job admitted takes its round's claim too (`K.claim`, `SET NX PX` holding
- * `A.claimToken`, `claim.ts`): when another run holds it, nothing is taken and the answer is 2.
- * With `A.turn` '1' (a job the account scheduler did not admit), the account's turn is asked too
- * (`turnLua`, whose keys and arguments ride along): held for it, nothing is taken and the answer
- * is 3. With `A.hostMember` (`<account>\t<job id>`, else ''), the host's share under `A.hostCap`
- * and the `rate_limit` (`hostShareLua`): refused, nothing else is taken and the answer is 4. With
- * `A.slot` '0', only the host's share is asked. Returns {admitted 1|0|2|3|4, allowance, parked
- * jobs ahead of this one (parked in the order they first asked), average slot time ms or '', age
- * of the oldest slot held in ms (refused by the breaker: ms until it may ask again; by the host:
- * -1 over its cap or share, else ms until the rate window has room), slow-start threshold or '',
- * breaker: '' closed, 'open', 'probing' (another job's probe is in flight) or 'probe' (this job is
- * the half-open probe, admitted whatever is in flight)}.
- *
- * Expired leases (their holder died) and forgotten parked entries are cleared only when the
- * subscription is at its limit, the one case where they change the answer. The leases' key gets
- * its TTL ({@link leasesTtlMs}) when this admission creates it, and then on a share of admissions.
+ * Admission. `A.slot` '1': the subscription's slot (`A.base`/`A.ceiling` bounds, `A.refreshTtl`,
+ * `A.parkedMemoryMs`) and the round's claim (`SET NX PX` of `A.claimToken`; held by another run: 2).
+ * `A.turn` '1': the account's turn too (`turnLua`; held: 3). `A.hostMember` set: the host's share
+ * under `A.hostCap` and `rate_limit` (refused: 4, nothing taken). `A.slot` '0': the host only.
+ * Returns {1|0|2|3|4, allowance, parked ahead, average ms or '', oldest slot's age ms (breaker: ms
+ * until it may ask; host: -1 full, else ms until the rate window has room), threshold or '',
+ * breaker: '' closed, 'open', 'probing' (another's probe in flight) or 'probe' (this job)}.
+ * Expired leases and forgotten parked entries are cleared only at the limit, where they matter.
  */
 const acquireLua = `${turnLua}${hostShareLua}
 local job, leaseMs = A.job, tonumber(A.leaseMs)
@@ -254,21 +227,13 @@ if mayBeParked then redis.call('ZREM', K.parked, job) end
 return {1, allowance, 0, average, 0, threshold, ''}`;
 
 /**
- * Release. `A.next` and `A.threshold` are the new allowance and slow-start threshold ('' for no
- * change), set only if the allowance is still `A.expected` (compare-and-set), so all the attempts
- * of one window change it once; an allowance back at the base is not stored. `A.outcome` is the
- * attempt's for the breaker ('1' confirmed, '0' failed, '' nothing sent), whose counts ride on the
- * same `HSET`, in a window of `A.windowMs` from `A.nowMs`.
- *
- * The round's claim (`K.claim`) is deleted while it still holds `A.claimToken`, the one its
- * admission took. Returns {the parked job first in line to promote when a slot is free, else '',
- * failed attempts in a row, attempts and failures in the breaker's window, times the breaker
- * opened (0 closed), 1 when this job was the half-open probe}. The parked line is popped before the leases are
- * counted, and not at all while the state's `parked` is '0' (this release or an earlier one found
- * it empty; a park sets it back to '1'): with nobody parked, the usual case, a release pops
- * nothing and an admission removes nothing. With `A.hostMember`, the host's slot is given back too
- * (`hostReleaseLua`), and the last element names the host's waiting member to wake, else ''; with
- * `A.slot` '0', only that.
+ * Release. `A.next`/`A.threshold` are set only if the allowance is still `A.expected`
+ * (compare-and-set: one change per window); the base is not stored. `A.outcome` ('1' confirmed, '0'
+ * failed, '' nothing sent) feeds the breaker's counts in a window of `A.windowMs` from `A.nowMs`.
+ * The claim is deleted while it holds `A.claimToken`. Returns {parked job to promote or '', failures
+ * in a row, window attempts and failures, times opened (0 closed), 1 if this was the probe, host
+ * waiter to wake or ''}. The parked line is popped only while `parked` is not '0' (nobody parked, the
+ * usual case, costs nothing). `A.hostMember`: the host's slot too; `A.slot` '0': only that.
  */
 const releaseLua = `${hostReleaseLua}
 local hostWoken = ''

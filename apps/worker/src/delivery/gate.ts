@@ -1,12 +1,9 @@
 /**
- * The admission every attempt passes, in one script on Redis' clock (`gate-scripts.ts`): a slot
- * of its subscription (at most the in-flight limit of `throttle.ts`, none but the probe while the
- * circuit breaker is open, `breaker.ts`), the round's claim (`claim.ts`), its account's turn for a
- * job the account scheduler did not admit (`turn-script.ts`), and, when the callback's host is
- * known, the host's share and the `rate_limit` (`host-gate.ts`). A job over the subscription's
- * limit waits a few ms in place ({@link waitsInSlot}) or is parked in BullMQ's delayed set, using
- * no attempt; a freed slot wakes the first parked, a freed host slot the attempt it names. Slots
- * are leases, so a killed worker cannot keep one; one release script gives back all it took.
+ * The admission every attempt passes, one script on Redis' clock (`gate-scripts.ts`): a slot of its
+ * subscription (the in-flight limit of `throttle.ts`; the probe only while the breaker is open), the
+ * round's claim, its account's turn when asked, and the host's share and `rate_limit` when known.
+ * Over the limit it waits a few ms in place or parks in BullMQ's delayed set, using no attempt; a
+ * freed slot wakes the first parked. Slots are leases; one release script gives back all it took.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
@@ -37,19 +34,14 @@ import type { SchedulerKeys } from '../scheduling/admission-script.js';
 import { heldParkMs, turnArgs, turnKeys } from '../scheduling/turn-script.js';
 import { waitsInSlot, type InSlotWaitRule } from './in-slot-wait.js';
 
-/**
- * The share of releases that refresh the state's TTL, and of admissions that refresh the leases':
- * a refresh on each would cost a command per delivery, and a state that expires loses only what
- * the next attempts learn again.
- */
+/** Share of releases (state) and admissions (leases) that refresh a TTL: each would cost a command per delivery. */
 const stateRefreshShare = 1 / 16;
 
 /** What the gate answered a job. */
 export type Admission =
   /**
-   * Send now. `allowance` is the allowance admitted under, as stored (a decimal string),
-   * `inFlightLimit` its integer part, `averageMs` the subscription's average slot time (null
-   * when none is known yet) and `threshold` its slow-start threshold (`nextThreshold`).
+   * Send now, under `allowance` (as stored, a decimal string; `inFlightLimit` its integer part),
+   * `averageMs` (null: unknown) and the slow-start `threshold`.
    */
   | {
       admitted: true;
@@ -65,10 +57,8 @@ export type Admission =
       host: string | null;
     }
   /**
-   * Parked over the in-flight limit, or while its breaker is open, or `claimed` by another run of
-   * the round, or `inTurnList`, held in its account's list for its turn (woken when it is
-   * granted), or `byHost`, over its host's cap or share or its `rate_limit`: wait `waitMs` and ask
-   * again.
+   * Wait `waitMs` and ask again: parked over the limit or by the breaker, `claimed` by another run,
+   * `inTurnList` (held for its account's turn, woken when granted), or `byHost` (cap, share, `rate_limit`).
    */
   | { admitted: false; waitMs: number; byBreaker?: true; claimed?: true; inTurnList?: true; byHost?: true };
 
@@ -80,10 +70,7 @@ export interface DeliveryGateOptions {
   prefix: string;
   /** SUBSCRIPTION_MAX_IN_FLIGHT and SUBSCRIPTION_IN_FLIGHT_CEILING. */
   bounds: InFlightBounds;
-  /**
-   * The shard's account scheduler, whose turns the jobs it did not admit take: its keys, and its
-   * accounts' default quota (ACCOUNT_DELIVERIES_PER_SECOND per shard).
-   */
+  /** The shard's account scheduler: its keys and accounts' default quota, for the turns of jobs it did not admit. */
   scheduler: { keys: SchedulerKeys; deliveriesPerSecond: number };
   /** How long a slot is held at most, in ms: longer than the longest attempt (DELIVERY_TIMEOUT_MS). */
   leaseMs: number;
@@ -105,12 +92,9 @@ export interface DeliveryGateOptions {
 /** The gate's operations; `jobId` is the BullMQ job id of the delivery. */
 export interface DeliveryGate {
   /**
-   * Takes an in-flight slot for `jobId` and its round's claim, waiting for a slot in place as long
-   * as {@link waitsInSlot} allows, or says how long to park (or, claimed by another run, to wait).
-   * With `turn` (a job the account scheduler did not admit), its account's turn too: held for it,
-   * the job takes nothing and waits in the account's list. With `host`, the host's share and the
-   * subscription's `rate_limit` too: refused, the job takes nothing and waits to be woken.
-   *
+   * Takes a slot and the round's claim, waiting in place while {@link waitsInSlot} allows, or says
+   * how long to wait. With `turn`, the account's turn too (held: it waits in the account's list);
+   * with `host`, the host share and `rate_limit` too (refused: it takes nothing).
    * @throws ioredis' errors when Redis cannot be reached
    */
   acquire(
@@ -120,12 +104,9 @@ export interface DeliveryGate {
     host?: HostAsk,
   ): Promise<Admission>;
   /**
-   * Gives the slot back and drops the round's claim its admission took; after an attempt
-   * (`attempt` null: none was made), applies its congestion signal to the allowance it was
-   * admitted under, `heldMs` (how long the slot was held) to the average, and, when its request
-   * was `sent`, its outcome to the breaker ('increase' is a confirmed attempt). With `host` (its
-   * hostname and account as asked), that host's slot goes back in the same script.
-   * Never throws: when Redis fails, the slot's lease expires on its own.
+   * Gives the slot and claim back; after an `attempt` (null: none), applies its signal to the
+   * allowance, `heldMs` to the average and, when `sent`, its outcome to the breaker; with `host`,
+   * its slot too. Never throws: a slot Redis did not get back ends with its lease.
    */
   release(
     subscriptionId: string,
@@ -158,9 +139,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
     waitMs: parkDelayMs(view, maxParkMs, Math.random()),
   });
 
-  /**
-   * One question to the gate; `useHint`: a subscription just found full is refused without one.
-   */
+  /** One question to the gate; `useHint`: a subscription just found full is refused without one. */
   const ask = async (
     subscriptionId: string,
     jobId: string,
@@ -230,8 +209,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
         waitMs: oldestHeldMs === -1 ? hostWaitMs(Math.random()) : oldestHeldMs,
         byHost: true,
       };
-    // Held by the breaker until its cool-down or its probe ends (a second part spread at random, so
-    // that the deliveries held do not all ask at once); its close wakes the first parked.
+    // Held by the breaker until its cool-down or probe ends, plus up to 1 s so the held do not ask at once.
     if (breaker !== '')
       return { admitted: false, waitMs: oldestHeldMs + Math.round(Math.random() * 1_000), byBreaker: true };
     if (fullHints.size >= maxFullHints) fullHints.clear();
@@ -323,8 +301,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
             nowMs: Date.now(),
             windowMs: options.breaker.windowMs,
           });
-        // Not awaited: the slot is free already, and the promotion is only a shortcut. A breaker
-        // that closes wakes the first parked delivery the same way.
+        // Not awaited: the slot is free already, the promotion a shortcut (a closing breaker's too).
         if (woken !== '') void wake(woken);
         if (hostWoken !== '') void wake(hostWoken.slice(hostWoken.indexOf('\t') + 1));
         if (outcome !== '') {

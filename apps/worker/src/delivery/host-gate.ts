@@ -1,34 +1,20 @@
 /**
- * The cap per destination host: at most HOST_MAX_IN_FLIGHT attempts in flight to one callback host
- * (its registrable domain, {@link hostCapKey}) across all subscriptions, accounts and workers, so
- * the service cannot be turned into a flood on a third party. Accounts share a host's slots
- * max-min fairly while others wait for one. The share is taken in the delivery's admission
- * (`gate-scripts.ts`) when its host is known then, else here, alone ({@link createHostGate}). An
- * attempt over the cap waits in BullMQ's delayed set, using no attempt, until a freed slot wakes
- * it, or after {@link hostWaitMs} in case that wake-up was lost.
+ * The cap per destination host: at most HOST_MAX_IN_FLIGHT attempts in flight to one registrable
+ * domain across subscriptions, accounts and workers, so the service cannot flood a third party;
+ * accounts share it max-min fairly. Taken in the admission when the host is known, else here
+ * alone. Over the cap an attempt waits delayed, unspent, until a freed slot or {@link hostWaitMs}.
  */
 import type { Logger } from 'pino';
 import { getDomain } from 'tldts';
 import type { RedisConnection } from '@webhooks/shared';
 import { defineGateScripts, noSlot } from './gate-scripts.js';
 
-/**
- * How long an attempt over its host's cap waits at most before asking again, in ms: 250 to 750,
- * spread so that the waiting attempts of many subscriptions do not all return at once. A freed slot
- * wakes a waiting attempt before that; this bounds what a lost wake-up (its job not yet delayed, a
- * worker gone) costs.
- *
- * @param random a number in [0, 1) (Math.random)
- */
+/** The longest wait over a host's cap (ms), 250–750 for spread; bounds a lost wake-up. `random` in [0, 1). */
 export function hostWaitMs(random: number): number {
   return Math.round(250 + 500 * random);
 }
 
-/**
- * How long an account that asked for a host's slot and was refused counts as sharing the host, in
- * ms: several of its waits ({@link hostWaitMs}), so that an account whose deliveries keep asking
- * keeps its share, and one that stopped asking gives it back within a second.
- */
+/** How long a refused account counts as sharing a host (ms): a few waits, so it keeps its share while it asks. */
 export const askedMemoryMs = 1_000;
 
 /** A host slot's holder in the host's leases and waiting set: its account, a tab, its job id. */
@@ -36,11 +22,7 @@ export function hostMember(accountId: string, jobId: string): string {
   return `${accountId}\t${jobId}`;
 }
 
-/**
- * What an attempt asks of its callback's host: the hostname (counted as {@link hostCapKey} says;
- * a broker destination's is its broker's), the account whose share it counts in, and the
- * subscription's `rate_limit` (attempts a second) when it has one.
- */
+/** What an attempt asks of its host: hostname (a broker's for broker destinations), account, `rate_limit` (/s). */
 export interface HostAsk {
   hostname: string;
   accountId: string;
@@ -48,10 +30,8 @@ export interface HostAsk {
 }
 
 /**
- * A host's slots in each queue shard: HOST_MAX_IN_FLIGHT split evenly over QUEUE_SHARDS, rounded
- * down, at least 1. A host's slots are kept in each subscription's shard, beside its gate, so that
- * one script admits both (Redis Cluster runs a script on one slot's keys); the split keeps the
- * host's total at most HOST_MAX_IN_FLIGHT across the shards.
+ * A host's slots per queue shard: HOST_MAX_IN_FLIGHT split evenly over QUEUE_SHARDS (floor, ≥ 1),
+ * kept beside the gates so one script admits both (Cluster: one slot's keys); the total stays within the cap.
  */
 export function hostCapPerShard(maxInFlight: number, shards: number): number {
   return Math.max(1, Math.floor(maxInFlight / shards));
@@ -70,10 +50,7 @@ export interface HostGateOptions {
   maxInFlight: number;
   /** How long a slot is held at most, in ms: longer than the longest attempt. */
   leaseMs: number;
-  /**
-   * Wakes the attempt of job `jobId`, waiting for a slot that just freed (promotes its delayed
-   * job). Never throws: a wake-up that finds nothing to wake is dropped.
-   */
+  /** Wakes job `jobId`, waiting for a slot just freed (promotes it); never throws. */
   wake: (jobId: string) => Promise<void>;
   log: Logger;
 }
@@ -81,11 +58,8 @@ export interface HostGateOptions {
 /** A host's share taken alone, outside an admission; `jobId` names the holder. */
 export interface HostGate {
   /**
-   * Takes a slot of `hostname` for `accountId`'s delivery, within the account's share of the host
-   * while other accounts wait for one, and, with `rate`, counts the attempt in its subscription's
-   * `rate_limit` (`perSecond` attempts in any `rateWindowMs`) in the same step: a full window
-   * takes nothing.
-   *
+   * Takes a slot of `hostname` for `accountId`, within its share while others wait, and with `rate`
+   * counts the attempt in `rate_limit` (`perSecond` per `rateWindowMs`): a full window takes nothing.
    * @returns 0 when taken, else the ms to wait before asking again
    * @throws ioredis' errors when Redis cannot be reached
    */
@@ -95,19 +69,14 @@ export interface HostGate {
     jobId: string,
     rate?: { subscriptionId: string; perSecond: number },
   ): Promise<number>;
-  /**
-   * Gives the slot back and wakes an attempt waiting for one. Never throws: when Redis fails, the
-   * lease expires on its own.
-   */
+  /** Gives the slot back and wakes a waiter; never throws (the lease expires on its own). */
   release(hostname: string, accountId: string, jobId: string): Promise<void>;
 }
 
 /**
- * What the cap counts a callback host as: its registrable domain by the Public Suffix List, its
- * private section included (tldts), so that `a.victim.com`, `B.victim.com.` and `victim.com` share
- * one cap while two apps under a hosting suffix (`x.herokuapp.com`, `y.herokuapp.com`) keep one
- * each; an IP literal or a name without a registrable domain counts as itself, lower-cased and
- * without a trailing dot.
+ * What the cap counts a host as: its registrable domain by the Public Suffix List, private section
+ * included (tldts), so `a.victim.com` and `victim.com` share one while `x.herokuapp.com` and
+ * `y.herokuapp.com` do not; an IP or a name without one is itself, lower-cased, no trailing dot.
  */
 export function hostCapKey(hostname: string): string {
   const host = hostname.toLowerCase().replace(/\.+$/, '');
@@ -115,12 +84,9 @@ export function hostCapKey(hostname: string): string {
 }
 
 /**
- * The Redis keys of a host's slots in the shard of `prefix`: the leases (members name their
- * account, {@link hostMember}), the accounts refused lately, the attempts waiting to be woken, and
- * subscription `subscriptionId`'s `rate_limit` window (`rate`). The shard prefix's hash tag comes
- * first, so that they share the subscriptions' gates' slot on a Redis Cluster
- * (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags); the
- * host's own braces spread hosts over slots only where the prefix has none (a single Redis).
+ * A host's keys in `prefix`'s shard: leases (members name their account), accounts refused lately,
+ * waiters, and `subscriptionId`'s `rate_limit` window. The shard's hash tag first, so they share the
+ * gates' Cluster slot (Redis' cluster spec, "Hash tags").
  */
 export function hostCapKeys(prefix: string, hostname: string, subscriptionId = '') {
   const host = `${prefix}:host:{${hostCapKey(hostname)}}`;

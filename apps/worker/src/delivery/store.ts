@@ -1,9 +1,7 @@
 /**
- * The delivery path's reads and writes: each one SQL statement over a batch of concurrent jobs
- * (`batcher` in @webhooks/shared), sent with `pg` directly (`createPgPool` in @webhooks/db), and
- * atomic as a single statement is, data-modifying CTEs included. The statements are named, so
- * each connection prepares them once and PostgreSQL keeps a generic plan that prunes the log's day
- * partitions when it runs, instead of planning the join at every call.
+ * The delivery path's reads and writes: one SQL statement per batch of concurrent jobs (`batcher`),
+ * sent with `pg`, atomic as one statement is. Statements are named, so each connection prepares
+ * them once and a generic plan prunes the log's day partitions at run time.
  */
 import type { Pool } from '@webhooks/db';
 import {
@@ -25,28 +23,20 @@ export interface DeliveryStore {
   /** The delivery of `eventId` to `subscriptionId`, or null when it no longer exists (subscription deleted). */
   load(key: { eventId: string; subscriptionId: string }): Promise<LoadedDelivery | null>;
   /**
-   * The head of FIFO subscription `subscriptionId` (its oldest pending delivery, `fifo-head.ts`),
-   * loaded as {@link load} loads it, with the event id of the pending delivery after it (null when
-   * none): the head after this one, unless an earlier event's delivery is stored meanwhile. Null
-   * when the subscription is not FIFO or has none pending. The deliveries of `exceptEventIds`
-   * count as no longer pending: the head once their confirmed attempts are recorded.
+   * FIFO `subscriptionId`'s head (its oldest pending delivery), loaded as {@link load} does, with the
+   * next pending one's event id (null: none); null when not FIFO or none pending. `exceptEventIds`
+   * count as no longer pending.
    * @throws pg's errors, and the secret box's when no configured key opens a stored secret
    */
   loadHead(
     subscriptionId: string,
     exceptEventIds?: readonly string[],
   ): Promise<{ head: LoadedDelivery; nextEventId: string | null } | null>;
-  /**
-   * The oldest `limit` pending deliveries of `subscriptionId`, in acceptance order, as their jobs
-   * name them (event, subscription, round): those a verified callback wakes.
-   * @throws pg's errors
-   */
+  /** The oldest `limit` pending deliveries of `subscriptionId`, as their jobs name them. @throws pg's errors */
   pendingRounds(subscriptionId: string, limit: number): Promise<DeliveryKey[]>;
   /**
-   * Whether the delivery of `eventId` to `subscriptionId` is still as it was read (pending, in
-   * `round`, with `attemptsMade` attempts) and is its FIFO subscription's head (`fifo-head.ts`):
-   * checked after the step's claim, so that a delivery read before it (a handed-over head) and
-   * attempted meanwhile by another run is not sent again.
+   * Whether the delivery is still as read (pending, `round`, `attemptsMade`) and its FIFO head:
+   * checked after the claim, so a head another run attempted meanwhile is not sent again.
    * @throws pg's errors
    */
   isUnchangedHead(key: {
@@ -55,22 +45,14 @@ export interface DeliveryStore {
     round: number;
     attemptsMade: number;
   }): Promise<boolean>;
-  /**
-   * Marks a pending delivery cancelled (its subscription is disabled, or its transformation
-   * cancelled it, `reason` then its `last_error`): nothing more is tried for it.
-   */
+  /** Marks a pending delivery cancelled (subscription disabled, or its transformation cancelled it: `reason`). */
   cancel(deliveryId: string, reason?: string): Promise<void>;
-  /**
-   * Gives up a delivery still pending in `key.round` as `expired` (not sent within
-   * DELIVERY_MAX_AGE); its subscription's run of failures is left alone.
-   */
+  /** Gives up a delivery pending in `key.round` as `expired` (DELIVERY_MAX_AGE); the failure run is left alone. */
   expire(key: DeliveryKey): Promise<void>;
   /**
-   * Records an attempt, the delivery's new state and, when the delivery ends, its subscription's
-   * run of failures (`attempt-record.ts`), before the job is acknowledged. A subscription
-   * this disables gets a `subscription.disabled` event, stored with its deliveries in the same
-   * statement; their jobs are handed to `enqueueNotices`.
-   *
+   * Records an attempt, the delivery's state and, when it ends, the subscription's failure run
+   * (`attempt-record.ts`), before the job is acknowledged; a subscription this disables gets its
+   * `subscription.disabled` event in the same statement, the jobs handed to `enqueueNotices`.
    * @throws pg's errors; the processor then defers the job without using an attempt
    */
   record(record: AttemptRecord): Promise<void>;
@@ -82,10 +64,7 @@ export interface DeliveryStoreOptions extends AttemptRecorderOptions {
   secretBox: SecretBox;
 }
 
-/**
- * What an attempt needs of a delivery's subscription, as the load selects it and the fan-out's
- * statement returns it for the deliveries it creates ({@link createdDelivery}).
- */
+/** What an attempt needs of a subscription, as the load and the fan-out's statement select it. */
 export type SubscriptionRow = {
   subscription_id: string;
   callback_url: string;
@@ -156,11 +135,8 @@ type Row = SubscriptionRow & {
 };
 
 /**
- * A delivery the fan-out has just created, as {@link DeliveryStore.load} would read it back:
- * pending, round 0, no attempt made, with `event` as published and `subscription` as the fan-out's
- * statement read it. An inline first attempt starts from it (`RoundRef.loaded`), one statement and
- * one round trip to PostgreSQL fewer than a load.
- *
+ * A delivery the fan-out just created, as {@link DeliveryStore.load} would read it (pending, round 0):
+ * an inline first attempt starts from it, sparing a load.
  * @param id the delivery's id (`delivery_id(event_id, subscription_id)` in SQL)
  * @throws the secret box's error when no configured key opens the stored signing secret
  */
@@ -184,10 +160,7 @@ export function createdDelivery(
   return toLoaded(row, true, secretBox);
 }
 
-/**
- * The row with its secrets, custom headers and client certificate opened; a value no configured key opens fails this
- * delivery alone.
- */
+/** The row with its sealed values opened; one no configured key opens fails this delivery alone. */
 function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelivery {
   return {
     id: row.id,
@@ -218,11 +191,7 @@ function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelive
   };
 }
 
-/**
- * The batch load: `$1` event ids and `$2` subscription ids (uuid[], one key per index), `$3` and
- * `$4` the batch's range of ids ({@link timeIdRange}); a row per delivery found. Exported for the
- * plan tests.
- */
+/** The batch load: `$1` event and `$2` subscription ids (uuid[]), `$3`–`$4` their id range; exported for plan tests. */
 export const loadSql = `SELECT d.id::text, d.status::text AS status, d.attempts_made, d.round,
              e.id::text AS event_id, e.type, e.data, e.occurred_at,
              s.id::text AS subscription_id, ${subscriptionColumnsSql}

@@ -1,12 +1,9 @@
 /**
- * Fair scheduling of first deliveries across accounts. The fan-out hands its deliveries here; they
- * wait per account in Redis and are admitted by deficit round robin with per-account quotas,
- * keeping the queue no longer than the workers start soon (DELIVERY_QUEUE_TARGET). A flood waits
- * in its own account's list; another account's delivery goes at once, in the front lane. Retries
- * and new rounds ask for a turn when they run ({@link AccountScheduler.turns}). An entry leaves the
- * scheduler once its job exists or its attempt ended; one whose admitter died is admitted again
- * when its lease ends. Keys and scripts: `admission-script.ts` (listed in docs/delivery.md); what
- * becomes of an admitted delivery is the dispatcher's (`dispatcher.ts`).
+ * Fair scheduling of first deliveries across accounts: they wait per account in Redis and are
+ * admitted by deficit round robin with quotas, keeping the queue near DELIVERY_QUEUE_TARGET. A
+ * flood waits in its own list; a quiet account goes at once, in the front lane. Retries ask a turn
+ * when they run. An entry leaves once its job exists or its attempt ended, or is re-admitted when its
+ * lease ends. Scripts: `admission-script.ts`; what becomes of an admission: `dispatcher.ts`.
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -61,45 +58,30 @@ export interface AccountSchedulerOptions<D extends ScheduledDelivery = Scheduled
 /** The scheduler's operations. */
 export interface AccountScheduler<D extends ScheduledDelivery = ScheduledDelivery> {
   /**
-   * Adds deliveries to their accounts' lists, once per delivery job id however often it is called,
-   * and admits what the queue has room for in the same script call; the background admission
-   * takes over while accounts still have work waiting.
-   *
-   * Those of `deliveries` admitted at once into the front lane with their rows new are handed to
-   * the dispatcher as the call's own, which may attempt them inline, waiting up to its deadline.
-   *
-   * @throws ioredis' or BullMQ's errors when Redis cannot be reached (nothing is lost: the caller
-   *   retries, and an entry already held is not scheduled twice)
+   * Adds deliveries to their accounts' lists (once per job id) and admits what the queue has room
+   * for in the same call. Those admitted at once into the front lane with new rows go to the
+   * dispatcher as the call's own, which may attempt them inline.
+   * @throws ioredis' or BullMQ's errors when Redis cannot be reached (the caller retries; nothing doubles)
    */
   schedule(deliveries: readonly D[]): Promise<void>;
   /**
-   * Admits once: takes up to the queue's room in fair order and adds their BullMQ jobs.
-   *
-   * @returns how many were admitted, and whether accounts still have work waiting
+   * Admits once, up to the queue's room in fair order, adding their jobs.
+   * @returns how many were admitted, and whether accounts still wait
    * @throws ioredis' or BullMQ's errors when Redis cannot be reached
    */
   admit(): Promise<{ admitted: number; backlog: boolean }>;
-  /**
-   * How many accounts have deliveries waiting for their turn, and how many deliveries the
-   * scheduler holds (waiting or being admitted).
-   *
-   * @throws ioredis' errors when Redis cannot be reached
-   */
+  /** Accounts waiting for their turn, and deliveries held (waiting or being admitted). @throws ioredis' errors */
   backlog(): Promise<{ accounts: number; deliveries: number }>;
   /**
-   * What the subscription gate's admission needs to take the turn of a delivery job the scheduler
-   * did not admit (a retry, a new round; `turn-script.ts`): the scheduler's keys and its accounts'
-   * default quota (deliveries a second). A job held for its turn waits in its account's list, and
-   * its dispatcher wakes it when the round robin grants the turn.
+   * What the gate's admission needs to take a turn for a job the scheduler did not admit (keys,
+   * default quota); one held for its turn waits in its account's list until its dispatcher wakes it.
    */
   readonly turns: { keys: SchedulerKeys; deliveriesPerSecond: number };
   /** Of `deliveries`, which the scheduler still holds (waiting or being admitted). */
   holds(deliveries: ReadonlyArray<{ eventId: string; subscriptionId: string }>): Promise<boolean[]>;
   /**
-   * Writes the account weights to Redis and starts admitting in the background: at once, then at
-   * the intervals of the options.
-   * Resolves once the weights are written (or the write failed, which is logged: the accounts then
-   * keep the weights Redis had).
+   * Writes the account weights and starts admitting in the background; resolves once written (or
+   * failed, logged: Redis' weights stay).
    */
   start(): Promise<void>;
   /** Stops the background admissions and waits for one in progress, and for inline attempts still running. */
@@ -140,9 +122,8 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
   dispatcher.connect({ confirm: (jobIds) => script.confirm(jobIds), slotsFreed: kickForFreedSlots });
 
   /**
-   * One script call: schedules `list` (may be empty), then admits as many as the dispatcher has
-   * room for, and hands them over. Those of `list` admitted into the front lane with their rows new
-   * are handed over as the call's own: the dispatcher may attempt them and wait for them.
+   * One script call: schedules `list`, admits what the dispatcher has room for and hands it over;
+   * `list`'s front-lane admissions with new rows are the call's own, which it may attempt and await.
    */
   const scheduleAndAdmit = async (list: readonly D[]) => {
     const scheduled: ScheduledEntry[] = [];
@@ -158,8 +139,7 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
     try {
       admission = await script.admit(scheduled, room.limit);
     } finally {
-      // Released in the same turn of the event loop as the dispatch below starts its attempts and
-      // they take their slots: no other admission runs in between.
+      // Released in the turn the dispatch starts its attempts: no other admission runs in between.
       room.release();
     }
     const { admitted, waitingAccounts } = admission;
@@ -202,8 +182,7 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
     if (closed) return;
     backlogged = backlog && !failing;
     clearTimeout(timer);
-    // With its attempts' room short, the process waits for attempts to end (followLate kicks)
-    // rather than polling: an admission of a few deliveries costs nearly a whole script call.
+    // Short of room, it waits for attempts to end rather than polling: a small admission costs a whole call.
     timer = setTimeout(
       kick,
       backlogged && dispatcher.worthAdmitting() ? options.busyIntervalMs : options.idleIntervalMs,
@@ -223,8 +202,7 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
 
   return {
     async schedule(list) {
-      // Admitted in the same call, not behind the background admission: a quiet account's
-      // delivery reaches the queue one script call after its fan-out.
+      // In the same call: a quiet account's delivery is queued one script call after its fan-out.
       let backlog = false;
       for (let i = 0; i < list.length; i += scheduleChunk)
         backlog = (await scheduleAndAdmit(list.slice(i, i + scheduleChunk))).backlog || backlog;
@@ -251,14 +229,11 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
       stopping = new AbortController();
       const { signal } = stopping;
       try {
-        // The producer connection refuses commands until it is up: wait rather than fail the
-        // first admission and the overrides at every start. `once` also ends on the connection's
-        // 'error' events, each a failed try to connect.
+        // The producer connection refuses commands until up: wait (`once` also ends on 'error').
         while (redis.status !== 'ready')
           await once(redis, 'ready', { signal }).catch(() => signal.throwIfAborted());
         kick();
-        // Until written: weights and quotas left from an earlier ACCOUNT_OVERRIDES would otherwise
-        // stay in force. Replaced whole, so that an account taken out goes back to the defaults.
+        // Replaced whole, so earlier overrides' weights do not linger and removed accounts get the defaults.
         for (let warned = false; ; warned = true) {
           const write = redis.multi().del(keys.weight, keys.quota);
           for (const [account, { weight, deliveries_per_second }] of options.overrides) {

@@ -1,9 +1,6 @@
 /**
  * The account scheduler's Redis side: its keys, the two Lua scripts that schedule, admit and
- * confirm deliveries atomically, and a typed wrapper that passes their keys and arguments by name
- * and reads their answers into named lanes. The rules themselves (deficit round robin, quiet
- * accounts first, quotas, leases) are documented on the scripts; `account-scheduler.ts` decides
- * when to call them.
+ * confirm deliveries atomically, and a typed wrapper; the rules are documented on the scripts.
  */
 import {
   defineScript,
@@ -37,31 +34,19 @@ export function accountSchedulerKeys(prefix: string) {
 }
 
 /**
- * The lane an admission puts a delivery in: `front`, BullMQ's wait list, which workers take first
- * (a quiet account's deliveries); `back`, the prioritized set behind it (an account with more than
- * a turn's share waiting); `stale`, a re-admission after an expired lease (a job in the back lane,
- * never an inline attempt). The values are the script's.
+ * An admission's lane: `front` (BullMQ's wait list, taken first: quiet accounts), `back` (the
+ * prioritized set: accounts over a turn's share), `stale` (re-admitted after an expired lease: a job, never inline).
  */
 export const lanes = { front: '', back: 'b', stale: 's' } as const;
 export type Lane = (typeof lanes)[keyof typeof lanes];
 
-/**
- * The first character of an entry that may be attempted inline (its row is new). Account ids hold
- * no control characters (`account-id.ts`), so no unmarked entry begins with it.
- */
+/** First character of an entry that may be attempted inline (its row is new); account ids hold no control characters. */
 export const inlineMark = '\u0001';
 
-/**
- * The first character of an entry that stands for a job BullMQ holds already (a retry, a new
- * round), parked in BullMQ's delayed set until its account's turn.
- */
+/** First character of an entry for a job BullMQ holds already (a retry, a new round), delayed until its turn. */
 export const heldMark = '\u0002';
 
-/**
- * Lua: `inChunks(list, fn)` calls `fn` with consecutive slices of `list` of at most 1,000 values,
- * for commands given a list's values as arguments: Lua's `unpack` takes a few thousand at most,
- * and an admission of a large DELIVERY_QUEUE_TARGET holds tens of thousands.
- */
+/** Lua: `inChunks(list, fn)` calls `fn` on slices of at most 1,000 values (`unpack` takes a few thousand at most). */
 const inChunksLua = `
 local function inChunks(list, fn)
   for first = 1, #list, 1000 do
@@ -72,10 +57,9 @@ local function inChunks(list, fn)
 end`;
 
 /**
- * Lua: an account's token bucket for its quota (deliveries a second, a second's worth of burst).
- * `bucket(account)` returns its tokens now and its rate; `spend(account, tokens, rate, n)` takes
- * `n` of the `tokens` read. Needs the locals `quotaKey`, `bucketPrefix`, `defaultRate` and `now`
- * (ms) in scope.
+ * Lua: an account's quota token bucket (deliveries a second, a second's burst): `bucket(account)`
+ * returns its tokens and rate, `spend(account, tokens, rate, n)` takes `n`. Needs `quotaKey`,
+ * `bucketPrefix`, `defaultRate` and `now` (ms) in scope.
  */
 export const bucketLua = `
 local function bucket(account)
@@ -99,33 +83,23 @@ end`;
 const backLaneScores = prioritizedScores(backLanePriority);
 
 /**
- * The admission script (`defineScript`): the keys of {@link accountSchedulerKeys} and BullMQ's
- * wait list and prioritized set; the list and bucket key prefixes, the queue target, quantum,
- * lease (ms), default deliveries a second, the most deliveries the round robin may admit (the
- * caller's inline room); then in `R`, (job id, account, entry value) triples to schedule first
- * (none for an admission alone).
+ * The admission script: {@link accountSchedulerKeys} and BullMQ's wait list and prioritized set;
+ * list and bucket prefixes, queue target, quantum, lease (ms), default rate, the most to admit (the
+ * caller's inline room); `R`: (job id, account, entry value) triples to schedule first.
  *
- * Scheduling adds each new job id to `entries` (once per job id: an entry already held is
- * skipped). An account that had nothing waiting and now has at most one turn's share is a quiet
- * one: its entries are admitted at once into the front lane (BullMQ's wait list, which workers
- * take first), while the front lane has room and its quota's tokens allow, without passing
- * through its list; the others join their account's list, and the account the ring. This is
- * the "new flows first" rule of FQ-CoDel (RFC 8290 §4.2), so that a quiet account's delivery does
- * not wait for a backlogged account's queue to drain.
+ * Scheduling adds each new job id to `entries` once. A quiet account (nothing waiting, now at most
+ * a turn's share) has its entries admitted at once into the front lane while it has room and tokens;
+ * others join their account's list, the account the ring: FQ-CoDel's "new flows first" (RFC 8290
+ * §4.2), so a quiet account never waits for a backlog to drain.
  *
  * Admission is deficit round robin (Shreedhar and Varghese, 1996): each turn adds quantum × weight
- * to the account's deficit and admits that many, at least one, of its oldest entries, as far as
- * its quota's token bucket allows; an account without a token is passed over without gaining
- * deficit. It admits only when the queue (both lanes and unconfirmed admissions; not recovered
- * rounds, which wait behind both lanes for turns of their own) is at most half the target, and fills it to the target or up to the caller's limit, whichever is less. An
- * account with more than a share waiting goes to the back lane (prioritized behind the wait list),
- * one with a share or less to the front.
- * An admitted entry behind {@link heldMark} is a job BullMQ holds: its turn is granted
- * (`sched:granted`, read by the turn, `turn-script.ts`, when the job runs).
- * Entries whose admission lease ended unconfirmed are admitted again, in the stale lane, by the
- * calls that schedule nothing (each process's background admission).
- * Returns {flat list of (job id, entry value, lane) triples admitted, accounts still waiting},
- * with the lanes of {@link lanes}.
+ * to the deficit and admits that many (at least one) of the oldest entries as tokens allow; an
+ * account without tokens is passed over, gaining nothing. It admits when the queue (both lanes and
+ * unconfirmed admissions, not recovered rounds) is at most half the target, filling it to the target
+ * or the caller's limit. Accounts over a share go to the back lane. An entry behind {@link heldMark}
+ * is granted its turn (`sched:granted`, read by `turn-script.ts`). Calls that schedule nothing
+ * re-admit expired leases in the stale lane. Returns {(job id, entry value, lane) triples, accounts
+ * still waiting}.
  */
 const admitLua = `${inChunksLua}
 local ringKey, entriesKey, admittingKey, deficitKey, weightKey = K.ring, K.entries, K.admitting, K.deficit, K.weight
@@ -334,19 +308,14 @@ export interface AdmissionParams {
 export interface AdmissionScript {
   /**
    * Schedules `scheduled` (may be empty), then admits at most `limit` by the round robin.
-   *
-   * @returns what was admitted, and how many accounts still have work waiting
+   * @returns what was admitted, and how many accounts still wait
    * @throws ioredis' errors when Redis cannot be reached
    */
   admit(
     scheduled: readonly ScheduledEntry[],
     limit: number,
   ): Promise<{ admitted: Admitted[]; waitingAccounts: number }>;
-  /**
-   * Releases the entries of `jobIds`, whose BullMQ jobs exist now.
-   *
-   * @throws ioredis' errors when Redis cannot be reached
-   */
+  /** Releases the entries of `jobIds`, whose BullMQ jobs exist now. @throws ioredis' errors */
   confirm(jobIds: readonly string[]): Promise<void>;
 }
 
