@@ -1,35 +1,23 @@
 /**
- * One run of a delivery round at a time: a claim on the round's job id, taken before the delivery
- * is read and dropped once its attempt is recorded, so that two runs that overlap without a fault
- * (an inline attempt whose admission's lease ended, a fan-out run again, a job taken as stalled)
- * cannot both send it. The gate's scripts take and drop it with the subscription's slot
- * (`gate-scripts.ts`); steps that skip the gate (an ordered hand-over's heads, an expiry) use this
- * module. A claim is a lease (`SET NX PX`, https://redis.io/docs/latest/commands/set/) holding its
- * taker's token, dropped only by that taker (`defineFencedDelete`).
+ * One run of a delivery round at a time: a claim on the round's job id, taken before the read and
+ * dropped once the attempt is recorded, so overlapping runs (an expired admission lease, a fan-out
+ * run again, a stalled job) cannot both send it. The gate's scripts take it with the slot; steps
+ * skipping the gate use this module. A lease (`SET NX PX`) holding its taker's token, fenced on drop.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RedisConnection } from '@webhooks/shared';
 import { defineFencedDelete, renewalDue } from './lease.js';
 
-/**
- * A claim taken ahead of the step that will use it (`AttemptClaims.takeAhead`): the ordered
- * hand-over (`in-order.ts`) claims the next head while the one before it is attempted.
- */
+/** A claim taken ahead of its step: the hand-over claims the next head while the current one is attempted. */
 export interface ClaimAhead {
   jobId: string;
   /**
-   * Holds the claim a full lease again, for the step about to use it, which need not wait: at least
-   * two thirds of its lease are left. @returns the renewal under way (rejected with ioredis'
-   * errors), or null, renewing nothing, when it was due for renewal (`lease.ts`: a third of its
-   * lease passed since it was taken): it may then be about to end, and another run to take it; the
-   * caller drops it.
+   * Renews it a full lease for the step about to use it. @returns the renewal (rejecting with
+   * ioredis' errors), or null when it was already due (`lease.ts`): it may be ending, the caller drops it.
    */
   keep(): Promise<void> | null;
-  /**
-   * Drops it, once, and unless its lease has passed (the key may then be another run's); after
-   * {@link keep} gave a renewal, the step using it drops it instead. Never throws.
-   */
+  /** Drops it once, unless its lease passed; after {@link keep} renewed it, the step drops it instead. Never throws. */
   drop(): Promise<void>;
 }
 
@@ -49,10 +37,7 @@ export interface AttemptClaims {
   takeAhead(jobId: string): Promise<ClaimAhead | null>;
 }
 
-/**
- * How long a run that found its round claimed waits before it asks again, in ms: about an
- * attempt's usual length, never an attempt used.
- */
+/** How long a run finding its round claimed waits before asking again (ms): about an attempt; none is used. */
 export const claimedWaitMs = 1_000;
 
 /** The key of `jobId`'s claim under `prefix`, the shard's queue prefix (its hash slot on a Cluster). */
@@ -60,10 +45,7 @@ export function claimKey(prefix: string, jobId: string): string {
   return `${prefix}:claim:${jobId}`;
 }
 
-/**
- * Creates the claims under `prefix` (the shard's queue prefix, so that on a Cluster they share the
- * shard's hash slot), each a lease of `leaseMs` (longer than the longest attempt).
- */
+/** The claims under the shard's `prefix` (its Cluster slot), each a lease of `leaseMs` (past the longest attempt). */
 export function createAttemptClaims(options: {
   redis: RedisConnection;
   prefix: string;

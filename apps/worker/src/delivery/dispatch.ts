@@ -1,11 +1,9 @@
 /**
- * What becomes of a first delivery the account scheduler admitted (`scheduling/dispatcher.ts`):
- * the fan-out's own, admitted into the front lane, is attempted inline by that fan-out
- * (`inline.ts`); in a process that runs the shard's attempts, any other whose row is new is
- * attempted there in the background, admissions taking no more than the attempts have room for
- * (`scheduling/admission-room.ts`); everything else gets its BullMQ job, in its lane. An entry is
- * confirmed once its attempt ended (its follow-up job added first), so a process that dies
- * mid-attempt leaves it leased and it is admitted again.
+ * What becomes of a first delivery the account scheduler admitted: the fan-out's own front-lane
+ * admissions are attempted inline by it (`inline.ts`); where the shard's attempts run, other new
+ * rows are attempted in the background within the attempts' room (`admission-room.ts`); the rest
+ * get their job, in their lane. An entry is confirmed once its attempt ended (follow-up job added
+ * first), so a process dying mid-attempt leaves it leased, to be admitted again.
  */
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import type { Queue } from 'bullmq';
@@ -27,9 +25,7 @@ import { createWake } from './wake.js';
 /** A first delivery as the fan-out schedules it, with what its inline attempt may use. */
 export interface FanOutDelivery extends ScheduledDelivery {
   /**
-   * The delivery as its fan-out created it (`createdDelivery` in store.ts), opened only for an
-   * inline attempt of it, which then skips the load.
-   *
+   * The delivery as its fan-out created it, opened only for an inline attempt (which skips the load).
    * @throws the secret box's error when no configured key opens its signing secret
    */
   loaded?: () => LoadedDelivery;
@@ -37,10 +33,7 @@ export interface FanOutDelivery extends ScheduledDelivery {
   traceContext?: Context;
 }
 
-/**
- * A first delivery as an inline attempt's candidate, from its job id (`<event id>.<subscription
- * id>`); `backLane`: admitted for a backlogged account, so its job keeps the back lane's priority.
- */
+/** A first delivery as an inline candidate, from its job id; `backLane`: its job keeps the back lane's priority. */
 export function candidateOfJob(
   jobId: string,
   accountId: string,
@@ -58,11 +51,7 @@ export function candidateOfJob(
   };
 }
 
-/**
- * `candidate` with the delivery its fan-out created, when `delivery` has it and its secret opens
- * (otherwise the attempt loads the delivery, and reports a secret that does not open, as any
- * other), and with its event's trace context.
- */
+/** `candidate` with its fan-out's delivery when its secret opens (else the attempt loads it) and trace context. */
 function withLoaded(candidate: InlineCandidate, delivery: FanOutDelivery): InlineCandidate {
   const traced =
     delivery.traceContext === undefined ? candidate : { ...candidate, traceContext: delivery.traceContext };
@@ -87,10 +76,7 @@ export interface DispatchOptions {
 
 /** A shard's dispatcher, and how a process that attempts deliveries hands it its attempts. */
 export interface Dispatch extends AdmissionDispatcher<FanOutDelivery> {
-  /**
-   * Attempts with `attempts` the fan-out's own deliveries admitted at once, and with `background`
-   * (a process that runs this shard's attempts) every other delivery admitted with its row new.
-   */
+  /** Attempts with `attempts` the fan-out's own admissions, and with `background` other new rows of this shard. */
   attemptWith(attempts: InlineAttempts, options: { background: boolean }): void;
 }
 
@@ -103,14 +89,10 @@ export function createDispatch(options: DispatchOptions): Dispatch {
   /** Inline attempts that outlived their fan-out's deadline, until their follow-up is done. */
   const late = new Set<Promise<void>>();
 
-  /**
-   * Adds the jobs of `ended` (admitted deliveries, and attempts' follow-ups), then with `confirm`
-   * releases their entries: one `addBulk` and one script call.
-   */
+  /** Adds `ended`'s jobs (admissions, follow-ups), then with `confirm` releases their entries: one `addBulk`, one script. */
   const settle = async (ended: readonly FollowUp[], confirm: boolean) => {
     const jobs = ended.flatMap(({ job }) => (job === null ? [] : [job]));
-    // Outside the caller's context: a job that carries no trace context of its own (one admitted
-    // later, from Redis) must not join the trace of whichever event's fan-out settles it.
+    // Outside the caller's context: a job admitted later from Redis must not join some fan-out's trace.
     if (jobs.length > 0) await context.with(ROOT_CONTEXT, () => deliveries.addBulk(jobs));
     if (confirm) await hooks.confirm(ended.map(({ jobId }) => jobId));
   };
@@ -123,9 +105,8 @@ export function createDispatch(options: DispatchOptions): Dispatch {
   const settleLate = { confirmed: settleBatch(true), unconfirmed: settleBatch(false) };
 
   /**
-   * As each of `pending` (inline attempts past their deadline) ends: adds its follow-up job, then
-   * with `confirm` releases its entry. One that fails here stays leased (or, without the
-   * scheduler, pending in PostgreSQL) and is found again; it is logged, never thrown.
+   * As each late inline attempt ends: adds its follow-up job, then with `confirm` releases its entry.
+   * One that fails stays leased (or pending in PostgreSQL) and is found again; logged, never thrown.
    */
   const followLate = (pending: ReadonlyArray<Promise<FollowUp>>, confirm: boolean) => {
     for (const attempt of pending) {
@@ -142,21 +123,14 @@ export function createDispatch(options: DispatchOptions): Dispatch {
     }
   };
 
-  /**
-   * Slots promised to admissions whose script call is under way. A fan-out's admission and the
-   * background one can overlap; each would otherwise count the same free slots, and together admit
-   * more than the attempts can start, taking the slots kept for quiet accounts.
-   */
+  /** Slots promised to admissions under way: overlapping admissions would otherwise count the same free slots. */
   let promised = 0;
   /** The free inline slots no admission under way has promised yet. */
   const unpromisedRoom = (attempts: InlineAttempts) => Math.max(0, attempts.room() - promised);
   const none: InlineRun = { settled: [], late: [] };
 
   const wake = createWake({ queueOf: () => deliveries, log });
-  /**
-   * Wakes held jobs whose turn was granted, then confirms their entries; one that cannot be woken
-   * runs when its park ends, and takes its granted turn then.
-   */
+  /** Wakes held jobs granted their turn, then confirms them; one not woken takes its turn when its park ends. */
   const wakeHeld = async (jobIds: readonly string[]) => {
     await wake(jobIds);
     await hooks.confirm(jobIds);
@@ -201,15 +175,13 @@ export function createDispatch(options: DispatchOptions): Dispatch {
       }
       // Started first, so that they run while the caller's own attempts are waited for.
       const aside = others.length === 0 ? none : background!.start(others);
-      // Followed before anything here can throw: an attempt under way is settled when it ends, and
-      // close() waits for it, whatever becomes of this call.
+      // Followed before anything can throw: an attempt under way is settled when it ends, and close() waits.
       followLate(aside.late, true);
       const mine = mineToAttempt.length === 0 ? none : own!.start(mineToAttempt);
       const waiting = mine.late.length === 0 ? Promise.resolve(none) : own!.wait(mine.late);
       let ran = none;
       try {
-        // What is not attempted here gets its job now, not after the caller's own attempts: behind
-        // a busy worker's attempts, a quiet account's delivery would otherwise wait for them.
+        // The rest get their jobs now, not after the caller's attempts, or a quiet account waits behind them.
         await settle([...ended, ...aside.settled, ...mine.settled], true);
       } finally {
         ran = await waiting;

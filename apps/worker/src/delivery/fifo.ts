@@ -1,11 +1,8 @@
 /**
- * Ordered delivery (`ordering: "fifo"`): a FIFO subscription receives its events one at a time, in
- * the order they were accepted for its account. Its **head**, its oldest pending delivery by
- * event id (UUIDv7), is the only one attempted and the only one with a job; it keeps its place
- * through its retries, and when it ends the next is handed over (`in-order.ts`) or given its job.
- * A delivery is attempted only while it is the head in PostgreSQL (a stray job waits its turn),
- * and only when no earlier event of its account is still being fanned out
- * ({@link createFanOutWatch}), since two fan-outs may store their deliveries in either order.
+ * Ordered delivery (`ordering: "fifo"`): one event at a time, in acceptance order. The **head**
+ * (oldest pending delivery by UUIDv7 event id) is the only one attempted and with a job, through
+ * its retries; when it ends the next is handed over (`in-order.ts`) or given its job. A delivery goes
+ * only while it is the head in PostgreSQL and no earlier event of its account is being fanned out.
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
@@ -23,15 +20,9 @@ export interface FifoHead {
   round: number;
 }
 
-/**
- * A worker's hold on a FIFO subscription's hand-over (`in-order.ts`): while it is held, the
- * holder gives each next head its turn, and {@link FifoHeads.ensure} gives the heads no job.
- */
+/** A worker's hold on a FIFO hand-over: the holder gives each next head its turn; {@link FifoHeads.ensure} adds none. */
 export interface HandOverLease {
-  /**
-   * Holds it for another lease period, once a third of the period has passed since it was taken
-   * or last renewed ({@link renewalDue}); sooner, it does nothing. @throws ioredis' errors
-   */
+  /** Renews the lease once a third of it passed ({@link renewalDue}); sooner, nothing. @throws ioredis' errors */
   renew(): Promise<void>;
   /** Lets it go, if still this holder's. Never throws: a lease Redis did not drop ends with its period. */
   release(): Promise<void>;
@@ -39,11 +30,7 @@ export interface HandOverLease {
 
 /** Keeps the heads of FIFO subscriptions moving. */
 export interface FifoHeads {
-  /**
-   * Gives the head of each FIFO subscription of `subscriptionIds` its job, if it has none; a job
-   * already waiting for its turn (a stray or parked one) is woken. Others are ignored, and so are
-   * those whose hand-over a worker holds: it gives their heads their turn itself.
-   */
+  /** Gives each FIFO head of `subscriptionIds` its job if none (a waiting one is woken), unless its hand-over is held. */
   ensure(subscriptionIds: readonly string[]): Promise<void>;
   /**
    * Takes the subscription's hand-over for one lease period, or null when another worker holds it.
@@ -132,13 +119,9 @@ export function createFifoHeads(options: FifoHeadsOptions): FifoHeads {
 const watchedWaiting = 100;
 
 /**
- * Whether an earlier event of an account is still waiting for or in its fan-out: a job of the
- * account's `events` queue (`eventsOf`: its shard's) older than the event (job ids are event ids,
- * UUIDv7, so they sort by acceptance), active, among the oldest waiting (the wait list is taken
- * oldest first, and a stalled job goes back to its oldest end) or among the first delayed (a
- * fan-out deferred by an outage), and named for the account ({@link eventJobName}). Only the jobs'
- * names are read, never other accounts' event data. A job queued under the old unattributed name
- * counts as the account's, which can only make a head wait for it.
+ * Whether an earlier event of the account is waiting for or in its fan-out: an older job id (UUIDv7)
+ * of its shard's `events` queue, active, among the oldest waiting or first delayed, and named for the
+ * account ({@link eventJobName}). Only job names are read, never other accounts' event data.
  */
 export function createFanOutWatch(redis: RedisConnection, eventsOf: (accountId: string) => Queue) {
   return async (accountId: string, eventId: string): Promise<boolean> => {

@@ -1,12 +1,9 @@
 /**
- * Ordered delivery's hand-over: when a FIFO subscription's head ends, the worker that ended it
- * attempts the next head at once, through the same attempt path (`deliver.ts`), instead of giving
- * it a job. One worker at a time does so, holding the subscription's hand-over lease
- * ({@link FifoHeads.takeHandOver}), and stops (giving the head its job) at a head that does not
- * end in its step, after `maxHeads`, or when closing. The next head is claimed and read while the
- * head is attempted, and sent while the head's record is written; its own record waits for that
- * one, so a crash sends both again, in order (Google Pub/Sub's rule, docs/event-catalogue.md). A
- * head sent so asks its gate for nothing: it is the only one in flight.
+ * Ordered delivery's hand-over: when a FIFO head ends, the worker that ended it attempts the next
+ * head at once through `deliver.ts`, holding the subscription's hand-over lease, until a head does
+ * not end, `maxHeads`, or closing (that head gets its job). The next head is claimed and read while
+ * the head is attempted and sent while its record is written; its own record waits for that one,
+ * so a crash sends both again, in order (Google Pub/Sub's rule). It asks its gate for nothing.
  */
 import { context, ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Logger } from 'pino';
@@ -29,10 +26,8 @@ export function headOf(loaded: LoadedDelivery): FifoHead {
 }
 
 /**
- * The round a handed-over head runs: its first round under its job's id, as if its job had been
- * created `now` (ms since the epoch), with `maxAttempts` (DELIVERY_MAX_ATTEMPTS), handing over
- * its own successor in turn, and starting from `loaded` (the head as just read) when given; null
- * for a later round, which gets its job instead.
+ * The round a handed-over head runs: its first round under its job's id, as if created `now` (ms),
+ * with `maxAttempts`, handing over its successor, from `loaded` when given; null for a later round (it gets its job).
  */
 export function handedOverRound(
   head: FifoHead,
@@ -54,9 +49,8 @@ export function handedOverRound(
 }
 
 /**
- * What follows a handed-over head's step: `next` when it ended and its successor may go now,
- * `job` when it did not end and waits in its job (a retry's or a wait's), `stop` otherwise (it
- * ended and its step did not hand over: nothing of this subscription is left to do here).
+ * After a handed-over head's step: `next` (it ended, its successor may go), `job` (it waits in its
+ * job), or `stop` (it ended without handing over: nothing left here).
  */
 export function afterHandedOver(
   head: FifoHead,
@@ -98,20 +92,16 @@ export interface InOrderDeps {
 }
 
 /**
- * Creates the hand-over.
- *
- * @returns a function that hands the subscription's heads over, one after another, until one does
- *   not end, none is left, or `maxHeads` went; it never throws (a fault is logged, and the head
- *   gets its job, or from the reconciler when Redis or PostgreSQL refuse that too)
+ * Creates the hand-over: a function that hands the heads over until one does not end, none is left,
+ * or `maxHeads` went. Never throws: a fault is logged and the head gets its job (or the reconciler's).
  */
 export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Promise<void> {
   const { heads, log } = deps;
 
   /**
-   * Claims the round of the head expected after the current one (`eventId`'s), and watches its
-   * account's earlier fan-outs, while the current one is attempted: null when another run holds
-   * the round, an earlier event is still being fanned out, or Redis failed (the next head then
-   * goes the step's own way, which claims, watches and checks it after its read).
+   * Claims the expected next head's round and watches its account's earlier fan-outs while the
+   * current one is attempted; null when held elsewhere, an earlier fan-out runs, or Redis failed
+   * (the next head then goes the step's own way).
    */
   const claimAhead = async (head: FifoHead, eventId: string): Promise<ClaimAhead | null> => {
     const [claim, earlier] = await Promise.allSettled([
@@ -130,10 +120,7 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
   const run = async (subscriptionId: string, lease: HandOverLease) => {
     let ahead: ClaimAhead | null = null;
     let read: HeadRead | null = null;
-    /**
-     * The last confirmed head: its event, and its step, its record perhaps still being written
-     * (and the records before it, which it waited for): whatever ends the hand-over waits for it.
-     */
+    /** The last confirmed head and its step (its record perhaps still written): ending the hand-over waits for it. */
     let recording: { eventId: string; step: Promise<void> } | null = null;
     /** The step of the confirmed head before that one. */
     let recordingBefore: Promise<void> | null = null;
@@ -153,18 +140,14 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
         if (!claimedAhead) await ahead?.drop();
         ahead = null;
         const previous = recording;
-        // At most two heads are sent and not recorded: the one before the previous is in the log
-        // before this one goes. A head not claimed ahead is checked by its step in the log, where
-        // the previous one must be recorded first; one claimed ahead goes now, its record after the
-        // previous one's.
+        // At most two heads are sent and unrecorded. A head not claimed ahead is checked by its step
+        // in the log (the previous recorded first); one claimed ahead goes now, recorded after it.
         await recordingBefore;
         if (!claimedAhead) await previous?.step;
         const nextEventId: string | null = handed + 1 < deps.maxHeads ? found.nextEventId : null;
         const claiming: Promise<ClaimAhead | null> | null =
           nextEventId === null ? null : context.with(ROOT_CONTEXT, () => claimAhead(head, nextEventId));
-        // The next head is read after its round's claim and watch, leaving out this head and the
-        // previous one, whose records may not have committed: while this one is attempted when the
-        // next one is known, else once this one is confirmed. It is used only then.
+        // Read after its claim and watch, leaving out the two heads whose records may not have committed.
         const readAfter = () => {
           const reading = (async () => {
             await claiming;

@@ -1,12 +1,9 @@
 /**
- * The inline first attempt, as Svix's worker sends first attempts: a first delivery the account
- * scheduler admits is attempted by the process that admitted it, through the one attempt path
- * (`deliver.ts`), and only what did not end there becomes a delivery job (a retry after its
- * backoff, or a delivery that must wait its turn). A confirmed delivery costs no queue job. The
- * fan-out waits for its own at most DELIVERY_INLINE_DEADLINE_MS; a slower attempt is finished in
- * the background, never sent twice, and its follow-up job added when it ends. At most
- * `maxInFlight` run at once; an attempt that dies with its worker is found again by the
- * scheduler's lease or the reconciler.
+ * The inline first attempt, as Svix's worker sends first attempts: the process that admitted a
+ * first delivery attempts it through `deliver.ts`; only what did not end gets a job, so a confirmed
+ * delivery costs no queue job. The fan-out waits at most DELIVERY_INLINE_DEADLINE_MS; a slower
+ * attempt finishes in the background, never sent twice. At most `maxInFlight` at once; one dying
+ * with its worker is found again by the scheduler's lease or the reconciler.
  */
 import type { Logger } from 'pino';
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
@@ -26,19 +23,11 @@ export interface InlineCandidate {
   /** The subscription's account (`DeliveryJobData.accountId`). */
   accountId: string;
   requestId?: string;
-  /**
-   * Its job's BullMQ priority, for a delivery of a backlogged account (the account scheduler's back
-   * lane): the job it gets instead of an attempt, and the job following its attempt, stay in that
-   * lane, so that they never take the front lane from a quiet account's deliveries.
-   */
+  /** Its job's priority for a backlogged account's delivery: its job and follow-up stay in the back lane. */
   priority?: number;
   /** The delivery as its fan-out just created it: the attempt skips the load (`RoundRef.loaded`). */
   loaded?: LoadedDelivery;
-  /**
-   * The trace context of its event's fan-out job: the attempt's span and its follow-up job join
-   * that event's trace. Without it the attempt starts a trace of its own, never the one of
-   * whatever else the process was doing (another account's event).
-   */
+  /** Its event's fan-out trace context, which its span and follow-up join (never another event's trace). */
   traceContext?: Context;
 }
 
@@ -74,15 +63,9 @@ export interface InlineRun {
 export interface InlineAttempts {
   /** Attempts `candidates`, waiting for them at most the deadline. Never throws. */
   attempt(candidates: readonly InlineCandidate[]): Promise<InlineRun>;
-  /**
-   * Starts attempting `candidates` without waiting: those it cannot attempt here are `settled`
-   * with their job, every other is `late`. Never throws.
-   */
+  /** Starts `candidates` without waiting: those not attempted here are `settled` with their job, others `late`. */
   start(candidates: readonly InlineCandidate[]): InlineRun;
-  /**
-   * Waits for attempts `start` began at most the deadline: those ended by then are `settled`, the
-   * others `late`. Never throws.
-   */
+  /** Waits for `start`'s attempts at most the deadline: ended ones `settled`, others `late`. Never throws. */
   wait(late: ReadonlyArray<Promise<FollowUp>>): Promise<InlineRun>;
   /** Attempts this process could start now: its `maxInFlight` less those in flight. */
   room(): number;
@@ -92,10 +75,7 @@ export interface InlineAttempts {
 
 /** Options of {@link createInlineAttempts}. */
 export interface InlineAttemptsOptions {
-  /**
-   * The attempt path for a subscription's deliveries, or null when this process does not deliver
-   * for its queue shard (WORKER_SHARDS): those get their job.
-   */
+  /** The attempt path of a subscription's deliveries, or null when this process does not deliver for its shard. */
   deliverFor(subscriptionId: string): ((ref: RoundRef) => Promise<DeliveryStep>) | null;
   /** DELIVERY_MAX_ATTEMPTS: a round's attempts, the inline one included. */
   maxAttempts: number;
@@ -108,9 +88,8 @@ export interface InlineAttemptsOptions {
 }
 
 /**
- * The job that follows a step of a first round attempted inline, or null when nothing follows.
- * A retry's job carries the inline attempt (`inlineAttempts`) and one BullMQ attempt less, so that
- * BullMQ's attempt limit still ends the round at `maxAttempts`.
+ * The job after a step of an inline first round, or null. A retry's job carries `inlineAttempts` and
+ * one BullMQ attempt less, so BullMQ's limit ends the round at `maxAttempts`.
  */
 export function followUpJob(
   candidate: InlineCandidate,
@@ -190,8 +169,7 @@ export function createInlineAttempts(options: InlineAttemptsOptions): InlineAtte
       });
       return entry;
     });
-    // A plain timer, cleared: an aborted timers/promises sleep builds a DOMException and an
-    // AbortError, each with its stack, on every event a fan-out waits on.
+    // A plain timer, cleared: an aborted timers/promises sleep builds two stack-carrying errors per event.
     let deadline: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(late),
