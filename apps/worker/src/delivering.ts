@@ -1,8 +1,6 @@
 /**
- * The `deliveries` side of a worker process (part of its composition root, `worker.ts`): the HTTP
- * sender and the delivery store, and for each consumed shard the per-subscription gate, the
- * attempt claims and the BullMQ worker running the attempts; and the `verifications` worker,
- * which sends callback challenges through the same sender.
+ * The `deliveries` side of a worker process (part of `worker.ts`'s composition): sender, store, and
+ * per consumed shard the gate, claims and BullMQ worker; and the `verifications` worker.
  */
 import { createReceiverAuthorizer } from './delivery/receiver-authorization.js';
 import { createRequire } from 'node:module';
@@ -48,24 +46,13 @@ import type { WorkerMetrics } from './metrics.js';
 import type { ShardedQueues } from './shard-queues.js';
 import { createVerificationProcessor, type VerificationResult } from './verification/processor.js';
 
-/**
- * How long a gate's or the host cap's command may wait for Redis, in ms. Past it the step fails
- * without an attempt (its job waits and tries again; an inline attempt gets its job), and a
- * release leaves its lease to expire. A healthy Redis answers in a few ms even under load.
- */
+/** How long a gate or host command may wait for Redis (ms): then the step fails unspent, a release leaves its lease. */
 const gateCommandTimeoutMs = 2_000;
 
-/**
- * How many FIFO heads a job that ended one hands over at most (`in-order.ts`) before it ends and
- * the next head gets a job: long enough that a backlog rarely pays a queue round trip, short
- * enough that the worker's slot turns over every few seconds at callbacks' usual speed.
- */
+/** FIFO heads one job hands over at most: a backlog rarely pays a queue round trip, the slot still turns over. */
 const orderedHandOverHeads = 100;
 
-/**
- * How many of a just-verified subscription's waiting deliveries are sent at once, oldest first; the
- * rest look again on their own (every 10 s), as before.
- */
+/** A just-verified subscription's waiting deliveries sent at once, oldest first; the rest look again every 10 s. */
 const verifiedWakeLimit = 1_000;
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
@@ -73,10 +60,7 @@ const { version } = createRequire(import.meta.url)('../package.json') as { versi
 /** The `User-Agent` of every delivery request. */
 export const userAgent = `webhook-service/${version} (+https://www.standardwebhooks.com)`;
 
-/**
- * The `deliveries` side of a worker process: its HTTP sender and delivery store, and for each
- * consumed shard a per-subscription gate and the BullMQ worker running the attempts.
- */
+/** The `deliveries` side of a worker process: sender, store, and per consumed shard a gate and BullMQ worker. */
 export function startDeliveries(
   config: WorkerConfig,
   deps: {
@@ -144,8 +128,7 @@ export function startDeliveries(
     enqueueNotices,
   });
   const breakerNotices = createBreakerNotices({ pool: deps.pool, links, enqueueNotices, log });
-  // The gates' small scripts, four per delivery, go out together when issued in one event-loop
-  // turn (but on a Cluster): one socket write for the attempts that start or end together.
+  // The gates' small scripts issued in one event-loop turn go as one write (not on a Cluster).
   const gateRedis = createPipelinedConnection(config.redis, gateCommandTimeoutMs);
   gateRedis.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   const hostCap = hostCapPerShard(config.HOST_MAX_IN_FLIGHT, config.QUEUE_SHARDS);
@@ -272,10 +255,7 @@ export function startDeliveries(
   return {
     workers,
     verifications,
-    /**
-     * Closes the HTTP sender and the broker connections, the gates' connection and the transformation threads, once the
-     * workers are closed.
-     */
+    /** Closes the sender, broker connections, gates' connection and transformation threads, once the workers are. */
     close() {
       destinations.close();
       gateRedis.disconnect();

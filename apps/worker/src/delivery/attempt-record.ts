@@ -1,10 +1,7 @@
 /**
- * The statement that records attempts: each attempt, its delivery's new state and, when the
- * delivery ends, its subscription's run of failures ({@link failureRunChanges}), in one statement
- * over a batch of concurrent attempts (`batcher` in @webhooks/shared). A subscription this disables
- * gets a `subscription.disabled` event, stored in the same statement, then fanned out as any event
- * (`enqueueNotices`); should its fan-out job be lost after the commit, the reconciler publishes it
- * again.
+ * The statement recording attempts: each attempt, its delivery's state and, when it ends, the
+ * subscription's failure run ({@link failureRunChanges}), one statement per batch. A subscription it
+ * disables gets a `subscription.disabled` event in the same statement (the reconciler republishes a lost fan-out).
  */
 import pRetry from 'p-retry';
 import type { Pool } from '@webhooks/db';
@@ -137,21 +134,14 @@ export interface AttemptRecorderOptions {
   disableAfter: number;
   /** Addresses under PUBLIC_BASE_URL, for the `resource_uri` of `subscription.disabled` events. */
   links: ResourceLinks;
-  /**
-   * Publishes the fan-out jobs of `subscription.disabled` events once they are stored, so that
-   * they reach the account's subscriptions as any event does (types, content filters, ordering,
-   * the account scheduler). It must not throw: an event it could not publish is published again
-   * by the reconciler.
-   */
+  /** Publishes stored `subscription.disabled` events' fan-out jobs; must not throw (the reconciler retries). */
   enqueueNotices(events: EventJobData[]): Promise<void>;
   batch?: BatchOptions;
 }
 
 /**
- * SQLSTATEs after which PostgreSQL asks for the transaction to be tried again, having rolled it
- * back whole (manual, "Serialization Failure Handling"): deadlock_detected, serialization_failure.
- * Retried here, since the attempt they would otherwise defer was sent already and would be sent
- * again.
+ * SQLSTATEs after which PostgreSQL rolled the transaction back whole, asking for a retry ("Serialization
+ * Failure Handling"): retried here, since deferring would send the attempt again.
  */
 const transientStates = new Set(['40P01', '40001']);
 
@@ -159,9 +149,7 @@ const transientStates = new Set(['40P01', '40001']);
 const recordTries = 4;
 
 /**
- * Creates the recorder (`DeliveryStore.record`).
- *
- * @returns a function recording one attempt, resolved once its batch's statement committed
+ * Creates the recorder: a function recording one attempt, resolved once its batch committed.
  * @throws (the function) pg's errors, a deadlock or serialization failure after {@link recordTries}
  *   tries; the processor then defers the job without using an attempt
  */

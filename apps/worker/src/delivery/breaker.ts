@@ -1,9 +1,7 @@
 /**
- * A subscription's circuit breaker, kept in its gate's state hash (`gate.ts`): the gate's release
- * counts each attempt (failures in a row, a window's attempts and failures), this module applies
- * what {@link breakerTransition} decides from those counts, and the gate's admission holds the
- * subscription's deliveries while the breaker is open and lets one probe through once its
- * cool-down ends. A breaker that opens or closes is announced (`subscription.failing`,
+ * A subscription's circuit breaker in its gate's state hash: the release counts each attempt, this
+ * module applies {@link breakerTransition}, and the admission holds deliveries while open and lets
+ * one probe through after the cool-down. Changes are announced (`subscription.failing`,
  * `subscription.recovered`) through `onChange`.
  */
 import type { Logger } from 'pino';
@@ -33,11 +31,9 @@ export type BreakerChange =
   | { kind: 'closed'; failingSince: Date };
 
 /**
- * `A.action` 'open' or 'close', applied only while the times opened are still `A.opens` ('0'
- * closed: a compare-and-set), so that of the attempts ending together one opens or closes the
- * breaker; opening holds it `A.cooldownMs`. Returns {1 applied | 0, when it first opened (ms),
- * when it may probe (ms) or the parked job first in line to wake once closed}. Closing starts the
- * in-flight allowance again at 1 (slow start).
+ * `A.action` 'open' or 'close', applied only while the times opened are still `A.opens` (CAS, so one
+ * of the attempts ending together decides); opening holds `A.cooldownMs`. Returns {1 applied | 0,
+ * first opened (ms), probe time (ms) or the parked job to wake once closed}. Closing restarts slow start at 1.
  */
 const breakerLua = `
 local s = redis.call('HMGET', K.state, 'opens', 'opened_at')
@@ -77,14 +73,9 @@ export interface SubscriptionBreaker {
   /** BREAKER_WINDOW_MS: the window the gate's release counts attempts in, in ms. */
   readonly windowMs: number;
   /**
-   * Applies what the attempt's outcome does to the breaker. Never throws: a change Redis did not
-   * take is decided again by the next attempt's counts.
-   *
-   * @param counts the gate's counts, this attempt included
-   * @param confirmed the attempt was answered 200
-   * @param probe the attempt was the half-open probe
-   * @returns the job first in the parked line when the breaker just closed, for the gate to wake;
-   *   else null
+   * Applies an attempt's outcome (`counts` include it; `confirmed`: a 200 or a broker's ack; `probe`:
+   * the half-open probe). Never throws: a change Redis did not take is decided by the next attempt.
+   * @returns the first parked job when the breaker just closed, for the gate to wake; else null
    */
   ended(
     subscriptionId: string,

@@ -1,12 +1,8 @@
 /**
- * The processor of the `deliveries` queue: one job, one step of its round (`deliver.ts`), mapped
- * to BullMQ. A step that waits (the gate, a rate limit, the host cap, a FIFO turn) moves the job
- * to BullMQ's delayed set without using an attempt; a failed attempt with attempts left throws, and
- * BullMQ retries it after the wait the outcome computed; a given-up one fails the job for good.
- *
- * When PostgreSQL or Redis fails anywhere around the attempt, the job is deferred (`deferral.ts`)
- * and tried again later, its attempts untouched. A job that ended a FIFO subscription's head hands
- * the next heads over before it ends (`in-order.ts`).
+ * The `deliveries` queue's processor: one job, one step of its round (`deliver.ts`), mapped to
+ * BullMQ. A wait moves the job to the delayed set, unspent; a failed attempt with attempts left
+ * throws, and BullMQ retries after the outcome's wait; a given-up one fails for good. A PostgreSQL
+ * or Redis fault defers the job (`deferral.ts`), attempts untouched; an ended FIFO head hands over.
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
@@ -31,10 +27,8 @@ export class DeliveryAttemptError extends Error {
 }
 
 /**
- * The deliveries worker's `settings.backoffStrategy`: the wait `decideOutcome` computed
- * (the same that gave the delivery log its `next_attempt_at`), or {@link retryDelayMs} for a
- * failure that carries none.
- *
+ * The deliveries worker's `settings.backoffStrategy`: the wait `decideOutcome` computed (the log's
+ * `next_attempt_at`), or {@link retryDelayMs} for a failure carrying none.
  * @returns the wait in ms before the next attempt, after `attemptsMade` failed ones
  */
 export function deliveryBackoffStrategy(policy: DeliveryPolicy) {
@@ -45,19 +39,14 @@ export function deliveryBackoffStrategy(policy: DeliveryPolicy) {
 }
 
 /**
- * Whether a job's run was not admitted by the account scheduler: a new round (manual retry,
- * recover), or a retry (after a failed attempt of the job, whose count BullMQ keeps in
- * `attemptsMade`, or after the inline attempt before it). A first round's job back from a wait
- * (its gate, its rate limit, the host cap) was admitted once, and keeps that admission.
+ * Whether a job's run was not admitted by the account scheduler: a new round, or a retry (after a
+ * failed BullMQ attempt or the inline one). A first round back from a wait keeps its admission.
  */
 export function needsTurn(run: { round: number; inlineAttempts: number; attemptsMade: number }): boolean {
   return run.round > 0 || run.inlineAttempts > 0 || run.attemptsMade > 0;
 }
 
-/**
- * The round a job runs. Its attempts in all are the job's BullMQ attempts plus those made inline
- * before the job existed (`inlineAttempts`), so BullMQ's attempt limit and the outcome's agree.
- */
+/** The round a job runs: its BullMQ attempts plus `inlineAttempts`, so BullMQ's limit and the outcome agree. */
 export function roundOfJob(job: Job<DeliveryJobData>, defaultAttempts: number): RoundRef {
   const { eventId, subscriptionId, accountId, requestId, inlineAttempts } = job.data;
   return {
@@ -90,10 +79,9 @@ export interface DeliveryProcessorDeps {
 
 /**
  * Creates the processor.
- *
  * @throws DeliveryAttemptError when the attempt failed with attempts left (BullMQ retries it)
  * @throws UnrecoverableError when the delivery was given up (attempts exhausted, address refused)
- * @throws DelayedError when the job waits: its gate, its rate limit, or a PostgreSQL or Redis fault
+ * @throws DelayedError when the job waits (gate, rate limit, host) or PostgreSQL or Redis failed
  */
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const run = async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryJobResult> => {
@@ -121,8 +109,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
         error instanceof UnrecoverableError
       )
         throw error;
-      // Anything else failed around the attempt, not the callback: PostgreSQL, Redis, a stored
-      // secret no key opens. None of it is the callback's attempt to lose.
+      // Anything else failed around the attempt (PostgreSQL, Redis, a secret no key opens): not the callback's.
       deps.log.warn(
         { err: error, jobId: job.id, eventId: job.data.eventId, requestId: job.data.requestId },
         'delivery deferred: a dependency failed',

@@ -1,9 +1,7 @@
 /**
- * The `Authorization` header of a subscription's `auth`: HTTP Basic (RFC 7617), or an OAuth 2.0
- * access token of the client credentials grant (RFC 6749 section 4.4) requested with oauth4webapi
- * through the sender's guarded fetch (the token URL meets a callback's rules), kept per
- * subscription until shortly before it expires, one request shared by every attempt waiting for
- * it. A 401 from the receiver gets one fresh token and one more try within the attempt.
+ * The `Authorization` of a subscription's `auth`: HTTP Basic (RFC 7617), or an OAuth 2.0 client
+ * credentials token (RFC 6749 §4.4) via oauth4webapi through the sender's guarded fetch, cached per
+ * subscription until near expiry, one request shared. A 401 gets one fresh token and one more try.
  */
 import * as oauth from 'oauth4webapi';
 import { basicAuthorization, type ReceiverAuth } from '@webhooks/shared';
@@ -19,9 +17,8 @@ export const defaultTokenLifeMs = 5 * 60_000;
 const maxTokens = 10_000;
 
 /**
- * When a token requested at `requestedAtMs` (ms since the epoch) is requested again: before it
- * expires (`expiresInS`, the server's `expires_in` in seconds, RFC 6749 section 5.1; absent:
- * {@link defaultTokenLifeMs}) by {@link refreshMarginMs}, or by a tenth of its life if shorter.
+ * When a token got at `requestedAtMs` is renewed: {@link refreshMarginMs} (or a tenth of its life)
+ * before `expiresInS` (RFC 6749 §5.1; absent: {@link defaultTokenLifeMs}).
  */
 export function tokenRefreshAt(requestedAtMs: number, expiresInS: number | undefined): number {
   const lifeMs = expiresInS === undefined ? defaultTokenLifeMs : expiresInS * 1000;
@@ -35,11 +32,7 @@ export class ReceiverAuthError extends Error {
 
 /** Gives attempts their `Authorization` header. */
 export interface ReceiverAuthorizer {
-  /**
-   * Sends an attempt with `auth`'s header through `send`; an OAuth 2.0 one answered 401 is sent
-   * once more with a fresh token. A token that cannot be had fails the attempt (`auth_failed`,
-   * its message naming the token URL), nothing sent.
-   */
+  /** Sends with `auth`'s header; an OAuth 401 retries once with a fresh token; no token: `auth_failed`, nothing sent. */
   send(
     subscriptionId: string,
     auth: ReceiverAuth | null,
@@ -47,11 +40,7 @@ export interface ReceiverAuthorizer {
   ): Promise<AttemptResult>;
 }
 
-/**
- * A token cache over `fetch` (the sender's, {@link AttemptSender.fetch}).
- *
- * @param now the clock, in ms since the epoch (Date.now)
- */
+/** A token cache over the sender's `fetch` ({@link AttemptSender.fetch}); `now` in ms since the epoch. */
 export function createReceiverAuthorizer(
   fetch: AttemptSender['fetch'],
   now: () => number = Date.now,
@@ -91,11 +80,7 @@ export function createReceiverAuthorizer(
     }
   };
 
-  /**
-   * The token of `key`, requested once however many attempts ask at the same time; `refused`, a
-   * token the receiver answered 401 to, is requested again only if it is still the one kept, so a
-   * burst of 401s to one token makes one request.
-   */
+    /** `key`'s token, one request for concurrent asks; a 401'd `refused` is renewed only if still kept. */
   const token = (
     key: string,
     auth: Extract<ReceiverAuth, { type: 'oauth2_client_credentials' }>,

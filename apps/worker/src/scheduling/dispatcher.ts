@@ -1,7 +1,6 @@
 /**
- * What the account scheduler hands its admissions to. The scheduler decides who goes next; a
- * dispatcher (`delivery/dispatch.ts`) decides what becomes of each admitted delivery: an inline
- * attempt, or a BullMQ job. Defined here, so that scheduling depends on no delivery module.
+ * What the account scheduler hands admissions to (`delivery/dispatch.ts` decides: inline attempt or
+ * job). Defined here, so scheduling depends on no delivery module.
  */
 import type { Lane } from './admission-script.js';
 
@@ -12,10 +11,7 @@ export interface ScheduledDelivery {
   subscriptionId: string;
   /** The publishing request's `X-Request-Id`, for the attempt's log lines. */
   requestId?: string | undefined;
-  /**
-   * The fan-out created its row just now. Only such a delivery may be attempted inline: one
-   * scheduled again (a fan-out run again) may have its job already, under the same id.
-   */
+  /** The fan-out created its row just now: only then may it be attempted inline (a rerun's may have its job). */
   created?: boolean;
 }
 
@@ -49,20 +45,14 @@ export interface SchedulerHooks {
 export interface AdmissionDispatcher<D extends ScheduledDelivery> {
   /** Called once by the scheduler that hands its admissions here. */
   connect(hooks: SchedulerHooks): void;
-  /**
-   * The most deliveries an admission may take now, held for it until `release`: admissions that
-   * overlap (a fan-out's and the background one) must not count the same free slots twice.
-   */
+  /** The most an admission may take now, held until `release`, so overlapping admissions do not count slots twice. */
   reserve(): { limit: number; release(): void };
   /** Whether a background admission is worth a script call now. */
   worthAdmitting(): boolean;
   /**
-   * Hands over one admission. Every delivery in it ends attempted or with its job, and `confirm`
-   * (the hooks') is called for it once that is so (a follow-up job added first). Resolves once the schedule
-   * call's own attempts ended or their deadline passed; later ones are followed in the background.
-   *
-   * @throws ioredis' or BullMQ's errors when Redis cannot be reached (the entries stay leased and
-   *   are admitted again)
+   * Hands over one admission: each delivery ends attempted or with its job, then `confirm` is called
+   * for it. Resolves once the call's own attempts ended or their deadline passed.
+   * @throws ioredis' or BullMQ's errors when Redis cannot be reached (the entries stay leased, re-admitted)
    */
   dispatch(admitted: ReadonlyArray<AdmittedDelivery<D>>): Promise<void>;
   /** Waits for attempts still followed in the background. */

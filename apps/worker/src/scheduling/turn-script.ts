@@ -1,16 +1,11 @@
 /**
- * The account's turn of a delivery job the scheduler did not admit (a retry, a new round), as a
- * Lua function that the subscription gate's admission script runs (`delivery/gate-scripts.ts`), so
- * that the job's turn, its subscription's slot and its round's claim are decided in one step. A
- * job held for its turn waits in its account's list, and `admission-script.ts` grants the turn
- * when the round robin admits it.
+ * A job's account turn when the scheduler did not admit it (a retry, a new round), as a Lua function
+ * the gate's admission runs, so turn, slot and claim are decided in one step. A held job waits in its
+ * account's list until the round robin grants its turn.
  */
 import { bucketLua, entryValue, type SchedulerKeys } from './admission-script.js';
 
-/**
- * How long a held job stays parked when its turn's wake-up is missed, in ms: it then asks again,
- * and waits again while its entry is still held.
- */
+/** How long a held job stays parked when its turn's wake-up is missed (ms); then it asks again. */
 export const heldParkMs = 60_000;
 
 /** How long a turn granted to a held job is kept for it, in ms (it is used within seconds). */
@@ -21,11 +16,7 @@ export function turnKeys(keys: SchedulerKeys) {
   return { entries: keys.entries, ring: keys.ring, granted: keys.granted, quota: keys.quota };
 }
 
-/**
- * The turn's arguments, as the gate's script names them: `keys`' list and bucket prefixes, the
- * default quota (`deliveriesPerSecond`, ACCOUNT_DELIVERIES_PER_SECOND per shard), and the job's
- * account and entry value (behind `heldMark`).
- */
+/** The turn's arguments as the gate's script names them: prefixes, default quota (per shard), account and entry. */
 export function turnArgs(
   keys: SchedulerKeys,
   deliveriesPerSecond: number,
@@ -41,12 +32,10 @@ export function turnArgs(
 }
 
 /**
- * Lua: `turn()` for job `A.job` of account `A.account`, with the keys of {@link turnKeys} and the
- * arguments of {@link turnArgs} in `K` and `A`. A job whose turn an admission granted takes it;
- * one whose entry is held waits on. Otherwise it runs now when its account has nothing waiting and
- * a token of its quota left (taken: retries count against ACCOUNT_DELIVERIES_PER_SECOND as first
- * deliveries do); else it is held at the end of its account's list, and the round robin grants its
- * turn as any other entry's. Returns 1 when the job runs now, 0 when it waits.
+ * Lua: `turn()` for `A.job` of `A.account` ({@link turnKeys}, {@link turnArgs}). A granted turn is
+ * taken; a held entry waits on; else it runs now when its account has nothing waiting and a quota
+ * token (retries count like first deliveries), or is held at its list's end for the round robin.
+ * Returns 1 to run now, 0 to wait.
  */
 export const turnLua = `
 local quotaKey, bucketPrefix, defaultRate = K.quota, A.bucketPrefix, A.defaultRate
