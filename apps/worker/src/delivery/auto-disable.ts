@@ -1,10 +1,7 @@
 /**
  * The auto-disable rule (docs/api.md#retries-and-limits): a delivery given up after an attempt
- * extends its subscription's run of failures (one that expired unsent, was cancelled or dropped
- * does not: the callback was never asked); a succeeded one ends the run; a run reaching
- * SUBSCRIPTION_DISABLE_AFTER disables an active subscription; re-enabling starts it again at 0.
- * The store applies {@link failureRunChanges} in SQL with atomic increments, as
- * {@link applyFailureRun} computes it, so concurrent batches never lose a failure.
+ * extends its subscription's failure run (expired, cancelled or dropped ones do not: never asked); a
+ * success ends it; SUBSCRIPTION_DISABLE_AFTER in a row disables it. Applied in SQL with atomic increments.
  */
 import type { DeliveryOutcome } from './outcome.js';
 
@@ -12,9 +9,8 @@ import type { DeliveryOutcome } from './outcome.js';
 export type FailureRunEffect = 'extend' | 'reset' | null;
 
 /**
- * The effect of one attempt's outcome. A success when the run was 0 as the delivery was loaded
- * (`knownRun`) changes nothing, which spares the subscription's row a write per delivery; should a
- * concurrent failure have started a run meanwhile, the next success ends it.
+ * One outcome's effect: a success with the run 0 as loaded (`knownRun`) writes nothing; a concurrent
+ * failure's run is ended by the next success.
  */
 export function failureRunEffect(outcome: DeliveryOutcome, knownRun: number): FailureRunEffect {
   if (outcome.kind === 'given_up') return 'extend';
@@ -29,11 +25,7 @@ export interface FailureRunChange {
   failures: number;
 }
 
-/**
- * Folds the effects of a batch of attempts into one change per subscription (in first-seen
- * order). Within a batch, attempts finish in no known order, so a success ends the run before the
- * batch's failures count: the run is never longer than its true length.
- */
+/** Folds a batch into one change per subscription: a success ends the run before the batch's failures count. */
 export function failureRunChanges(
   effects: ReadonlyArray<{ subscriptionId: string; effect: FailureRunEffect }>,
 ): FailureRunChange[] {
@@ -48,11 +40,7 @@ export function failureRunChanges(
   return [...changes.values()];
 }
 
-/**
- * The run after `change`, from the current `run`, and whether it disables the subscription.
- *
- * @param disableAfter SUBSCRIPTION_DISABLE_AFTER, failures in a row (≥ 1)
- */
+/** The run after `change` from `run`, and whether it disables (`disableAfter`: SUBSCRIPTION_DISABLE_AFTER, ≥ 1). */
 export function applyFailureRun(
   run: number,
   change: Pick<FailureRunChange, 'reset' | 'failures'>,

@@ -1,7 +1,6 @@
 /**
- * The one rule for when a failed delivery is tried again (docs/api.md#retries-and-limits; a 429's
- * or 503's `Retry-After` is honoured). BullMQ applies it through the worker's custom backoff strategy,
- * and the delivery log's `next_attempt_at` is computed with it, so the two cannot disagree.
+ * When a failed delivery is tried again (docs/api.md#retries-and-limits; a 429's or 503's
+ * `Retry-After` honoured): BullMQ's backoff strategy and the log's `next_attempt_at` both use it.
  */
 
 /** Retry policy of deliveries. */
@@ -16,11 +15,8 @@ export interface DeliveryPolicy {
 export const maxRetryAfterMs = 3_600_000;
 
 /**
- * Milliseconds to wait before the next attempt, after `failedAttempts` (≥ 1) failed attempts:
- * `backoffMs * 2^(failedAttempts - 1)`, or the callback's `Retry-After` when that is longer,
- * clamped to at most 1 hour (but never below the exponential wait).
- *
- * @param retryAfterMs what the last answer's `Retry-After` asked for, in ms; null when none
+ * Ms before the next attempt after `failedAttempts` (≥ 1): `backoffMs * 2^(failedAttempts - 1)`, or
+ * `retryAfterMs` (null: none) when longer, at most 1 hour (never below the exponential wait).
  */
 export function retryDelayMs(backoffMs: number, failedAttempts: number, retryAfterMs: number | null): number {
   const exponential = backoffMs * 2 ** (failedAttempts - 1);
@@ -28,12 +24,7 @@ export function retryDelayMs(backoffMs: number, failedAttempts: number, retryAft
   return Math.max(exponential, Math.min(retryAfterMs, maxRetryAfterMs));
 }
 
-/**
- * Reads a `Retry-After` header (RFC 9110 section 10.2.3): delay-seconds, or an HTTP-date.
- *
- * @returns the wait it asks for in ms (0 for a date in the past), or null when the header is
- *   missing or neither form
- */
+/** A `Retry-After` (RFC 9110 §10.2.3, seconds or HTTP-date) in ms (0 for a past date); null when missing or neither. */
 export function parseRetryAfter(value: string | undefined, now: Date): number | null {
   if (value === undefined) return null;
   const text = value.trim();

@@ -1,9 +1,6 @@
 /**
- * The operational events of a subscription's circuit breaker (`breaker.ts`):
- * `subscription.failing` when it opens, `subscription.recovered` when it closes. Each is stored
- * in `events` and fanned out as `subscription.disabled` is (`attempt-record.ts`), so it reaches
- * the account's subscriptions to operational events; should its fan-out job be lost after the
- * insert, the reconciler publishes it again.
+ * The breaker's operational events, `subscription.failing` and `subscription.recovered`: stored in
+ * `events` and fanned out like `subscription.disabled`; the reconciler republishes a lost fan-out.
  */
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
@@ -17,10 +14,8 @@ import type { BreakerChange } from './breaker.js';
 import { noticeEvent, type StoredNotice } from './attempt-record.js';
 
 /**
- * Stores a notice about subscription `$1` of type `$2`: `$3` (jsonb) merged into its
- * subscription's `subscription_id`, `resource_uri` (under `$4`) and `callback_url` (without its
- * query and fragment, which may hold the client's token). Nothing is stored for a subscription
- * deleted meanwhile.
+ * Stores a notice about subscription `$1` of type `$2`: `$3` (jsonb) with its `subscription_id`,
+ * `resource_uri` (under `$4`) and `callback_url` without query or fragment (they may hold a token).
  */
 const noticeSql = `
   INSERT INTO events (id, account_id, type, data, occurred_at)
@@ -60,11 +55,7 @@ export interface BreakerNoticesOptions {
   log: Logger;
 }
 
-/**
- * Creates the breaker's `onChange`: stores the change's notice and fans it out. Never throws: a
- * notice PostgreSQL refused is logged and not sent (the breaker's state, which the subscription
- * shows, is in Redis already).
- */
+/** The breaker's `onChange`: stores and fans out the notice; never throws (the breaker's state is in Redis already). */
 export function createBreakerNotices(
   options: BreakerNoticesOptions,
 ): (subscriptionId: string, change: BreakerChange) => Promise<void> {

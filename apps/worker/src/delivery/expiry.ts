@@ -8,11 +8,7 @@ export function eventAcceptedAt(eventId: string): number {
   return Number.parseInt(eventId.replaceAll('-', '').slice(0, 12), 16);
 }
 
-/**
- * When the job's round started, in ms since the epoch: the event's acceptance for the first round
- * ({@link eventAcceptedAt}), the job's creation
- * for a manual retry or a recovery.
- */
+/** When the job's round started (ms since the epoch): the event's acceptance for round 0, else the job's creation. */
 export function roundStartedAt(eventId: string, round: number, jobCreatedAt: number): number {
   return round === 0 ? eventAcceptedAt(eventId) : jobCreatedAt;
 }

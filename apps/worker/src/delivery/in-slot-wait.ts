@@ -1,11 +1,8 @@
 /**
- * Whether a delivery over its subscription's in-flight limit waits for a slot in the worker
- * process, holding its BullMQ worker slot, rather than being parked in BullMQ's delayed set.
- * Parking costs two Redis round trips and sends the job to the back of the queue,
- * which turned the bursts a batched fan-out hands to 50 worker slots into a latency tail of
- * hundreds of ms at 200 events/s. A short wait in place avoids that;
- * its bounds keep the fairness promise that a slow subscription cannot hold many worker slots: a
- * subscription that began to hang has a long turn (`parkDelayMs`) and is parked at once.
+ * Whether a delivery over its subscription's limit waits for a slot in the process, holding its
+ * BullMQ slot, rather than being parked: parking costs two round trips and sends the job to the back
+ * of the queue. The bounds keep a slow subscription from holding many slots; one that began to hang
+ * has a long turn (`parkDelayMs`) and is parked at once.
  */
 
 /** The bounds of waiting in place. */
@@ -16,12 +13,7 @@ export interface InSlotWaitRule {
   maxWaiting: number;
 }
 
-/**
- * The rule the worker uses: at most 50 ms in all, by at most half its concurrency (at least 1), so
- * that half its slots always take the next jobs whatever one subscription's burst.
- *
- * @param concurrency WORKER_CONCURRENCY
- */
+/** The worker's rule: 50 ms in all, by at most half of `concurrency` (≥ 1), so half the slots take new jobs. */
 export function inSlotWaitRule(concurrency: number): InSlotWaitRule {
   return { maxMs: 50, maxWaiting: Math.max(1, Math.floor(concurrency / 2)) };
 }

@@ -1,23 +1,14 @@
-/**
- * The worker's Redis leases (keys and sorted-set members that end on their own when their holder
- * dies): the renewal rule, and the fenced release of a `SET NX PX` lease, used by the ordered
- * hand-over's lease (`fifo.ts`) and a round's claim (`claim.ts`).
- */
+/** The worker's Redis leases: the renewal rule, and the fenced release of a `SET NX PX` lease (hand-over, claim). */
 import { defineScript, type RedisConnection } from '@webhooks/shared';
 
-/**
- * Whether a lease of `leaseMs` taken or renewed at `renewedAt` is due for renewal at `now` (all
- * ms): once a third of it has passed, so that two slow attempts in a row still find it held.
- */
+/** Whether a lease of `leaseMs` renewed at `renewedAt` is due at `now` (ms): after a third of it. */
 export function renewalDue(renewedAt: number, now: number, leaseMs: number): boolean {
   return now - renewedAt >= leaseMs / 3;
 }
 
 /**
- * Defines on `redis` the release of a `SET NX PX` lease by its holder: deletes `key` only while it
- * still holds `token`, so that a holder whose lease ended and was taken by another run cannot drop
- * the other's. Resolves 1 when deleted, 0 when not (https://redis.io/docs/latest/commands/set/,
- * "Patterns").
+ * Defines the release of a `SET NX PX` lease by its holder: deletes `key` only while it holds
+ * `token` (Redis docs, SET "Patterns"). Resolves 1 when deleted, 0 when not.
  */
 export function defineFencedDelete(redis: RedisConnection) {
   return defineScript<number>()(redis, {

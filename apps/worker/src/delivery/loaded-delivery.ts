@@ -1,8 +1,4 @@
-/**
- * The shapes the delivery path reads and writes: a delivery as an attempt loads it, the record of
- * an attempt, and a round's key. Apart from the store that reads them (`store.ts`) and the
- * statement that records attempts (`attempt-record.ts`), which both use them.
- */
+/** The delivery path's shapes: a loaded delivery, an attempt's record, a round's key. */
 import type { ClientCertificate, ReceiverAuth } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import type { DeliveryOutcome } from './outcome.js';
@@ -40,10 +36,7 @@ export interface LoadedDelivery {
     /** The transformation run on each webhook before it is sent (transformation.ts), or null. */
     transformation: string | null;
   };
-  /**
-   * For a FIFO subscription, whether this is its head (no earlier pending delivery); always true
-   * otherwise.
-   */
+  /** For a FIFO subscription, whether this is its head; always true otherwise. */
   isHead: boolean;
 }
 

@@ -1,12 +1,7 @@
 /**
- * The one place that decides what an attempt means for its delivery
- * (docs/api.md#retries-and-limits):
- * - exactly HTTP 200 confirms the delivery; to a broker destination, the broker's confirmation
- *   (publisher confirms on RabbitMQ, JetStream's acknowledgement on NATS): both are a result
- *   without an error class;
- * - any other answer, a timeout, a refused or reset connection fails the attempt, and it is retried
- *   after the wait of {@link retryDelayMs} while attempts remain; after the last one it is given up;
- * - a callback address refused by the SSRF guard is given up at once: retrying cannot help.
+ * What an attempt means for its delivery (docs/api.md#retries-and-limits): a result without an
+ * error class confirms it (exactly HTTP 200, or a broker's confirmation); any other fails it, retried
+ * after {@link retryDelayMs} while attempts remain; an address the SSRF guard refused is given up at once.
  */
 import type { AttemptResult } from './attempt.js';
 import { retryDelayMs, type DeliveryPolicy } from './backoff.js';
@@ -19,8 +14,7 @@ export type DeliveryOutcome =
 
 /**
  * Decides the outcome of an attempt.
- *
- * @param attemptsBefore attempts this round made before this one (counted from the delivery row's attempts, not from BullMQ's `job.attemptsMade`, so a re-created job continues the round)
+ * @param attemptsBefore this round's earlier attempts, from the delivery row (a re-created job continues)
  * @param policy the round's attempts and backoff
  */
 export function decideOutcome(

@@ -1,21 +1,13 @@
 /**
- * The worker's part of counting each account's parked deliveries (`noteParked` in the shared
- * package): when a step leaves its job in a shard's delayed set (a retry's backoff; a gate, rate
- * limit, host cap or FIFO wait), the job is noted in its account's count, so that the API's backlog
- * bound counts it in the account's share (`apps/api/src/lib/backlog.ts`). A job waiting for its
- * account's turn is in its account's list already and is not counted twice.
+ * Counting an account's parked deliveries (`noteParked`): a job left in a shard's delayed set (a
+ * backoff, gate, rate limit, host or FIFO wait) is noted in its account's count, which the API's
+ * backlog bound reads. One waiting in its account's turn list is counted there already.
  */
 import type { Logger } from 'pino';
 import { noteParked, type RedisConnection } from '@webhooks/shared';
 import type { DeliveryStep } from './step.js';
 
-/**
- * When the job of a step that came to `step` is due again, in ms since the epoch, or null when it
- * is not parked: the round ended, the attempt confirmed or gave up, or the job waits in its
- * account's turn list.
- *
- * @param now the time the step ended, in ms since the epoch
- */
+/** When `step`'s job is due again (ms since the epoch; `now` the step's end), or null when not parked. */
 export function parkedUntil(step: DeliveryStep, now: number): number | null {
   if (step.kind === 'wait') return step.inTurnList === true ? null : now + step.waitMs;
   if (step.kind === 'attempted' && step.outcome.kind === 'retry') return step.outcome.nextAttemptAt.getTime();
@@ -24,11 +16,7 @@ export function parkedUntil(step: DeliveryStep, now: number): number | null {
 
 /** Notes the parked deliveries of one queue shard. */
 export interface ParkedDeliveries {
-  /**
-   * Notes that `accountId`'s job `jobId` waits until `dueAt` (ms since the epoch), and drops the
-   * account's entries already past their time. Never throws: a note Redis did not take is logged,
-   * and only leaves the count lower until the next one.
-   */
+  /** Notes `accountId`'s `jobId` waiting until `dueAt` (ms), dropping past entries; never throws (a lost note undercounts). */
   park(accountId: string, jobId: string, dueAt: number): Promise<void>;
 }
 
@@ -40,9 +28,7 @@ export interface ParkedDeliveriesOptions {
   log: Logger;
 }
 
-/**
- * Creates the notes of one shard (`noteParked`): per parked job, one pipeline in the shard's slot.
- */
+/** Creates one shard's notes (`noteParked`): one pipeline per parked job, in the shard's slot. */
 export function createParkedDeliveries(options: ParkedDeliveriesOptions): ParkedDeliveries {
   const { redis, prefix, log } = options;
   return {

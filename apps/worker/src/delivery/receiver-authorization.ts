@@ -80,7 +80,7 @@ export function createReceiverAuthorizer(
     }
   };
 
-    /** `key`'s token, one request for concurrent asks; a 401'd `refused` is renewed only if still kept. */
+  /** `key`'s token, one request for concurrent asks; a 401'd `refused` is renewed only if still kept. */
   const token = (
     key: string,
     auth: Extract<ReceiverAuth, { type: 'oauth2_client_credentials' }>,

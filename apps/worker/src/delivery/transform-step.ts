@@ -1,11 +1,8 @@
 /**
- * A subscription's transformation, as one step of the attempt path: what the attempt sends, and
- * where, once the function has run on the webhook (`transformation.ts` in @webhooks/shared). A
- * function that throws, runs out of time or memory, or returns the wrong shape fails the attempt
- * (`transformation_failed`, its error in the delivery log), which BullMQ retries like any failed
- * attempt; one that sets `cancel` cancels the delivery. A sandbox with no thread free in time
- * makes the delivery wait without using an attempt. The signature is made over the transformed
- * body; a changed URL met every `callback_url` rule, and meets the SSRF guard when it is sent.
+ * A subscription's transformation as a step of the attempt path. A function that throws, overruns
+ * or returns a wrong shape fails the attempt (`transformation_failed`, retried as any); `cancel`
+ * cancels the delivery; no thread in time waits unspent. The signature covers the transformed body;
+ * a changed URL met the `callback_url` rules and meets the SSRF guard when sent.
  */
 import type { TransformationRunner } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
@@ -40,11 +37,7 @@ export function transformationFailure(error: string, startedAt: Date, durationMs
   };
 }
 
-/**
- * Runs `delivery`'s transformation, if it has one, with `runner` (null: TRANSFORMATIONS=false,
- * and a subscription that has one fails its attempts, saying so, rather than send what its
- * receiver does not expect).
- */
+/** Runs `delivery`'s transformation with `runner` (null: TRANSFORMATIONS=false, so its attempts fail, saying so). */
 export async function transformStep(
   runner: TransformationRunner | null,
   { event, subscription }: Pick<LoadedDelivery, 'event' | 'subscription'>,

@@ -1,9 +1,7 @@
 /**
- * Waking a delivery job that waits in BullMQ's delayed set, using no attempt (parked behind its
- * gate, waiting for its host's slot, its account's turn or its callback's verification): BullMQ's
- * `promote` (delayed → waiting, in its own lane), the worker's one way to wake a job, whoever
- * decided it may go. A job not delayed yet (its step is still moving it there) is tried once more
- * after {@link wakeRetryMs}; one that still cannot be woken asks again when its own wait ends.
+ * Waking a delivery job that waits delayed, unspent: BullMQ's `promote`, the worker's one way to wake
+ * a job, whoever decided it may go. One not delayed yet is tried once more after {@link wakeRetryMs};
+ * then it asks again when its own wait ends.
  */
 import { Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
@@ -12,11 +10,7 @@ import type { DeliveryJobData } from '@webhooks/shared';
 /** How long after a missed wake-up a job is tried once more, in ms. */
 export const wakeRetryMs = 200;
 
-/**
- * Wakes the delivery jobs `jobIds` (BullMQ job ids), each in the queue `queueOf` names for it
- * (null: none, it is skipped). Resolves once each was woken or found gone, or missed and its one
- * retry scheduled; never throws.
- */
+/** Wakes `jobIds` in `queueOf`'s queues (null: skipped); resolves once each is woken, gone or retried; never throws. */
 export type Wake = (jobIds: readonly string[]) => Promise<void>;
 
 /** Creates {@link Wake} over `queueOf`; `log` gets a missed wake-up at debug level. */
