@@ -1,10 +1,8 @@
 /**
- * `webhooks listen`: deliveries brought to a local app through the service itself. It creates a
- * subscription whose destination is `cli`, reads its deliveries as server-sent events
- * (`GET /api/webhooks/{id}/listen`, parsed by eventsource-parser), POSTs each to the local URL with
- * its signed body and headers, and replies with the local app's answer, which the service records
- * as the attempt's (only a 200 confirms; anything else is retried as any delivery). When it stops,
- * the subscription is deleted.
+ * `webhooks listen`: deliveries brought to a local app through the service. It creates a `cli`
+ * subscription, reads its deliveries as server-sent events (eventsource-parser), POSTs each to the
+ * local URL signed, and replies with the app's answer, recorded as the attempt's (only 200
+ * confirms). The subscription is deleted when it stops.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { operations, WebhookClient } from '@webhooks/client';
@@ -64,10 +62,7 @@ export async function forward(url: string, request: RelayRequest, timeoutMs: num
   }
 }
 
-/**
- * One printed line per relayed delivery: the time, its type, its webhook-id, the local app's answer
- * and how long it took (`durationMs`, in ms).
- */
+/** One printed line per relayed delivery: time, type, webhook-id, the app's answer and `durationMs`. */
 export function forwardedLine(
   request: RelayRequest,
   reply: RelayReply,
@@ -86,9 +81,7 @@ export function forwardedLine(
 
 /**
  * Listens until `options.signal` aborts, then deletes its subscription.
- *
- * @throws Error with the API's problem title and detail when the subscription cannot be created
- *   or the stream is refused (401, 404, 409)
+ * @throws Error with the API's problem title and detail when the subscription or stream is refused (401, 404, 409)
  */
 export async function listen(client: WebhookClient, options: ListenOptions): Promise<void> {
   const body = {

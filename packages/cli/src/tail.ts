@@ -1,7 +1,6 @@
 /**
- * `webhooks deliveries tail`: the account's deliveries as they happen, by polling the events API
- * (`GET /api/events?since=`, then `GET /api/events/{id}` for each event whose deliveries have not
- * all ended), one line each time a delivery's status or attempts change.
+ * `webhooks deliveries tail`: the account's deliveries as they happen, polling the events API, one
+ * line each time a delivery's status or attempts change.
  */
 import type { WebhookClient } from '@webhooks/client';
 import { changed, deliveryLine, type DeliveryView } from './format.js';
@@ -36,8 +35,7 @@ export async function tailDeliveries(client: WebhookClient, options: TailOptions
   const open = new Map<string, number>();
   const ended = new Set<string>();
   while (!options.signal.aborted) {
-    // Newest first: read on (`before`) until an event already known, so a poll that finds more
-    // than a page of new events misses none of them.
+    // Newest first, read on until a known event, so a poll finding more than a page misses none.
     let before: string | undefined;
     for (;;) {
       const query = { since, page_size: 100, ...(before === undefined ? {} : { before }) };

@@ -1,9 +1,8 @@
 /**
- * The client's retries, with ky: a 429 or 503 after its `Retry-After` (RFC 9110 §10.2.3) plus a
- * random part of it; a 408, 500, 502, 504 or network failure after exponential backoff with full
- * jitter; at most `limit` retries within `timeoutMs`, then the last answer. Only calls safe to send
- * twice are retried: `GET`, `PUT`, `DELETE`, `HEAD`, `OPTIONS`, and a `POST` with an
- * `Idempotency-Key` (a 503 may follow an accepted write).
+ * The client's retries, with ky: a 429 or 503 after its `Retry-After` (RFC 9110 §10.2.3) plus a random
+ * part; a 408, 500, 502, 504 or network failure after exponential backoff with full jitter; at most
+ * `limit` within `timeoutMs`. Only calls safe to send twice: idempotent methods, and a `POST` with an
+ * `Idempotency-Key`.
  */
 import ky, { HTTPError, type Options } from 'ky';
 
@@ -27,12 +26,8 @@ export function mayRetry(request: Pick<Request, 'method' | 'headers'>): boolean 
 }
 
 /**
- * The random part added to a server's `Retry-After`, in ms: up to half of it (at most 1 s more
- * per second asked for), so that refused clients return over a spread, never before the time
- * they were given.
- *
- * @param retryAfterMs the wait the server asked for, in ms
- * @param random a number in [0, 1) (Math.random)
+ * The random part added to `retryAfterMs` (ms): up to half of it, at most 1 s per second asked, so
+ * refused clients spread out, never early. `random` in [0, 1).
  */
 export function retryAfterSpreadMs(retryAfterMs: number, random: number): number {
   return Math.round((retryAfterMs / 2) * random);
@@ -49,10 +44,7 @@ function retryAfterOf(error: Error): number | null {
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
-/**
- * A `fetch` that retries as {@link RetryPolicy} says (openapi-fetch's `fetch` option); it answers
- * with the final response whatever its status, as `fetch` does.
- */
+/** A `fetch` retrying as {@link RetryPolicy} says (openapi-fetch's `fetch` option), answering the final response. */
 export function retryingFetch(
   policy: RetryPolicy,
   fetch: (request: Request) => Promise<Response> = globalThis.fetch,

@@ -1,7 +1,4 @@
-/**
- * The Prisma client factory. Prisma Client 7 runs on the `pg` driver adapter: no engine binary,
- * which is what lets it run on machines that cannot download Prisma's engines.
- */
+/** The Prisma client factory: Prisma Client 7 on the `pg` driver adapter, no engine binary to download. */
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Prisma, PrismaClient } from './generated/prisma/client.js';
 
@@ -14,17 +11,11 @@ export interface PrismaClientOptions {
   databaseUrl: string;
   /** Most connections of the pool (pg's `max`); default 10. */
   poolSize?: number;
-  /**
-   * PostgreSQL's `statement_timeout` for every statement of the pool, in ms; none when unset. A
-   * statement past it fails with SQLSTATE 57014 (query_canceled).
-   */
+  /** PostgreSQL's `statement_timeout` of every statement (ms; none when unset): past it, SQLSTATE 57014. */
   statementTimeoutMs?: number;
 }
 
-/**
- * Longest wait for a new connection, in ms: an unreachable or black-holed server then fails the
- * query (P1001, answered 503 by the API) instead of hanging it.
- */
+/** Longest wait for a new connection (ms): an unreachable server then fails the query (P1001, 503), never hangs it. */
 export const connectTimeoutMs = 5_000;
 
 /** A Prisma client on its own `pg` pool; call `$disconnect()` to close the pool. */

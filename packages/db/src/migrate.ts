@@ -1,12 +1,8 @@
 /**
- * The migration runner: applies prisma/migrations/<timestamp>_<name>/migration.sql files in order.
- *
- * It keeps Prisma Migrate's bookkeeping, so a database migrated here is accepted by
- * `prisma migrate deploy/status` where Prisma's schema engine is available:
- * - each migration is recorded in `_prisma_migrations` with the SHA-256 hex of its file as checksum;
- * - runners exclude each other with the PostgreSQL advisory lock Prisma Migrate takes (72707369).
- * Each migration and its record are committed in one transaction: a failing migration leaves
- * nothing behind. Umzug carries the ordering and pending-list mechanics.
+ * The migration runner: applies prisma/migrations/<timestamp>_<name>/migration.sql in order, keeping
+ * Prisma Migrate's bookkeeping (`_prisma_migrations` with SHA-256 checksums, its advisory lock
+ * 72707369), so `prisma migrate status` accepts the result. Each migration commits with its record in
+ * one transaction. Umzug carries the ordering.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -64,10 +60,8 @@ CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
 
 /**
  * Creates the database if needed and applies every pending migration.
- *
- * @throws MigrationStateError when an applied migration's file changed, an applied migration is
- *   missing from the folder, or an earlier run left a failed migration; nothing is applied then.
- * @throws pg's DatabaseError when a migration's SQL fails (that migration is rolled back).
+ * @throws MigrationStateError when an applied migration changed, is missing, or failed earlier; nothing is applied
+ * @throws pg's DatabaseError when a migration's SQL fails (that migration is rolled back)
  */
 export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   const createdDatabase = await ensureDatabase(options.databaseUrl);
@@ -104,12 +98,7 @@ export async function migrate(options: MigrateOptions): Promise<MigrateResult> {
   }
 }
 
-/**
- * The migrations of `dir` (Prisma's layout: `<timestamp>_<name>/migration.sql`), in the order
- * they are applied.
- *
- * @throws Node's file system errors when `dir` or a `migration.sql` cannot be read
- */
+/** The migrations of `dir`, in order. @throws Node's file system errors when a file cannot be read */
 export async function readMigrationFiles(dir: string): Promise<MigrationFile[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const names = entries
