@@ -1,10 +1,6 @@
 /**
- * Per-account overrides of the defaults that share the service between accounts
- * (ACCOUNT_OVERRIDES): a JSON object from account id to the settings that account gets instead of
- * the defaults. Both services read it at start (the worker writes its part to Redis), so an
- * operator changes one account by changing the variable and restarting the services.
- *
- * Example: `{"acct-big": {"weight": 4, "deliveries_per_second": 20000, "max_subscriptions": 1000}}`.
+ * ACCOUNT_OVERRIDES: account id → the settings it gets instead of the sharing defaults, read by both
+ * services at start, e.g. `{"acct-big": {"weight": 4, "deliveries_per_second": 20000, "max_subscriptions": 1000}}`.
  */
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
@@ -32,10 +28,7 @@ export type AccountOverride = Static<typeof accountOverrideSchema>;
 const overridesSchema = Type.Record(Type.String(), accountOverrideSchema);
 
 /**
- * Parses ACCOUNT_OVERRIDES.
- *
- * @param value the variable's text; empty for none
- * @returns account id → its overrides
+ * Parses ACCOUNT_OVERRIDES (`value`; empty: none) into account id → overrides.
  * @throws ConfigError naming the variable, and the account and field at fault
  */
 export function parseAccountOverrides(value: string): Map<string, AccountOverride> {

@@ -1,9 +1,7 @@
 /**
- * The rules a callback URL must meet when a subscription is created or updated: an absolute
- * http(s) URL without credentials, on a port of CALLBACK_PORTS, not aimed at this network's own
- * hosts or addresses (server-side request forgery). The API checks it when a subscription is
- * written (a clear 400), the worker when a transformation returns another URL; the worker checks
- * the resolved address again at connect time.
+ * The rules of a callback URL: absolute http(s), no credentials, a CALLBACK_PORTS port, not aimed at
+ * this network's hosts or addresses (SSRF). The API checks it on write (400), the worker a
+ * transformation's URL, and the resolved address again at connect time.
  */
 import ipaddr from 'ipaddr.js';
 import { addressDenied, callbackPort, portAllowed, type CallbackPolicy } from './callback-policy.js';
@@ -16,19 +14,12 @@ export interface CallbackUrlError {
 
 const blockedHostnames = new Set(['localhost', 'metadata.google.internal', 'metadata']);
 
-/**
- * Name suffixes of internal networks: RFC 6761's `.localhost`, RFC 6762's `.local` (mDNS),
- * ICANN's reserved `.internal`, and Kubernetes' `.svc` (`<service>.<namespace>.svc`).
- */
+/** Internal name suffixes: `.localhost` (RFC 6761), `.local` (RFC 6762), ICANN's `.internal`, Kubernetes' `.svc`. */
 const internalSuffixes = ['.localhost', '.local', '.internal', '.svc'];
 
 /**
- * Checks `value` as a callback URL.
- *
- * @param policy the callback policy (CALLBACK_ALLOW_PRIVATE, CALLBACK_PORTS, CALLBACK_DENY_CIDRS)
- * @param pointer JSON pointer of the field, for the error
- * @param hint appended to a refusal that CALLBACK_ALLOW_PRIVATE would lift (in development, the
- *   name of that setting); empty for none
+ * Checks `value` as a callback URL under `policy`; `pointer` names the field, `hint` is appended to
+ * a refusal CALLBACK_ALLOW_PRIVATE would lift ('' for none).
  * @returns null when acceptable, otherwise the field error to answer 400 with
  */
 export function checkCallbackUrl(

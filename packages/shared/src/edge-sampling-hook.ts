@@ -1,9 +1,7 @@
 /**
- * The API's edge decision ({@link EdgeSampling}) as an `onRequest` hook registered before
- * `@fastify/otel`'s. A request with a valid W3C `traceparent` follows its caller; one without
- * starts a trace with probability `ratio`, and otherwise runs with tracing suppressed, so every
- * instrumentation skips it and `@fastify/otel` leaves it alone
- * ({@link EdgeSamplingHooks.ignores}). Its jobs carry no trace context.
+ * The edge decision as an `onRequest` hook before `@fastify/otel`'s: a valid `traceparent` is
+ * followed; otherwise a trace starts with probability `ratio`, else the request runs with tracing
+ * suppressed and `@fastify/otel` ignores it. Its jobs carry no trace context.
  */
 import { context, isSpanContextValid } from '@opentelemetry/api';
 import { isTracingSuppressed, parseTraceParent, suppressTracing } from '@opentelemetry/core';
@@ -25,11 +23,7 @@ export function carriesTraceContext(request: EdgeRequest): boolean {
 export interface EdgeSamplingHooks {
   /** `onRequest`, before `@fastify/otel`'s: draws, and runs a request not drawn suppressed. */
   onRequest(request: EdgeRequest, reply: unknown, done: () => void): void;
-  /**
-   * `@fastify/otel`'s `ignorePaths` (called at each route's registration and twice a request):
-   * true while tracing is suppressed, so that for a request not drawn it makes neither the request
-   * span nor the handler span, not even ones that record nothing, nor runs them in a context.
-   */
+  /** `@fastify/otel`'s `ignorePaths`: true while suppressed, so an undrawn request makes no span at all. */
   ignores(): boolean;
 }
 

@@ -1,9 +1,7 @@
 /**
- * Fair slots of a shared pool (the transformation threads): at most `capacity` held in all, at
- * most `perAccount` by one account, and a freed slot goes to the next account in turn (round
- * robin over the accounts waiting), so one account's runs wait behind its own, never in front of
- * another's. An account queues at most `waitingPerAccount` asks and all accounts `maxWaiting`;
- * past either an ask is refused at once.
+ * Fair slots of a shared pool (the transformation threads): `capacity` in all, `perAccount` each,
+ * freed slots going round robin over waiting accounts, so one's runs wait behind its own only. Past
+ * `waitingPerAccount` or `maxWaiting` asks, refused at once.
  */
 
 /** Gives a slot back; calling it again does nothing. */
@@ -22,12 +20,7 @@ export interface FairSlotBounds {
 
 /** Fair slots. */
 export interface FairSlots {
-  /**
-   * A slot for `accountId`: at once when the pool and the account have room and nobody waits
-   * for it, else in its account's turn.
-   *
-   * @returns the release, or why there is none
-   */
+  /** A slot for `accountId`: at once with room and nobody waiting, else in its turn. @returns the release, or why none */
   acquire(accountId: string, signal: AbortSignal): Promise<ReleaseSlot | SlotRefusal>;
   /** Slots held and asks waiting: in all, and for `accountId`. */
   load(accountId: string): { held: number; waiting: number; accountHeld: number; accountWaiting: number };

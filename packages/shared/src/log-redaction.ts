@@ -1,9 +1,7 @@
 /**
- * Secrets of the connection URLs (DATABASE_URL, REDIS_URL) kept out of every log line, whoever
- * writes it: pino serializes each line, and {@link secretRedactingHooks} replaces the secrets in
- * that text before it reaches the output. This is the last line of defence: the config line at
- * start already shows `redacted`, but a driver's error message or a line written by a dependency
- * can carry a connection string too.
+ * Connection URLs' secrets (DATABASE_URL, REDIS_URL) kept out of every log line, whoever writes it:
+ * {@link secretRedactingHooks} replaces them in pino's serialized text. The last defence, for a
+ * driver's error or a dependency's line carrying a connection string.
  */
 
 /** What replaces a secret in a log line. */
@@ -12,17 +10,12 @@ export const redactedMark = 'redacted';
 /** Query parameters of a connection URL whose values are secrets (`password`, `sslpassword`…). */
 const secretParameter = /pass|secret|token|key/i;
 
-/**
- * Shortest secret replaced, in characters: replacing a shorter one would garble every line that
- * happens to contain those letters, which hides more than it protects.
- */
+/** Shortest secret replaced (characters): a shorter one would garble every line containing those letters. */
 const shortestRedacted = 4;
 
 /**
- * The secrets `urls` carry: the password of their user information, and the values of query
- * parameters named like a secret. A value that is not a URL carries none.
- *
- * @returns each secret as written and as decoded, at least {@link shortestRedacted} characters long
+ * The secrets `urls` carry (user-info passwords, secret-named query values; none for a non-URL).
+ * @returns each as written and decoded, at least {@link shortestRedacted} characters long
  */
 export function connectionUrlSecrets(urls: readonly string[]): string[] {
   const secrets = new Set<string>();
@@ -50,10 +43,7 @@ function safeDecode(value: string): string {
   }
 }
 
-/**
- * pino's `hooks` option replacing each of `secrets` with {@link redactedMark} in every serialized
- * log line (also in its JSON-escaped form, as it appears inside a string value).
- */
+/** pino's `hooks` replacing each secret with {@link redactedMark} in every line, JSON-escaped forms too. */
 export function secretRedactingHooks(secrets: readonly string[]): { streamWrite(line: string): string } {
   const forms = [...new Set(secrets.flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]))]
     // Longest first, so a secret containing another is replaced whole.

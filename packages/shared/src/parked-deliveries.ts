@@ -1,12 +1,7 @@
 /**
- * The notes that count each account's parked deliveries: delivery jobs waiting in a shard's delayed
- * set until a time (a retry's backoff; a gate, rate limit, host cap or FIFO wait, noted by the
- * worker; a recovery's pace, noted by the API), kept per account in {@link parkedDeliveriesKey} and
- * {@link parkedAccountsKey}, so that the API's backlog bound counts them in the account's share.
- *
- * Each entry is scored with the time its job is due; an entry past it no longer counts, so nothing
- * has to remove it when the job runs, is woken early or is removed with its subscription. The count
- * is approximate in that one way: a job woken before its time counts until that time.
+ * Notes counting each account's parked deliveries (jobs delayed until a time, noted by the worker
+ * or, for a recovery's pace, the API), which the backlog bound counts in the account's share. Entries
+ * are scored by due time and stop counting after it, so nothing removes them; a job woken early counts until then.
  */
 import type { ChainableCommander } from 'ioredis';
 import { parkedAccountsKey, parkedDeliveriesKey } from './scheduler-keys.js';
@@ -22,10 +17,8 @@ export interface ParkedJob {
 const expiryMarginMs = 60_000;
 
 /**
- * Adds to `pipeline` the notes of `jobs`, parked on the shard whose effective key prefix is
- * `prefix` (all keys in that shard's slot on a Cluster): per account, its entries past their time
- * dropped and `jobs`' added, its key living until its latest entry's time and a minute; the
- * account scored in the shard's accounts with that time. `now` is in ms since the epoch.
+ * Adds to `pipeline` the notes of `jobs` on `prefix`'s shard: per account, past entries dropped, `jobs`
+ * added, the key living until its latest entry and a minute, the account scored with that time (`now` in ms).
  */
 export function noteParked(
   pipeline: ChainableCommander,

@@ -1,9 +1,7 @@
 /**
- * A Lua script of the project's own, with named KEYS and ARGV: the script reads `K.<name>` and
- * `A.<name>` (strings, as KEYS and ARGV are), the values after them as the list `R` when it takes
- * any number of them, and `now`, ms on Redis' clock, when it asks for the clock; its caller passes
- * two objects (and the list), so no argument can go out of order. Registered with
- * ioredis' `defineCommand`, it runs by EVALSHA (https://redis.io/docs/latest/develop/interact/programmability/eval-intro/).
+ * A Lua script with named KEYS and ARGV: the body reads `K.<name>`, `A.<name>`, `R` (the rest) and
+ * `now` (ms on Redis' clock) when asked; callers pass objects, so no argument goes out of order.
+ * Registered with ioredis' `defineCommand`, run by EVALSHA (Redis docs, "Scripting with Lua").
  */
 import type { RedisConnection } from '@webhooks/publisher';
 
@@ -22,10 +20,7 @@ export interface ScriptSpec<K extends string, A extends string> {
   lua: string;
 }
 
-/**
- * A defined script: its keys and arguments by name, and for a spec with `rest` the values after
- * them. @throws ioredis' errors, and the script's
- */
+/** A defined script, called with keys and arguments by name (and `rest`'s values). @throws ioredis' and the script's errors */
 export type RedisScript<K extends string, A extends string, R> = (
   keys: Record<K, string>,
   args: Record<A, string | number>,
@@ -45,11 +40,7 @@ export function scriptSource(spec: ScriptSpec<string, string>): string {
   ].join('\n');
 }
 
-/**
- * Defines `spec` on `redis` and returns the function that runs it, replying `R`:
- * `defineScript<R>()(redis, spec)`, so that the names of `spec`'s keys and arguments are inferred
- * and checked at each call.
- */
+/** Defines `spec` on `redis`: `defineScript<R>()(redis, spec)`, so key and argument names are inferred and checked. */
 export function defineScript<R>() {
   return <const K extends string, const A extends string>(
     redis: RedisConnection,

@@ -1,8 +1,4 @@
-/**
- * The addresses of the API's resources, used as `resource_uri`, `Location` and page links (the
- * specification's hypermedia convention, section 1). Shared because the worker names subscriptions
- * in operational events.
- */
+/** The API's resource addresses (`resource_uri`, `Location`, page links; specification §1), shared with the worker. */
 
 /** Addresses of the API's resources under one base. */
 export interface ResourceLinks {
@@ -24,10 +20,7 @@ export interface ResourceLinks {
   event(id: string): string;
 }
 
-/**
- * The links under `baseUrl`: PUBLIC_BASE_URL (absolute, any trailing slash dropped) or `''`, which
- * gives root-relative paths such as `/api/webhooks/{id}`.
- */
+/** The links under `baseUrl`: PUBLIC_BASE_URL (trailing slash dropped), or `''` for root-relative paths. */
 export function resourceLinks(baseUrl: string): ResourceLinks {
   const base = baseUrl.replace(/\/+$/, '');
   const subscriptions = `${base}/api/webhooks`;

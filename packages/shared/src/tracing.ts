@@ -1,27 +1,18 @@
 /**
- * OpenTelemetry tracing, switched on by the standard `OTEL_*` variables and costing nothing when
- * they are absent: BullMQ gets its telemetry (bullmq-otel), which carries the W3C trace context in
- * each job, only when traces are asked for. The SDK itself starts in `instrument.ts`, loaded before
- * the service with `node --import`.
+ * OpenTelemetry tracing, on with the standard `OTEL_*` variables and free without them: BullMQ's
+ * telemetry (bullmq-otel) carries the W3C context in each job only then. The SDK starts in `instrument.ts`.
  */
 import { propagation, SpanKind, SpanStatusCode, trace, type Context } from '@opentelemetry/api';
 import { BullMQOtel } from 'bullmq-otel';
 
 export { tracingRequested } from './tracing-env.js';
 
-/**
- * BullMQ's `telemetry` option for a Queue or Worker: spans named after `tracerName` (the service)
- * and the trace context in every job; undefined when tracing is off, so BullMQ does no such work.
- */
+/** BullMQ's `telemetry` option (spans named after `tracerName`, context in every job); undefined when off. */
 export function queueTelemetry(enabled: boolean, tracerName: string): BullMQOtel | undefined {
   return enabled ? new BullMQOtel({ tracerName }) : undefined;
 }
 
-/**
- * Runs `work` in a span `name` of kind `kind`, child of the active context, with `attributes`;
- * the span ends with `work`, marked as an error when it throws. Without a registered SDK the
- * OpenTelemetry API makes this a no-op span.
- */
+/** Runs `work` in a child span `name` of `kind` with `attributes`, ended with it (errored if it throws). */
 export async function inSpan<T>(
   tracerName: string,
   name: string,
@@ -45,9 +36,8 @@ export async function inSpan<T>(
 }
 
 /**
- * `ctx`'s trace context in the form BullMQ carries it in a job (`opts.telemetry.metadata`: the
- * JSON of a W3C `traceparent` carrier, as bullmq-otel writes it), or undefined when it carries
- * none (tracing off, or no span). A job given it joins that trace whatever context adds it.
+ * `ctx`'s trace context as BullMQ carries it in a job (bullmq-otel's `traceparent` JSON), or
+ * undefined; a job given it joins that trace.
  */
 export function traceMetadata(ctx: Context): string | undefined {
   const carrier: Record<string, string> = {};
@@ -55,10 +45,7 @@ export function traceMetadata(ctx: Context): string | undefined {
   return Object.keys(carrier).length === 0 ? undefined : JSON.stringify(carrier);
 }
 
-/**
- * `url` cut to scheme, host and path, for a span: a callback URL's query, user info and fragment
- * may hold the client's tokens, which do not belong in a trace backend.
- */
+/** `url` cut to scheme, host and path for a span: query, user info and fragment may hold tokens. */
 export function urlForSpan(url: URL): string {
   const { protocol, host, pathname } = url;
   return `${protocol}//${host}${pathname}`;
