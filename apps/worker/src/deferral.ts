@@ -1,9 +1,7 @@
 /**
- * Putting a job back, without using one of its attempts, when PostgreSQL or Redis failed around
- * it. The job goes to BullMQ's delayed set
- * (`moveToDelayed` + `DelayedError`, which BullMQ does not count as an attempt) for a wait that
- * doubles from 1 s with each deferral of the same job, capped at 1 minute, so an outage of any
- * length costs a waiting job one Redis round trip a minute.
+ * Putting a job back unspent when PostgreSQL or Redis failed around it: `moveToDelayed` +
+ * `DelayedError` (not an attempt to BullMQ), for a wait doubling from 1 s up to a minute, so an
+ * outage costs a waiting job one round trip a minute.
  */
 import { DelayedError, type Job } from 'bullmq';
 import type { Deferrable } from '@webhooks/shared';
@@ -20,10 +18,8 @@ export function deferralDelayMs(deferrals: number): number {
 }
 
 /**
- * Puts `job` back for {@link deferralDelayMs} and counts the deferral in its data.
- *
- * @param token the job's lock token (the processor's second argument)
- * @throws DelayedError always, for the processor to throw on: BullMQ then leaves the job delayed
+ * Puts `job` back for {@link deferralDelayMs}, counting the deferral; `token` is its lock token.
+ * @throws DelayedError always, for the processor to throw: BullMQ then leaves the job delayed
  * @throws Redis errors when Redis itself is down; BullMQ's stalled-job check then gives the job back
  */
 export async function deferJob(job: Job, token: string | undefined): Promise<never> {

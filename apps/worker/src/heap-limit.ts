@@ -1,8 +1,4 @@
-/**
- * WORKER_MAX_HEAP_MB, the bound of the worker's V8 heap (the same bounded heap however
- * the worker is started). Its own module, importing only TypeBox, so that the launcher
- * (`main.ts`) reads it without loading the service's dependencies into its own thread.
- */
+/** WORKER_MAX_HEAP_MB, the V8 heap bound, in a module importing only TypeBox, so the launcher loads nothing else. */
 import Type from 'typebox';
 import Value from 'typebox/value';
 
@@ -19,10 +15,7 @@ export const heapLimitEnv = {
   }),
 };
 
-/**
- * The heap bound in MiB from `env`. An invalid value gives the default here: the service thread
- * then refuses it when it loads its configuration, naming the variable, and the process exits.
- */
+/** The heap bound in MiB from `env`; an invalid value gives the default here, and the service thread refuses it. */
 export function heapLimitMb(env: Record<string, string | undefined>): number {
   const raw = env.WORKER_MAX_HEAP_MB?.trim();
   const value = Number(raw);
@@ -30,9 +23,7 @@ export function heapLimitMb(env: Record<string, string | undefined>): number {
 }
 
 /**
- * The young generation of the worker's V8 heap, in MiB (`resourceLimits.maxYoungGenerationSizeMb`,
- * https://nodejs.org/api/worker_threads.html#new-workerfilename-options): large enough that a
- * delivery's short-lived objects (got's per-request options and streams, ioredis' commands) die in
- * a scavenge at saturation instead of being promoted to the old generation.
+ * The young generation in MiB (`resourceLimits.maxYoungGenerationSizeMb`): large enough that a
+ * delivery's short-lived objects die in a scavenge at saturation instead of being promoted.
  */
 export const youngGenerationMb = 48;

@@ -1,9 +1,7 @@
 /**
- * Retention, hourly as a BullMQ job scheduler: events, deliveries and attempts older than
- * RETENTION_DAYS go. Days that ended before the cutoff are dropped whole (log-partitions.ts), with
- * almost no WAL; rows in the default partitions are deleted in batches of at most `batchSize`
- * (1,000). It also clears previous signing secrets whose rotation overlap ended, and idempotency
- * keys kept in PostgreSQL past their 24 hours.
+ * Retention, hourly: events, deliveries and attempts older than RETENTION_DAYS go, whole days
+ * dropped (log-partitions.ts), default-partition rows in batches of `batchSize`; expired previous
+ * signing secrets and PostgreSQL idempotency keys past 24 hours too.
  */
 import type { PrismaClient } from '@webhooks/db';
 import { idempotencyWindowMs } from '@webhooks/shared';

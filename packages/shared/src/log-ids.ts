@@ -1,8 +1,6 @@
 /**
- * Ids of the delivery log, which is range-partitioned by day on UUIDs whose first 48 bits are a
- * unix time in ms (RFC 9562 section 5.7): events on their UUIDv7 ids, deliveries and attempts on
- * ids that share their event's first 48 bits (the `partitioned_delivery_log` migration). A
- * statement that bounds its ids by these, as parameters, lets PostgreSQL prune the days outside.
+ * Delivery log ids, partitioned by day on UUIDs whose first 48 bits are unix ms (RFC 9562 §5.7):
+ * deliveries and attempts share their event's. Statements bounding ids by these let PostgreSQL prune days.
  */
 
 /** The lowest log id of the millisecond `at` (UTC): its 48-bit time, then zeros. */
@@ -12,14 +10,9 @@ export function firstIdAt(at: Date): string {
 }
 
 /**
- * The narrowest range of log ids, `[low, high]` as UUID strings, holding every id whose first 48
- * bits (its time, RFC 9562 section 5.7) are those of one of `ids`. An event's deliveries and their
- * attempts share its first 48 bits (`delivery_id()` of the partitioning migration), so the range of
- * a batch's event ids also bounds its deliveries' ids, and the reverse. A statement that adds
- * `id BETWEEN low AND high` as parameters lets PostgreSQL prune the days outside it when it runs,
- * instead of opening every day partition for every call.
- *
- * @param ids UUIDs in their canonical text form, at least one
+ * The narrowest `[low, high]` of log ids sharing the first 48 bits of one of `ids` (canonical
+ * UUIDs, at least one): a batch's event range bounds its deliveries' and attempts' too, so
+ * `id BETWEEN low AND high` prunes the other days at run time.
  */
 export function timeIdRange(ids: readonly string[]): [low: string, high: string] {
   let low = ids[0]!.slice(0, 13).toLowerCase();

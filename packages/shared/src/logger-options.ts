@@ -1,8 +1,6 @@
 /**
- * The pino options both services log with: LOG_LEVEL, the connection URLs' secrets redacted from
- * every line (`log-redaction.ts`), and with LOG_PRETTY human-readable lines through pino-pretty
- * instead of JSON. LOG_PRETTY is for a developer's terminal (`pnpm start` sets it there): pino-pretty
- * is a development dependency, absent from the images, so production refuses it.
+ * The services' pino options: LOG_LEVEL, secrets redacted (`log-redaction.ts`), and LOG_PRETTY
+ * (pino-pretty, a development dependency absent from images: refused in production).
  */
 import Type from 'typebox';
 import { ConfigError } from '@webhooks/publisher';
@@ -36,12 +34,7 @@ export interface ServiceLoggerOptions {
   transport?: { target: string; options: Record<string, unknown> };
 }
 
-/**
- * pino's options for a service's logger.
- *
- * @param name the logger's `name` field (`worker`), if any
- * @throws ConfigError naming LOG_PRETTY when it is set outside NODE_ENV development
- */
+/** pino's options for a service's logger named `name`. @throws ConfigError naming LOG_PRETTY outside development */
 export function serviceLoggerOptions(config: LoggerConfig, name?: string): ServiceLoggerOptions {
   if (config.LOG_PRETTY && config.NODE_ENV !== 'development') {
     throw new ConfigError(

@@ -1,8 +1,6 @@
 /**
- * How the service authenticates to a subscription's receiver beside the signature: HTTP Basic
- * (RFC 7617) or an OAuth 2.0 access token of the client credentials grant (RFC 6749 section 4.4),
- * which the worker fetches and caches (Convoy and Svix offer both). Stored sealed by the
- * {@link SecretBox}, bound to its subscription; shown with its secrets masked.
+ * Authenticating to a receiver beside the signature: HTTP Basic (RFC 7617) or an OAuth 2.0 client
+ * credentials token (RFC 6749 §4.4), as Convoy and Svix offer. Sealed, bound to its subscription; shown masked.
  */
 import { maskedHeaderValue } from './custom-headers.js';
 import type { ReceiverAuthInput, ReceiverAuthView } from './schemas/receiver-auth.js';
@@ -42,11 +40,7 @@ export function sealReceiverAuth(
   return auth === null ? null : box.seal(JSON.stringify(auth), subscriptionId);
 }
 
-/**
- * The receiver authentication stored as `sealed` for `subscriptionId`; null for none.
- *
- * @throws the secret box's error when no configured key opens it
- */
+/** The receiver authentication sealed as `sealed` for `subscriptionId`, or null. @throws the secret box's error */
 export function openReceiverAuth(
   sealed: string | null,
   subscriptionId: string,

@@ -1,8 +1,6 @@
 /**
- * The idempotency key of a publish: the `Idempotency-Key` request header (IETF
- * draft-ietf-httpapi-idempotency-key-header, the header Stripe and Svix take, and the one
- * `@webhooks/client` retries a POST for) or the body's `idempotency_key`, which came first. Either
- * one alone is the key; both must agree.
+ * A publish's idempotency key: the `Idempotency-Key` header (draft-ietf-httpapi-idempotency-key-header,
+ * as Stripe and Svix) or the body's `idempotency_key`; both given must agree.
  */
 import Type from 'typebox';
 import { maxIdempotencyKeyLength } from '@webhooks/shared';
@@ -21,12 +19,8 @@ export const IdempotencyKeyHeader = Type.Object({
 });
 
 /**
- * The key a publish is deduplicated by, or undefined when it has none.
- *
- * @param fromBody the body's `idempotency_key`
- * @param fromHeader the `Idempotency-Key` header
- * @throws HttpProblem 400 (`/problems/validation`, pointer `/idempotency_key`) when both are given
- *   and differ: either could be the one the client meant to retry with
+ * The key a publish is deduplicated by (`fromBody`, `fromHeader`), or undefined.
+ * @throws HttpProblem 400 (pointer `/idempotency_key`) when both are given and differ
  */
 export function idempotencyKeyOf(
   fromBody: string | undefined,

@@ -1,8 +1,4 @@
-/**
- * What every publish through the API passes before it is queued, a client's event and a test
- * event alike: the backlog bound (`backlog.ts`), then the account's `payload_bytes_per_day` quota
- * (`account-quotas.ts`), charged with the event's `data`.
- */
+/** What every publish through the API passes before queueing: the backlog bound, then the daily payload quota. */
 import type { FastifyBaseLogger } from 'fastify';
 import { PublishUnavailableError } from '@webhooks/shared';
 import type { AccountQuotas } from './account-quotas.js';
@@ -18,11 +14,8 @@ export interface PublishAdmission {
 
 /**
  * Admits a publish of `data` for `accountId`, or throws why not.
- *
- * @throws HttpProblem 503 `/problems/backlog-full` with `Retry-After` past the backlog bound (past
- *   the deliveries bound, for the accounts over their share of it only); 429
- *   past the payload quota; 503 with `Retry-After` when Redis cannot count it (nothing is charged
- *   or accepted then)
+ * @throws HttpProblem 503 `/problems/backlog-full` with `Retry-After` past the backlog bound (accounts
+ *   over their share); 429 past the payload quota; 503 with `Retry-After` when Redis cannot count it
  */
 export async function admitPublish(
   admission: PublishAdmission,

@@ -1,8 +1,6 @@
 /**
- * The API's side of transformations: a subscription's `transformation` is refused (400 naming
- * `/transformation`) when the deployment turned them off, or when it does not define a
- * `handler` function (its syntax error, say), checked in the same sandbox, under the same limits,
- * the worker runs it in. No thread free in time is the service's capacity: 503 with `Retry-After`.
+ * The API's side of transformations: `transformation` is refused (400) when turned off or without a
+ * `handler` function, checked in the worker's sandbox and limits; no thread in time is 503.
  */
 import type { TransformationBusy, TransformationRunner } from '@webhooks/shared';
 import { HttpProblem } from './problem.js';
@@ -26,10 +24,7 @@ export function transformationBusyProblem(busy: TransformationBusy): HttpProblem
 }
 
 /**
- * Checks a `transformation` sent on create or update (`undefined`: not sent; null: removed).
- *
- * @param runner the API's sandbox; null when TRANSFORMATIONS=false
- * @param accountId whose run it is (each account's runs wait behind its own)
+ * Checks a `transformation` sent (undefined: not sent; null: removed) with `runner` (null: off) for `accountId`.
  * @throws HttpProblem 400 naming `/transformation`; 503 `transformations-busy` with `Retry-After`
  */
 export async function checkTransformation(

@@ -1,8 +1,7 @@
 /**
- * The `cli` destination's sender (`relay.ts` in @webhooks/shared): an attempt is added to its
- * session's stream, with the replies list of this process noted under its request id, and waits
- * for the reply that the CLI posts through the API, at most DELIVERY_TIMEOUT_MS. One connection
- * per process blocks on the replies list, only while attempts wait.
+ * The `cli` destination's sender: an attempt joins its session's stream (with this process's replies
+ * list noted under its id) and waits for the CLI's reply through the API, at most DELIVERY_TIMEOUT_MS.
+ * One connection per process blocks on the replies, only while attempts wait.
  */
 import { performance } from 'node:perf_hooks';
 import { v7 as uuidv7 } from 'uuid';

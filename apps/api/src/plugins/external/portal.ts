@@ -1,8 +1,6 @@
 /**
- * The subscriber portal: the static build of apps/portal, served at `/portal/` with
- * @fastify/static, every asset from this API (no CDN). The page holds its session token in memory
- * and calls the REST API like any client. It may be embedded in a platform's dashboard (an iframe)
- * by the origins of PORTAL_FRAME_ANCESTORS; scripts, styles and calls are limited to this origin.
+ * The subscriber portal: apps/portal's build at `/portal/` (@fastify/static, no CDN); it holds its
+ * token in memory and calls the REST API. Embeddable by PORTAL_FRAME_ANCESTORS' origins only.
  */
 import { existsSync } from 'node:fs';
 import fastifyStatic from '@fastify/static';
@@ -17,10 +15,7 @@ export interface PortalOptions {
   frameAncestors: string;
 }
 
-/**
- * The Content-Security-Policy of the portal's files: everything from this origin only, and
- * embedding by `frameAncestors` (CSP Level 2, `frame-ancestors`).
- */
+/** The portal's Content-Security-Policy: this origin only, embedding by `frameAncestors` (CSP Level 2). */
 export function portalContentSecurityPolicy(frameAncestors: string): string {
   return `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors ${frameAncestors}`;
 }

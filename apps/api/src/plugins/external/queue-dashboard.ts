@@ -1,8 +1,6 @@
 /**
- * The operators' queue dashboard: bull-board at `/admin/queues`, on the `events`,
- * `deliveries` and `maintenance` queues. Registered only when ADMIN_TOKEN is set, in a scope of its
- * own whose every request must carry that token (bearer, or the password of Basic authentication
- * so that a browser asks for it); a client's JWT never opens it. Without the token: 401.
+ * The operators' queue dashboard (bull-board at `/admin/queues`), only with ADMIN_TOKEN, every
+ * request carrying it (bearer or Basic password, so a browser prompts); never a JWT. Without: 401.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -16,10 +14,7 @@ import { HttpProblem } from '../../lib/problem.js';
 /** Where the dashboard is served. */
 export const queueDashboardPath = '/admin/queues';
 
-/**
- * The dashboard page's Content-Security-Policy, in place of the API's load-nothing one: its own
- * scripts, its inline styles and the web font its page asks for, and no framing.
- */
+/** The dashboard's Content-Security-Policy: its own scripts, inline styles and web font, no framing. */
 export const queueDashboardContentSecurityPolicy =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline' https://fonts.googleapis.com; font-src 'self' https://fonts.gstatic.com; img-src 'self' data:; connect-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 
