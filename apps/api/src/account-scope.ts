@@ -1,8 +1,6 @@
 /**
- * Every route of an account's data, in one encapsulated scope: its authentication, rate limit and
- * input guard apply to every route registered inside it and to no other, so no spelling of a path
- * reaches account data unauthenticated. Each route is marked `accountScoped` (load shedding reads
- * it).
+ * Every route of an account's data in one encapsulated scope, its authentication, rate limit and
+ * input guard applying to it alone; each route is marked `accountScoped` (load shedding reads it).
  */
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync } from 'fastify';
@@ -120,7 +118,5 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
   if (portalLinks !== null) await scope.register(portalSessions, { links: portalLinks, views });
 };
 
-// Named, as every plugin of this app (fastify-plugin's `encapsulate` keeps the scope its own):
-// Fastify looks for an unnamed plugin's name through every loaded module, twice a registration,
-// which under jest's module registry took most of a test API's start.
+// Named, as every plugin here: Fastify looks up an unnamed plugin's name through every loaded module.
 export default fp(accountScope, { name: 'account-scope', encapsulate: true });

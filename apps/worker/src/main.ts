@@ -1,17 +1,12 @@
 /**
- * The worker's entry point for every way of starting it (`pnpm start`, `node
- * apps/worker/dist/main.js`, the image): runs the service (`service.ts`) in a worker thread whose
- * V8 old generation is bounded to WORKER_MAX_HEAP_MB and its young generation to
- * {@link youngGenerationMb}, since a Node process cannot bound its own heap once started. SIGTERM
- * and SIGINT are forwarded to the thread, which finishes its running deliveries and exits; a second one stops at once. The process exits with
- * the thread's code, 1 when the thread failed (its heap bound reached, an invalid configuration,
- * which it reports in one line on stderr naming the variable).
+ * The worker's entry point however started: runs `service.ts` in a worker thread whose heap is
+ * bounded (WORKER_MAX_HEAP_MB, {@link youngGenerationMb}), since a process cannot bound its own.
+ * SIGTERM/SIGINT are forwarded (running deliveries finish; a second stops at once). Exits with the
+ * thread's code, 1 when it failed (heap bound, or an invalid configuration it names on stderr).
  */
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
-// The one module it needs, not the package: the package's graph (BullMQ, ioredis, OpenTelemetry)
-// would load a second time in this thread: 70 MiB of RSS in a bare process, less in the service
-// but enough to put its peak past 256 MiB.
+// This one module, not the package: its graph would load again in this thread (70 MiB of RSS).
 import { configErrorLine } from '@webhooks/publisher/config-error';
 import { heapLimitMb, youngGenerationMb } from './heap-limit.js';
 

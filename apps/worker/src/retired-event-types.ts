@@ -1,9 +1,6 @@
 /**
- * The check a worker makes at start of the subscriptions the catalogue no longer serves: those
- * that chose an event type (or a wildcard) that no type of the catalogue matches any more, or whose
- * kind is gone. They keep working for the types that remain and are delivered nothing of the
- * others (the fan-out matches types that exist only); each gets a warning, so that an operator who
- * removed a type in use learns who still names it.
+ * A start-up check for subscriptions naming event types (or a kind) the catalogue no longer has:
+ * they keep receiving what remains, and each gets a warning, so an operator learns who still names a removed type.
  */
 import type { Logger } from 'pino';
 import type { Pool } from '@webhooks/db';
@@ -14,7 +11,6 @@ export const maxRetiredWarnings = 1000;
 
 /**
  * Logs one warning per subscription naming types or a kind outside `catalogue`.
- *
  * @returns how many subscriptions were named (at most {@link maxRetiredWarnings})
  */
 export async function warnOfRetiredEventTypes(

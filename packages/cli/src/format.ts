@@ -1,7 +1,4 @@
-/**
- * How the CLI prints what it reads: one line per delivery change, one per subscription. Pure
- * functions of the API's JSON, so the output can be tested without a terminal.
- */
+/** How the CLI prints: one line per delivery change, one per subscription; pure, so tested without a terminal. */
 
 /** A delivery as `GET /api/events/{id}` lists it, with its event's type. */
 export interface DeliveryView {
@@ -14,10 +11,7 @@ export interface DeliveryView {
   updated_at: string;
 }
 
-/**
- * The line of a delivery of event type `type`: when it last changed, the type, its status, its
- * attempts, the last answer (an HTTP status or an error class) and the subscription it went to.
- */
+/** A delivery's line: when it changed, `type`, status, attempts, last answer and its subscription. */
 export function deliveryLine(type: string, delivery: DeliveryView): string {
   const answer = delivery.last_status_code ?? delivery.last_error ?? '-';
   return [
@@ -51,10 +45,7 @@ export function subscriptionLine(subscription: SubscriptionView): string {
   ].join('  ');
 }
 
-/**
- * Whether a delivery changed since it was last printed: its status or its attempts. `seen` maps a
- * delivery id to the key printed last and is updated.
- */
+/** Whether a delivery's status or attempts changed since printed; `seen` (id → key printed last) is updated. */
 export function changed(seen: Map<string, string>, delivery: DeliveryView): boolean {
   const key = `${delivery.status}/${delivery.attempts_made}`;
   if (seen.get(delivery.id) === key) return false;

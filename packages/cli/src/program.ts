@@ -1,8 +1,6 @@
 /**
- * The `webhooks` command: subscriptions, test events, a tail of deliveries, and deliveries relayed
- * to a local app (`listen`), over the service's REST API with `@webhooks/client`, parsed by
- * commander. The API's address and token come from
- * `--api-url` and `--token`, or WEBHOOKS_API_URL and WEBHOOKS_TOKEN.
+ * The `webhooks` command (commander) over `@webhooks/client`: subscriptions, test events, a tail, and
+ * `listen`. `--api-url`/`--token`, or WEBHOOKS_API_URL/WEBHOOKS_TOKEN.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createWebhookClient, type WebhookClient } from '@webhooks/client';
@@ -23,9 +21,7 @@ export const defaultApiUrl = 'http://127.0.0.1:3000';
 
 /**
  * The program, ready for `parseAsync(process.argv)`.
- *
- * @throws Error (commander's, or {@link problemError} with the API's problem title and detail)
- *   from `parseAsync` when the command line or a call fails; main.ts prints it and exits 1
+ * @throws Error (commander's, or {@link problemError}) from `parseAsync`; main.ts prints it and exits 1
  */
 export function createProgram(io: ProgramIo): Command {
   const program = new Command('webhooks')

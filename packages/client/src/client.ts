@@ -1,7 +1,4 @@
-/**
- * The REST client: openapi-fetch over the types generated from the API's OpenAPI document
- * (schema.ts), so every path, parameter, body and answer is typed and none is written by hand.
- */
+/** The REST client: openapi-fetch over types generated from the API's OpenAPI document (schema.ts), none by hand. */
 import createClient, { type Client } from 'openapi-fetch';
 import { retryingFetch, type RetryPolicy } from './retries.js';
 import type { components, paths } from './schema.js';
@@ -28,21 +25,17 @@ export interface WebhookClientOptions {
   /** A fetch to use instead of `globalThis.fetch` (tests, proxies). */
   fetch?: (request: Request) => Promise<Response>;
   /**
-   * Retries of 429, 503 (after their `Retry-After`), 408, 5xx and network failures, for calls safe
-   * to send twice (`retries.ts`); `false` sends each call once. Default: 3 retries, 30 s a call.
+   * Retries of 429, 503 (after `Retry-After`), 408, 5xx and network failures for calls safe to send
+   * twice (`retries.ts`); `false` sends each once. Default: 3 retries, 30 s a call.
    */
   retry?: RetryPolicy | false;
 }
 
 /**
- * A client of the API at `baseUrl` authenticated with `token`.
- *
- * Each call resolves to `{ data, error, response }`: `data` is the typed answer on 2xx, `error` the
- * {@link Problem} on 4xx and 5xx (read `error.errors` for the invalid fields), `response` the raw
- * `Response`. A 429 or 503 is retried after its `Retry-After` when the call is safe to send twice
- * (give a publish an `Idempotency-Key` header); the answer is the last try's. It rejects only
- * when the API cannot be reached, or the call's time ran out.
- *
+ * A client of the API at `baseUrl` with `token`. Each call resolves to `{ data, error, response }`:
+ * `data` on 2xx, `error` the {@link Problem} on 4xx/5xx (`error.errors` lists invalid fields). A 429
+ * or 503 is retried after `Retry-After` when safe (give a publish an `Idempotency-Key`). It rejects
+ * only when the API cannot be reached or the call's time ran out.
  * @example
  * const api = createWebhookClient({ baseUrl: 'http://127.0.0.1:3000', token });
  * const { data, error } = await api.POST('/api/webhooks', { body: { callback_url: 'https://app.example/hooks' } });

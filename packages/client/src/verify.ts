@@ -1,7 +1,6 @@
 /**
- * Receiving: a delivery's signature checked with the `standardwebhooks` package, the same code the
- * service signs with (Standard Webhooks, "Verifying webhook authenticity": `webhook-id`,
- * `webhook-timestamp` within 5 minutes, `webhook-signature` an HMAC-SHA256 of the raw body).
+ * Receiving: a delivery's signature checked with `standardwebhooks`, the code the service signs with
+ * (Standard Webhooks: `webhook-timestamp` within 5 minutes, an HMAC-SHA256 of the raw body).
  */
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { components } from './schema.js';
@@ -29,13 +28,11 @@ function plainHeaders(headers: WebhookHeaders): Record<string, string> {
 
 /**
  * The payload of a delivery, once its signature is verified.
- *
- * @param secret the subscription's signing secret, `whsec_…` (during a rotation the delivery is
- *   signed with both secrets, so either verifies)
- * @param body the raw request body, exactly as received (not re-serialised JSON)
+ * @param secret the signing secret, `whsec_…` (during a rotation either verifies)
+ * @param body the raw request body, exactly as received
  * @param headers the request headers, with `webhook-id`, `webhook-timestamp`, `webhook-signature`
- * @throws WebhookVerificationError when a header is missing, the timestamp is more than 5 minutes
- *   off, or no signature matches: answer anything but 200 and the service retries
+ * @throws WebhookVerificationError when a header is missing, the timestamp is over 5 minutes off, or no
+ *   signature matches: answer anything but 200 and the service retries
  */
 export function verifyWebhook(
   secret: string,

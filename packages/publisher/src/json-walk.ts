@@ -1,7 +1,4 @@
-/**
- * Walking a parsed JSON document depth first, for the checks that refuse part of one (a hostile
- * catalogue schema, a content filter's operators) and name where: a JSON pointer (RFC 6901).
- */
+/** Walking parsed JSON depth first for checks that refuse part of one, naming where (RFC 6901 pointer). */
 
 /** `key` as one JSON pointer segment: `~` and `/` escaped (RFC 6901 section 3). */
 export function jsonPointerSegment(key: string): string {
@@ -15,11 +12,8 @@ export interface JsonProblem {
 }
 
 /**
- * The first problem in `value`: a member that `check` refuses (its sentence), or nesting deeper
- * than `maxDepth` objects and arrays.
- *
- * @param check sees each member's key (an array index as a string) and value
- * @param pointer the pointer of `value` itself, prefixed to every pointer reported
+ * The first problem in `value`: a member `check` refuses (given its key and value), or nesting past
+ * `maxDepth`; `pointer` is `value`'s own, prefixed to those reported.
  */
 export function findInJson(
   value: unknown,

@@ -1,12 +1,8 @@
 /**
- * `POST /api/events`: publishes an event for the token's account, for services in other languages
- * and for a client's own testing. The same publisher and limits as internal services:
- * 400 for an unknown type, 413 for `data` over 256 KiB, 429 past the account's
- * `payload_bytes_per_day` quota (`lib/account-quotas.ts`), 503 with `Retry-After` past the backlog
- * bound (`lib/backlog.ts`); 202 with the event id and timestamp. The idempotency key is the
- * `Idempotency-Key` header or the body's `idempotency_key` (`lib/idempotency-key.ts`).
- * With IDEMPOTENCY_STORE=postgresql the idempotency key is claimed in PostgreSQL first
- * (`lib/idempotency-store.ts`), beside the queue's own deduplication in Redis.
+ * `POST /api/events`: publishes for the token's account, through the internal services' publisher
+ * and limits: 400 unknown type, 413 `data` over 256 KiB, 429 past the daily payload quota, 503 with
+ * `Retry-After` past the backlog bound; 202 with id and timestamp. IDEMPOTENCY_STORE=postgresql
+ * claims the idempotency key in PostgreSQL first, beside Redis' deduplication.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

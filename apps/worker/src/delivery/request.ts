@@ -1,9 +1,7 @@
 /**
- * The request of one attempt: the JSON body of docs/api.md#what-a-callback-receives and the Standard
- * Webhooks headers (`webhook-id` = the event id, the same on every retry so receivers can
- * de-duplicate; `webhook-timestamp` = unix seconds of this attempt; `webhook-signature`, one
- * signature per live secret), after the subscription's custom headers, whose names never collide
- * with these (`custom-headers.ts` in @webhooks/shared refuses them).
+ * One attempt's request: the JSON body (docs/api.md#what-a-callback-receives) and the Standard
+ * Webhooks headers (`webhook-id`, the event id on every retry; `webhook-timestamp`, this attempt's
+ * unix seconds; `webhook-signature`), after custom headers, which may not collide with them.
  */
 import { buildDeliveryPayload, formatPayloadTimestamp, signatureHeader } from '@webhooks/shared';
 import type { LoadedDelivery } from './store.js';
@@ -19,11 +17,7 @@ export function attemptPayload(
   );
 }
 
-/**
- * Body and headers of an attempt made at `now`: `payload` (the event's, or what the transformation
- * made of it) signed as it is sent, after `customHeaders` (the subscription's, or the
- * transformation's).
- */
+/** An attempt's body and headers at `now`: `payload` signed as sent, after `customHeaders` (or the transformation's). */
 export function buildAttemptRequest(
   event: LoadedDelivery['event'],
   subscription: LoadedDelivery['subscription'],

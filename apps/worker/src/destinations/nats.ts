@@ -1,11 +1,8 @@
 /**
- * The NATS destination (@nats-io/transport-node, @nats-io/jetstream): each message is published to
- * its JetStream subject and counts as delivered once JetStream acknowledges it, stored in a stream
- * (https://docs.nats.io/using-nats/developer/develop_jetstream/model_deep_dive#acknowledgement-models).
- * The `webhook-id` is its message id (`Nats-Msg-Id`), so a retry of a message JetStream stored,
- * but whose acknowledgement was lost, is dropped as a duplicate within the stream's duplicate
- * window. No stream for the subject, an error or no acknowledgement within DELIVERY_TIMEOUT_MS
- * fail the attempt, which BullMQ retries. The client reconnects on its own after a lost server.
+ * The NATS destination (@nats-io/jetstream): a message counts as delivered once JetStream
+ * acknowledges it, stored (docs.nats.io, "Acknowledgement Models"). Its `Nats-Msg-Id` is the
+ * delivery id, so a retry of a stored message whose ack was lost is dropped as a duplicate. No stream,
+ * an error or no ack within DELIVERY_TIMEOUT_MS fails the attempt. The client reconnects on its own.
  */
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
@@ -23,10 +20,7 @@ interface Session {
   js: JetStreamClient;
 }
 
-/**
- * Whether a publish error says that no stream stores the subject: nothing answers the publish (NATS'
- * "no responders"), which the client reports as `JetStreamNotEnabled` with a `NoResponders` cause.
- */
+/** Whether a publish error says no stream stores the subject ("no responders", `JetStreamNotEnabled`). */
 function noStream(error: unknown): boolean {
   for (let e = error as { name?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
     if (e.name === 'NoResponders' || e.name === 'JetStreamNotEnabled') return true;

@@ -1,8 +1,6 @@
 /**
- * The one place that chooses how an attempt is sent, by its destination (`destination.ts` in
- * @webhooks/shared): an http(s) callback URL goes to the HTTP sender, a broker destination to its
- * broker's publisher, a `cli` destination to the relay (`relay.ts`). Adding a destination type is a publisher (`publisher.ts`) and one entry in
- * {@link publisherFactories} (docs/destinations.md).
+ * The one place choosing how an attempt is sent: http(s) to the HTTP sender, a broker destination to
+ * its publisher, `cli` to the relay. A new type is a publisher and one {@link publisherFactories} entry.
  */
 import {
   brokerAllows,
@@ -42,10 +40,8 @@ export function createBrokerPublishers(
 }
 
 /**
- * The attempt path's sender for every destination: `http` for callback URLs, `publishers` by
- * broker name for broker destinations, `relay` for `cli` ones. A destination naming a broker this worker does not know, or
- * no longer lets the subscription's account use, or an exchange or subject it refuses
- * (DESTINATION_BROKERS changed since the subscription was created), fails its attempt, saying so.
+ * The sender for every destination. A broker unknown to this worker, no longer allowed to the account,
+ * or refusing the exchange or subject (DESTINATION_BROKERS changed) fails the attempt, saying so.
  */
 export function createDestinationSender(
   http: AttemptSender,

@@ -1,19 +1,12 @@
 /**
- * Refuses, before validation and before anything is written or queued, a request whose body or
- * query string carries text PostgreSQL cannot store: the NUL character or a lone surrogate, in a
- * value or an object key, or nesting deeper than the body's bound. Answers 400 problem
- * details naming the JSON pointer (query parameters as `/<name>`). Event `data` has its own tighter
- * depth bound, checked with the rest of the event by the publisher (`checkEventInput`).
+ * Refuses, before validation, a body or query carrying what PostgreSQL cannot store (NUL, a lone
+ * surrogate) or nested past the body's bound: 400 naming the JSON pointer (query as `/<name>`).
  */
 import fp from 'fastify-plugin';
 import { findUnstorableJson, maxDataDepth } from '@webhooks/shared';
 import { HttpProblem } from '../../lib/problem.js';
 
-/**
- * Deepest nesting of any request body: a guard well above event `data`'s own bound
- * ({@link maxDataDepth}, checked by the publisher with its own message), so no recursion further
- * down ever meets a hostile depth.
- */
+/** Deepest nesting of a request body: far above event `data`'s own bound, so no recursion meets a hostile depth. */
 export const maxBodyDepth = 2 * maxDataDepth;
 
 export default fp(

@@ -1,8 +1,6 @@
 /**
- * The OpenAPI 3.1 document at /docs/json and Swagger UI at /docs, built from the route schemas.
- * `packages/client` is generated from it (`pnpm openapi`), and `pnpm lint` holds it to Redocly's
- * recommended rules. Swagger UI's pages carry a Content-Security-Policy of their own. With
- * API_DOCS=false neither is served.
+ * The OpenAPI 3.1 document (/docs/json) and Swagger UI (/docs) from the route schemas; `packages/client`
+ * is generated from it, Redocly lints it. API_DOCS=false serves neither.
  */
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
@@ -52,15 +50,13 @@ export default fp<SwaggerOptions>(
         components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
         security: [{ bearer: [] }],
       },
-      // Shared schemas keep their $id as their component name (`Problem`, `Subscription`), which
-      // is what generated clients name their types after.
+      // Shared schemas keep their $id as component name (`Problem`), which generated clients name types after.
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     });
     if (!options.serve) return;
     await app.register(swaggerUi, {
       routePrefix: '/docs',
-      // Its own policy (scripts and styles of its bundle, by hash), without
-      // upgrade-insecure-requests, which would break the page of an API served over plain HTTP.
+      // Its own policy, without upgrade-insecure-requests, which would break an API served over plain HTTP.
       staticCSP: true,
       transformStaticCSP: (header) => header.replace(/\s*upgrade-insecure-requests;?/, ''),
     });
