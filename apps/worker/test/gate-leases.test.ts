@@ -156,3 +156,30 @@ describe('a delivery parked after releases found nobody parked', () => {
     expect(woken).toEqual(['late']);
   });
 });
+
+describe('a release that raises the in-flight limit', () => {
+  it('wakes as many parked deliveries as the new limit has room for, oldest first', async () => {
+    const subscriptionId = 'sub-raised';
+    const raised: string[] = [];
+    const growing = testGate(redis, prefix, {
+      bounds: { base: 2, ceiling: 8 },
+      leaseMs,
+      async wake(jobId) {
+        raised.push(jobId);
+      },
+    });
+    const first = admitted(await growing.acquire(subscriptionId, 'first'));
+    admitted(await growing.acquire(subscriptionId, 'second'));
+    // Each asks the gate (a subscription just found full is refused from memory for its first 10 ms).
+    for (let i = 0; i < 4; i++) {
+      await sleep(20);
+      expect((await growing.acquire(subscriptionId, `waiting-${i}`)).admitted).toBe(false);
+    }
+    // A confirmed attempt in slow start doubles the limit to 4: one slot held, three free.
+    await growing.release(subscriptionId, 'first', first, { signal: 'increase', sent: true }, 5);
+    expect(raised).toEqual(['waiting-0', 'waiting-1', 'waiting-2']);
+    expect(await redis.zrange(subscriptionGateKeys(prefix, subscriptionId).parked, 0, -1)).toEqual([
+      'waiting-3',
+    ]);
+  });
+});

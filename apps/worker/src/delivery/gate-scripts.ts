@@ -230,15 +230,16 @@ return {1, allowance, 0, average, 0, threshold, ''}`;
  * Release. `A.next`/`A.threshold` are set only if the allowance is still `A.expected`
  * (compare-and-set: one change per window); the base is not stored. `A.outcome` ('1' confirmed, '0'
  * failed, '' nothing sent) feeds the breaker's counts in a window of `A.windowMs` from `A.nowMs`.
- * The claim is deleted while it holds `A.claimToken`. Returns {parked job to promote or '', failures
- * in a row, window attempts and failures, times opened (0 closed), 1 if this was the probe, host
- * waiter to wake or ''}. The parked line is popped only while `parked` is not '0' (nobody parked, the
- * usual case, costs nothing). `A.hostMember`: the host's slot too; `A.slot` '0': only that.
+ * The claim is deleted while it holds `A.claimToken`. Returns {the parked jobs to promote, oldest
+ * first: the first when a slot is free, and with a raised limit as many as it has free slots;
+ * failures in a row, window attempts and failures, times opened (0 closed), 1 if this was the probe,
+ * host waiter to wake or ''}. The parked line is popped only while `parked` is not '0' (nobody
+ * parked, the usual case, costs nothing). `A.hostMember`: the host's slot too; `A.slot` '0': only that.
  */
 const releaseLua = `${hostReleaseLua}
 local hostWoken = ''
 if A.hostMember ~= '' then hostWoken = releaseHost() end
-if A.slot == '0' then return {'', 0, 0, 0, 0, 0, hostWoken} end
+if A.slot == '0' then return {{}, 0, 0, 0, 0, 0, hostWoken} end
 redis.call('ZREM', K.leases, A.job)
 if redis.call('GET', K.claim) == A.claimToken then redis.call('DEL', K.claim) end
 local s = redis.call('HMGET', K.state, 'allowance', 'fails', 'win_at', 'win_n', 'win_fail', 'opens', 'probe', 'parked')
@@ -265,15 +266,21 @@ if s[7] == A.job then
   redis.call('HDEL', K.state, 'probe', 'probe_until')
   probe = 1
 end
-local woken = ''
+local woken = {}
 if s[8] ~= '0' then
   local head = redis.call('ZPOPMIN', K.parked)
   if #head == 0 then
     table.insert(fields, 'parked') table.insert(fields, '0')
   else
     local limit = math.max(1, math.min(tonumber(A.ceiling), math.floor(tonumber(allowance))))
-    if redis.call('ZCARD', K.leases) < limit then
-      woken = head[1]
+    local free = limit - redis.call('ZCARD', K.leases)
+    if free > 0 then
+      woken[1] = head[1]
+      -- A raised limit frees more than this slot: the next parked go too.
+      if changed and free > 1 then
+        local more = redis.call('ZPOPMIN', K.parked, free - 1)
+        for i = 1, #more, 2 do woken[#woken + 1] = more[i] end
+      end
     else
       redis.call('ZADD', K.parked, head[2], head[1])
       redis.call('PEXPIRE', K.parked, tonumber(A.parkedMemoryMs))
@@ -337,7 +344,7 @@ export function defineGateScripts(redis: RedisConnection) {
       clock: true,
       lua: acquireLua,
     }),
-    release: defineScript<[string, number, number, number, number, number, string]>()(redis, {
+    release: defineScript<[string[], number, number, number, number, number, string]>()(redis, {
       name: 'webhookGateRelease',
       keys: ['leases', 'state', 'parked', 'claim', 'hostLeases', 'hostWaiting'],
       args: [...slotReleaseArgs, 'slot', 'job', 'refreshTtl', 'hostMember'],

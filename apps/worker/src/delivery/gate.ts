@@ -3,7 +3,7 @@
  * subscription (the in-flight limit of `throttle.ts`; the probe only while the breaker is open), the
  * round's claim, its account's turn when asked, and the host's share and `rate_limit` when known.
  * Over the limit it waits a few ms in place or parks in BullMQ's delayed set, using no attempt; a
- * freed slot wakes the first parked. Slots are leases; one release script gives back all it took.
+ * release wakes the oldest parked (a raised limit, as many as it frees). Slots are leases; one release gives all back.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
@@ -302,7 +302,7 @@ export function createDeliveryGate(options: DeliveryGateOptions): DeliveryGate {
             windowMs: options.breaker.windowMs,
           });
         // Not awaited: the slot is free already, the promotion a shortcut (a closing breaker's too).
-        if (woken !== '') void wake(woken);
+        for (const jobId of woken) void wake(jobId);
         if (hostWoken !== '') void wake(hostWoken.slice(hostWoken.indexOf('\t') + 1));
         if (outcome !== '') {
           const counts = { failuresInRow, windowAttempts, windowFailures, opens };
