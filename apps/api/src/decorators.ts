@@ -1,8 +1,6 @@
 /**
- * What the API's plugins add to Fastify's types: `app.prisma`, `app.redis`, `app.publisher`,
- * `app.deliveryQueues`, `app.verificationQueue` (plugins/external/prisma.ts, queues.ts) and
- * `request.accountId` (plugins/app/auth.ts). Declared here, in one module that index.ts re-exports,
- * so code building on the app (tests, tools) sees them too.
+ * What the API's plugins add to Fastify's types (`app.prisma`, `app.redis`, `app.publisher`, queues,
+ * `request.accountId`), in one module index.ts re-exports, for code building on the app.
  */
 import type { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';

@@ -1,9 +1,7 @@
 /**
- * The worker's operator endpoint (WORKER_HEALTH_PORT): `/healthz` (200 while it runs), `/readyz`
- * (200 when its BullMQ workers run, PostgreSQL and Redis answer within 2 s and the maintenance
- * schedules exist, else 503 naming each failed check), `/metrics` (METRICS_TOKEN when set).
- * `/readyz` is bounded: {@link readinessPerMinutePerIp} a minute per address (429), and concurrent
- * requests share one check.
+ * The worker's operator endpoint (WORKER_HEALTH_PORT): `/healthz`; `/readyz` (200 when its workers
+ * run, PostgreSQL and Redis answer within 2 s and the schedules exist, else 503 naming each failed
+ * check; {@link readinessPerMinutePerIp} a minute per address, one shared check); `/metrics`.
  */
 import { createServer, type Server } from 'node:http';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';

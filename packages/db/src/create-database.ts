@@ -2,11 +2,9 @@
 import pg from 'pg';
 
 /**
- * Creates the database named by `databaseUrl` unless it exists, connecting to the server's
- * `postgres` database to do so. Safe to call from several processes at once.
- *
- * @returns true when this call created it.
- * @throws pg's DatabaseError for anything but "already exists" (for example missing privileges).
+ * Creates `databaseUrl`'s database unless it exists (via `postgres`); safe from several processes.
+ * @returns true when this call created it
+ * @throws pg's DatabaseError for anything but "already exists" (missing privileges, say)
  */
 export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   const url = new URL(databaseUrl);

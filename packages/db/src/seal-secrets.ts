@@ -1,10 +1,7 @@
 /**
- * Seals signing secrets at rest: rewrites every `subscriptions` row whose `secret` or
- * `previous_secret` is plaintext, sealed before secrets were bound to their subscription, or
- * sealed under a key older than the newest, under the newest key of the {@link SecretBox}. `pnpm db:migrate` runs it whenever SECRETS_ENCRYPTION_KEY is set,
- * so the first key configured encrypts existing rows, and after a key rotation the old key can be
- * dropped once it has run. Safe beside running services: each row is rewritten only if it still
- * holds what was read (compare and set), so a concurrent rotation is never undone.
+ * Seals signing secrets at rest: rewrites rows whose `secret` or `previous_secret` is plaintext,
+ * unbound or under an older key, under the newest ({@link SecretBox}); `pnpm db:migrate` runs it
+ * with SECRETS_ENCRYPTION_KEY set. Compare-and-set per row, so a concurrent rotation is never undone.
  */
 import pg from 'pg';
 import { isSealedSecret, type SecretBox } from '@webhooks/shared';

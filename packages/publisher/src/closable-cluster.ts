@@ -1,9 +1,6 @@
 /**
- * An ioredis Cluster client whose `disconnect()` ends it even while it is reconnecting. ioredis
- * 5.11 ends a cluster client when its node pool drains, so one that lost every node waits with an
- * empty pool and stays `disconnecting` for ever: no `end`, and its offline queue never settles,
- * which hangs BullMQ's `Worker.close()` (taskforcesh/bullmq#4656). This class then ends it as
- * ioredis ends a client that never connected. Its duplicates are of this class too.
+ * An ioredis Cluster whose `disconnect()` ends it while reconnecting: ioredis 5.11 leaves one that
+ * lost every node `disconnecting` for ever, hanging BullMQ's `Worker.close()` (taskforcesh/bullmq#4656).
  */
 import { Cluster, type ClusterNode, type ClusterOptions } from 'ioredis';
 

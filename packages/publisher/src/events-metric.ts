@@ -1,17 +1,10 @@
-/**
- * `webhook_events_published_total{source}`: events accepted for delivery, counted by
- * the publisher that accepted them, `api` for `POST /api/events`, `publisher` for internal services
- * using {@link createEventPublisher} in their own process.
- */
+/** `webhook_events_published_total{source}`: events accepted; `api` for `POST /api/events`, `publisher` otherwise. */
 import { Counter, register as defaultRegistry, type Registry } from 'prom-client';
 
 /** Where an event was published. */
 export type EventSource = 'api' | 'publisher';
 
-/**
- * The counter on `registry` (prom-client's global registry by default), created once per registry:
- * every publisher of a process shares it.
- */
+/** The counter on `registry` (prom-client's global by default), one per registry, shared by its publishers. */
 export function eventsPublishedCounter(registry: Registry = defaultRegistry): Counter<'source'> {
   const name = 'webhook_events_published_total';
   return (

@@ -1,12 +1,7 @@
 /**
- * The SDK's side of {@link EdgeSampling}: the sampler `instrument.ts` gives the OpenTelemetry SDK
- * when the environment samples a ratio of the traces. The API's edge hook
- * (`edge-sampling-hook.ts`) has drawn for a request without trace context before its server span
- * starts, and runs the requests it drew against with tracing suppressed, which the SDK answers
- * without asking a sampler; so a server span that reaches this sampler without a valid parent is
- * one the edge drew for, and is recorded. Every other span (children, a caller's trace context,
- * the worker's jobs) is decided by the sampler the environment names, built as the SDK builds it
- * from OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG.
+ * The SDK's side of {@link EdgeSampling}: the API's hook already drew for requests without context
+ * and suppressed the rest, so a server span reaching this sampler without a valid parent is recorded;
+ * every other span goes to the sampler OTEL_TRACES_SAMPLER(_ARG) names, built as the SDK builds it.
  */
 import { isSpanContextValid, SamplingDecision, SpanKind, trace } from '@opentelemetry/api';
 import {

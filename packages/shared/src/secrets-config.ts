@@ -1,14 +1,9 @@
-/**
- * The signing-secret encryption both services configure the same way: SECRETS_ENCRYPTION_KEY is
- * parsed into a {@link SecretBox}, and is required outside development and test, where the box
- * also refuses to open plaintext secrets.
- */
+/** SECRETS_ENCRYPTION_KEY as a {@link SecretBox}: required outside development and test, where plaintext is refused. */
 import { ConfigError, isDevelopmentEnv } from './config.js';
 import { createSecretBox, parseEncryptionKeys, type SecretBox } from './secret-box.js';
 
 /**
  * The secret box of a service's configuration.
- *
  * @throws ConfigError naming SECRETS_ENCRYPTION_KEY when it is malformed, or empty in production
  */
 export function secretBoxFromEnv(config: { NODE_ENV: string; SECRETS_ENCRYPTION_KEY: string }): SecretBox {

@@ -11,9 +11,8 @@ export const DeliveryParams = Type.Object({
 });
 
 /**
- * A problem response as the route schema and the OpenAPI document state it: described, of media
- * type `application/problem+json` (RFC 9457 section 3) and referencing the shared `Problem`
- * schema, which plugins/external/problem-details.ts registers, so SDK generators type every error as one.
+ * A problem response: `application/problem+json` (RFC 9457 §3) referencing the shared `Problem`
+ * schema, so SDK generators type every error as one.
  */
 export function problemResponse(description: string) {
   return { description, content: { 'application/problem+json': { schema: { $ref: 'Problem#' } } } };

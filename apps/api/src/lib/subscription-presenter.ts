@@ -1,8 +1,6 @@
 /**
- * Subscription rows as the API shows them, with their current pacing read from the delivery gate
- * in Redis within {@link throttleReadTimeoutMs}: a Redis that does not answer makes a read a 503
- * (`PublishUnavailableError`, an infrastructure fault), never a hang, and a row just written is
- * shown with the pacing a subscription starts with rather than turn a done write into a 503.
+ * Subscriptions as shown, with their pacing read from Redis within {@link throttleReadTimeoutMs}: no
+ * answer makes a read a 503, never a hang; a row just written shows the starting pacing rather than a 503.
  */
 import type { Subscription as SubscriptionRow } from '@webhooks/db';
 import {

@@ -1,9 +1,7 @@
 /**
- * `POST /api/webhooks/{id}/filter-tests`: tells a subscriber whether an event with a sample
- * payload would be delivered to this subscription: whether its event types select the payload's
- * `type`, and whether its content filter (or a candidate filter sent with the sample, to try
- * before saving it) matches. Nothing is published or stored. The sample's `data` is held to the
- * limits of a published event (400 or 413 naming `/payload/data`), and the filter to its budget.
+ * `POST /api/webhooks/{id}/filter-tests`: whether a sample payload would be delivered here (event
+ * types, and the content filter or a candidate one). Nothing is stored; the sample meets a published
+ * event's limits (400/413 naming `/payload/data`), the filter its budget.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -1,9 +1,7 @@
 /**
- * `POST /api/webhooks/{id}/test-events`: sends one example event of a catalogue type to this
- * subscription only (Svix's "send example"), so a client developer can try a callback from the
- * portal, where portal tokens may not publish events to the whole account. The event is a real
- * one: stored, signed, retried and listed in the delivery log like any other. It goes out whatever
- * the subscription's content filter says: the developer asked for it.
+ * `POST /api/webhooks/{id}/test-events`: one example event of a catalogue type to this subscription
+ * only (Svix's "send example"), as a portal token may not publish to the account. A real event,
+ * stored, signed, retried and logged; it goes out whatever the content filter says.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

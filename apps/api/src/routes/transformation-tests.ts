@@ -1,10 +1,7 @@
 /**
- * `POST /api/webhooks/{id}/transformation-tests`: runs the subscription's transformation (or a
- * candidate sent with the sample, to try before saving it) on a sample payload in the same sandbox
- * and under the same limits as the worker, and answers what would be sent, a cancellation, or the
- * error the attempt would fail with. Nothing is published, stored or sent. The sample's `data` is
- * held to the limits of a published event (400 or 413 naming `/payload/data`); no sandbox thread
- * free in time answers 503 with `Retry-After`.
+ * `POST /api/webhooks/{id}/transformation-tests`: runs the transformation (or a candidate) on a sample
+ * in the worker's sandbox and limits, answering what would be sent, a cancellation or the error.
+ * Nothing is stored or sent; the sample meets a published event's limits; no thread in time is 503.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -1,10 +1,7 @@
 /**
- * Prometheus metrics of the API with prom-client, on a registry of the app's own:
- * Node's process defaults, `webhook_http_request_duration_seconds{method, route, status_class}`
- * (the route's pattern, never its path, so ids add no labels) and what other plugins register
- * on `app.metrics` (the publisher's `webhook_events_published_total`). Served at `/metrics` by
- * {@link metricsRoute}, on the operators' listener (app.ts): outside the account scope, and with
- * METRICS_TOKEN set it answers 401 without that token.
+ * The API's Prometheus metrics (prom-client, its own registry): Node's defaults,
+ * `webhook_http_request_duration_seconds{method, route, status_class}` (route patterns, never paths)
+ * and other plugins' (`app.metrics`). `/metrics` on the operators' listener; 401 without METRICS_TOKEN.
  */
 import fp from 'fastify-plugin';
 import type { FastifyPluginAsync } from 'fastify';

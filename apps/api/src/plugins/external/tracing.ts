@@ -1,20 +1,13 @@
 /**
- * OpenTelemetry's Fastify instrumentation (`@fastify/otel`): a request span and a handler span per
- * request, not a span per hook (a dozen a request, which cost even when a request is not sampled);
- * a hook's time shows as the request span's gap. Registered first, so that its spans cover every
- * route. With edge sampling, a request drawn against runs with tracing suppressed from before its
- * request span would start.
+ * `@fastify/otel`: a request and a handler span per request, not one per hook (a dozen, costly even
+ * unsampled). Registered first, so its spans cover every route; an undrawn request is suppressed before.
  */
 import { FastifyOtelInstrumentation } from '@fastify/otel';
 import type { FastifyInstance } from 'fastify';
 import { edgeSamplingHooks } from '@webhooks/shared/edge-sampling-hook';
 import type { EdgeSampling } from '@webhooks/shared';
 
-/**
- * Instruments `app`.
- *
- * @param edgeSampling the sampler's settings (`edgeSamplingFromEnv`), or undefined to trace every request
- */
+/** Instruments `app`; `edgeSampling` (`edgeSamplingFromEnv`), or undefined to trace every request. */
 export async function registerTracing(
   app: FastifyInstance,
   edgeSampling: EdgeSampling | undefined,
