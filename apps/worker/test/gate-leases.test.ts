@@ -170,10 +170,11 @@ describe('a release that raises the in-flight limit', () => {
     });
     const first = admitted(await growing.acquire(subscriptionId, 'first'));
     admitted(await growing.acquire(subscriptionId, 'second'));
-    // Each asks the gate (a subscription just found full is refused from memory for its first 10 ms).
+    // Each asks from a gate of its own: one gate refuses a subscription it just found full from
+    // memory, without parking it in Redis.
     for (let i = 0; i < 4; i++) {
-      await sleep(20);
-      expect((await growing.acquire(subscriptionId, `waiting-${i}`)).admitted).toBe(false);
+      const asker = testGate(redis, prefix, { bounds: { base: 2, ceiling: 8 }, leaseMs });
+      expect((await asker.acquire(subscriptionId, `waiting-${i}`)).admitted).toBe(false);
     }
     // A confirmed attempt in slow start doubles the limit to 4: one slot held, three free.
     await growing.release(subscriptionId, 'first', first, { signal: 'increase', sent: true }, 5);
