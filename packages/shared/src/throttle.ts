@@ -2,7 +2,7 @@
  * A subscription's in-flight allowance: TCP's congestion window (RFC 5681 §3.1), real-valued between
  * 1 and the ceiling, starting at the base; its integer part is the limit. One change per window
  * (compare-and-set). A timeout or failed connection halves it; above the base, a slowing attempt or
- * a non-200 halves it down to the base; successes double it below the slow-start threshold, else add 1.
+ * another failure halves it down to the base; successes double it below the slow-start threshold, else add 1.
  */
 
 /** What an attempt says about its callback's capacity. */
@@ -79,8 +79,8 @@ export function slowStartThreshold(threshold: number, averageMs: number | null):
 }
 
 /**
- * The slow-start threshold after a move from `allowance` to `next`: after a fall on a timeout or a
- * non-200, where it fell to (≥ base), as TCP sets `ssthresh` (RFC 5681 §3.1); a fall on latency
+ * The slow-start threshold after a move from `allowance` to `next`: after a fall on a failed attempt,
+ * where it fell to (≥ base), as TCP sets `ssthresh` (RFC 5681 §3.1); a fall on latency
  * alone may be the worker's own pause and leaves it unchanged.
  */
 export function nextThreshold(
