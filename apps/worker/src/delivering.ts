@@ -116,7 +116,7 @@ export function startDeliveries(
   const links = resourceLinks(config.PUBLIC_BASE_URL);
   const enqueueNotices = async (notices: EventJobData[]) => {
     try {
-      await sharded.addEvents(notices);
+      await sharded.addNotices(notices);
     } catch (error) {
       log.warn({ err: error }, 'operational events not fanned out yet; the reconciler will');
     }

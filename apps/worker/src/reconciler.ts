@@ -32,7 +32,7 @@ export interface ReconcilerDeps {
   /** Adds re-created jobs, each to its subscription's shard. */
   addDeliveries: ShardedQueues['addDeliveries'];
   /** Adds fan-out jobs again, each to its account's shard. */
-  addEvents: ShardedQueues['addEvents'];
+  addNotices: ShardedQueues['addNotices'];
   /** DELIVERY_MAX_ATTEMPTS, for the jobs it re-creates. */
   maxAttempts: number;
   /** RECONCILE_GRACE_MS: how far past its `next_attempt_at` a pending delivery must be, in ms. */
@@ -195,7 +195,7 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
       }
     }
     const lost = rows.filter((row) => !alive.has(row.id));
-    if (lost.length > 0) await deps.addEvents(lost.map(noticeEvent));
+    if (lost.length > 0) await deps.addNotices(lost.map(noticeEvent));
     return lost.length;
   };
 

@@ -6,7 +6,7 @@
 import { Queue } from 'bullmq';
 import {
   createDeliveryQueues,
-  eventJob,
+  noticeJob,
   queueNames,
   type AccountOverride,
   type DeliveryJobData,
@@ -54,8 +54,8 @@ export interface ShardedQueues {
   attemptWith(attempts: InlineAttempts): void;
   /** Adds delivery jobs to their subscriptions' shards, past the scheduler (FIFO heads, re-driven, notices). */
   addDeliveries: DeliveryQueues['add'];
-  /** Adds fan-out jobs to their accounts' shards (the worker's own events). @throws BullMQ's errors */
-  addEvents(events: readonly EventJobData[]): Promise<void>;
+  /** Adds operational notices' fan-out jobs (`noticeJob`) to their accounts' shards. @throws BullMQ's errors */
+  addNotices(events: readonly EventJobData[]): Promise<void>;
   /** Closes every scheduler, then every queue. */
   close(): Promise<void>;
 }
@@ -144,13 +144,13 @@ export function createShardedQueues(options: ShardedQueuesOptions): ShardedQueue
       for (const shard of all) shard.dispatch.attemptWith(attempts, { background: consumed.includes(shard) });
     },
     addDeliveries: deliveryQueues.add,
-    async addEvents(events) {
+    async addNotices(events) {
       const byShard = new Map<ShardQueues, EventJobData[]>();
       for (const event of events) {
         const shard = current[shards.ofAccount(event.accountId)]!;
         byShard.set(shard, [...(byShard.get(shard) ?? []), event]);
       }
-      await Promise.all([...byShard].map(([shard, group]) => shard.events.addBulk(group.map(eventJob))));
+      await Promise.all([...byShard].map(([shard, group]) => shard.events.addBulk(group.map(noticeJob))));
     },
     async close() {
       await Promise.all(all.map((shard) => shard.scheduler.close()));

@@ -220,7 +220,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     redis: producer,
     shards: sharded.all,
     addDeliveries: sharded.addDeliveries,
-    addEvents: sharded.addEvents,
+    addNotices: sharded.addNotices,
     maxAttempts: policy.maxAttempts,
     graceMs: config.RECONCILE_GRACE_MS,
     relay: { prefix: config.keyPrefix, abandonedMs: config.LISTEN_ABANDONED_MS },

@@ -133,6 +133,31 @@ describe('the reconciler', () => {
     expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 0, listeners: 0 });
   });
 
+  it('publishes a stored notice no subscription receives once, not at each run', async () => {
+    const id = uuidv7();
+    await stack.api.app.prisma.event.create({
+      data: {
+        id,
+        accountId: 'acct-notice-nobody',
+        type: 'subscription.disabled',
+        data: { subscription_id: id, reason: 'consecutive_failures', failure_count: 20 },
+        occurredAt: new Date(),
+      },
+    });
+    expect(await stack.worker.reconcile()).toMatchObject({ notices: 1 });
+    const queue = new Queue(queueNames.events, {
+      connection: { url: testRedisUrl },
+      prefix: stack.api.prefix,
+    });
+    try {
+      await waitFor('its fan-out', async () => (await queue.getJobState(id)) === 'completed');
+    } finally {
+      await queue.close();
+    }
+    // Fanned out to nobody, it has no delivery: its kept job tells the next run it was published.
+    expect(await stack.worker.reconcile()).toMatchObject({ notices: 0 });
+  });
+
   it('does not store an event no subscription receives', async () => {
     const { id } = await stack.publisher.publish({
       accountId: 'acct-nobody',
@@ -144,7 +169,8 @@ describe('the reconciler', () => {
       prefix: stack.api.prefix,
     });
     try {
-      await waitFor('the fan-out', async () => (await queue.getJobState(id)) === 'completed');
+      // A completed fan-out job is removed.
+      await waitFor('the fan-out', async () => (await queue.getJobState(id)) === 'unknown');
       expect(await stack.api.app.prisma.event.count({ where: { id } })).toBe(0);
     } finally {
       await queue.close();

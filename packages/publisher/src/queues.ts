@@ -104,12 +104,14 @@ export const finishedJobRetention = {
 
 /**
  * Options of every fan-out job, whoever publishes it. The fan-out waits out PostgreSQL and Redis
- * faults without spending attempts; these are for anything else, then the reconciler retries.
+ * faults without spending attempts; these are for anything else, then the reconciler retries. A
+ * completed one is dropped, as a delivery job is: PostgreSQL holds the event and its deliveries, and
+ * a second run of a fan-out adds no delivery twice.
  */
 export const eventJobOptions = {
   attempts: 10,
   backoff: { type: 'exponential', delay: 1000 },
-  removeOnComplete: finishedJobRetention.completed,
+  removeOnComplete: true,
   removeOnFail: finishedJobRetention.failed,
 } as const satisfies JobsOptions;
 
@@ -127,6 +129,16 @@ export function eventJobName(accountId: string): EventJobName {
 /** The fan-out job of event `data`, under its id and its account's name, for `Queue.addBulk`. */
 export function eventJob(data: EventJobData): { name: EventJobName; data: EventJobData; opts: JobsOptions } {
   return { name: eventJobName(data.accountId), data, opts: { ...eventJobOptions, jobId: data.id } };
+}
+
+/**
+ * The fan-out job of an operational notice (`subscription.disabled`, …): an {@link eventJob} whose
+ * completed job is kept {@link finishedJobRetention}, so the reconciler tells a notice fanned out to
+ * no subscription from one never fanned out.
+ */
+export function noticeJob(data: EventJobData): ReturnType<typeof eventJob> {
+  const job = eventJob(data);
+  return { ...job, opts: { ...job.opts, removeOnComplete: finishedJobRetention.completed } };
 }
 
 /** The round a manual retry or recovery starts: one past `attemptsMade`, so two requests name one round. */
