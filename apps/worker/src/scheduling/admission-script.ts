@@ -1,6 +1,6 @@
 /**
- * The account scheduler's Redis side: its keys, the two Lua scripts that schedule, admit and
- * confirm deliveries atomically, and a typed wrapper; the rules are documented on the scripts.
+ * The account scheduler's Redis side: its keys, the Lua script that schedules and admits
+ * deliveries atomically, the confirmation that releases them, and a typed wrapper.
  */
 import {
   defineScript,
@@ -237,14 +237,6 @@ while room > 0 and progressed do
 end
 return {out, redis.call('LLEN', ringKey)}`;
 
-/** `R`: the job ids whose BullMQ jobs exist now (any number of them). */
-const confirmLua = `${inChunksLua}
-inChunks(R, function(chunk)
-  redis.call('ZREM', K.admitting, unpack(chunk))
-  redis.call('HDEL', K.entries, unpack(chunk))
-end)
-return #R`;
-
 /** A delivery to schedule: its job id, its account, and its entry value (`sched:entries`). */
 export interface ScheduledEntry {
   jobId: string;
@@ -304,7 +296,7 @@ export interface AdmissionParams {
   deliveriesPerSecond: number;
 }
 
-/** The scripts, called by name. */
+/** The scheduler's operations in Redis. */
 export interface AdmissionScript {
   /**
    * Schedules `scheduled` (may be empty), then admits at most `limit` by the round robin.
@@ -332,13 +324,6 @@ export function createAdmissionScript(
     rest: true,
     clock: true,
     lua: admitLua,
-  });
-  const confirmScript = defineScript<number>()(redis, {
-    name: 'webhookConfirm',
-    keys: ['admitting', 'entries'],
-    args: [],
-    rest: true,
-    lua: confirmLua,
   });
   return {
     async admit(scheduled, limit) {
@@ -371,8 +356,15 @@ export function createAdmissionScript(
       return { admitted, waitingAccounts };
     },
     async confirm(jobIds) {
-      if (jobIds.length > 0)
-        await confirmScript({ admitting: keys.admitting, entries: keys.entries }, {}, jobIds);
+      if (jobIds.length === 0) return;
+      // Entries first: an admission left without its entry is dropped when its lease ends, while an
+      // entry left without its admission would hold its job id for ever. One write, no script.
+      const answers = await redis
+        .pipeline()
+        .hdel(keys.entries, ...jobIds)
+        .zrem(keys.admitting, ...jobIds)
+        .exec();
+      for (const [error] of answers ?? []) if (error) throw error;
     },
   };
 }
