@@ -31,7 +31,7 @@ export interface ReconcilerDeps {
   shards: ReadonlyArray<Pick<ShardQueues, 'deliveries' | 'events' | 'scheduler'>>;
   /** Adds re-created jobs, each to its subscription's shard. */
   addDeliveries: ShardedQueues['addDeliveries'];
-  /** Adds fan-out jobs again, each to its account's shard. */
+  /** Adds notices' fan-out jobs again (`noticeJob`), each to its account's shard. */
   addNotices: ShardedQueues['addNotices'];
   /** DELIVERY_MAX_ATTEMPTS, for the jobs it re-creates. */
   maxAttempts: number;
