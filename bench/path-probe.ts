@@ -28,6 +28,7 @@ import {
   publishAtSteadyRate,
   postEvent,
 } from './harness.js';
+import { sheddingOff } from './api-scenarios.js';
 import type { Progress } from './delivery-scenarios.js';
 import type { BenchRow } from './table.js';
 
@@ -217,9 +218,16 @@ export async function measurePath(load: PathLoad, progress: Progress): Promise<P
   const redisPort = Number(new URL(redis.url).port);
   const apiRelay = await startCountingRelay(redisPort);
   const workerRelay = await startCountingRelay(redisPort);
-  const stack = await startBenchStack(`path-${load.name}`, { REDIS_URL: apiRelay.url }, 1, undefined, {
-    REDIS_URL: workerRelay.url,
-  });
+  // Shedding off: MONITOR slows Redis, and the API would shed the probe's publishes it only counts.
+  const stack = await startBenchStack(
+    `path-${load.name}`,
+    { REDIS_URL: apiRelay.url, ...sheddingOff },
+    1,
+    undefined,
+    {
+      REDIS_URL: workerRelay.url,
+    },
+  );
   const monitor = await startMonitor(redis.url);
   try {
     const accounts = Array.from({ length: load.accounts }, (_, i) => `path-${i}`);

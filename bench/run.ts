@@ -3,7 +3,7 @@
  * the real services, each figure as a ratio to a baseline measured in the same run. Prints one line
  * per scenario as it finishes, then the table; writes bench/results/<date>.json (every row with its
  * `ratio`, `target` and `met`) and .md. Timing never fails anything: targets missed are marked,
- * not thrown.
+ * not thrown, and a scenario that throws is a missed row while the others run on.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
@@ -770,7 +770,23 @@ if (unknown.length > 0)
 const rows: BenchRow[] = [];
 for (const [name, run] of Object.entries(scenarios)) {
   if (only && !only.includes(name)) continue;
-  const scenarioRows = await run();
+  let scenarioRows: BenchRow[];
+  try {
+    scenarioRows = await run();
+  } catch (error) {
+    // One scenario's failure is a missed row, not the loss of the run's other figures.
+    const message = error instanceof Error ? error.message : String(error);
+    scenarioRows = [
+      {
+        scenario: `${name}: did not finish`,
+        figure: message,
+        baseline: '—',
+        ratio: null,
+        target: 'finishes',
+        met: false,
+      },
+    ];
+  }
   bar.stop();
   current = '';
   // One line per finished scenario, also when the output is a log file rather than a terminal.
