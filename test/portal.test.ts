@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import AxeBuilder from '@axe-core/playwright';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { repositoryRoot } from '../scripts/lib/repository-root.js';
 import { insertFailedDeliveries } from './support/failed-deliveries.js';
@@ -337,6 +340,35 @@ describe('the subscriber portal in a browser', () => {
       destination: { type: 'nats', broker: 'events', subject: 'acme.calls' },
     });
     await page.context().close();
+  });
+
+  it("shows a broker's acknowledged publish as confirmed, not as a missing answer", async () => {
+    // A stream of its own on the machine's NATS, for a subject no other run uses.
+    const subject = `portal.${randomUUID()}`;
+    const stream = `portal-${randomUUID()}`;
+    const nats = await connect({ servers: 'nats://127.0.0.1:4222' });
+    const jsm = await jetstreamManager(nats);
+    await jsm.streams.add({ name: stream, subjects: [subject] });
+    try {
+      await stack.subscribe(
+        'broker-sender',
+        { destination: { type: 'nats', broker: 'events', subject } },
+        'calls',
+      );
+      const page = await openPortal('broker-sender');
+      await openSubscription(page, `nats://events/${subject}`);
+      await page.getByRole('button', { name: 'Send test event' }).click();
+      const row = page.getByRole('row').filter({ hasText: 'call.started' });
+      await row.getByText('succeeded').waitFor();
+      await row.getByRole('link').click();
+      await page.getByRole('heading', { name: 'Attempts' }).waitFor();
+      await page.getByText('acknowledged', { exact: true }).waitFor();
+      expect(await page.getByText('no answer').count()).toBe(0);
+      await page.context().close();
+    } finally {
+      await jsm.streams.delete(stream);
+      await nats.close();
+    }
   });
 
   it('writes a transformation, tries it on a catalogue example, and saves it', async () => {
