@@ -45,13 +45,11 @@ const call = (account: string, method: 'GET' | 'POST' | 'PUT', url: string, payl
     ...(payload === undefined ? {} : { payload }),
   });
 
-/** The deliveries the fan-out of event `id` created, once its job has completed. */
-const fannedOut = (id: string) =>
-  waitFor(`the fan-out of ${id}`, async () => {
-    const job = await events.getJob(id);
-    // finishedOn and returnvalue are read together, so a job fetched just before it finished waits.
-    return job?.finishedOn !== undefined ? (job.returnvalue as number) : undefined;
-  });
+/** The deliveries the fan-out of event `id` created, once its job has completed (and so was removed). */
+const fannedOut = async (id: string) => {
+  await waitFor(`the fan-out of ${id}`, async () => (await events.getJob(id)) === undefined);
+  return stack.api.app.prisma.delivery.count({ where: { eventId: id } });
+};
 
 /** Publishes through the API as `account`; returns the event id. */
 const publish = async (account: string, type: string, data: Record<string, unknown>) => {
