@@ -55,7 +55,7 @@ export interface ShardedQueues {
   /** Adds delivery jobs to their subscriptions' shards, past the scheduler (FIFO heads, re-driven, notices). */
   addDeliveries: DeliveryQueues['add'];
   /** Adds operational notices' fan-out jobs (`noticeJob`) to their accounts' shards. @throws BullMQ's errors */
-  addNotices(events: readonly EventJobData[]): Promise<void>;
+  addNotices(notices: readonly EventJobData[]): Promise<void>;
   /** Closes every scheduler, then every queue. */
   close(): Promise<void>;
 }
@@ -144,11 +144,11 @@ export function createShardedQueues(options: ShardedQueuesOptions): ShardedQueue
       for (const shard of all) shard.dispatch.attemptWith(attempts, { background: consumed.includes(shard) });
     },
     addDeliveries: deliveryQueues.add,
-    async addNotices(events) {
+    async addNotices(notices) {
       const byShard = new Map<ShardQueues, EventJobData[]>();
-      for (const event of events) {
-        const shard = current[shards.ofAccount(event.accountId)]!;
-        byShard.set(shard, [...(byShard.get(shard) ?? []), event]);
+      for (const notice of notices) {
+        const shard = current[shards.ofAccount(notice.accountId)]!;
+        byShard.set(shard, [...(byShard.get(shard) ?? []), notice]);
       }
       await Promise.all([...byShard].map(([shard, group]) => shard.events.addBulk(group.map(noticeJob))));
     },

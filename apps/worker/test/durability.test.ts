@@ -109,23 +109,31 @@ describe('the reconciler', () => {
     }
   });
 
+  /**
+   * Stores a `subscription.disabled` notice of `accountId` about `subscriptionId` as the record
+   * statement does, with the worker gone before its fan-out job was added. @returns its event id
+   */
+  const storeNotice = async (accountId: string, subscriptionId: string): Promise<string> => {
+    const id = uuidv7();
+    await stack.api.app.prisma.event.create({
+      data: {
+        id,
+        accountId,
+        type: 'subscription.disabled',
+        data: { subscription_id: subscriptionId, reason: 'consecutive_failures', failure_count: 20 },
+        occurredAt: new Date(),
+      },
+    });
+    return id;
+  };
+
   it('publishes again a subscription.disabled notice stored without its fan-out, once', async () => {
     const ops = await stack.subscribe(
       'acct-notice',
       { callback_url: `${stack.receiver.url}/notice` },
       'operational',
     );
-    // As the record statement stores it, with the worker gone before its fan-out job was added.
-    const id = uuidv7();
-    await stack.api.app.prisma.event.create({
-      data: {
-        id,
-        accountId: 'acct-notice',
-        type: 'subscription.disabled',
-        data: { subscription_id: ops.id, reason: 'consecutive_failures', failure_count: 20 },
-        occurredAt: new Date(),
-      },
-    });
+    const id = await storeNotice('acct-notice', ops.id);
     expect(await stack.worker.reconcile()).toEqual({ deliveries: 0, fanOuts: 0, notices: 1, listeners: 0 });
     await waitFor('the notice', () => stack.receiver.at('/notice').length === 1);
     expect(stack.receiver.at('/notice')[0]!.headers['webhook-id']).toBe(id);
@@ -134,16 +142,7 @@ describe('the reconciler', () => {
   });
 
   it('publishes a stored notice no subscription receives once, not at each run', async () => {
-    const id = uuidv7();
-    await stack.api.app.prisma.event.create({
-      data: {
-        id,
-        accountId: 'acct-notice-nobody',
-        type: 'subscription.disabled',
-        data: { subscription_id: id, reason: 'consecutive_failures', failure_count: 20 },
-        occurredAt: new Date(),
-      },
-    });
+    const id = await storeNotice('acct-notice-nobody', uuidv7());
     expect(await stack.worker.reconcile()).toMatchObject({ notices: 1 });
     const queue = new Queue(queueNames.events, {
       connection: { url: testRedisUrl },
