@@ -1,9 +1,7 @@
 /**
- * The API service's entry point: reads the configuration (a refused one stops it with one line on
- * stderr, exit code 1), listens on HOST:PORT, and on SIGTERM or SIGINT stops accepting requests,
- * finishes those in flight and closes its connections. It listens once its publish path is warm
- * (`warm-up.ts`). Running out of file descriptors does not
- * end it (`lib/descriptors.ts`).
+ * The API's entry point: reads the configuration (a refused one: one line on stderr, exit 1), warms the
+ * publish path (`warm-up.ts`), listens on HOST:PORT, and on SIGTERM or SIGINT finishes requests in
+ * flight and closes its connections. Running out of descriptors does not end it (`lib/descriptors.ts`).
  */
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';

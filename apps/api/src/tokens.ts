@@ -4,7 +4,6 @@
  */
 import { createSigner } from 'fast-jwt';
 
-/** Options of {@link createTokenMinter}. */
 export interface TokenMinterOptions {
   /** The HS256 secret: JWT_SECRET of the API that will verify the tokens. */
   secret: string;

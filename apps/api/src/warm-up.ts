@@ -1,8 +1,7 @@
 /**
- * Warms the publish path before the API listens, so `/readyz` says ready only once the first real
- * requests are not the slowest (V8 optimises after a few hundred runs). Publishes through
- * `app.inject` for a fresh random account with a body the schema refuses (400): auth, rate limit,
- * shedding, parsing, validation and problem details run, nothing is queued. Needs JWT_SECRET.
+ * Warms the publish path before the API listens, so `/readyz` says ready only once the first requests
+ * are not the slowest (V8 optimises after a few hundred runs): `app.inject` publishes for a random
+ * account a body the schema refuses (400), running every step but the queue. Needs JWT_SECRET.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';

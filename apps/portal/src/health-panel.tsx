@@ -1,8 +1,7 @@
 /**
- * A subscription's endpoint health on its page (`GET /api/webhooks/{id}/health`): its state, the
- * last 24 hours' success rate, failures in a row, its circuit breaker, and a chart of the last 24
- * hours by hour, attempts confirmed and failed (bars) and the attempts' p95 duration (a line, ms),
- * drawn with uPlot.
+ * A subscription's endpoint health (`GET /api/webhooks/{id}/health`): its state, the last 24 hours'
+ * success rate, failures in a row, its circuit breaker, and a uPlot chart of the 24 hours by hour
+ * (attempts confirmed and failed as bars, the attempts' p95 duration in ms as a line).
  */
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';

@@ -1,9 +1,7 @@
 /**
- * What a receiver behind a gateway or a firewall needs, in the subscription form: custom headers
- * sent with every delivery (an API key for the gateway), and a client certificate for mutual TLS.
- * Header values and the certificate's key are secrets: the API shows headers masked and never
- * shows a key, so on an existing subscription the fields start empty and are sent only when
- * changed.
+ * What a receiver behind a gateway or firewall needs, in the subscription form: custom headers (an API
+ * key for the gateway) and a client certificate for mutual TLS. The API never shows a key and masks
+ * header values, so on an existing subscription the fields start empty and are sent only when changed.
  */
 import { useState } from 'preact/hooks';
 import type { Problem, Subscription, WebhookClient } from '@webhooks/client';

@@ -1,8 +1,7 @@
 /**
- * The transformation of a subscription, in its form: the JavaScript source, and on a saved
- * subscription a "Try it" that runs the text as written on a sample event of the catalogue
- * (`POST /api/webhooks/{id}/transformation-tests`), showing what would be sent, a cancellation, or
- * the error an attempt would fail with.
+ * A subscription's transformation, in its form: the JavaScript source and, once saved, a "Try it" that
+ * runs the text as written on a catalogue sample (`POST /api/webhooks/{id}/transformation-tests`),
+ * showing what would be sent, a cancellation, or the error an attempt would fail with.
  */
 import { useState } from 'preact/hooks';
 import type { Problem, Subscription, WebhookClient } from '@webhooks/client';

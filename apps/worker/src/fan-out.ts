@@ -1,9 +1,8 @@
 /**
  * The `events` queue's processor: stores the event, creates a delivery per active subscription that
- * receives its type and passes its filter, and hands them to the account scheduler; those admitted
- * at once are attempted here (`delivery/inline.ts`). Concurrent events fan out in one statement and
- * one scheduler call. FIFO heads get jobs (`delivery/fifo.ts`). Job ids `<event>.<subscription>`
- * make a second run deliver nothing twice; a PostgreSQL or Redis fault defers it (`deferral.ts`).
+ * receives its type and passes its filter, and hands them to the account scheduler; those admitted at
+ * once are attempted here (`delivery/inline.ts`). Concurrent events fan out in one statement. Job ids
+ * `<event>.<subscription>` make a rerun deliver nothing twice; a fault defers it (`deferral.ts`).
  */
 import { context, type Context } from '@opentelemetry/api';
 import type { Job } from 'bullmq';

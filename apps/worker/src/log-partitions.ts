@@ -1,8 +1,8 @@
 /**
- * The delivery log's days: `events`, `deliveries` and `delivery_attempts` are range-partitioned by
- * their UUIDv7 ids' UTC day. Maintenance creates {@link partitionDaysAhead} days ahead, retention
- * drops old days. Each DDL statement waits at most {@link ddlLockTimeoutMs} and locks one parent
- * only (the attempt record locks them in another order: they deadlocked). Raw statements, no Prisma batch.
+ * The delivery log's days: `events`, `deliveries` and `delivery_attempts` are range-partitioned by their
+ * UUIDv7 ids' UTC day; maintenance creates {@link partitionDaysAhead} days ahead, retention drops old
+ * ones. Each DDL statement waits at most {@link ddlLockTimeoutMs} and locks one parent only (the attempt
+ * record locks them in another order). Raw statements, no Prisma batch.
  */
 import type { PrismaClient } from '@webhooks/db';
 

@@ -23,7 +23,6 @@ export interface KeptSchedules {
   stop(): void;
 }
 
-/** What keeping them needs. */
 export interface KeepSchedulesDeps {
   queue: Pick<Queue<MaintenanceJobData>, 'getJobScheduler' | 'upsertJobScheduler'>;
   /** The queue's connection: its `ready` event (a reconnection) triggers a check. */

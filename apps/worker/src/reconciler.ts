@@ -22,7 +22,6 @@ import {
   relaySession,
 } from '@webhooks/shared';
 
-/** What the reconciler needs. */
 export interface ReconcilerDeps {
   prisma: PrismaClient;
   /** The connection of the queues below, to check many jobs in one pipeline per shard. */

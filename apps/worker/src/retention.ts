@@ -21,7 +21,6 @@ export interface RetentionReport {
   idempotencyKeys: number;
 }
 
-/** Options of {@link deleteExpiredRows}. */
 export interface RetentionOptions {
   /** RETENTION_DAYS: rows older than this many days before `now` are deleted (by their day, or when stored). */
   retentionDays: number;

@@ -1,8 +1,7 @@
 /**
- * The worker service, as the launcher (`main.ts`) runs it in its heap-bounded thread: reads the
- * configuration, starts the processors (and the health endpoint when WORKER_HEALTH_PORT is set),
- * and on the launcher's shutdown request (SIGTERM or SIGINT) stops taking jobs, lets running
- * deliveries finish, then disconnects (BullMQ's "going to production" guide).
+ * The worker service, as `main.ts` runs it in its heap-bounded thread: reads the configuration, starts
+ * the processors (and the health endpoint with WORKER_HEALTH_PORT), and on SIGTERM or SIGINT stops
+ * taking jobs, lets running deliveries finish, then disconnects (BullMQ's "going to production").
  */
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';

@@ -44,9 +44,7 @@ export interface ShardedQueues {
   all: readonly ShardQueues[];
   /** The shards this worker consumes: WORKER_SHARDS of the current ones, and every drained one. */
   consumed: readonly ShardQueues[];
-  /** The shard of an account's events. */
   ofAccount(accountId: string): ShardQueues;
-  /** The shard of a subscription's deliveries. */
   ofSubscription(subscriptionId: string): ShardQueues;
   /** Schedules first deliveries on their subscriptions' shards. @throws as AccountScheduler.schedule */
   schedule(deliveries: readonly FanOutDelivery[]): Promise<void>;

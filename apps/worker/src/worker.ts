@@ -1,8 +1,7 @@
 /**
- * The delivery worker: per consumed shard, BullMQ workers on `events` (fan-out with inline first
- * attempts) and `deliveries` as WORKER_QUEUES says; one on `verifications`, one on `maintenance`
- * (job schedulers). Any number of processes may share Redis and the database: BullMQ hands each
- * job to one, and each scheduled task runs once per interval.
+ * The delivery worker: per consumed shard, BullMQ workers on `events` (fan-out, inline first attempts)
+ * and `deliveries` as WORKER_QUEUES says; one on `verifications`, one on `maintenance`. Any number of
+ * processes may share Redis and the database: BullMQ hands each job to one.
  */
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';

@@ -1,8 +1,7 @@
 /**
  * `webhooks listen`: deliveries brought to a local app through the service. It creates a `cli`
- * subscription, reads its deliveries as server-sent events (eventsource-parser), POSTs each to the
- * local URL signed, and replies with the app's answer, recorded as the attempt's (only 200
- * confirms). The subscription is deleted when it stops.
+ * subscription, reads its deliveries as server-sent events, POSTs each signed to the local URL and
+ * replies with the app's answer (only 200 confirms). The subscription is deleted when it stops.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { operations, WebhookClient } from '@webhooks/client';
@@ -19,7 +18,6 @@ export interface RelayRequest {
 /** The local app's answer, as the replies route takes it. */
 export type RelayReply = operations['replyToRelayedDelivery']['requestBody']['content']['application/json'];
 
-/** Options of {@link listen}. */
 export interface ListenOptions {
   /** The API's address and the bearer token (the stream is read with fetch, not the client). */
   apiUrl: string;

@@ -5,7 +5,6 @@
 import type { WebhookClient } from '@webhooks/client';
 import { changed, deliveryLine, type DeliveryView } from './format.js';
 
-/** Options of {@link tailDeliveries}. */
 export interface TailOptions {
   /** Print only deliveries in this status (`pending`, `succeeded`, `failed`, `cancelled`). */
   status?: string | undefined;

@@ -1,8 +1,7 @@
 /**
- * The client's retries, with ky: a 429 or 503 after its `Retry-After` (RFC 9110 §10.2.3) plus a random
- * part; a 408, 500, 502, 504 or network failure after exponential backoff with full jitter; at most
- * `limit` within `timeoutMs`. Only calls safe to send twice: idempotent methods, and a `POST` with an
- * `Idempotency-Key`.
+ * The client's retries, with ky: a 429 or 503 after its `Retry-After` (RFC 9110 §10.2.3) plus jitter;
+ * a 408, 500, 502, 504 or network failure after exponential backoff with full jitter; at most `limit`
+ * within `timeoutMs`. Only idempotent methods, and a `POST` with an `Idempotency-Key`.
  */
 import ky, { HTTPError, type Options } from 'ky';
 

@@ -5,7 +5,6 @@ import { Prisma, PrismaClient } from './generated/prisma/client.js';
 export { Prisma, PrismaClient };
 export type * from './generated/prisma/client.js';
 
-/** Options of {@link createPrismaClient}. */
 export interface PrismaClientOptions {
   /** PostgreSQL connection URL. */
   databaseUrl: string;

@@ -1,8 +1,7 @@
 /**
- * `pnpm db:migrate`: creates the database of DATABASE_URL if missing and applies pending migrations,
- * then, when SECRETS_ENCRYPTION_KEY is set, seals the signing secrets not yet sealed under its
- * newest key (seal-secrets.ts). Exit status 0 when the database is up to date, 1 with one line on
- * stderr otherwise.
+ * `pnpm db:migrate`: creates the database of DATABASE_URL if missing, applies pending migrations and,
+ * with SECRETS_ENCRYPTION_KEY, seals the signing secrets not yet sealed under its newest key
+ * (seal-secrets.ts). Exit 0 when up to date, 1 with one line on stderr otherwise.
  */
 import { createSecretBox, defaultDatabaseUrl, parseEncryptionKeys } from '@webhooks/shared';
 import { migrate } from './migrate.js';

@@ -1,8 +1,7 @@
 /**
- * The migration runner: applies prisma/migrations/<timestamp>_<name>/migration.sql in order, keeping
- * Prisma Migrate's bookkeeping (`_prisma_migrations` with SHA-256 checksums, its advisory lock
- * 72707369), so `prisma migrate status` accepts the result. Each migration commits with its record in
- * one transaction. Umzug carries the ordering.
+ * The migration runner (Umzug): applies prisma/migrations/<timestamp>_<name>/migration.sql in order,
+ * each in one transaction with its record in Prisma Migrate's bookkeeping (`_prisma_migrations`,
+ * SHA-256 checksums, advisory lock 72707369), so `prisma migrate status` accepts the result.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -19,7 +18,6 @@ export class MigrationStateError extends Error {
   override name = 'MigrationStateError';
 }
 
-/** Options of {@link migrate}. */
 export interface MigrateOptions {
   databaseUrl: string;
   /** Folder of `<timestamp>_<name>/migration.sql` folders (Prisma's layout). */

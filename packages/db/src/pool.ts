@@ -4,7 +4,6 @@ import { connectTimeoutMs } from './client.js';
 
 export type { Pool } from 'pg';
 
-/** Options of {@link createPgPool}. */
 export interface PgPoolOptions {
   /** PostgreSQL connection URL. */
   databaseUrl: string;

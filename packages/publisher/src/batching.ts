@@ -1,12 +1,10 @@
 /**
- * Micro-batching across concurrent callers, with DataLoader: the calls of one event-loop turn (at
- * most `maxBatchSize`) run as one SQL statement or one `addBulk`, each caller awaiting its own
- * result, so nothing is acknowledged before it is written. A round trip costs about a whole HTTP
- * attempt's CPU, so batching is what lets publishing and delivery keep up.
+ * Micro-batching across concurrent callers, with DataLoader: one event-loop turn's calls (at most
+ * `maxBatchSize`) run as one SQL statement or one `addBulk`, each caller awaiting its own result, so
+ * nothing is acknowledged before it is written. A round trip costs about an HTTP attempt's CPU.
  */
 import DataLoader from 'dataloader';
 
-/** Options of {@link batcher}. */
 export interface BatchOptions {
   /** Most calls in one batch (default 100). */
   maxBatchSize?: number;

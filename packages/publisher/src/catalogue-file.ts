@@ -1,8 +1,7 @@
 /**
- * Loads the event catalogue (EVENT_CATALOGUE: YAML or JSON) and checks it whole before a service
- * starts: shape, names, each type's JSON Schema (draft 2020-12, compiled once with Ajv) and
- * examples. The limits keep a hostile file from making validation a denial of service
- * (docs/event-catalogue.md).
+ * Loads the event catalogue (EVENT_CATALOGUE, YAML or JSON) and checks it whole before a service starts:
+ * shape, names, each type's JSON Schema (draft 2020-12, compiled once with Ajv) and examples, within
+ * limits that keep a hostile file from making validation a denial of service (docs/event-catalogue.md).
  */
 import { readFileSync, statSync } from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';

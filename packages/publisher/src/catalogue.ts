@@ -1,7 +1,6 @@
 /**
- * The event catalogue (docs/event-catalogue.md): each kind, its event types (`<resource>.<action>`),
- * their `data` and who may send them, loaded from EVENT_CATALOGUE. Each kind gets an endpoint
- * `POST /api/webhooks/<kind>`; the `operational` kind is the service's own.
+ * The event catalogue (docs/event-catalogue.md), loaded from EVENT_CATALOGUE: each kind (one endpoint
+ * `POST /api/webhooks/<kind>`), its event types (`<resource>.<action>`), their `data` and who may send them.
  */
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 

@@ -69,13 +69,10 @@ export function checkEventData(data: unknown, pointer = '/data'): void {
 
 /**
  * Checks an event against `catalogue` and the limits, and returns when it occurred.
- *
- * @throws EventInputError 400 for an unknown type, an operational one outside a test event, a
- *   `data` its type's JSON Schema refuses (every failing pointer under `/data` listed, at most 20), a
- *   `data` that is not a JSON object or is nested deeper than {@link maxDataDepth}, an account id
- *   {@link isValidAccountId} refuses, a bad date, idempotency key or test event subscription id
- *   (not a UUID), or any of them carrying text PostgreSQL cannot store (NUL, lone surrogates; see
- *   storable-json.ts); 413 for `data` over {@link maxEventDataBytes}.
+ * @throws EventInputError 400 for an unknown or operational type (outside a test event), `data` its
+ *   schema refuses (every failing pointer listed, at most 20) or {@link checkEventData} refuses, an
+ *   account id {@link isValidAccountId} refuses, a bad date, idempotency key or subscription id, or
+ *   text PostgreSQL cannot store (storable-json.ts); 413 for `data` over {@link maxEventDataBytes}.
  */
 export function checkEventInput(input: EventInput, catalogue: Catalogue): Date {
   if (!isValidAccountId(input.accountId)) {

@@ -84,7 +84,6 @@ export type CatalogueEventMap = object;
 /** Any type, any object: the publisher's events when no generated map is given. */
 export type AnyCatalogueEvents = Record<string, Record<string, unknown>>;
 
-/** Options of {@link createEventPublisher}. */
 export interface EventPublisherOptions {
   /** A Redis URL or topology (a fail-fast connection is opened), or a `Redis`/`Cluster` the caller owns. */
   redis: string | RedisTopology | RedisConnection;
@@ -240,11 +239,9 @@ export function createEventPublisher<Events extends CatalogueEventMap = AnyCatal
 }
 
 /**
- * `pending`, or a {@link PublishUnavailableError} after `ms` (BullMQ waits for a first connection
- * unbounded; a producer connection refuses commands while Redis is away). A write that timed out
- * may still land: a retried publish must reuse its idempotency key. The timeout is decided after
- * the turn's I/O (`setImmediate`), so a saturated turn does not refuse an answer already waiting
- * (Node.js docs, "The Node.js Event Loop").
+ * `pending`, or a {@link PublishUnavailableError} after `ms`: BullMQ waits for a first connection unbounded.
+ * A write that timed out may still land, so a retry reuses its idempotency key. The deadline is checked
+ * after the turn's I/O (`setImmediate`), so a saturated turn does not refuse an answer already waiting.
  * @param what what is written, for the error message
  */
 export async function withRedisTimeout<T>(pending: Promise<T>, ms: number, what = 'the event'): Promise<T> {

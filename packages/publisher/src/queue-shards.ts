@@ -25,9 +25,7 @@ export interface QueueShards {
   ofAccount(accountId: string): number;
   /** The shard of a subscription: its deliveries, their retries, and its delivery gate. */
   ofSubscription(subscriptionId: string): number;
-  /** The key prefix of an account's shard. */
   accountPrefix(accountId: string): string;
-  /** The key prefix of a subscription's shard. */
   subscriptionPrefix(subscriptionId: string): string;
   /** `items` grouped by their subscription's shard, in order: only the shards that got some. */
   bySubscription<T extends { subscriptionId: string }>(items: readonly T[]): Map<number, T[]>;
@@ -40,9 +38,8 @@ export function stableShard(id: string, count: number): number {
 }
 
 /**
- * The hash tag of shard `shard` of `count` under `base`: `base:shard`, or `base:shard.j` for the
- * smallest `j` whose CRC16 slot lies in the shard's even share of the 16,384 slots, so N shards
- * fall evenly over a cluster's masters (by CRC16 alone, four of six can land on one).
+ * Shard `shard`'s hash tag under `base`: `base:shard`, or `base:shard.j` for the smallest `j` whose CRC16
+ * slot lies in the shard's even share of the slots, so N shards fall evenly over a cluster's masters.
  */
 export function shardTag(base: string, shard: number, count: number): string {
   const from = Math.floor((shard * hashSlots) / count);

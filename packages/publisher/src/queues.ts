@@ -59,10 +59,8 @@ export interface QueueJobs {
   verifications: VerificationJobData;
 }
 
-/** The name of a queue of `QueueJobs`. */
 export type QueueName = keyof QueueJobs;
 
-/** Queue names as values. */
 export const queueNames = {
   events: 'events',
   deliveries: 'deliveries',
@@ -75,10 +73,7 @@ export const queueNames = {
 /** Redis key prefix of the queues unless QUEUE_PREFIX says otherwise (tests use their own). */
 export const defaultQueuePrefix = 'webhooks';
 
-/**
- * The delivery jobs' backoff strategy, which the worker registers (`settings.backoffStrategy`):
- * exponential from DELIVERY_BACKOFF_MS, stretched by `Retry-After`. Producers know nothing of waits.
- */
+/** The delivery jobs' backoff strategy, registered by the worker: exponential, stretched by `Retry-After`. */
 export const deliveryBackoffType = 'delivery';
 
 /** A delivery's BullMQ job id, joined with `.` (BullMQ refuses one `:`), `.r<round>` after round 0. */
@@ -103,10 +98,8 @@ export const finishedJobRetention = {
 } as const;
 
 /**
- * Options of every fan-out job, whoever publishes it. The fan-out waits out PostgreSQL and Redis
- * faults without spending attempts; these are for anything else, then the reconciler retries. A
- * completed one is dropped, as a delivery job is: PostgreSQL holds the event and its deliveries, and
- * a second run of a fan-out adds no delivery twice.
+ * Options of every fan-out job. PostgreSQL and Redis faults spend no attempts; the reconciler retries
+ * the rest. A completed one is dropped: PostgreSQL holds the event, and a rerun adds no delivery twice.
  */
 export const eventJobOptions = {
   attempts: 10,
@@ -132,9 +125,8 @@ export function eventJob(data: EventJobData): { name: EventJobName; data: EventJ
 }
 
 /**
- * The fan-out job of an operational notice (`subscription.disabled`, …): an {@link eventJob} whose
- * completed job is kept {@link finishedJobRetention}, so the reconciler tells a notice fanned out to
- * no subscription from one never fanned out.
+ * The fan-out job of an operational notice (`subscription.disabled`, …), kept once completed, so the
+ * reconciler tells a notice fanned out to nobody from one never fanned out.
  */
 export function noticeJob(data: EventJobData): ReturnType<typeof eventJob> {
   const job = eventJob(data);
@@ -162,19 +154,13 @@ export function deliveryJobOptions(maxAttempts: number, jobId: string): JobsOpti
   };
 }
 
-/**
- * Priority of the back lane (a backlogged account's admitted deliveries). BullMQ's workers take
- * unprioritized jobs (the front lane) first, then lower priorities; a job keeps it through retries.
- */
+/** The back lane's priority: BullMQ takes unprioritized jobs (the front lane) first; a retry keeps it. */
 export const backLanePriority = 1;
 
 /** Priority of recovered rounds, behind the back lane: not admitted yet, they ask their turn when run. */
 export const recoveryPriority = 2;
 
-/**
- * The job of one round of a delivery ({@link deliveryJobId}), for `Queue.add` or `addBulk`:
- * `recovered` puts it behind admitted deliveries, `delayMs` keeps it delayed that long first.
- */
+/** One round of a delivery: `recovered` queues it behind admitted ones, `delayMs` delays it that long. */
 export function deliveryJob(
   delivery: {
     eventId: string;
@@ -209,9 +195,8 @@ export function deliveryJob(
 export const verificationRetry = { attempts: 5, firstWaitMs: 10_000 } as const;
 
 /**
- * The job that sends `subscriptionId`'s callback its challenge (CALLBACK_VERIFICATION=challenge),
- * with BullMQ's exponential backoff. BullMQ's deduplication adds none while one for the same
- * subscription and URL is waiting or running, so asking again sends no more challenges.
+ * The job that sends `subscriptionId`'s callback its challenge, with BullMQ's exponential backoff.
+ * Its deduplication id adds none while one for the same subscription and URL waits or runs.
  */
 export function verificationJob(
   subscriptionId: string,

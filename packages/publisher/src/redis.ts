@@ -13,10 +13,8 @@ import { createQueueShards, type QueueShards } from './queue-shards.js';
 /** A connection of any topology; both classes carry the same commands, scripts and pipelines. */
 export type RedisConnection = Redis | Cluster;
 
-/** One Redis server's address. */
 export interface RedisNode {
   host: string;
-  /** TCP port. */
   port: number;
 }
 
@@ -99,10 +97,7 @@ export function redisTopologyFromEnv(config: RedisEnv): RedisTopology {
   return { mode: 'single', url: config.REDIS_URL };
 }
 
-/**
- * The key prefix of the service's Redis keys; on a Cluster wrapped in a hash tag (`{webhooks}`), as
- * a script's keys must share a slot (BullMQ, "Redis Cluster"). QUEUE_SHARDS: `queue-shards.ts`.
- */
+/** The key prefix, a hash tag on a Cluster so that a script's keys share a slot (BullMQ, "Redis Cluster"). */
 export function effectiveKeyPrefix(topology: RedisTopology | RedisConnection, prefix: string): string {
   const cluster = isRedisTopology(topology) ? topology.mode === 'cluster' : topology.isCluster;
   return cluster && !prefix.includes('{') ? `{${prefix}}` : prefix;
@@ -197,11 +192,7 @@ export interface RedisSettings {
   shards: QueueShards;
 }
 
-/**
- * {@link RedisSettings} from validated variables.
- *
- * @throws ConfigError as {@link redisTopologyFromEnv} and {@link createQueueShards}
- */
+/** {@link RedisSettings} from validated variables. @throws ConfigError as {@link redisTopologyFromEnv} does */
 export function redisSettingsFromEnv(
   config: RedisEnv & { QUEUE_PREFIX: string; QUEUE_SHARDS: number },
 ): RedisSettings {

@@ -24,7 +24,6 @@ export interface ReplicaWatch {
   stop(): void;
 }
 
-/** Options of {@link watchReplicas}. */
 export interface ReplicaWatchOptions {
   connection: RedisConnection;
   /** A key of each shard, by shard number: `ROLE` goes to the master that holds it. */

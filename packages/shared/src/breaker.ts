@@ -1,8 +1,8 @@
 /**
  * A subscription's circuit breaker (martinfowler.com/bliki/CircuitBreaker.html; Convoy keeps one per
  * endpoint): pure rules the gate applies and the API shows. It opens after a run of failures or a
- * failure rate that means down, not flaky; open, deliveries wait without using attempts. After the
- * cool-down one probe goes: confirmed closes it, failed reopens it for twice as long.
+ * failure rate that means down; open, deliveries wait unspent. After the cool-down one probe goes:
+ * confirmed closes it, failed reopens it for twice as long.
  */
 import Type from 'typebox';
 import { ConfigError } from './config.js';

@@ -1,8 +1,7 @@
 /**
  * Destinations: `http` (the callback URL), `rabbitmq` (an exchange and routing key) or `nats` (a
- * JetStream subject), on a broker of DESTINATION_BROKERS (its URL never crosses the API). A broker
- * destination reads as a URI in `callback_url`. AMQP names ≤ 255 bytes (AMQP 0-9-1, 4.2.5.3); a
- * NATS publish names no wildcard (docs.nats.io, "Subjects").
+ * JetStream subject) on a broker of DESTINATION_BROKERS, stored as a URI in `callback_url`. AMQP names
+ * ≤ 255 bytes (AMQP 0-9-1, 4.2.5.3); a NATS publish names no wildcard (docs.nats.io, "Subjects").
  */
 import Type from 'typebox';
 import { ConfigError } from '@webhooks/publisher';

@@ -35,7 +35,6 @@ export interface SecretBox {
   needsResealing(stored: string): boolean;
 }
 
-/** Options of {@link createSecretBox}. */
 export interface SecretBoxOptions {
   /** Refuse plaintext in `open` (production with a key: it was written around the service). Off for migrations. */
   refusePlaintext?: boolean;

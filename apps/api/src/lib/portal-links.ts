@@ -1,8 +1,7 @@
 /**
  * Portal links (`POST /api/portal-sessions`): a `plk_…` link (32 random bytes), valid
- * PORTAL_LINK_SECONDS, exchanged once for a session token, so a leaked link is worthless once used;
- * sessions are revocable. Redis keys expire with what they guard: `portal:link:<SHA-256>`,
- * `portal:session:<id>`, `portal:revoked:<id>`.
+ * PORTAL_LINK_SECONDS, exchanged once for a revocable session token. Redis keys expire with what they
+ * guard: `portal:link:<SHA-256>`, `portal:session:<id>`, `portal:revoked:<id>`.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { RedisConnection } from '@webhooks/shared';
@@ -33,7 +32,6 @@ export interface PortalLinks {
   revoked(id: string): Promise<boolean>;
 }
 
-/** Options of {@link createPortalLinks}. */
 export interface PortalLinksOptions {
   redis: RedisConnection;
   /** The effective queue key prefix. */

@@ -21,7 +21,6 @@ export interface RedeliveryCandidate {
   delayMs?: number;
 }
 
-/** What a new round needs. */
 export interface RedeliveryDeps {
   prisma: PrismaClient;
   /** Each subscription's `deliveries` queue, on its shard. */

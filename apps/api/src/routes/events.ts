@@ -1,8 +1,7 @@
 /**
- * `POST /api/events`: publishes for the token's account, through the internal services' publisher
- * and limits: 400 unknown type, 413 `data` over 256 KiB, 429 past the daily payload quota, 503 with
- * `Retry-After` past the backlog bound; 202 with id and timestamp. IDEMPOTENCY_STORE=postgresql
- * claims the idempotency key in PostgreSQL first, beside Redis' deduplication.
+ * `POST /api/events`: publishes for the token's account through the internal services' publisher: 400
+ * unknown type, 413 `data` over 256 KiB, 429 past the daily payload quota, 503 with `Retry-After` past
+ * the backlog bound; 202 with id and timestamp. IDEMPOTENCY_STORE=postgresql claims the key there first.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -1,10 +1,8 @@
 /**
  * Liveness (`/healthz`: the process answers) and readiness (`/readyz`: PostgreSQL and Redis answer
- * within 2 s). `/readyz` reports each dependency, `ok` or `unreachable`, in `checks`, with 200 when
- * all are ok and 503 otherwise. With REDIS_WAIT_REPLICAS, `checks.redis_replicas` names the queue
- * shards whose master lacks its replicas, whose publishes are refused; the API still serves every
- * other shard's accounts, so that is `degraded` with 200, not a reason to take it out of a load
- * balancer. Neither needs a token.
+ * within 2 s; 200 when all are ok, else 503, each dependency in `checks`). With REDIS_WAIT_REPLICAS,
+ * `checks.redis_replicas` names the shards lacking replicas, whose publishes are refused: `degraded`
+ * with 200, since the API still serves every other shard. Neither needs a token.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -1,10 +1,8 @@
 /**
- * Portal sessions. `POST /api/portal-sessions`: a platform's backend mints a one-time link to the
- * subscriber portal for its logged-in customer; the link rides in the URL fragment, so it never
- * reaches a server log, and a portal token may not mint another. `DELETE
- * /api/portal-sessions/{id}` revokes a session. Both are account routes; the exchange of a link
- * for its session token is open (`portalLinkExchange`), since the browser holding the link has
- * no other credential.
+ * Portal sessions. `POST /api/portal-sessions` mints a one-time link to the subscriber portal for a
+ * platform's logged-in customer, in the URL fragment so no server logs it; a portal token may not mint
+ * one. `DELETE /api/portal-sessions/{id}` revokes a session. The link's exchange is open
+ * (`portalLinkExchange`): the browser holding it has no other credential.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

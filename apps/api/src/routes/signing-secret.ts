@@ -1,9 +1,7 @@
 /**
- * A subscription's signing secret: `GET /api/webhooks/{id}/secret` reads it (an Ed25519 `v1a`
- * subscription's public key, `whpk_`), `POST .../secret/rotate` replaces it; the old one keeps
- * signing beside the new one for 24 hours. Secrets are sealed at rest ({@link SecretBox}), answers
- * carry `Cache-Control: no-store`, and a rotation is one UPDATE, so concurrent ones serialise on
- * the row lock.
+ * A subscription's signing secret: `GET /api/webhooks/{id}/secret` reads it (for Ed25519 `v1a`, the
+ * `whpk_` public key); `POST .../secret/rotate` replaces it, the old one signing beside it for 24 hours.
+ * Sealed at rest ({@link SecretBox}), answered with `Cache-Control: no-store`; a rotation is one UPDATE.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -1,11 +1,9 @@
 /**
- * `GET /api/webhooks/{id}/health`: how the subscription's endpoint answers lately, from its
- * attempts in the delivery log: the last 15 minutes and 24 hours (attempts, success rate, latency
- * p50/p95), failed attempts since the last confirmed one, the last success and the last failure,
- * a state (`lib/endpoint-health.ts`), and the last 24 hours by hour (the portal's chart).
- * Attempts of deliveries created up to {@link deliveryLookbackMs} before the window are counted,
- * which holds every automatic retry; a manual retry of an older delivery is left out, so the
- * log's days read stay bounded.
+ * `GET /api/webhooks/{id}/health`: how the endpoint answers lately, from the delivery log: the last 15
+ * minutes and 24 hours (attempts, success rate, latency p50/p95), failures since the last confirmed
+ * attempt, the last success and failure, a state (`lib/endpoint-health.ts`) and the 24 hours by hour.
+ * It counts attempts of deliveries created up to {@link deliveryLookbackMs} before the window (every
+ * automatic retry), so the log's days read stay bounded.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

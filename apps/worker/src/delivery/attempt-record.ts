@@ -40,14 +40,12 @@ export function noticeEvent(row: StoredNotice): EventJobData {
 }
 
 /**
- * The record of a batch of attempts, as {@link createAttemptRecorder} runs it. Per attempt, in
- * order: `$1` delivery ids, `$2` attempt numbers, `$3` start times, `$4` durations in ms, `$5`
- * status codes, `$6` error classes, `$7` error messages, `$8` response bodies, `$9` in-flight
- * limits, `$10` the delivery's new status, `$11` its next attempt's time; per subscription whose
- * run of failures changes: `$12` ids, `$13` whether the run ends, `$14` failures to add; `$15`
- * SUBSCRIPTION_DISABLE_AFTER, `$16` the notice's type, `$17` the notice's resource URI prefix,
- * `$18` and `$19` the batch's range of ids (`timeIdRange`). Returns the stored notices. Exported
- * for the plan tests.
+ * The record of a batch of attempts ({@link createAttemptRecorder}); exported for the plan tests. Per
+ * attempt: `$1` delivery ids, `$2` attempt numbers, `$3` start times, `$4` durations (ms), `$5` status
+ * codes, `$6` error classes, `$7` messages, `$8` response bodies, `$9` in-flight limits, `$10` new
+ * status, `$11` next attempt's time; per subscription whose failure run changes: `$12` ids, `$13` run
+ * ends, `$14` failures to add; `$15` SUBSCRIPTION_DISABLE_AFTER, `$16` notice type, `$17` notice
+ * resource URI prefix, `$18`–`$19` the batch's id range (`timeIdRange`). Returns the stored notices.
  */
 export const recordSql = `
   WITH input AS (
@@ -128,7 +126,6 @@ export const recordSql = `
   )
   SELECT id::text, account_id, type, data, occurred_at FROM notices`;
 
-/** What the recorder needs besides its database. */
 export interface AttemptRecorderOptions {
   /** SUBSCRIPTION_DISABLE_AFTER. */
   disableAfter: number;

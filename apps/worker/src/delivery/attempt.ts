@@ -1,9 +1,8 @@
 /**
- * One HTTP attempt: POST the payload with `got` (stream API, one instance per worker; retries,
- * redirects, decompression and HTTP errors off) and report an {@link AttemptResult} with at most
- * 4 KiB of the answer. The SSRF guard (request-filtering-agent) checks every connection's address
- * after resolution, over c-ares (cacheable-lookup), not `dns.lookup`'s thread pool a silent DNS
- * server would block; ports outside CALLBACK_PORTS are refused before connecting.
+ * One HTTP attempt: POST the payload with one `got` stream instance per worker (retries, redirects and
+ * HTTP errors off), keeping 4 KiB of the answer. The SSRF guard (request-filtering-agent) checks each
+ * connection's address after resolution over c-ares, which a silent DNS server cannot block as it does
+ * `dns.lookup`'s thread pool; ports outside CALLBACK_PORTS are refused before connecting.
  */
 import { promises as dns } from 'node:dns';
 import type { ClientRequest, IncomingMessage } from 'node:http';
@@ -56,10 +55,7 @@ export interface AttemptResult {
   statusCode: number | null;
   /** null when the callback answered 200, or the broker confirmed the message. */
   errorClass: AttemptErrorClass | null;
-  /**
-   * What the delivery log shows: `HTTP <status>`, or a fixed sentence per class that names no
-   * address, port or resolver answer, so the log cannot probe the network behind the worker.
-   */
+  /** `HTTP <status>` or a fixed sentence per class: no address, so the log cannot probe the worker's network. */
   errorMessage: string | null;
   /** The request library's own message (addresses, host names): for operator logs only, never stored. */
   errorDetail: string | null;
@@ -89,7 +85,6 @@ export const attemptErrorMessages: Record<RequestErrorClass, string> = {
 /** HTTP statuses whose `Retry-After` is honoured (RFC 9110 section 10.2.3, RFC 6585 section 4). */
 const retryAfterStatuses = new Set([429, 503]);
 
-/** Options of {@link createAttemptSender}. */
 export interface AttemptSenderOptions {
   /** Whole-request timeout in ms (DELIVERY_TIMEOUT_MS). */
   timeoutMs: number;
@@ -113,19 +108,17 @@ export interface AttemptSenderOptions {
   proxyUrl?: string;
 }
 
-/** Sends attempts over one keep-alive agent pair shared by the whole worker. */
 /** Whose attempt a send is: the subscription's account and the delivery's id. */
 export interface DeliveryRef {
   accountId: string;
   deliveryId: string;
 }
 
+/** Sends attempts over one keep-alive agent pair shared by the whole worker. */
 export interface AttemptSender {
   /**
-   * POSTs `body` to `url` with `headers`; never throws. A reset on a reused kept-alive connection
-   * before any answer is sent again on another (at most {@link maxStaleResends}, within the timeout).
-   * `clientCertificate` is presented when asked (mutual TLS), pooled apart. `delivery` matters to
-   * broker destinations only.
+   * POSTs `body` to `url`; never throws. A reset on a reused kept-alive connection before any answer is
+   * sent again (at most {@link maxStaleResends}). `clientCertificate`: mutual TLS, pooled apart.
    */
   send(
     url: string,

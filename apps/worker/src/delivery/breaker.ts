@@ -1,8 +1,7 @@
 /**
- * A subscription's circuit breaker in its gate's state hash: the release counts each attempt, this
- * module applies {@link breakerTransition}, and the admission holds deliveries while open and lets
- * one probe through after the cool-down. Changes are announced (`subscription.failing`,
- * `subscription.recovered`) through `onChange`.
+ * A subscription's circuit breaker in its gate's state hash: the release counts each attempt, this module
+ * applies {@link breakerTransition}, and the admission holds deliveries while open and lets one probe
+ * through after the cool-down. Changes are announced through `onChange`.
  */
 import type { Logger } from 'pino';
 import {
@@ -55,7 +54,6 @@ return {1, since, tostring(openUntil)}`;
 /** `webhook_subscription_breaker_transitions_total`'s label of each transition. */
 const transitionLabel = { open: 'opened', reopen: 'reopened', close: 'closed' } as const;
 
-/** Options of {@link createSubscriptionBreaker}. */
 export interface SubscriptionBreakerOptions {
   /** The gate's connection. */
   redis: RedisConnection;

@@ -1,8 +1,7 @@
 /**
- * One run of a delivery round at a time: a claim on the round's job id, taken before the read and
- * dropped once the attempt is recorded, so overlapping runs (an expired admission lease, a fan-out
- * run again, a stalled job) cannot both send it. The gate's scripts take it with the slot; steps
- * skipping the gate use this module. A lease (`SET NX PX`) holding its taker's token, fenced on drop.
+ * One run of a delivery round at a time: a fenced lease (`SET NX PX`) on the round's job id, taken before
+ * the read and dropped once the attempt is recorded, so overlapping runs (an expired admission, a rerun
+ * fan-out, a stalled job) cannot both send it. The gate's scripts take it with the slot.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -12,10 +11,7 @@ import { defineFencedDelete, renewalDue } from './lease.js';
 /** A claim taken ahead of its step: the hand-over claims the next head while the current one is attempted. */
 export interface ClaimAhead {
   jobId: string;
-  /**
-   * Renews it a full lease for the step about to use it. @returns the renewal (rejecting with
-   * ioredis' errors), or null when it was already due (`lease.ts`): it may be ending, the caller drops it.
-   */
+  /** Renews it a full lease (rejects with ioredis' errors); null when nearly due (`lease.ts`): the caller drops it. */
   keep(): Promise<void> | null;
   /** Drops it once, unless its lease passed; after {@link keep} renewed it, the step drops it instead. Never throws. */
   drop(): Promise<void>;
@@ -23,17 +19,11 @@ export interface ClaimAhead {
 
 /** Claims of one queue shard's rounds. */
 export interface AttemptClaims {
-  /**
-   * Claims `jobId`'s round for this step. @returns false when another run holds it
-   * @throws ioredis' errors when Redis cannot be reached
-   */
+  /** Claims `jobId`'s round; false when another run holds it. @throws ioredis' errors */
   take(jobId: string): Promise<boolean>;
   /** Drops this step's claim. Never throws: a claim Redis did not drop ends with its lease. */
   drop(jobId: string): Promise<void>;
-  /**
-   * Claims `jobId`'s round as {@link take} does, for a step that starts later.
-   * @returns null when another run holds it @throws ioredis' errors
-   */
+  /** {@link take} for a step that starts later; null when another run holds it. @throws ioredis' errors */
   takeAhead(jobId: string): Promise<ClaimAhead | null>;
 }
 

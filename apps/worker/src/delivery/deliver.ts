@@ -1,9 +1,7 @@
 /**
- * One step of one round of a delivery, the attempt path every caller shares, in order: expiry; one
- * admission (`gate.ts`: slot, claim, turn if asked, host share if known); the read (`store.ts`); the
- * host share if not taken; transformation, send, outcome, record; one release. A step that cannot
- * go returns a wait, using no attempt; attempts are counted from the row, so a re-created job
- * continues. docs/delivery.md, "One delivery, step by step".
+ * One step of one round of a delivery, the path every caller shares: expiry; one admission (`gate.ts`);
+ * the read; the host share if not taken; transformation, send, outcome, record; one release. A step
+ * that cannot go returns a wait using no attempt. docs/delivery.md, "One delivery, step by step".
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -40,7 +38,6 @@ import {
 } from './step.js';
 import type { DeliveryStore, LoadedDelivery } from './store.js';
 
-/** What a step needs. */
 export interface DeliverDeps {
   store: DeliveryStore;
   sender: AttemptSender;
@@ -102,25 +99,17 @@ type WithinSlot =
   | { kind: 'wait'; waitMs: number }
   | { kind: 'sent'; delivery: LoadedDelivery; result: AttemptResult };
 
-/**
- * One step of `ref`'s round. `onConfirmed`, once its attempt is confirmed, while the record is
- * written: the ordered hand-over sends the next head then (`in-order.ts`); it must not throw.
- */
+/** One step of `ref`'s round; `onConfirmed` (must not throw) runs once confirmed, while the record is written. */
 export type Deliver = (ref: RoundRef, onConfirmed?: () => void) => Promise<DeliveryStep>;
 
 /**
- * Creates the step.
- * @throws (the step) pg's and ioredis' errors, and a stored secret no key opens: a fault around the
- *   attempt; the caller defers, using no attempt
+ * Creates the step. @throws (the step) pg's and ioredis' errors, and a stored secret no key opens: the
+ *   caller defers, using no attempt
  */
 export function createDeliver(deps: DeliverDeps): Deliver {
   /** Each subscription's last host, so a job's run (read after its admission) asks it; the read corrects it. */
   const knownHosts = new Map<string, HostAsk>();
-  /**
-   * The step's work while it holds its subscription's slot. `host`: the host slot held, swapped here
-   * for the one the loaded callback or transformed URL needs (the old one pushed to `releases`, to
-   * go out with the slot's release in one write).
-   */
+  /** The work under the slot. `host`: swapped for the loaded or transformed URL's; the old one joins `releases`. */
   const withinSlot = async (
     ref: RoundRef,
     releases: Array<Promise<void>>,
@@ -256,10 +245,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
           ? null
           : { hostname: admission.host, accountId: asked.accountId },
     };
-    /**
-     * Gives the slots back in one script (gate's, claim, host's); never throws (a lost release ends
-     * with its lease). `heldMs`: the slot's hold. A head sent in order gives back its host's alone.
-     */
+    /** Gives gate slot, claim and host slot back in one script; never throws (a lost release ends with its lease). */
     const giveBack = (
       attempt: { signal: ReturnType<typeof congestionSignal>; sent: boolean } | null,
       heldMs = performance.now() - admittedAt,

@@ -1,9 +1,8 @@
 /**
- * What becomes of a first delivery the account scheduler admitted: the fan-out's own front-lane
- * admissions are attempted inline by it (`inline.ts`); where the shard's attempts run, other new
- * rows are attempted in the background within the attempts' room (`admission-room.ts`); the rest
- * get their job, in their lane. An entry is confirmed once its attempt ended (follow-up job added
- * first), so a process dying mid-attempt leaves it leased, to be admitted again.
+ * What becomes of a first delivery the account scheduler admitted: the fan-out attempts its own
+ * front-lane admissions inline (`inline.ts`); other new rows are attempted in the background within the
+ * attempts' room (`admission-room.ts`); the rest get their job. An entry is confirmed once its attempt
+ * ended, so a process dying mid-attempt leaves it leased, to be admitted again.
  */
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
 import type { Queue } from 'bullmq';
@@ -63,7 +62,6 @@ function withLoaded(candidate: InlineCandidate, delivery: FanOutDelivery): Inlin
   }
 }
 
-/** Options of {@link createDispatch}. */
 export interface DispatchOptions {
   /** The shard's `deliveries` queue. */
   deliveries: Queue<DeliveryJobData>;

@@ -39,7 +39,6 @@ export interface FifoHeads {
   takeHandOver(subscriptionId: string): Promise<HandOverLease | null>;
 }
 
-/** Options of {@link createFifoHeads}. */
 export interface FifoHeadsOptions {
   pool: Pool;
   /** The heads' jobs go to their subscription's shard, whose prefix the hand-over's key takes. */
@@ -119,9 +118,8 @@ export function createFifoHeads(options: FifoHeadsOptions): FifoHeads {
 const watchedWaiting = 100;
 
 /**
- * Whether an earlier event of the account is waiting for or in its fan-out: an older job id (UUIDv7)
- * of its shard's `events` queue, active, among the oldest waiting or first delayed, and named for the
- * account ({@link eventJobName}). Only job names are read, never other accounts' event data.
+ * Whether an earlier event of the account waits for or is in its fan-out: an older job id (UUIDv7) among
+ * its shard's active, oldest waiting or first delayed `events` jobs named for the account. Reads names only.
  */
 export function createFanOutWatch(redis: RedisConnection, eventsOf: (accountId: string) => Queue) {
   return async (accountId: string, eventId: string): Promise<boolean> => {

@@ -1,9 +1,8 @@
 /**
  * The admission every attempt passes, one script on Redis' clock (`gate-scripts.ts`): a slot of its
- * subscription (the in-flight limit of `throttle.ts`; the probe only while the breaker is open), the
- * round's claim, its account's turn when asked, and the host's share and `rate_limit` when known.
- * Over the limit it waits a few ms in place or parks in BullMQ's delayed set, using no attempt; a
- * release wakes the oldest parked (a raised limit, as many as it frees). Slots are leases; one release gives all back.
+ * subscription (`throttle.ts`'s in-flight limit; only the probe while the breaker is open), the round's
+ * claim, its account's turn when asked, the host's share and `rate_limit` when known. Over the limit it
+ * waits in place or parks in BullMQ's delayed set, using no attempt; a release wakes the oldest parked.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout } from 'node:timers/promises';
@@ -39,10 +38,7 @@ const stateRefreshShare = 1 / 16;
 
 /** What the gate answered a job. */
 export type Admission =
-  /**
-   * Send now, under `allowance` (as stored, a decimal string; `inFlightLimit` its integer part),
-   * `averageMs` (null: unknown) and the slow-start `threshold`.
-   */
+  /** Send now under `allowance` (decimal string, `inFlightLimit` its integer part), `averageMs`, `threshold`. */
   | {
       admitted: true;
       allowance: string;
@@ -62,7 +58,6 @@ export type Admission =
    */
   | { admitted: false; waitMs: number; byBreaker?: true; claimed?: true; inTurnList?: true; byHost?: true };
 
-/** Options of {@link createDeliveryGate}. */
 export interface DeliveryGateOptions {
   /** A producer connection (never a blocking one). */
   redis: RedisConnection;
@@ -92,9 +87,8 @@ export interface DeliveryGateOptions {
 /** The gate's operations; `jobId` is the BullMQ job id of the delivery. */
 export interface DeliveryGate {
   /**
-   * Takes a slot and the round's claim, waiting in place while {@link waitsInSlot} allows, or says
-   * how long to wait. With `turn`, the account's turn too (held: it waits in the account's list);
-   * with `host`, the host share and `rate_limit` too (refused: it takes nothing).
+   * Takes a slot and the round's claim, waiting in place while {@link waitsInSlot} allows, or says how
+   * long to wait; with `turn` the account's turn too, with `host` the host share and `rate_limit` too.
    * @throws ioredis' errors when Redis cannot be reached
    */
   acquire(

@@ -1,8 +1,7 @@
 /**
- * The cap per destination host: at most HOST_MAX_IN_FLIGHT attempts in flight to one registrable
- * domain across subscriptions, accounts and workers, so the service cannot flood a third party;
- * accounts share it max-min fairly. Taken in the admission when the host is known, else here
- * alone. Over the cap an attempt waits delayed, unspent, until a freed slot or {@link hostWaitMs}.
+ * The cap per destination host: at most HOST_MAX_IN_FLIGHT attempts in flight to one registrable domain
+ * across subscriptions, accounts and workers, shared max-min fairly between accounts. Taken in the
+ * admission when the host is known, else here; over the cap an attempt waits delayed, unspent.
  */
 import type { Logger } from 'pino';
 import { getDomain } from 'tldts';
@@ -29,10 +28,7 @@ export interface HostAsk {
   rate?: number;
 }
 
-/**
- * A host's slots per queue shard: HOST_MAX_IN_FLIGHT split evenly over QUEUE_SHARDS (floor, ≥ 1),
- * kept beside the gates so one script admits both (Cluster: one slot's keys); the total stays within the cap.
- */
+/** A host's slots per shard: HOST_MAX_IN_FLIGHT ÷ QUEUE_SHARDS (floor, ≥ 1), beside the gates for one script. */
 export function hostCapPerShard(maxInFlight: number, shards: number): number {
   return Math.max(1, Math.floor(maxInFlight / shards));
 }
@@ -40,7 +36,6 @@ export function hostCapPerShard(maxInFlight: number, shards: number): number {
 /** The share of host-only admissions that refresh the leases key's TTL. */
 const leasesRefreshShare = 1 / 16;
 
-/** Options of {@link createHostGate}. */
 export interface HostGateOptions {
   /** A producer connection (never a blocking one). */
   redis: RedisConnection;
@@ -58,9 +53,8 @@ export interface HostGateOptions {
 /** A host's share taken alone, outside an admission; `jobId` names the holder. */
 export interface HostGate {
   /**
-   * Takes a slot of `hostname` for `accountId`, within its share while others wait, and with `rate`
-   * counts the attempt in `rate_limit` (`perSecond` per `rateWindowMs`): a full window takes nothing.
-   * @returns 0 when taken, else the ms to wait before asking again
+   * Takes a slot of `hostname` for `accountId` within its share; with `rate`, counts the attempt in
+   * `rate_limit` (`perSecond` per `rateWindowMs`). @returns 0 when taken, else the ms to wait
    * @throws ioredis' errors when Redis cannot be reached
    */
   acquire(
@@ -84,9 +78,8 @@ export function hostCapKey(hostname: string): string {
 }
 
 /**
- * A host's keys in `prefix`'s shard: leases (members name their account), accounts refused lately,
- * waiters, and `subscriptionId`'s `rate_limit` window. The shard's hash tag first, so they share the
- * gates' Cluster slot (Redis' cluster spec, "Hash tags").
+ * A host's keys in `prefix`'s shard (its hash tag first, so they share the gates' Cluster slot): leases,
+ * accounts refused lately, waiters, and `subscriptionId`'s `rate_limit` window.
  */
 export function hostCapKeys(prefix: string, hostname: string, subscriptionId = '') {
   const host = `${prefix}:host:{${hostCapKey(hostname)}}`;

@@ -1,9 +1,8 @@
 /**
- * Ordered delivery's hand-over: when a FIFO head ends, the worker that ended it attempts the next
- * head at once through `deliver.ts`, holding the subscription's hand-over lease, until a head does
- * not end, `maxHeads`, or closing (that head gets its job). The next head is claimed and read while
- * the head is attempted and sent while its record is written; its own record waits for that one,
- * so a crash sends both again, in order (Google Pub/Sub's rule). It asks its gate for nothing.
+ * Ordered delivery's hand-over: when a FIFO head ends, its worker attempts the next at once through
+ * `deliver.ts`, under the subscription's hand-over lease, until a head does not end, `maxHeads` or
+ * closing. The next head is claimed and read while the head is attempted, and sent while its record is
+ * written; its record waits for that one, so a crash sends both again, in order (Google Pub/Sub's rule).
  */
 import { context, ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Logger } from 'pino';
@@ -48,10 +47,7 @@ export function handedOverRound(
   };
 }
 
-/**
- * After a handed-over head's step: `next` (it ended, its successor may go), `job` (it waits in its
- * job), or `stop` (it ended without handing over: nothing left here).
- */
+/** After a handed-over head's step: `next` (its successor may go), `job` (it waits in its job) or `stop`. */
 export function afterHandedOver(
   head: FifoHead,
   step: DeliveryStep,
@@ -69,7 +65,6 @@ export function afterHandedOver(
   return { kind: 'stop' };
 }
 
-/** What the hand-over needs. */
 export interface InOrderDeps {
   heads: Pick<FifoHeads, 'ensure' | 'takeHandOver'>;
   /** The subscription's head, loaded, and the id of the event after it (`DeliveryStore.loadHead`). */
@@ -98,11 +93,7 @@ export interface InOrderDeps {
 export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Promise<void> {
   const { heads, log } = deps;
 
-  /**
-   * Claims the expected next head's round and watches its account's earlier fan-outs while the
-   * current one is attempted; null when held elsewhere, an earlier fan-out runs, or Redis failed
-   * (the next head then goes the step's own way).
-   */
+  /** Claims and watches the expected next head while the current one is attempted; null when it cannot. */
   const claimAhead = async (head: FifoHead, eventId: string): Promise<ClaimAhead | null> => {
     const [claim, earlier] = await Promise.allSettled([
       deps.claims.takeAhead(deliveryJobId(eventId, head.subscriptionId, 0)),
@@ -114,7 +105,6 @@ export function createInOrder(deps: InOrderDeps): (subscriptionId: string) => Pr
     return null;
   };
 
-  /** A head's read (`DeliveryStore.loadHead`). */
   type HeadRead = ReturnType<DeliveryStore['loadHead']>;
 
   const run = async (subscriptionId: string, lease: HandOverLease) => {

@@ -1,8 +1,7 @@
 /**
- * Whether a delivery over its subscription's limit waits for a slot in the process, holding its
- * BullMQ slot, rather than being parked: parking costs two round trips and sends the job to the back
- * of the queue. The bounds keep a slow subscription from holding many slots; one that began to hang
- * has a long turn (`parkDelayMs`) and is parked at once.
+ * Whether a delivery over its subscription's limit waits for a slot in the process, holding its BullMQ
+ * slot, rather than being parked (two round trips, and the back of the queue). The bounds keep a slow
+ * subscription from holding many slots; one that began to hang has a long turn and is parked at once.
  */
 
 /** The bounds of waiting in place. */

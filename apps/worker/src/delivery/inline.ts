@@ -1,9 +1,7 @@
 /**
- * The inline first attempt, as Svix's worker sends first attempts: the process that admitted a
- * first delivery attempts it through `deliver.ts`; only what did not end gets a job, so a confirmed
- * delivery costs no queue job. The fan-out waits at most DELIVERY_INLINE_DEADLINE_MS; a slower
- * attempt finishes in the background, never sent twice. At most `maxInFlight` at once; one dying
- * with its worker is found again by the scheduler's lease or the reconciler.
+ * The inline first attempt, as Svix's worker sends first attempts: the process that admitted a first
+ * delivery attempts it through `deliver.ts`, and only what did not end gets a job. The fan-out waits
+ * at most DELIVERY_INLINE_DEADLINE_MS; a slower attempt finishes in the background, never sent twice.
  */
 import type { Logger } from 'pino';
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
@@ -59,7 +57,6 @@ export interface InlineRun {
   late: Array<Promise<FollowUp>>;
 }
 
-/** Attempts first deliveries inline. */
 export interface InlineAttempts {
   /** Attempts `candidates`, waiting for them at most the deadline. Never throws. */
   attempt(candidates: readonly InlineCandidate[]): Promise<InlineRun>;
@@ -73,7 +70,6 @@ export interface InlineAttempts {
   readonly capacity: number;
 }
 
-/** Options of {@link createInlineAttempts}. */
 export interface InlineAttemptsOptions {
   /** The attempt path of a subscription's deliveries, or null when this process does not deliver for its shard. */
   deliverFor(subscriptionId: string): ((ref: RoundRef) => Promise<DeliveryStep>) | null;

@@ -1,8 +1,7 @@
 /**
- * What a recorded attempt leaves for operators: its metrics (`webhook_attempt_duration_seconds` by
- * status class, `webhook_deliveries_total` by outcome, `webhook_delivery_latency_seconds` from the
- * event's acceptance for a confirmed one; docs/operations.md) and its log line, `info` when
- * confirmed, `warn` when given up, `debug` for a failed attempt that is retried.
+ * What a recorded attempt leaves for operators (docs/operations.md): `webhook_attempt_duration_seconds`
+ * by status class, `webhook_deliveries_total` by outcome, `webhook_delivery_latency_seconds` of a
+ * confirmed one, and a log line: `info` confirmed, `warn` given up, `debug` failed and retried.
  */
 import type { Logger } from 'pino';
 import type { WorkerMetrics } from '../metrics.js';

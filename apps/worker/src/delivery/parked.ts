@@ -20,7 +20,6 @@ export interface ParkedDeliveries {
   park(accountId: string, jobId: string, dueAt: number): Promise<void>;
 }
 
-/** Options of {@link createParkedDeliveries}. */
 export interface ParkedDeliveriesOptions {
   redis: RedisConnection;
   /** The shard's effective key prefix. */

@@ -27,9 +27,8 @@ export class DeliveryAttemptError extends Error {
 }
 
 /**
- * The deliveries worker's `settings.backoffStrategy`: the wait `decideOutcome` computed (the log's
+ * The deliveries worker's `settings.backoffStrategy`: the wait in ms `decideOutcome` computed (the log's
  * `next_attempt_at`), or {@link retryDelayMs} for a failure carrying none.
- * @returns the wait in ms before the next attempt, after `attemptsMade` failed ones
  */
 export function deliveryBackoffStrategy(policy: DeliveryPolicy) {
   return (attemptsMade: number, _type?: string, error?: Error): number =>
@@ -66,7 +65,6 @@ export function roundOfJob(job: Job<DeliveryJobData>, defaultAttempts: number): 
   };
 }
 
-/** What the processor needs. */
 export interface DeliveryProcessorDeps {
   /** One step of a round (`createDeliver`). */
   deliver: (ref: RoundRef) => Promise<DeliveryStep>;

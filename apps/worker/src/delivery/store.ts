@@ -1,7 +1,6 @@
 /**
- * The delivery path's reads and writes: one SQL statement per batch of concurrent jobs (`batcher`),
- * sent with `pg`, atomic as one statement is. Statements are named, so each connection prepares
- * them once and a generic plan prunes the log's day partitions at run time.
+ * The delivery path's reads and writes: one named SQL statement per batch of concurrent jobs (`batcher`),
+ * so each connection prepares it once and a generic plan prunes the log's day partitions at run time.
  */
 import type { Pool } from '@webhooks/db';
 import {
@@ -23,9 +22,8 @@ export interface DeliveryStore {
   /** The delivery of `eventId` to `subscriptionId`, or null when it no longer exists (subscription deleted). */
   load(key: { eventId: string; subscriptionId: string }): Promise<LoadedDelivery | null>;
   /**
-   * FIFO `subscriptionId`'s head (its oldest pending delivery), loaded as {@link load} does, with the
-   * next pending one's event id (null: none); null when not FIFO or none pending. `exceptEventIds`
-   * count as no longer pending.
+   * FIFO `subscriptionId`'s head (oldest pending, `exceptEventIds` left out), loaded as {@link load}
+   * does, with the next pending one's event id; null when not FIFO or none pending.
    * @throws pg's errors, and the secret box's when no configured key opens a stored secret
    */
   loadHead(
@@ -35,9 +33,8 @@ export interface DeliveryStore {
   /** The oldest `limit` pending deliveries of `subscriptionId`, as their jobs name them. @throws pg's errors */
   pendingRounds(subscriptionId: string, limit: number): Promise<DeliveryKey[]>;
   /**
-   * Whether the delivery is still as read (pending, `round`, `attemptsMade`) and its FIFO head:
-   * checked after the claim, so a head another run attempted meanwhile is not sent again.
-   * @throws pg's errors
+   * Whether the delivery is still as read and its FIFO head: checked after the claim, so a head another
+   * run attempted meanwhile is not sent again. @throws pg's errors
    */
   isUnchangedHead(key: {
     eventId: string;
@@ -51,14 +48,12 @@ export interface DeliveryStore {
   expire(key: DeliveryKey): Promise<void>;
   /**
    * Records an attempt, the delivery's state and, when it ends, the subscription's failure run
-   * (`attempt-record.ts`), before the job is acknowledged; a subscription this disables gets its
-   * `subscription.disabled` event in the same statement, the jobs handed to `enqueueNotices`.
-   * @throws pg's errors; the processor then defers the job without using an attempt
+   * (`attempt-record.ts`); a subscription this disables gets its `subscription.disabled` event in the
+   * same statement. @throws pg's errors (the processor defers the job, using no attempt)
    */
   record(record: AttemptRecord): Promise<void>;
 }
 
-/** What the store needs besides its database. */
 export interface DeliveryStoreOptions extends AttemptRecorderOptions {
   /** Opens the stored signing secrets (SECRETS_ENCRYPTION_KEY). */
   secretBox: SecretBox;
@@ -135,8 +130,7 @@ type Row = SubscriptionRow & {
 };
 
 /**
- * A delivery the fan-out just created, as {@link DeliveryStore.load} would read it (pending, round 0):
- * an inline first attempt starts from it, sparing a load.
+ * A delivery the fan-out just created, as {@link DeliveryStore.load} would read it, for an inline attempt.
  * @param id the delivery's id (`delivery_id(event_id, subscription_id)` in SQL)
  * @throws the secret box's error when no configured key opens the stored signing secret
  */

@@ -1,8 +1,8 @@
 /**
- * A subscription's transformation as a step of the attempt path. A function that throws, overruns
- * or returns a wrong shape fails the attempt (`transformation_failed`, retried as any); `cancel`
- * cancels the delivery; no thread in time waits unspent. The signature covers the transformed body;
- * a changed URL met the `callback_url` rules and meets the SSRF guard when sent.
+ * A subscription's transformation as a step of the attempt path: a function that throws, overruns or
+ * returns a wrong shape fails the attempt (`transformation_failed`); `cancel` cancels the delivery; no
+ * thread in time waits unspent. The signature covers the transformed body; a changed URL met the
+ * `callback_url` rules and meets the SSRF guard when sent.
  */
 import type { TransformationRunner } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';

@@ -1,8 +1,7 @@
 /**
- * The NATS destination (@nats-io/jetstream): a message counts as delivered once JetStream
- * acknowledges it, stored (docs.nats.io, "Acknowledgement Models"). Its `Nats-Msg-Id` is the
- * delivery id, so a retry of a stored message whose ack was lost is dropped as a duplicate. No stream,
- * an error or no ack within DELIVERY_TIMEOUT_MS fails the attempt. The client reconnects on its own.
+ * The NATS destination (@nats-io/jetstream): delivered once JetStream acknowledges it stored
+ * (docs.nats.io, "Acknowledgement Models"). `Nats-Msg-Id` is the delivery id, so the retry of a stored
+ * message whose ack was lost is dropped as a duplicate. No stream, an error or no ack in time fails it.
  */
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';

@@ -25,9 +25,8 @@ export interface PublisherOptions {
 /** Publishes to one broker. */
 export interface BrokerPublisher {
   /**
-   * Publishes `body` (the signed payload) with `headers` as message headers and waits for the
-   * broker's confirmation; never throws. (Re)connects as needed. `delivery.deliveryId` is the
-   * message id (one per subscription's copy of an event, the same on every attempt).
+   * Publishes `body` (the signed payload) with `headers` and waits for the broker's confirmation; never
+   * throws. `delivery.deliveryId` is the message id, the same on every attempt.
    */
   publish(
     target: BrokerTarget,

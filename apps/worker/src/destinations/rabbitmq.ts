@@ -1,8 +1,8 @@
 /**
- * The RabbitMQ destination (amqplib): persistent, `mandatory` publishes on one connection per broker
- * and a confirm channel per account, delivered once confirmed (rabbitmq.com/docs/confirms); a nack,
- * a return, a closed channel or no confirm in time fail the attempt. An unknown exchange would close
- * the channel (404), so exchanges are checked on a channel of their own and remembered.
+ * The RabbitMQ destination (amqplib): persistent, `mandatory` publishes on a connection per broker and
+ * a confirm channel per account, delivered once confirmed (rabbitmq.com/docs/confirms); a nack, return,
+ * closed channel or no confirm in time fails it. Exchanges are checked on a channel of their own (an
+ * unknown one closes the channel, 404) and remembered.
  */
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import type { BrokerTarget } from '@webhooks/shared';

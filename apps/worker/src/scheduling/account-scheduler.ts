@@ -1,9 +1,8 @@
 /**
- * Fair scheduling of first deliveries across accounts: they wait per account in Redis and are
- * admitted by deficit round robin with quotas, keeping the queue near DELIVERY_QUEUE_TARGET. A
- * flood waits in its own list; a quiet account goes at once, in the front lane. Retries ask a turn
- * when they run. An entry leaves once its job exists or its attempt ended, or is re-admitted when its
- * lease ends. Scripts: `admission-script.ts`; what becomes of an admission: `dispatcher.ts`.
+ * Fair scheduling of first deliveries across accounts: they wait per account in Redis and are admitted
+ * by deficit round robin with quotas, keeping the queue near DELIVERY_QUEUE_TARGET; a quiet account
+ * goes at once, in the front lane. An entry leaves once its job exists or its attempt ended, or is
+ * re-admitted when its lease ends. Scripts: `admission-script.ts`; admissions go to `dispatcher.ts`.
  */
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +27,6 @@ import {
   type RedisConnection,
 } from '@webhooks/shared';
 
-/** Options of {@link createAccountScheduler}. */
 export interface AccountSchedulerOptions<D extends ScheduledDelivery = ScheduledDelivery> {
   /** A producer connection (never a blocking one). */
   redis: RedisConnection;
@@ -55,12 +53,10 @@ export interface AccountSchedulerOptions<D extends ScheduledDelivery = Scheduled
   log: Logger;
 }
 
-/** The scheduler's operations. */
 export interface AccountScheduler<D extends ScheduledDelivery = ScheduledDelivery> {
   /**
-   * Adds deliveries to their accounts' lists (once per job id) and admits what the queue has room
-   * for in the same call. Those admitted at once into the front lane with new rows go to the
-   * dispatcher as the call's own, which may attempt them inline.
+   * Adds deliveries to their accounts' lists (once per job id) and admits what the queue has room for;
+   * front-lane admissions with new rows go to the dispatcher as the call's own (maybe inline).
    * @throws ioredis' or BullMQ's errors when Redis cannot be reached (the caller retries; nothing doubles)
    */
   schedule(deliveries: readonly D[]): Promise<void>;
@@ -72,17 +68,11 @@ export interface AccountScheduler<D extends ScheduledDelivery = ScheduledDeliver
   admit(): Promise<{ admitted: number; backlog: boolean }>;
   /** Accounts waiting for their turn, and deliveries held (waiting or being admitted). @throws ioredis' errors */
   backlog(): Promise<{ accounts: number; deliveries: number }>;
-  /**
-   * What the gate's admission needs to take a turn for a job the scheduler did not admit (keys,
-   * default quota); one held for its turn waits in its account's list until its dispatcher wakes it.
-   */
+  /** Keys and default quota, for the turn a job the scheduler did not admit takes in the gate's admission. */
   readonly turns: { keys: SchedulerKeys; deliveriesPerSecond: number };
   /** Of `deliveries`, which the scheduler still holds (waiting or being admitted). */
   holds(deliveries: ReadonlyArray<{ eventId: string; subscriptionId: string }>): Promise<boolean[]>;
-  /**
-   * Writes the account weights and starts admitting in the background; resolves once written (or
-   * failed, logged: Redis' weights stay).
-   */
+  /** Writes the account weights and admits in the background; resolves once written (or failed, logged). */
   start(): Promise<void>;
   /** Stops the background admissions and waits for one in progress, and for inline attempts still running. */
   close(): Promise<void>;
@@ -121,10 +111,7 @@ export function createAccountScheduler<D extends ScheduledDelivery>(
   };
   dispatcher.connect({ confirm: (jobIds) => script.confirm(jobIds), slotsFreed: kickForFreedSlots });
 
-  /**
-   * One script call: schedules `list`, admits what the dispatcher has room for and hands it over;
-   * `list`'s front-lane admissions with new rows are the call's own, which it may attempt and await.
-   */
+  /** One script call: schedules `list`, admits what the dispatcher has room for, and hands it over. */
   const scheduleAndAdmit = async (list: readonly D[]) => {
     const scheduled: ScheduledEntry[] = [];
     /** This call's own deliveries whose rows are new, by job id. */

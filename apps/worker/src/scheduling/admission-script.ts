@@ -57,9 +57,8 @@ local function inChunks(list, fn)
 end`;
 
 /**
- * Lua: an account's quota token bucket (deliveries a second, a second's burst): `bucket(account)`
- * returns its tokens and rate, `spend(account, tokens, rate, n)` takes `n`. Needs `quotaKey`,
- * `bucketPrefix`, `defaultRate` and `now` (ms) in scope.
+ * Lua: an account's quota token bucket: `bucket(account)` returns tokens and rate, `spend(account, tokens,
+ * rate, n)` takes `n`. Needs `quotaKey`, `bucketPrefix`, `defaultRate` and `now` (ms) in scope.
  */
 export const bucketLua = `
 local function bucket(account)
@@ -83,23 +82,18 @@ end`;
 const backLaneScores = prioritizedScores(backLanePriority);
 
 /**
- * The admission script: {@link accountSchedulerKeys} and BullMQ's wait list and prioritized set;
- * list and bucket prefixes, queue target, quantum, lease (ms), default rate, the most to admit (the
- * caller's inline room); `R`: (job id, account, entry value) triples to schedule first.
+ * The admission script. KEYS: {@link accountSchedulerKeys}, BullMQ's wait list and prioritized set.
+ * ARGV: list and bucket prefixes, queue target, quantum, lease (ms), default rate, the most to admit
+ * (the caller's inline room); `R`: (job id, account, entry value) triples to schedule first. Returns
+ * {(job id, entry value, lane) triples, accounts still waiting}.
  *
- * Scheduling adds each new job id to `entries` once. A quiet account (nothing waiting, now at most
- * a turn's share) has its entries admitted at once into the front lane while it has room and tokens;
- * others join their account's list, the account the ring: FQ-CoDel's "new flows first" (RFC 8290
- * §4.2), so a quiet account never waits for a backlog to drain.
- *
- * Admission is deficit round robin (Shreedhar and Varghese, 1996): each turn adds quantum × weight
- * to the deficit and admits that many (at least one) of the oldest entries as tokens allow; an
- * account without tokens is passed over, gaining nothing. It admits when the queue (both lanes and
- * unconfirmed admissions, not recovered rounds) is at most half the target, filling it to the target
- * or the caller's limit. Accounts over a share go to the back lane. An entry behind {@link heldMark}
- * is granted its turn (`sched:granted`, read by `turn-script.ts`). Calls that schedule nothing
- * re-admit expired leases in the stale lane. Returns {(job id, entry value, lane) triples, accounts
- * still waiting}.
+ * A quiet account (nothing waiting, at most a turn's share) is admitted at once into the front lane
+ * while it has room and tokens; others join their account's list: FQ-CoDel's "new flows first" (RFC
+ * 8290 §4.2). Admission is deficit round robin (Shreedhar and Varghese, 1996): each turn adds quantum ×
+ * weight to the deficit and admits that many of the oldest entries as tokens allow. It admits when the
+ * queue (both lanes and unconfirmed admissions) is at most half the target, filling it up. Accounts over
+ * a share go to the back lane; entries behind {@link heldMark} are granted their turn; calls that
+ * schedule nothing re-admit expired leases in the stale lane.
  */
 const admitLua = `${inChunksLua}
 local ringKey, entriesKey, admittingKey, deficitKey, weightKey = K.ring, K.entries, K.admitting, K.deficit, K.weight
@@ -296,11 +290,9 @@ export interface AdmissionParams {
   deliveriesPerSecond: number;
 }
 
-/** The scheduler's operations in Redis. */
 export interface AdmissionScript {
   /**
    * Schedules `scheduled` (may be empty), then admits at most `limit` by the round robin.
-   * @returns what was admitted, and how many accounts still wait
    * @throws ioredis' errors when Redis cannot be reached
    */
   admit(

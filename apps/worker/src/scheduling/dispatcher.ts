@@ -19,11 +19,8 @@ export interface ScheduledDelivery {
 export interface AdmittedDelivery<D extends ScheduledDelivery> {
   /** Its delivery job id (`<event id>.<subscription id>`). */
   jobId: string;
-  /** Its subscription's account. */
   accountId: string;
-  /** The publishing request's `X-Request-Id`, when it had one. */
   requestId?: string;
-  /** The lane it was admitted into. */
   lane: Lane;
   /** Its entry says its row was new when it was scheduled (it may be attempted inline). */
   created: boolean;
@@ -43,7 +40,6 @@ export interface SchedulerHooks {
 
 /** Takes the scheduler's admissions (`delivery/dispatch.ts`). */
 export interface AdmissionDispatcher<D extends ScheduledDelivery> {
-  /** Called once by the scheduler that hands its admissions here. */
   connect(hooks: SchedulerHooks): void;
   /** The most an admission may take now, held until `release`, so overlapping admissions do not count slots twice. */
   reserve(): { limit: number; release(): void };

@@ -21,7 +21,6 @@ import { answersChallenge, buildChallengeRequest, newChallenge } from './challen
 /** What a verification job came to. */
 export type VerificationResult = 'verified' | 'not_pending';
 
-/** What the processor needs. */
 export interface VerificationDeps {
   pool: Pool;
   sender: AttemptSender;

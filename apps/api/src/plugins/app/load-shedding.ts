@@ -1,8 +1,7 @@
 /**
- * Load shedding: while requests would wait past a bound (`lib/overload.ts`), `shedUnderPressure`
- * routes are answered 503 with `Retry-After` before their body is parsed. Fair: after
- * authentication only accounts at or above an equal share of recent demand are refused
- * (`lib/publish-demand.ts`). Counted in `webhook_api_shed_requests_total`.
+ * Load shedding: while requests would wait past a bound (`lib/overload.ts`), `shedUnderPressure` routes
+ * answer 503 with `Retry-After` before their body is parsed; after authentication, only accounts at or
+ * above an equal share of recent demand are refused (`lib/publish-demand.ts`).
  */
 import { performance } from 'node:perf_hooks';
 import type { FastifyPluginAsync, onRequestAsyncHookHandler } from 'fastify';

@@ -1,8 +1,7 @@
 /**
- * Every answer carries `X-Request-Id`, the server's own UUID (Fastify's `genReqId`), which is also
- * in the request's log lines (`reqId`) and in the jobs of the events it publishes. A caller's own
- * `X-Request-Id` is logged beside it as `clientRequestId`, never in its place, so that no caller can
- * make its requests' log lines pass for another's.
+ * Every answer carries `X-Request-Id`, the server's own UUID (`genReqId`), also in the request's log
+ * lines and its events' jobs. A caller's `X-Request-Id` is logged beside it as `clientRequestId`, never
+ * in its place, so no caller can pass its log lines for another's.
  */
 import fp from 'fastify-plugin';
 import type { FastifyPluginCallback } from 'fastify';

@@ -1,8 +1,7 @@
 /**
- * The app's Redis side: `redis` (a fail-fast producer connection), `publisher` (the one internal
- * services use), `deliveryQueues` (per shard), `verificationQueue`, and with REDIS_WAIT_REPLICAS
- * `replicaWatch` (shards lacking replicas: refused at once, named by `/readyz` and the metrics).
- * Closed with the app; with tracing on they carry BullMQ's telemetry.
+ * The app's Redis side: `redis` (a fail-fast producer), `publisher` (the internal services' one),
+ * `deliveryQueues` (per shard), `verificationQueue`, and with REDIS_WAIT_REPLICAS `replicaWatch`
+ * (shards lacking replicas, refused at once). Closed with the app; they carry BullMQ's telemetry.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';

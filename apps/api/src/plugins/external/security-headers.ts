@@ -1,8 +1,7 @@
 /**
- * Security headers on every answer, with helmet: `nosniff`, no framing, no referrer, and a CSP that
- * lets a JSON answer load nothing (Swagger UI and the portal set their own). HSTS only on answers
- * that reached the client over TLS (RFC 6797 section 7.2). helmet's middleware is built once, not
- * per request as @fastify/helmet builds it.
+ * Security headers on every answer, with helmet (built once, not per request as @fastify/helmet does):
+ * `nosniff`, no framing, no referrer, and a CSP that lets a JSON answer load nothing. HSTS only on
+ * answers that reached the client over TLS (RFC 6797 section 7.2).
  */
 import fp from 'fastify-plugin';
 import helmet from 'helmet';

@@ -1,8 +1,7 @@
 /**
- * Request validation with Ajv from the routes' TypeBox schemas. Fastify's default Ajv strips
- * unknown properties and coerces types everywhere; a public API must refuse both in bodies
- * ("unknown fields refused", "wrong types: 400"), while query strings, which are text,
- * still need coercion ("2" to 2). So bodies get a strict Ajv, the other parts a coercing one.
+ * Request validation with Ajv from the routes' TypeBox schemas. Fastify's default Ajv strips unknown
+ * properties and coerces types; bodies get a strict Ajv (unknown fields and wrong types: 400), query
+ * strings, which are text, a coercing one ("2" to 2).
  */
 import fp from 'fastify-plugin';
 import { Ajv, type Options } from 'ajv';
