@@ -62,6 +62,32 @@ describe('a slot of a host at its cap', () => {
   });
 });
 
+describe('a host shared by accounts at their shares', () => {
+  it('gives a free slot to an account at its share unless an account below its own waits for it', async () => {
+    const host = 'hooks.three.example';
+    const three = createHostGate({
+      redis,
+      prefix,
+      maxInFlight: 3,
+      leaseMs: 30_000,
+      wake: async () => {},
+      log: pino({ level: 'silent' }),
+    });
+    for (const account of ['a', 'b', 'c']) expect(await three.acquire(host, account, `${account}1`)).toBe(0);
+    // At the cap, a asks again and is refused while holding its share (one of three).
+    expect(await three.acquire(host, 'a', 'a2')).toBeGreaterThan(0);
+    await three.release(host, 'b', 'b1');
+    // Only a waits, at its share: the freed slot goes to c, at its share too, rather than stay idle.
+    expect(await three.acquire(host, 'c', 'c2')).toBe(0);
+
+    // Full again; d, holding nothing, is refused. The next slot freed is d's, not c's.
+    expect(await three.acquire(host, 'd', 'd1')).toBeGreaterThan(0);
+    await three.release(host, 'c', 'c1');
+    expect(await three.acquire(host, 'c', 'c3')).toBeGreaterThan(0);
+    expect(await three.acquire(host, 'd', 'd1')).toBe(0);
+  });
+});
+
 describe('a subscription’s rate_limit, checked with its host’s slot', () => {
   it('refuses the attempt past the window’s count, taking no slot and waking nobody', async () => {
     const host = 'hooks.rated.example';

@@ -1,8 +1,7 @@
 /**
- * The delivery's admission and release scripts (`gate.ts`), with named keys and arguments on
- * Redis' clock. One admission takes, all or nothing, the subscription's slot, the round's claim,
- * the turn when asked and the host's share with `rate_limit`; one release gives them back. Host
- * keys sit under the subscription's shard prefix, so both run in one Cluster slot.
+ * The gate's admission and release scripts (`gate.ts`), on Redis' clock. One admission takes, all or
+ * nothing, the subscription's slot, the round's claim, the turn when asked and the host's share with
+ * `rate_limit`; one release gives them back. Host keys share the subscription's shard (one Cluster slot).
  */
 import { defineScript, redisNowLua, type RedisConnection } from '@webhooks/shared';
 import { turnLua } from '../scheduling/turn-script.js';
@@ -35,8 +34,9 @@ end`;
  * until the rate window has room.
  *
  * Max-min fairness: each account's share is the cap over the accounts holding or refused lately.
- * Under its share an account takes a free slot; at or over it, only while nobody waits, so slots
- * are used whoever asks and a flood yields them to a newcomer. Expired leases clear only at the cap.
+ * Under its share an account takes a free slot; at or over it, only the free slots beyond those the
+ * accounts refused below their shares still lack, so slots are used whoever asks and a flood yields
+ * them to a newcomer. Expired leases clear only at the cap.
  */
 const hostShareLua = `${countHeldLua}
 local hostHeld, hostRenews, hostAnyAsking = 0, false, false
@@ -82,7 +82,12 @@ local function hostRefusal()
     end
     local mine = counts[account] or 0
     if mine == 0 then sharing = sharing + 1 end
-    admitted = mine < math.max(1, math.floor(cap / sharing))
+    local share = math.max(1, math.floor(cap / sharing))
+    if mine >= share then
+      local needed = 0
+      for _, asker in ipairs(askers) do needed = needed + math.max(0, share - (counts[asker] or 0)) end
+      admitted = cap - held > needed
+    end
   end
   if admitted then return 0 end
   redis.call('ZADD', K.hostAsking, now, account)
