@@ -47,7 +47,8 @@ export const workerEnvSchema = Type.Object({
     default: 50,
     minimum: 1,
     maximum: 1000,
-    description: 'Deliveries one worker process sends at once',
+    description:
+      'Deliveries a worker process sends at once from each queue shard it consumes (QUEUE_SHARDS, WORKER_SHARDS); the first attempts it sends inline, outside any job, share one budget of this size',
   }),
   DELIVERY_TIMEOUT_MS: Type.Integer({
     default: 10_000,
