@@ -1,6 +1,7 @@
 /**
  * The worker's entry point: runs `service.ts` in a worker thread with a bounded heap (WORKER_MAX_HEAP_MB,
- * {@link youngGenerationMb}), since a process cannot bound its own. SIGTERM/SIGINT are forwarded. Exits
+ * {@link youngGenerationMb}), since a process cannot bound its own. SIGTERM/SIGINT are forwarded (running
+ * deliveries finish; a second signal stops at once). Exits
  * with the thread's code, 1 when it failed (heap bound, or an invalid configuration named on stderr).
  */
 import { Worker } from 'node:worker_threads';

@@ -2,7 +2,7 @@
  * The events API. `GET /api/events`: newest first, filtered by `event_type`, `since` and `until`, paged
  * with `before`, all bounds on the UUIDv7 id so PostgreSQL reads only their days. `GET /api/events/{id}`:
  * the event and its deliveries. `DELETE /api/events/{id}/payload`: empties the data, cancels pending
- * deliveries, clears response bodies (204, idempotent). An event no subscription received is a 404.
+ * deliveries, clears response bodies, drops the fan-out job (204, idempotent). An event no subscription received is a 404.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import fp from 'fastify-plugin';

@@ -11,7 +11,7 @@ import { defineFencedDelete, renewalDue } from './lease.js';
 /** A claim taken ahead of its step: the hand-over claims the next head while the current one is attempted. */
 export interface ClaimAhead {
   jobId: string;
-  /** Renews it a full lease (rejects with ioredis' errors); null when nearly due (`lease.ts`): the caller drops it. */
+  /** Renews it a full lease (rejects with ioredis' errors); null once due (`lease.ts`): it may be ending, so drop it. */
   keep(): Promise<void> | null;
   /** Drops it once, unless its lease passed; after {@link keep} renewed it, the step drops it instead. Never throws. */
   drop(): Promise<void>;

@@ -1,7 +1,8 @@
 /**
  * One step of one round of a delivery, the path every caller shares: expiry; one admission (`gate.ts`);
  * the read; the host share if not taken; transformation, send, outcome, record; one release. A step
- * that cannot go returns a wait using no attempt. docs/delivery.md, "One delivery, step by step".
+ * that cannot go returns a wait using no attempt; attempts are counted from the row, so a re-created
+ * job continues. docs/delivery.md, "One delivery, step by step".
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';

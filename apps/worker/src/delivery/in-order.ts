@@ -3,6 +3,7 @@
  * `deliver.ts`, under the subscription's hand-over lease, until a head does not end, `maxHeads` or
  * closing. The next head is claimed and read while the head is attempted, and sent while its record is
  * written; its record waits for that one, so a crash sends both again, in order (Google Pub/Sub's rule).
+ * It asks its gate for nothing.
  */
 import { context, ROOT_CONTEXT } from '@opentelemetry/api';
 import type { Logger } from 'pino';

@@ -2,6 +2,7 @@
  * The inline first attempt, as Svix's worker sends first attempts: the process that admitted a first
  * delivery attempts it through `deliver.ts`, and only what did not end gets a job. The fan-out waits
  * at most DELIVERY_INLINE_DEADLINE_MS; a slower attempt finishes in the background, never sent twice.
+ * One that dies with its worker is found again by the scheduler's lease or the reconciler.
  */
 import type { Logger } from 'pino';
 import { context, ROOT_CONTEXT, type Context } from '@opentelemetry/api';

@@ -48,8 +48,9 @@ export interface DeliveryStore {
   expire(key: DeliveryKey): Promise<void>;
   /**
    * Records an attempt, the delivery's state and, when it ends, the subscription's failure run
-   * (`attempt-record.ts`); a subscription this disables gets its `subscription.disabled` event in the
-   * same statement. @throws pg's errors (the processor defers the job, using no attempt)
+   * (`attempt-record.ts`), before the job is acknowledged; a subscription this disables gets its
+   * `subscription.disabled` event in the same statement. @throws pg's errors (the processor defers
+   * the job, using no attempt)
    */
   record(record: AttemptRecord): Promise<void>;
 }
