@@ -518,8 +518,8 @@ function lowestIdAt(ms: number): string {
  * (workers starting, pools connecting, code warming up), then `seconds` that are. `publish(i)`
  * sends event `i` at its due time, without waiting for earlier ones, and resolves with its id.
  *
- * @returns when each measured event was sent (ms since epoch, sub-ms) by id, and when the last
- *   publish resolved; after every publish has resolved
+ * @returns when each measured event was sent (ms since epoch, sub-ms) by id, the same of the warm-up's
+ *   events, and when the last publish resolved; after every publish has resolved
  */
 export async function publishAtSteadyRate(options: {
   rate: number;
@@ -527,11 +527,12 @@ export async function publishAtSteadyRate(options: {
   seconds: number;
   publish(i: number): Promise<string>;
   onProgress?(done: number, total: number): void;
-}): Promise<{ sentAt: Map<string, number>; end: number }> {
+}): Promise<{ sentAt: Map<string, number>; warmupSentAt: Map<string, number>; end: number }> {
   const { rate, publish } = options;
   const warmup = rate * options.warmupSeconds;
   const total = warmup + rate * options.seconds;
   const sentAt = new Map<string, number>();
+  const warmupSentAt = new Map<string, number>();
   const start = performance.now();
   const pending: Promise<void>[] = [];
   for (let i = 0; i < total; i++) {
@@ -540,11 +541,11 @@ export async function publishAtSteadyRate(options: {
     const at = performance.timeOrigin + performance.now();
     pending.push(
       publish(i).then((id) => {
-        if (i >= warmup) sentAt.set(id, at);
+        (i >= warmup ? sentAt : warmupSentAt).set(id, at);
       }),
     );
     if (i % rate === 0) options.onProgress?.(i, total);
   }
   await Promise.all(pending);
-  return { sentAt, end: performance.timeOrigin + performance.now() };
+  return { sentAt, warmupSentAt, end: performance.timeOrigin + performance.now() };
 }
