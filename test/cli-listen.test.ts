@@ -4,30 +4,43 @@
  * would receive them, the local app's answer is the attempt's (a 500 is retried, a 200 confirms),
  * and stopping it deletes its subscription; one killed leaves it to the reconciler once its stream
  * has been gone a while, and a live one's is kept. The stream and the replies refuse what is not
- * theirs.
+ * theirs. The stream answers at once; one account's streams are bounded so another's still open, an
+ * idle one ends; deleting the subscription, or expunging the event, removes the relayed copies.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
+import { relayKeys, relaySession } from '@webhooks/shared';
 import { repositoryRoot } from '../scripts/lib/repository-root.js';
 import { waitFor } from '../scripts/lib/wait.js';
+import { testRedisUrl } from './support/redis.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
 let stack: TestStack;
 let apiUrl: string;
+const redis = new Redis(testRedisUrl);
 beforeAll(async () => {
   stack = await startTestStack('cli-listen', {
     DELIVERY_BACKOFF_MS: '200',
     DELIVERY_MAX_ATTEMPTS: '5',
     // A stream gone this long leaves its subscription to the reconciler.
     LISTEN_ABANDONED_MS: '3000',
+    LISTEN_MAX_PER_ACCOUNT: '2',
+    // A stream that delivered nothing this long ends, and the CLI connects again.
+    LISTEN_IDLE_MS: '2000',
+    // Attempts wait for the CLI long enough to be seen in the session's stream.
+    DELIVERY_TIMEOUT_MS: '8000',
   });
   await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
   apiUrl = `http://127.0.0.1:${(stack.api.app.server.address() as AddressInfo).port}`;
 });
-afterAll(() => stack.close());
+afterAll(async () => {
+  redis.disconnect();
+  await stack.close();
+});
 
 /** Starts `webhooks listen` for `account`; resolves with its process and output once it is ready. */
 async function startListen(account: string, forwardTo: string, ...args: string[]) {
@@ -160,4 +173,83 @@ describe('webhooks listen', () => {
     });
     expect(other.statusCode).toBe(404);
   });
+
+  it('answers a stream at once, bounds the streams of one account while another still opens one, and ends an idle one', async () => {
+    const open = async (account: string) => {
+      const created = await stack.api.app.inject({
+        method: 'POST',
+        url: '/api/webhooks',
+        headers: stack.api.auth(account),
+        payload: { destination: { type: 'cli' } },
+      });
+      const controller = new AbortController();
+      // Nothing is relayed to these sessions: the headers alone make the response.
+      const response = await fetch(`${apiUrl}/api/webhooks/${created.json().id}/listen`, {
+        headers: { authorization: `Bearer ${stack.api.token(account)}`, accept: 'text/event-stream' },
+        signal: controller.signal,
+      });
+      return { response, close: () => controller.abort() };
+    };
+    const first = await open('acct-hog');
+    const second = await open('acct-hog');
+    const third = await open('acct-hog');
+    const other = await open('acct-neighbour');
+    try {
+      expect(first.response.status).toBe(200);
+      expect(first.response.headers.get('content-type')).toBe('text/event-stream');
+      expect(second.response.status).toBe(200);
+      expect(third.response.status).toBe(503);
+      expect(third.response.headers.get('retry-after')).toBe('5');
+      expect(await third.response.json()).toMatchObject({
+        detail: expect.stringContaining('LISTEN_MAX_PER_ACCOUNT'),
+      });
+      expect(other.response.status).toBe(200);
+      // With nothing to deliver, the stream ends after LISTEN_IDLE_MS, heartbeat or not.
+      const text = await first.response.text();
+      expect(text).not.toContain('event: delivery');
+      // Its slot is free again.
+      const again = await open('acct-hog');
+      expect(again.response.status).toBe(200);
+      again.close();
+    } finally {
+      for (const stream of [first, second, third, other]) stream.close();
+    }
+  }, 30_000);
+
+  it("removes a session's relayed copies when its event is expunged and when its subscription is deleted", async () => {
+    const account = 'acct-relay-copies';
+    const created = await stack.api.app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers: stack.api.auth(account),
+      payload: { destination: { type: 'cli' } },
+    });
+    const { id, callback_url: callbackUrl } = created.json() as { id: string; callback_url: string };
+    const keys = relayKeys(stack.api.prefix, relaySession(callbackUrl)!);
+    const published = await Promise.all(
+      ['c-1', 'c-2'].map((callId) =>
+        stack.publisher.publish({ accountId: account, type: 'call.started', data: { call_id: callId } }),
+      ),
+    );
+    // No CLI listens: both attempts wait in the session's stream.
+    await waitFor('both attempts relayed', async () => (await redis.xlen(keys.requests)) === 2);
+    const expunged = await stack.api.app.inject({
+      method: 'DELETE',
+      url: `/api/events/${published[0]!.id}/payload`,
+      headers: stack.api.auth(account),
+    });
+    expect(expunged.statusCode).toBe(204);
+    const left = await redis.xrange(keys.requests, '-', '+');
+    expect(left).toHaveLength(1);
+    expect(left[0]![1].join(' ')).toContain('c-2');
+    expect(left[0]![1].join(' ')).not.toContain('c-1');
+
+    const deleted = await stack.api.app.inject({
+      method: 'DELETE',
+      url: `/api/webhooks/${id}`,
+      headers: stack.api.auth(account),
+    });
+    expect(deleted.statusCode).toBe(204);
+    expect(await redis.exists(keys.requests, keys.bytes, keys.pending)).toBe(0);
+  }, 30_000);
 });

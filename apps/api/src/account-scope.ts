@@ -8,6 +8,7 @@ import { createPipelinedConnection } from '@webhooks/shared';
 import type { ApiConfig } from './config.js';
 import type { BacklogWatch } from './lib/backlog.js';
 import { createIdempotencyStore } from './lib/idempotency-store.js';
+import { createRelayCopies } from './lib/relay-copies.js';
 import type { PortalLinks } from './lib/portal-links.js';
 import auth from './plugins/app/auth.js';
 import rateLimit from './plugins/app/rate-limit.js';
@@ -64,6 +65,7 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     redis: countingRedis,
   });
   await scope.register(storableInput);
+  const relayCopies = createRelayCopies(countingRedis, config.keyPrefix);
 
   await scope.register(eventTypes, { views });
   await scope.register(subscriptions, {
@@ -79,6 +81,7 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     maxPerAccount: quotas.maxSubscriptions,
     verifyCallbacks: config.CALLBACK_VERIFICATION === 'challenge',
     views,
+    relayCopies,
     catalogue,
     maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     brokers: config.brokers,
@@ -91,7 +94,7 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     quotas,
     idempotency: config.IDEMPOTENCY_STORE === 'postgresql' ? createIdempotencyStore(scope.prisma) : null,
   });
-  await scope.register(eventLog, { views, catalogue });
+  await scope.register(eventLog, { views, catalogue, relayCopies });
   await scope.register(testEvents, { catalogue, admission: { backlog, quotas } });
   await scope.register(filterTests, { catalogue });
   await scope.register(transformationTests, { transformations, secretBox });
@@ -113,6 +116,8 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     },
     prefix: config.keyPrefix,
     maxListeners: listenersPerProcess,
+    maxListenersPerAccount: config.LISTEN_MAX_PER_ACCOUNT,
+    idleMs: config.LISTEN_IDLE_MS,
     abandonedMs: config.LISTEN_ABANDONED_MS,
   });
   if (portalLinks !== null) await scope.register(portalSessions, { links: portalLinks, views });

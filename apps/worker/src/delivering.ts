@@ -107,6 +107,7 @@ export function startDeliveries(
       },
       prefix: config.keyPrefix,
       timeoutMs: config.DELIVERY_TIMEOUT_MS,
+      maxSessionBytes: config.RELAY_SESSION_MAX_BYTES,
       log,
     }),
   );

@@ -18,6 +18,7 @@ import {
   firstIdAt,
   layoutOf,
   operationalTypes,
+  dropRelaySession,
   relayKeys,
   relaySession,
 } from '@webhooks/shared';
@@ -205,14 +206,17 @@ export function createReconciler(deps: ReconcilerDeps): () => Promise<ReconcileR
       SELECT id::text, callback_url FROM subscriptions
       WHERE callback_url LIKE 'cli://%' AND created_at < now() - make_interval(secs => ${abandonedMs / 1000})
       LIMIT ${pageSize}`;
-    const abandoned: string[] = [];
+    const abandoned: Array<{ id: string; session: string }> = [];
     for (const row of rows) {
       const session = relaySession(row.callback_url);
       if (session !== null && (await deps.redis.exists(relayKeys(prefix, session).alive)) === 0)
-        abandoned.push(row.id);
+        abandoned.push({ id: row.id, session });
     }
     if (abandoned.length === 0) return 0;
-    const { count } = await deps.prisma.subscription.deleteMany({ where: { id: { in: abandoned } } });
+    const { count } = await deps.prisma.subscription.deleteMany({
+      where: { id: { in: abandoned.map((row) => row.id) } },
+    });
+    for (const row of abandoned) await dropRelaySession(deps.redis, prefix, row.session);
     return count;
   };
 

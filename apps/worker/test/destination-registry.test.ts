@@ -35,6 +35,7 @@ beforeAll(async () => {
     blocking: () => redis.duplicate(),
     prefix,
     timeoutMs: 300,
+    maxSessionBytes: 65_536,
     log: pino({ level: 'silent' }),
   });
   sender = createDestinationSender(http, brokers, publishers, relay);
@@ -50,14 +51,18 @@ const headers = { 'webhook-id': 'msg_registry', 'content-type': 'application/jso
 
 describe('the destination registry', () => {
   it('relays a cli destination to its session, and fails it as a timeout when no CLI answers', async () => {
-    const result = await sender.send('cli://session-nobody', '{"a":1}', headers, null, {
+    const pending = sender.send('cli://session-nobody', '{"a":1}', headers, null, {
       accountId: 'acct-acme',
       deliveryId: 'delivery-cli',
     });
-    expect(result).toMatchObject({ statusCode: null, errorClass: 'timeout' });
-    const entries = await redis.xrange(relayKeys(prefix, 'session-nobody').requests, '-', '+');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const requests = relayKeys(prefix, 'session-nobody').requests;
+    const entries = await redis.xrange(requests, '-', '+');
     expect(entries).toHaveLength(1);
     expect(entries[0]![1]).toEqual(expect.arrayContaining(['body', '{"a":1}']));
+    expect(await pending).toMatchObject({ statusCode: null, errorClass: 'timeout' });
+    // The attempt is over: its copy of the body is gone.
+    expect(await redis.xlen(requests)).toBe(0);
   });
 
   it('publishes for an account the broker lets in', async () => {

@@ -30,6 +30,7 @@ export * from './status-class.js';
 export * from './subscription-gate.js';
 export * from './throttle.js';
 export * from './redis-script.js';
+export * from './relay-scripts.js';
 export * from './breaker.js';
 export * from './edge-sampling.js';
 export * from './tracing.js';

@@ -4,14 +4,33 @@
  * to the CLI as server-sent events and takes the local app's answer back to the worker.
  */
 import Type, { type Static } from 'typebox';
+import type { RedisConnection } from '@webhooks/publisher';
 
-/** The environment variable of the relay, read by the API (which notes a stream alive) and the worker (which sweeps). */
+/** The environment variables of the relay, read by the API (streams) and the worker (attempts, sweeps). */
 export const relayEnv = {
   LISTEN_ABANDONED_MS: Type.Integer({
     default: 600_000,
     minimum: 1_000,
     description:
       'How long a `webhooks listen` subscription (destination cli) lives without its stream, in ms: the reconciler then deletes it, as the CLI does when it exits',
+  }),
+  RELAY_SESSION_MAX_BYTES: Type.Integer({
+    default: 4_194_304,
+    minimum: 65_536,
+    description:
+      'Most bytes of unanswered attempts (bodies and headers) one `webhooks listen` session holds in Redis: past it the oldest are dropped and their attempts fail, saying so',
+  }),
+  LISTEN_MAX_PER_ACCOUNT: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description:
+      'Most `webhooks listen` streams one account holds open on one API process (503 with `Retry-After` past it), so that no account takes every stream',
+  }),
+  LISTEN_IDLE_MS: Type.Integer({
+    default: 1_800_000,
+    minimum: 1_000,
+    description:
+      'How long a `webhooks listen` stream stays open with nothing to deliver, in ms; the CLI then connects again, so an idle stream cannot hold a slot for ever',
   }),
 };
 
@@ -27,23 +46,40 @@ export function relaySession(callbackUrl: string): string | null {
 
 /**
  * Redis keys of one session, in one hash slot (under QUEUE_PREFIX, not sharded):
- * - `requests`: stream of the attempts waiting for the CLI, capped at {@link relayMaxRequests};
+ * - `requests`: stream of the attempts still waiting for the CLI's answer, capped at
+ *   {@link relayMaxRequests} entries and RELAY_SESSION_MAX_BYTES; an attempt's entry goes when it ends;
+ * - `bytes`: the sum of those entries' sizes (body and headers, in bytes);
  * - `pending`: hash of request id → the replies list of the worker waiting for it;
  * - `alive`: set while a stream reads the session, expiring LISTEN_ABANDONED_MS after the last read.
- * The first two expire {@link relayRetentionMs} after the last attempt.
+ * The first three expire a minute after the last attempt's timeout (a worker that died leaves them).
  */
 export function relayKeys(prefix: string, session: string) {
   const base = `${prefix}:relay:{${session}}`;
-  return { requests: `${base}:requests`, pending: `${base}:pending`, alive: `${base}:alive` };
+  return {
+    requests: `${base}:requests`,
+    bytes: `${base}:bytes`,
+    pending: `${base}:pending`,
+    alive: `${base}:alive`,
+  };
+}
+
+/**
+ * Deletes every key of `session` (its subscription is gone): copies of bodies go at once, and the
+ * attempts still waiting time out. @throws ioredis' errors
+ */
+export async function dropRelaySession(
+  redis: RedisConnection,
+  prefix: string,
+  session: string,
+): Promise<void> {
+  const keys = relayKeys(prefix, session);
+  await redis.del(keys.requests, keys.bytes, keys.pending, keys.alive);
 }
 
 /** The list a worker process reads its relayed attempts' replies from. */
 export function relayRepliesKey(prefix: string, listener: string): string {
   return `${prefix}:relay:replies:{${listener}}`;
 }
-
-/** How long a session's requests are kept after its last attempt, in ms (an hour). */
-export const relayRetentionMs = 3_600_000;
 
 /** Most requests a session's stream keeps (the oldest go first). */
 export const relayMaxRequests = 1_000;

@@ -20,17 +20,20 @@ export async function findOwnSubscription(
 
 /**
  * Deletes subscription `id` of `accountId`; its deliveries cascade, and its queued jobs are dropped.
+ * Resolves with its `callback_url`, whose relay session (if any) the caller removes.
  * @throws HttpProblem 404 as {@link findOwnSubscription}
  */
 export async function deleteOwnSubscription(
   prisma: PrismaClient,
   accountId: string,
   id: string,
-): Promise<void> {
-  const { count } = isUuid(id)
-    ? await prisma.subscription.deleteMany({ where: { id, accountId } })
-    : { count: 0 };
-  if (count === 0) throw notFound(`Subscription ${id}`);
+): Promise<string> {
+  const [row] = isUuid(id)
+    ? await prisma.$queryRaw<Array<{ callback_url: string }>>`
+        DELETE FROM subscriptions WHERE id = ${id}::uuid AND account_id = ${accountId} RETURNING callback_url`
+    : [];
+  if (row === undefined) throw notFound(`Subscription ${id}`);
+  return row.callback_url;
 }
 
 /** The new state of a rotated signing secret: the sealed current secret and when the previous one stops signing. */

@@ -21,6 +21,7 @@ import {
 import { pageRequest } from '../lib/pagination.js';
 import { HttpProblem, notFound } from '../lib/problem.js';
 import { problemResponse, problemResponses } from '../lib/route-schemas.js';
+import type { RelayCopies } from '../lib/relay-copies.js';
 import type { Views } from '../lib/views.js';
 
 /** Most events counted for a list's `count`: past it the count says "at least this many". */
@@ -30,6 +31,8 @@ const eventCountWindow = 10_000;
 export interface EventLogRoutesOptions {
   views: Views;
   catalogue: Catalogue;
+  /** The `webhooks listen` sessions' copies of payloads, which an expunge clears. */
+  relayCopies: RelayCopies;
 }
 
 /** A 400 naming query parameter `name`. */
@@ -70,7 +73,10 @@ export function listedIdRange(query: { since?: string; until?: string; before?: 
   return { ...(gte === undefined ? {} : { gte }), ...(lt === undefined ? {} : { lt }) };
 }
 
-const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (app, { views, catalogue }) => {
+const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (
+  app,
+  { views, catalogue, relayCopies },
+) => {
   const findEvent = async (accountId: string, id: string) => {
     const row = isUuid(id)
       ? await app.prisma.event.findUnique({ where: { id: id.toLowerCase(), accountId } })
@@ -175,6 +181,14 @@ const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (app, {
               WHERE event_id = ${event.id}::uuid AND id BETWEEN ${low}::uuid AND ${high}::uuid)
             AND (response_body IS NOT NULL OR error_class = 'transformation_failed')`,
       ]);
+      try {
+        await relayCopies.expungeEvent(app.prisma, request.accountId, event.id);
+      } catch (error) {
+        request.log.warn(
+          { err: error, eventId: event.id },
+          "the expunged event's relayed copies stay in Redis until their attempts end",
+        );
+      }
       try {
         await app.publisher.discardFinished(request.accountId, event.id);
       } catch (error) {

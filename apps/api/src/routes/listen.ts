@@ -1,7 +1,9 @@
 /**
  * `webhooks listen`'s side of the API, for a `cli` destination (`relay.ts`):
  * - `GET /api/webhooks/{id}/listen` streams relayed attempts as server-sent events (@fastify/sse):
- *   one `delivery` per attempt, its id the stream entry's for `Last-Event-ID`, with a heartbeat;
+ *   one `delivery` per attempt still waiting, its id the stream entry's for `Last-Event-ID`; headers
+ *   at once, then a heartbeat. Streams are bounded per account and per process, and one that has
+ *   delivered nothing for LISTEN_IDLE_MS ends (the CLI connects again);
  * - `POST /api/webhooks/{id}/listen/replies` takes the local app's answer back to the waiting worker.
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -38,6 +40,10 @@ export interface ListenOptions {
   prefix: string;
   /** Most listeners one API process streams to at once; past it, 503 with `Retry-After`. */
   maxListeners: number;
+  /** LISTEN_MAX_PER_ACCOUNT: most of them one account holds; past it, 503 with `Retry-After`. */
+  maxListenersPerAccount: number;
+  /** LISTEN_IDLE_MS: a stream that has delivered nothing this long ends, in ms. */
+  idleMs: number;
   /** LISTEN_ABANDONED_MS: how long the session counts as listened to after its stream's last read, in ms. */
   abandonedMs: number;
 }
@@ -71,6 +77,8 @@ export function relayRequestOf(fields: string[]): RelayRequest {
 
 const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) => {
   let listeners = 0;
+  /** Open streams per account. */
+  const perAccount = new Map<string, number>();
   /** Ends each open stream: the server's close waits for no idle connection but these. */
   const ending = new Set<() => void>();
   app.addHook('onClose', async () => {
@@ -103,16 +111,27 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
     },
     async (request, reply) => {
       const session = await sessionOf(app.prisma, request.accountId, request.params.id);
+      const { accountId } = request;
+      const own = perAccount.get(accountId) ?? 0;
+      if (own >= options.maxListenersPerAccount)
+        throw new HttpProblem(
+          503,
+          'unavailable',
+          `This account has ${own} listen streams open on this API instance, the most it may (LISTEN_MAX_PER_ACCOUNT)`,
+          undefined,
+          { 'retry-after': '5' },
+        );
       if (listeners >= options.maxListeners)
         throw new HttpProblem(503, 'unavailable', 'Too many listeners on this API instance', undefined, {
           'retry-after': '5',
         });
       const { requests, alive } = relayKeys(options.prefix, session);
       // Reads short enough that the session is noted alive well within LISTEN_ABANDONED_MS.
-      const blockMs = Math.min(keepAliveMs, Math.floor(options.abandonedMs / 3));
+      const blockMs = Math.min(keepAliveMs, Math.floor(options.abandonedMs / 3), options.idleMs);
       const lastEventId = reply.sse.lastEventId;
       let last = lastEventId !== null && /^\d+-\d+$/.test(lastEventId) ? lastEventId : '0';
       listeners += 1;
+      perAccount.set(accountId, own + 1);
       const connection = options.blocking();
       let open = true;
       const end = () => {
@@ -121,8 +140,13 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
       };
       ending.add(end);
       reply.sse.onClose(end);
+      // The client and any proxy see the stream open before anything is relayed.
+      reply.sse.sendHeaders();
+      // writeHead alone holds the headers until the first write.
+      reply.raw.flushHeaders();
+      let lastDelivered = Date.now();
       async function* deliveries() {
-        while (open) {
+        while (open && Date.now() - lastDelivered < options.idleMs) {
           // While it is read, the reconciler leaves the session's subscription alone.
           await options.redis.set(alive, '1', 'PX', options.abandonedMs);
           const read = (await connection.xread(
@@ -137,6 +161,7 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
           for (const [id, fields] of (open ? read?.[0]?.[1] : undefined) ?? []) {
             yield { id, event: 'delivery', data: relayRequestOf(fields) };
             last = id;
+            lastDelivered = Date.now();
           }
         }
       }
@@ -146,6 +171,9 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
         if (open) request.log.warn({ err: error }, 'listen stream ended: Redis failed');
       } finally {
         listeners -= 1;
+        const left = (perAccount.get(accountId) ?? 1) - 1;
+        if (left === 0) perAccount.delete(accountId);
+        else perAccount.set(accountId, left);
         ending.delete(end);
         connection.disconnect();
         reply.sse.close();

@@ -45,6 +45,7 @@ import {
   SubscriptionParams,
 } from '../lib/route-schemas.js';
 import { deleteOwnSubscription, findOwnSubscription, updateIfUnchanged } from '../lib/subscription-lookup.js';
+import type { RelayCopies } from '../lib/relay-copies.js';
 import type { Views } from '../lib/views.js';
 import { noStore } from '../lib/headers.js';
 import { requestChallenge } from '../lib/challenge-request.js';
@@ -72,6 +73,8 @@ export interface SubscriptionRoutesOptions {
   verifyCallbacks: boolean;
   /** Presenters under PUBLIC_BASE_URL. */
   views: Views;
+  /** The `webhooks listen` sessions' copies of payloads: a deleted cli subscription's go at once. */
+  relayCopies: RelayCopies;
   /** The event catalogue: a create route per kind, and the types a subscription may choose. */
   catalogue: Catalogue;
   /** DELIVERY_MAX_ATTEMPTS, for the jobs of deliveries released from FIFO ordering. */
@@ -383,7 +386,12 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       },
     },
     async (request, reply) => {
-      await deleteOwnSubscription(app.prisma, request.accountId, request.params.id);
+      const callbackUrl = await deleteOwnSubscription(app.prisma, request.accountId, request.params.id);
+      try {
+        await options.relayCopies.dropSession(callbackUrl);
+      } catch (error) {
+        request.log.warn({ err: error }, "the deleted subscription's relay session is left to expire");
+      }
       return reply.code(204).send(null);
     },
   );
