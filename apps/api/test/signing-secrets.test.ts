@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
-import { sealSigningSecrets } from '@webhooks/db';
+import { resealSecrets } from '@webhooks/db';
 import { createSecretBox } from '@webhooks/shared';
 import { testEncryptionKey } from '../../../test/support/api.js';
 import { startTestStack, type TestStack } from '../../../test/support/stack.js';
@@ -106,16 +106,19 @@ describe('sealing and key rotation (db:migrate)', () => {
     ]);
     // As in production, where the box refuses to open plaintext: sealing it is the point.
     expect(
-      await sealSigningSecrets(stack.api.database.url, createSecretBox([oldKey], { refusePlaintext: true })),
-    ).toBe(1);
+      await resealSecrets(stack.api.database.url, createSecretBox([oldKey], { refusePlaintext: true })),
+    ).toMatchObject({ rows: 1, resealed: { secret: 1, previous_secret: 1 }, left: 0 });
     const sealed = await stored();
     expect(sealed.secret).toMatch(/^enc:v2:/);
     expect(sealed.previous_secret).toMatch(/^enc:v2:/);
     expect(createSecretBox([oldKey]).open(sealed.secret, id)).toBe(plaintext);
-    expect(await sealSigningSecrets(stack.api.database.url, createSecretBox([oldKey]))).toBe(0);
+    expect((await resealSecrets(stack.api.database.url, createSecretBox([oldKey]))).rows).toBe(0);
 
     const rotated = createSecretBox([newKey, oldKey]);
-    expect(await sealSigningSecrets(stack.api.database.url, rotated)).toBe(before.rows.length + 1);
+    expect(await resealSecrets(stack.api.database.url, rotated)).toMatchObject({
+      rows: before.rows.length + 1,
+      left: 0,
+    });
     const resealed = await stored();
     expect(createSecretBox([newKey]).open(resealed.secret, id)).toBe(plaintext);
     expect(() => createSecretBox([oldKey]).open(resealed.secret, id)).toThrow(/key id/);
