@@ -3,7 +3,8 @@
  * run that spends its time in built-ins is ended by the host at its deadline, without holding up
  * another account's transformed deliveries; its heap cannot grow past its limit, even while the
  * result is read back, and the process's memory stays bounded over many such runs; the returned
- * webhook is capped; a returned URL meets every rule a `callback_url` meets.
+ * webhook is capped; a returned URL meets every rule a `callback_url` meets; output the host cannot
+ * read (an overridden `JSON.stringify`, nesting too deep) is a failed transformation, not a fault.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestStack, type TestStack } from './support/stack.js';
@@ -125,6 +126,29 @@ describe('the CPU deadline', () => {
   });
 });
 
+describe('the pool shared between accounts', () => {
+  it("gives another account's run the slot one account cannot take, ahead of that account's run behind its timed-out one", async () => {
+    const hog = await stack.subscribe('acct-pool-hog', { callback_url: `${stack.receiver.url}/pool-hog` });
+    const quiet = await stack.subscribe('acct-pool-quiet', {
+      callback_url: `${stack.receiver.url}/pool-quiet`,
+    });
+    const ended: string[] = [];
+    const runs = [
+      tryOn('acct-pool-hog', hog.id, indexOfHog).then(() => ended.push('hog 1')),
+      tryOn('acct-pool-hog', hog.id, indexOfHog).then(() => ended.push('hog 2')),
+    ];
+    // Both of the hog's runs are asked for first; one thread, two slots.
+    await new Promise((resolve) => setImmediate(resolve));
+    runs.push(
+      tryOn('acct-pool-quiet', quiet.id, 'function handler(w) { return w; }').then(() => ended.push('quiet')),
+    );
+    await Promise.all(runs);
+    // The hog holds one slot at a time, its thread's restart included: the quiet run goes before its second.
+    expect(ended.at(-1)).toBe('hog 2');
+    expect(ended).toContain('quiet');
+  });
+});
+
 describe('memory and output', () => {
   it('cannot allocate 64 MiB under a 16 MiB heap, and the process stays bounded over 100 runs', async () => {
     const created = await stack.subscribe('acct-alloc', {
@@ -178,5 +202,39 @@ describe('a returned URL', () => {
     expect(attempts[0]).toMatchObject({ error: 'transformation_failed' });
     expect(attempts[0]!.error_message).toMatch(/must not carry credentials/);
     expect(stack.receiver.at('/moved')).toHaveLength(0);
+  });
+});
+
+describe('output the host cannot read', () => {
+  /** `JSON.stringify` overridden to return text that is not JSON. */
+  const notJson = `JSON.stringify = () => '{"nope'; function handler(w) { return w; }`;
+  /** An array nested far deeper than any parser's stack. */
+  const deep = `function handler(w) { let a = []; for (let i = 0; i < 200000; i++) a = [a]; w.payload = a; return w; }`;
+
+  it('fails the attempt as transformation_failed, counted, and answers transformation-tests with the failure', async () => {
+    for (const [account, transformation, reason] of [
+      ['acct-not-json', notJson, /not JSON/],
+      ['acct-deep', deep, /nested too deeply|failed/],
+    ] as const) {
+      const created = await stack.subscribe(account, {
+        callback_url: `${stack.receiver.url}/${account}`,
+      });
+      const tried = await tryOn(account, created.id, transformation);
+      expect(tried.status).toBe(200);
+      expect(tried.body).toMatchObject({ result: 'failed', error: expect.stringMatching(reason) });
+      const updated = await stack.api.app.inject({
+        method: 'PUT',
+        url: `/api/webhooks/${created.id}`,
+        headers: stack.api.auth(account),
+        payload: { transformation },
+      });
+      expect(updated.statusCode).toBeLessThan(500);
+      if (updated.statusCode !== 200) continue;
+      await stack.publisher.publish({ accountId: account, type: 'call.completed', data: {} });
+      const attempts = await givenUpAttempts(created.id);
+      expect(attempts).toHaveLength(2);
+      for (const attempt of attempts) expect(attempt).toMatchObject({ error: 'transformation_failed' });
+      expect(stack.receiver.at(`/${account}`)).toHaveLength(0);
+    }
   });
 });

@@ -50,6 +50,13 @@ const runsPerThread = 2;
 const queueTimedOut = 'queue timed out';
 const ranPastDeadline = 'ran past its deadline';
 
+/** What a run's escaped error says, as the sandbox would put it: its kind and message, one line. */
+function escapedMessage(error: unknown): string {
+  if (error instanceof SyntaxError) return 'its output is not JSON';
+  if (error instanceof RangeError) return 'its output is nested too deeply';
+  return `its run ended abnormally (${String((error as Error).message ?? error).slice(0, 200)})`;
+}
+
 /** A pool of `limits.threads` threads, started at the first run; a result's URL is checked against `policy`. */
 export function createTransformationRunner(
   limits: TransformationLimits,
@@ -69,7 +76,8 @@ export function createTransformationRunner(
     }));
   const slots = createFairSlots({
     capacity: limits.threads * runsPerThread,
-    perAccount: limits.accountConcurrency,
+    // Below the whole pool, so one account never holds every slot.
+    perAccount: Math.max(1, Math.min(limits.accountConcurrency, limits.threads * runsPerThread - 1)),
     // Half the queue at most per account: the other half stays for the others.
     waitingPerAccount: Math.max(limits.accountConcurrency, Math.floor(limits.maxQueue / 2)),
     maxWaiting: limits.maxQueue,
@@ -84,6 +92,23 @@ export function createTransformationRunner(
     retryAfterMs: limits.queueTimeoutMs,
     reason,
   });
+
+  /** Resolves once a trivial run has ended on the pool (a thread is up), at most after the thread start's bound. */
+  const restarted = async () => {
+    const { port1, port2 } = new MessageChannel();
+    const task = {
+      source: 'function handler(w) { return w; }',
+      inputJson: null,
+      timeoutMs: limits.timeoutMs,
+    };
+    const run = poolOf()
+      .run({ ...task, maxOutputBytes: limits.maxOutputBytes, started: port2 }, { transferList: [port2] })
+      .catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([run, new Promise((resolve) => (timer = setTimeout(resolve, threadStartTimeoutMs)))]);
+    clearTimeout(timer);
+    port1.close();
+  };
 
   /** One run under the account's slot and the host's deadlines. */
   const execute = async (
@@ -116,7 +141,11 @@ export function createTransformationRunner(
       );
     } catch (error) {
       const reason: unknown = controller.signal.reason;
-      if (reason === ranPastDeadline) return { ok: false, error: 'it ran past its time budget' };
+      if (reason === ranPastDeadline) {
+        // The ended thread's replacement starts under this account's slot: the restart is its cost.
+        await restarted();
+        return { ok: false, error: 'it ran past its time budget' };
+      }
       if (reason === queueTimedOut) return busy(refusals.aborted);
       throw error;
     } finally {
@@ -128,18 +157,28 @@ export function createTransformationRunner(
 
   return {
     async run(source, input, accountId) {
-      const raw = await execute(accountId, source, JSON.stringify(input));
-      if ('kind' in raw) return raw;
-      if (!raw.ok) return { kind: 'failed', error: `the transformation failed: ${raw.error}` };
-      const value: unknown = raw.json === undefined ? undefined : JSON.parse(raw.json);
-      return checkTransformationOutput(value, input.url, policy);
+      // Whatever escapes the sandbox or the reading of its output (text that is not JSON, nesting
+      // too deep to parse or check) is the transformation's failure, never the caller's.
+      try {
+        const raw = await execute(accountId, source, JSON.stringify(input));
+        if ('kind' in raw) return raw;
+        if (!raw.ok) return { kind: 'failed', error: `the transformation failed: ${raw.error}` };
+        const value: unknown = raw.json === undefined ? undefined : JSON.parse(raw.json);
+        return checkTransformationOutput(value, input.url, policy);
+      } catch (error) {
+        return { kind: 'failed', error: `the transformation failed: ${escapedMessage(error)}` };
+      }
     },
     async check(source, accountId) {
       if (Buffer.byteLength(source) > maxTransformationBytes)
         return { kind: 'refused', error: `longer than ${maxTransformationBytes} bytes` };
-      const raw = await execute(accountId, source, null);
-      if ('kind' in raw) return raw;
-      return raw.ok ? { kind: 'valid' } : { kind: 'refused', error: raw.error };
+      try {
+        const raw = await execute(accountId, source, null);
+        if ('kind' in raw) return raw;
+        return raw.ok ? { kind: 'valid' } : { kind: 'refused', error: raw.error };
+      } catch (error) {
+        return { kind: 'refused', error: escapedMessage(error) };
+      }
     },
     close: async () => {
       await pool?.destroy();

@@ -57,7 +57,7 @@ export const transformationEnv = {
     minimum: 1,
     maximum: 64,
     description:
-      "Runs of one account's transformations on or waiting for a thread at once, in each service; its other runs wait behind its own",
+      "Runs of one account's transformations on or waiting for a thread at once, in each service, and always below the pool's two runs a thread; its other runs wait behind its own",
   }),
   TRANSFORMATION_MAX_QUEUE: Type.Integer({
     default: 256,
