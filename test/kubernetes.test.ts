@@ -5,7 +5,9 @@
  * the rules that keep them true to the services: probes, resources and a restricted security
  * context on every container; environment names the services' schemas know, with every setting
  * production requires; probe paths and ports the services answer on; a worker grace period that
- * covers its drain; and a lag query over metrics the worker exports.
+ * covers its drain; a lag query over metrics the worker exports; network policies that keep each
+ * service to DNS, its databases and public addresses, and let in only the API's port (and, in dev,
+ * the databases only to the service); and TRUST_PROXY set for the production ingress.
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -14,6 +16,7 @@ import { apiEnvSchema, loadApiConfig } from '@webhooks/api';
 import { loadWorkerConfig, workerEnvSchema } from '@webhooks/worker';
 import { createWorkerMetrics } from '../apps/worker/src/metrics.js';
 import { startTestApi, type TestApi } from './support/api.js';
+import { allowed, podOf } from './support/network-policy.js';
 import { repositoryRoot } from '../scripts/lib/repository-root.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
@@ -185,6 +188,65 @@ describe.each(overlays)('the %s overlay', (overlay) => {
         }
       }
     }
+  });
+
+  it('lets the services reach only DNS, their databases and public addresses, and reach the API alone on its port', () => {
+    const named = (name: string) => {
+      const workload = workloads(objects).find((o) => o.metadata.name === name);
+      if (workload === undefined) throw new Error(`no workload ${name}`);
+      return podOf(workload);
+    };
+    const namespace = named('webhooks-api').namespace;
+    const stranger = { pod: { namespace, labels: { app: 'something-else' } } };
+    const dns = { pod: { namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns' } } };
+    for (const name of ['webhooks-api', 'webhooks-fanout', 'webhooks-worker']) {
+      const pod = named(name);
+      const out = (peer: Parameters<typeof allowed>[3], port: number, protocol?: 'TCP' | 'UDP') =>
+        [name, peer, port, allowed(objects, 'Egress', pod, peer, port, protocol)] as const;
+      for (const [peer, port, protocol] of [
+        [dns, 53, 'UDP'],
+        [{ ip: '93.184.216.34' }, 443],
+        [{ ip: '10.1.2.3' }, 5432],
+        [{ ip: '10.1.2.3' }, 6379],
+      ] as const)
+        expect(out(peer, port, protocol)).toEqual([name, peer, port, true]);
+      for (const [peer, port] of [
+        [{ ip: '169.254.169.254' }, 80],
+        [{ ip: '10.1.2.3' }, 443],
+        [{ ip: '192.168.1.10' }, 8080],
+        [{ ip: '172.20.0.1' }, 443],
+        [{ ip: '127.0.0.1' }, 3000],
+      ] as const)
+        expect(out(peer, port)).toEqual([name, peer, port, false]);
+      // From another pod of the namespace: the API's port only.
+      const ports = Object.values(pod.ports ?? {});
+      for (const port of ports)
+        expect([name, port, allowed(objects, 'Ingress', pod, stranger, port)]).toEqual([
+          name,
+          port,
+          name === 'webhooks-api',
+        ]);
+    }
+    // Prometheus scrapes the workers from its namespace.
+    const prometheus = { pod: { namespace: 'monitoring', labels: { app: 'prometheus' } } };
+    expect(allowed(objects, 'Ingress', named('webhooks-worker'), prometheus, 3001)).toBe(true);
+    if (overlay === 'dev')
+      for (const database of ['webhooks-postgres', 'webhooks-redis']) {
+        const pod = named(database);
+        const port = Object.values(pod.ports ?? {})[0]!;
+        expect([database, allowed(objects, 'Ingress', pod, { pod: named('webhooks-worker') }, port)]).toEqual(
+          [database, true],
+        );
+        expect([database, allowed(objects, 'Ingress', pod, stranger, port)]).toEqual([database, false]);
+      }
+  });
+
+  it('believes the ingress in front of the API in production, and nothing in dev', () => {
+    const api = workloads(objects).find((o) => o.metadata.name === 'webhooks-api')!;
+    const container = api.spec.template.spec.containers.find((c: Manifest) => c.name === 'api');
+    const env = environmentOf(container, objects);
+    expect(env.TRUST_PROXY).toBe(overlay === 'production' ? '1' : undefined);
+    expect(() => loadApiConfig(env)).not.toThrow();
   });
 
   it('scales the delivery workers on a lag the worker exports, if at all', () => {
