@@ -156,6 +156,17 @@ describe('webhooks listen', () => {
       payload: { request_id: 'nobody', status: 200, error: null, body: null },
     });
     expect(reply.statusCode).toBe(404);
+    // Credentials would travel into the relay stream: refused however the update is split.
+    const withAuth = await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${created.json().id}`,
+      headers,
+      payload: { auth: { type: 'basic', username: 'u', password: 'p' } },
+    });
+    expect(withAuth.statusCode).toBe(400);
+    expect(withAuth.json().errors).toEqual([
+      { pointer: '/auth', detail: 'applies to http destinations only' },
+    ]);
     const update = await stack.api.app.inject({
       method: 'PUT',
       url: `/api/webhooks/${http.id}`,

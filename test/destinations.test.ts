@@ -332,8 +332,21 @@ describe('moving a subscription between destinations', () => {
         headers: stack.api.auth(owner),
         payload,
       });
-    const toHttp = await put({ callback_url: `${stack.receiver.url}/moved-back` });
+    // Credentials go to HTTP callbacks only, also when the destination is not in the same body.
+    for (const payload of [
+      { auth: { type: 'basic', username: 'u', password: 'p' } },
+      { client_certificate: { certificate: 'x', key: 'y' } },
+    ]) {
+      const refused = await put(payload);
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json().errors[0].pointer).toBe(`/${Object.keys(payload)[0]}`);
+    }
+    const toHttp = await put({
+      callback_url: `${stack.receiver.url}/moved-back`,
+      auth: { type: 'basic', username: 'u', password: 'p' },
+    });
     expect(toHttp.statusCode).toBe(200);
+    expect(toHttp.json()).toMatchObject({ auth: { type: 'basic', username: 'u' } });
     // Back on HTTP, the new callback answers its challenge before it receives anything.
     expect(toHttp.json()).toMatchObject({ destination: { type: 'http' }, status: 'pending' });
     const toBroker = await put({
@@ -345,6 +358,10 @@ describe('moving a subscription between destinations', () => {
       callback_url: `rabbitmq://orders/${exchange}/order.created`,
       status: 'active',
     });
+    // The HTTP callback's credentials did not follow it to the broker.
+    expect(toBroker.json().auth ?? null).toBeNull();
+    const stored = await stack.api.app.prisma.subscription.findUnique({ where: { id: sub.id } });
+    expect([stored?.auth, stored?.clientTls]).toEqual([null, null]);
   });
 });
 

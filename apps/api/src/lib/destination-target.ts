@@ -66,3 +66,25 @@ export function writeTarget(
   if ('pointer' in checked) throw refuse(checked.pointer, checked.detail);
   return { callbackUrl: destinationUrl(checked.target), broker: true };
 }
+
+/**
+ * Whether an update leaves the subscription without HTTP credentials: `auth` and
+ * `client_certificate` go to HTTP callbacks only, whether the destination changes in the same body
+ * (`target`) or was set before (`currentCallbackUrl`). True when it delivers to a broker or `cli`
+ * after the update: any stored ones are cleared, so no `Authorization` header is ever put into a
+ * message or the relay.
+ * @throws HttpProblem 400 naming `/auth` or `/client_certificate` given for such a destination
+ */
+export function clearsCredentials(
+  body: { client_certificate?: unknown; auth?: unknown },
+  target: WriteTarget | undefined,
+  currentCallbackUrl: string,
+): boolean {
+  const http = target === undefined ? /^https?:/i.test(currentCallbackUrl) : !target.broker;
+  if (http) return false;
+  if (body.client_certificate !== undefined && body.client_certificate !== null)
+    throw refuse('/client_certificate', 'applies to http destinations only');
+  if (body.auth !== undefined && body.auth !== null)
+    throw refuse('/auth', 'applies to http destinations only');
+  return true;
+}

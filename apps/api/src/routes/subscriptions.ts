@@ -29,7 +29,7 @@ import {
   sealReceiverAuth,
   type ReceiverAuthInput,
 } from '@webhooks/shared';
-import { writeTarget } from '../lib/destination-target.js';
+import { clearsCredentials, writeTarget } from '../lib/destination-target.js';
 import { sealedClientCertificate, sealedCustomHeaders } from '../lib/callback-credentials.js';
 import { pageRequest } from '../lib/pagination.js';
 import {
@@ -313,11 +313,13 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         body.headers === undefined
           ? undefined
           : sealedCustomHeaders(body.headers, current.id, options.secretBox);
-      const clientTls =
-        body.client_certificate === undefined
+      const cleared = clearsCredentials(body, target, current.callbackUrl);
+      const clientTls = cleared
+        ? null
+        : body.client_certificate === undefined
           ? undefined
           : sealedClientCertificate(body.client_certificate, current.id, options.secretBox);
-      const auth = body.auth === undefined ? undefined : sealAuth(body.auth, current.id);
+      const auth = cleared ? null : body.auth === undefined ? undefined : sealAuth(body.auth, current.id);
       checkSubscriptionSelection(catalogue, current.kind, body.event_types, body.filter);
       await checkTransformation(options.transformations, body.transformation, request.accountId);
       const { data, moved, leavesFifo } = subscriptionChange(
