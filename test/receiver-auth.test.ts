@@ -137,6 +137,28 @@ describe('auth: how the service authenticates to a receiver', () => {
     expect(stack.receiver.at('/oauth-refused')).toHaveLength(0);
   });
 
+  it('asks for a new token when the client secret changes, never reusing the old one', async () => {
+    const { id } = await stack.subscribe('auth-secret-change', {
+      callback_url: `${stack.receiver.url}/oauth-secret`,
+      auth: oauth(),
+    });
+    expect(await deliverOne('auth-secret-change', id)).toMatchObject({ status: 'succeeded' });
+    const changed = await stack.api.app.inject({
+      method: 'PUT',
+      url: `/api/webhooks/${id}`,
+      headers: stack.api.auth('auth-secret-change'),
+      payload: { auth: { ...oauth(), client_secret: 'revoked' } },
+    });
+    expect(changed.statusCode).toBe(200);
+    await stack.publisher.publish({ accountId: 'auth-secret-change', type: 'call.completed', data: {} });
+    await waitFor('the second delivery ended', async () => {
+      const rows = await stack.worker.prisma.delivery.findMany({ where: { subscriptionId: id } });
+      return rows.length === 2 && rows.every((row) => row.status !== 'pending');
+    });
+    // The token server refuses the new secret: the cached token of the old one is not sent.
+    expect(stack.receiver.at('/oauth-secret')).toHaveLength(1);
+  });
+
   it('sends HTTP Basic credentials, shows them masked, and removes them on null', async () => {
     const created = await stack.subscribe('auth-basic', {
       callback_url: `${stack.receiver.url}/basic`,

@@ -82,6 +82,7 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     verifyCallbacks: config.CALLBACK_VERIFICATION === 'challenge',
     views,
     relayCopies,
+    tokenUrlRules: config.tokenUrlRules,
     catalogue,
     maxAttempts: config.DELIVERY_MAX_ATTEMPTS,
     brokers: config.brokers,

@@ -26,6 +26,7 @@ import {
   relayEnv,
   parseDestinationBrokers,
   type BrokerConfig,
+  type TokenUrlRules,
 } from '@webhooks/shared';
 import { parseTrustProxy, type TrustProxy } from './lib/client-address.js';
 
@@ -113,6 +114,11 @@ export const apiEnvSchema = Type.Object({
     default: 'false',
     description:
       'The proxies in front whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (client addresses for the per-IP limits, HSTS on answers the client got over TLS): `false`, the number of proxies (such as `1`), or their addresses and CIDR ranges, comma-separated. `true` is refused: it believes the left-most address, which clients write',
+  }),
+  OAUTH_TOKEN_HOSTS: Type.String({
+    default: '',
+    description:
+      "With CALLBACK_VERIFICATION=challenge, the hosts an OAuth 2.0 `token_url` may be on besides its callback's origin, comma-separated (`login.example.com`, `*.auth0.com`)",
   }),
   PORTAL_SECRET: Type.String({
     default: '',
@@ -235,6 +241,8 @@ export type ApiConfig = Static<typeof apiEnvSchema> &
     edgeSampling: EdgeSampling | undefined;
     /** TRUST_PROXY as Fastify's `trustProxy` (lib/client-address.ts). */
     trustProxy: TrustProxy;
+    /** Where an OAuth 2.0 token URL may point (NODE_ENV, CALLBACK_VERIFICATION, OAUTH_TOKEN_HOSTS). */
+    tokenUrlRules: TokenUrlRules;
     /** DESTINATION_BROKERS by name: what a subscription's `destination` may name. */
     brokers: ReadonlyMap<string, BrokerConfig>;
   };
@@ -270,6 +278,13 @@ function readApiConfig(env: Record<string, string | undefined>): ApiConfig {
     tracing: tracingRequested(env),
     edgeSampling: edgeSamplingOf(env),
     trustProxy: parseTrustProxy(config.TRUST_PROXY),
+    tokenUrlRules: {
+      httpsOnly: !isDevelopmentEnv(config.NODE_ENV),
+      verifiedOrigin: config.CALLBACK_VERIFICATION === 'challenge',
+      allowedHosts: config.OAUTH_TOKEN_HOSTS.split(',')
+        .map((host) => host.trim().toLowerCase())
+        .filter((host) => host !== ''),
+    },
     brokers: parseDestinationBrokers(config.DESTINATION_BROKERS),
   };
   const development = isDevelopmentEnv(config.NODE_ENV);

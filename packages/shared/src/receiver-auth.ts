@@ -67,3 +67,36 @@ export function maskedReceiverAuth(auth: ReceiverAuth | null): ReceiverAuthView 
 export function basicAuthorization(username: string, password: string): string {
   return `Basic ${Buffer.from(`${username}:${password}`, 'utf8').toString('base64')}`;
 }
+
+/** Where an OAuth 2.0 token URL may point, beside the callback policy. */
+export interface TokenUrlRules {
+  /** Outside development and test: `client_secret` never travels in clear, so `https:` only. */
+  httpsOnly: boolean;
+  /**
+   * CALLBACK_VERIFICATION=challenge: only the callback's verified origin, or a host of
+   * OAUTH_TOKEN_HOSTS, gets the credentials, as a transformation may only send to that origin.
+   */
+  verifiedOrigin: boolean;
+  /** OAUTH_TOKEN_HOSTS: host names (`login.example.com`) or suffixes (`*.auth0.com`), lower case. */
+  allowedHosts: readonly string[];
+}
+
+/**
+ * Why `tokenUrl` may not receive `auth`'s client credentials for the callback at `callbackUrl`
+ * (null: it may). Over http, RFC 6749 §2.3.1 credentials travel in clear; under verification the
+ * worker would post them to a URL no receiver proved it owns.
+ */
+export function tokenUrlRefusal(tokenUrl: string, callbackUrl: string, rules: TokenUrlRules): string | null {
+  const token = new URL(tokenUrl);
+  if (rules.httpsOnly && token.protocol !== 'https:')
+    return 'must be https: the client secret would travel in clear';
+  if (!rules.verifiedOrigin || !/^https?:/i.test(callbackUrl)) return null;
+  if (token.origin === new URL(callbackUrl).origin) return null;
+  const host = token.hostname.toLowerCase();
+  const listed = rules.allowedHosts.some((allowed) =>
+    allowed.startsWith('*.') ? host.endsWith(allowed.slice(1)) : host === allowed,
+  );
+  return listed
+    ? null
+    : `must share the callback's verified origin ${new URL(callbackUrl).origin}, or be on a host of OAUTH_TOKEN_HOSTS (CALLBACK_VERIFICATION=challenge)`;
+}

@@ -27,7 +27,9 @@ import {
   checkCallbackUrl,
   receiverAuthFromInput,
   sealReceiverAuth,
+  tokenUrlRefusal,
   type ReceiverAuthInput,
+  type TokenUrlRules,
 } from '@webhooks/shared';
 import { clearsCredentials, writeTarget } from '../lib/destination-target.js';
 import { sealedClientCertificate, sealedCustomHeaders } from '../lib/callback-credentials.js';
@@ -73,6 +75,8 @@ export interface SubscriptionRoutesOptions {
   verifyCallbacks: boolean;
   /** Presenters under PUBLIC_BASE_URL. */
   views: Views;
+  /** Where an OAuth 2.0 token URL may point beside the callback policy. */
+  tokenUrlRules: TokenUrlRules;
   /** The `webhooks listen` sessions' copies of payloads: a deleted cli subscription's go at once. */
   relayCopies: RelayCopies;
   /** The event catalogue: a create route per kind, and the types a subscription may choose. */
@@ -100,10 +104,11 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
   };
 
   /**
-   * `input` sealed for subscription `id`, or null; its OAuth 2.0 token URL must be a valid callback URL.
+   * `input` sealed for subscription `id` delivering to `callbackUrl`, or null; its OAuth 2.0 token URL
+   * must be a valid callback URL and meet the token URL rules (`tokenUrlRefusal`).
    * @throws HttpProblem 400 naming `/auth/token_url`
    */
-  const sealAuth = (input: ReceiverAuthInput | null, id: string): string | null => {
+  const sealAuth = (input: ReceiverAuthInput | null, id: string, callbackUrl: string): string | null => {
     if (input?.type === 'oauth2_client_credentials') {
       const error = checkCallbackUrl(
         input.token_url,
@@ -112,6 +117,11 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         options.callbackHint,
       );
       if (error) throw new HttpProblem(400, 'validation', `auth.token_url ${error.detail}`, [error]);
+      const refused = tokenUrlRefusal(input.token_url, callbackUrl, options.tokenUrlRules);
+      if (refused !== null)
+        throw new HttpProblem(400, 'validation', `auth.token_url ${refused}`, [
+          { pointer: '/auth/token_url', detail: refused },
+        ]);
     }
     return input === null ? null : sealReceiverAuth(receiverAuthFromInput(input), id, options.secretBox);
   };
@@ -194,7 +204,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         const id = uuidv7();
         const sealedHeaders = sealedCustomHeaders(headers ?? null, id, options.secretBox);
         const clientTls = sealedClientCertificate(clientCertificate, id, options.secretBox);
-        const auth = sealAuth(request.body.auth ?? null, id);
+        const auth = sealAuth(request.body.auth ?? null, id, target.callbackUrl);
         const secret = generateSigningSecret(request.body.signature_scheme ?? 'v1');
         const row = await app.prisma.$transaction(async (tx) => {
           // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
@@ -319,7 +329,11 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         : body.client_certificate === undefined
           ? undefined
           : sealedClientCertificate(body.client_certificate, current.id, options.secretBox);
-      const auth = cleared ? null : body.auth === undefined ? undefined : sealAuth(body.auth, current.id);
+      const auth = cleared
+        ? null
+        : body.auth === undefined
+          ? undefined
+          : sealAuth(body.auth, current.id, target?.callbackUrl ?? current.callbackUrl);
       checkSubscriptionSelection(catalogue, current.kind, body.event_types, body.filter);
       await checkTransformation(options.transformations, body.transformation, request.accountId);
       const { data, moved, leavesFifo } = subscriptionChange(

@@ -3,6 +3,7 @@
  * credentials token (RFC 6749 §4.4) via oauth4webapi through the sender's guarded fetch, cached per
  * subscription until near expiry, one request shared. A 401 gets one fresh token and one more try.
  */
+import { createHash } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import { basicAuthorization, type ReceiverAuth } from '@webhooks/shared';
 import type { AttemptResult, AttemptSender } from './attempt.js';
@@ -107,8 +108,20 @@ export function createReceiverAuthorizer(
     async send(subscriptionId, auth, send) {
       if (auth === null) return send();
       if (auth.type === 'basic') return send(basicAuthorization(auth.username, auth.password));
-      // A changed `auth` (another client, URL or scope) is another key: its token is its own.
-      const key = JSON.stringify([subscriptionId, auth.tokenUrl, auth.clientId, auth.scope, auth.audience]);
+      // A changed `auth` (another client, secret, URL or scope) is another key: its token is its own.
+      // Hashed, so the cache holds no secret.
+      const key = createHash('sha256')
+        .update(
+          JSON.stringify([
+            subscriptionId,
+            auth.tokenUrl,
+            auth.clientId,
+            auth.clientSecret,
+            auth.scope,
+            auth.audience,
+          ]),
+        )
+        .digest('base64url');
       const startedAt = new Date();
       try {
         const used = await token(key, auth);
