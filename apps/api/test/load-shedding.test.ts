@@ -104,7 +104,7 @@ process.stdout.write(JSON.stringify(seen));
 `;
 
 describe('the costly routes of an account', () => {
-  it('are shed like its publishes while the process is saturated, and answered again after', async () => {
+  it('are shed like its publishes while the process is saturated (sandbox runs, creates, updates, health), and answered again after', async () => {
     const created = await stack.subscribe('acct-costly', { callback_url: `${stack.receiver.url}/costly` });
     const tryTransformation = () =>
       stack.api.app.inject({
@@ -122,10 +122,34 @@ describe('the costly routes of an account', () => {
     const until = Date.now() + 800;
     while (Date.now() < until);
     await sleep(0);
-    const shed = await tryTransformation();
-    expect(shed.statusCode).toBe(503);
-    expect(shed.headers['retry-after']).toBe('1');
-    expect(shed.json()).toMatchObject({ type: expect.stringMatching(/overloaded$/) });
+    const as = { headers: stack.api.auth('acct-costly') };
+    const transformation = 'function handler(w) { return w; }';
+    // Every route that may run the sandbox, and the day of attempts the health aggregates.
+    const answers = await Promise.all([
+      tryTransformation(),
+      stack.api.app.inject({
+        method: 'POST',
+        url: '/api/webhooks',
+        ...as,
+        payload: { callback_url: `${stack.receiver.url}/costly-2`, transformation },
+      }),
+      stack.api.app.inject({
+        method: 'PUT',
+        url: `/api/webhooks/${created.id}`,
+        ...as,
+        payload: { transformation },
+      }),
+      stack.api.app.inject({ method: 'GET', url: `/api/webhooks/${created.id}/health`, ...as }),
+    ]);
+    const routes = ['transformation-tests', 'create', 'update', 'health'];
+    for (const [i, shed] of answers.entries()) {
+      expect([routes[i], shed.statusCode]).toEqual([routes[i], 503]);
+      expect(shed.headers['retry-after']).toBe('1');
+      expect(shed.json()).toMatchObject({ type: expect.stringMatching(/overloaded$/) });
+    }
+    // Nothing was changed.
+    const stored = await stack.api.app.prisma.subscription.findMany({ where: { accountId: 'acct-costly' } });
+    expect(stored.map((row) => row.transformation)).toEqual([null]);
     await waitFor('the saturation over', async () => (await tryTransformation()).statusCode === 200);
   });
 });

@@ -45,6 +45,8 @@ const health: FastifyPluginAsyncTypebox<{ views: Views }> = async (app, { views 
   app.get(
     '/api/webhooks/:id/health',
     {
+      // A day of attempts aggregated: costly, so shed under pressure as publishing is.
+      config: { shedUnderPressure: true },
       schema: {
         tags: ['deliveries'],
         operationId: 'getSubscriptionHealth',

@@ -167,6 +167,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
     app.post(
       kind === null ? '/api/webhooks' : `/api/webhooks/${kind}`,
       {
+        // A create may run the sandbox (a transformation) and resolve the callback: shed under pressure.
+        config: { shedUnderPressure: true },
         schema: {
           tags: ['subscriptions'],
           operationId: createSubscriptionOperation(kind),
@@ -297,6 +299,8 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
   app.put(
     '/api/webhooks/:id',
     {
+      // As a create: it may run the sandbox.
+      config: { shedUnderPressure: true },
       schema: {
         tags: ['subscriptions'],
         operationId: 'updateSubscription',
