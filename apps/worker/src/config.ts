@@ -50,6 +50,12 @@ export const workerEnvSchema = Type.Object({
     description:
       'Deliveries a worker process sends at once from each queue shard it consumes (QUEUE_SHARDS, WORKER_SHARDS); the first attempts it sends inline, outside any job, share one budget of this size',
   }),
+  WORKER_WATCHDOG_MS: Type.Integer({
+    default: 60_000,
+    minimum: 0,
+    description:
+      'How long a queue consumer may leave waiting jobs untaken while it has free slots, in ms, before it is closed and started again (a wedged blocking connection); 0: no watchdog',
+  }),
   DELIVERY_TIMEOUT_MS: Type.Integer({
     default: 10_000,
     minimum: 100,

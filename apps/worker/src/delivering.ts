@@ -42,6 +42,7 @@ import {
   type DeliveryJobResult,
 } from './delivery/processor.js';
 import { createDeliveryStore } from './delivery/store.js';
+import { watchedProcessor, type ConsumerActivity } from './consumer-watchdog.js';
 import type { WorkerMetrics } from './metrics.js';
 import type { ShardedQueues } from './shard-queues.js';
 import { createVerificationProcessor, type VerificationResult } from './verification/processor.js';
@@ -149,7 +150,7 @@ export function startDeliveries(
   );
   /** The attempt path of each consumed shard, by its queue prefix. */
   const delivers = new Map<string, ReturnType<typeof createDeliver>>();
-  const workers = sharded.consumed.map((shard) => {
+  const consumers = sharded.consumed.map((shard) => {
     const wakeInShard = createWake({ queueOf: () => shard.deliveries, log });
     const gate = createDeliveryGate({
       redis: gateRedis,
@@ -207,20 +208,28 @@ export function startDeliveries(
       maxAttempts: policy.maxAttempts,
       maxHeads: orderedHandOverHeads,
       // Called only while the worker below runs a job.
-      closing: () => worker.closing !== undefined,
+      closing: () => worker?.closing !== undefined,
       log,
     });
-    const processor = createDeliveryProcessor({ deliver, handOver, policy, log });
-    const worker = new Worker<DeliveryJobData, DeliveryJobResult>(
-      queueNames.deliveries,
-      config.tracing ? suppressedUnlessRecording(processor) : processor,
-      {
-        ...deps.common,
-        prefix: shard.prefix,
-        settings: { backoffStrategy: deliveryBackoffStrategy(policy) },
-      },
-    );
-    return worker;
+    const activity: ConsumerActivity = { running: 0, lastStartedMs: Date.now() };
+    const processor = watchedProcessor(createDeliveryProcessor({ deliver, handOver, policy, log }), activity);
+    let worker: Worker<DeliveryJobData, DeliveryJobResult> | undefined;
+    /**
+     * A new Worker on the shard's queue, on `connection` (the shared one by default), held as the
+     * current one (the watchdog starts another if it wedges).
+     */
+    const start = (connection: WorkerOptions['connection'] = deps.common.connection) =>
+      (worker = new Worker<DeliveryJobData, DeliveryJobResult>(
+        queueNames.deliveries,
+        config.tracing ? suppressedUnlessRecording(processor) : processor,
+        {
+          ...deps.common,
+          connection,
+          prefix: shard.prefix,
+          settings: { backoffStrategy: deliveryBackoffStrategy(policy) },
+        },
+      ));
+    return { shard, activity, first: start(), start };
   });
   // Challenges are rare and each waits on one callback: a few at a time, beside the deliveries.
   const verifications = new Worker<VerificationJobData, VerificationResult>(
@@ -254,7 +263,8 @@ export function startDeliveries(
   );
   verifications.on('error', (error) => log.error({ err: error }, 'worker error'));
   return {
-    workers,
+    /** Each consumed shard's consumer: its first Worker, and how to start another. */
+    consumers,
     verifications,
     /** Closes the sender, broker connections, gates' connection and transformation threads, once the workers are. */
     close() {

@@ -35,6 +35,7 @@ export interface WorkerMetrics {
   inlineAttempts: Counter<'result'>;
   redriven: Counter<'kind'>;
   schedulesRestored: Counter<'task'>;
+  consumerRestarts: Counter<'queue' | 'shard'>;
   /**
    * Samples every shard's job counts and backlog, and `subscriptionsByStatus`, now and every
    * {@link queueSampleIntervalMs}, and whether Redis and PostgreSQL answered; returns the stop.
@@ -132,6 +133,12 @@ export function createWorkerMetrics(): WorkerMetrics {
       name: 'webhook_inline_attempts_total',
       help: 'First deliveries taken to attempt without a delivery job (by the fan-out or the account scheduler), by result: sent (attempted, or ended without a request), waiting (handed to a delayed job: gate, rate limit, host cap), skipped (given a job at once: no inline capacity, another shard, a dependency fault)',
       labelNames: ['result'],
+      registers,
+    }),
+    consumerRestarts: new Counter({
+      name: 'webhook_worker_consumer_restarts_total',
+      help: 'Queue consumers closed and started again by the watchdog: jobs waited WORKER_WATCHDOG_MS with free slots and none started, by queue and shard',
+      labelNames: ['queue', 'shard'],
       registers,
     }),
     schedulesRestored: new Counter({

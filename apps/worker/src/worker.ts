@@ -35,12 +35,16 @@ import { keepMaintenanceScheduled, type KeptSchedules } from './maintenance-sche
 import { createShardedQueues } from './shard-queues.js';
 import { deleteExpiredRows, type RetentionReport } from './retention.js';
 import { createLogPartitions } from './log-partitions.js';
+import { startConsumerWatchdog, watchedProcessor, type WatchedConsumer } from './consumer-watchdog.js';
 
 /** Deliveries an account of weight 1 is admitted per turn: small against DELIVERY_QUEUE_TARGET. */
 const schedulerQuantum = 10;
 
 /** How often a worker checks that the maintenance schedules are in Redis, at most, in ms. */
 const scheduleCheckMs = 10_000;
+
+/** The consumers' connection's name in `CLIENT LIST`; a restarted consumer's own connection has it too. */
+export const consumerConnectionName = 'webhooks-worker-consumer';
 
 /** How often retention runs, in ms. */
 const retentionIntervalMs = 3_600_000;
@@ -92,7 +96,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     backoffMs: config.DELIVERY_BACKOFF_MS,
   };
   const producer = createProducerConnection(config.redis);
-  const consumer = createWorkerConnection(config.redis);
+  const consumer = createWorkerConnection(config.redis, consumerConnectionName);
   for (const connection of [producer, consumer]) {
     connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
   }
@@ -172,7 +176,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
         wake,
       })
     : null;
-  const deliveries = delivering?.workers ?? [];
+  const deliveries = delivering?.consumers.map((consumer) => consumer.first) ?? [];
   // One budget of inline attempts for the fan-out's and the scheduler's background admission's.
   const inline =
     delivering !== null
@@ -201,19 +205,17 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     fifoHeads,
     log,
   });
-  const events = config.roles.has('events')
-    ? sharded.consumed.map(
-        (shard) =>
-          new Worker<EventJobData, number>(
-            queueNames.events,
-            config.tracing ? suppressedUnlessRecording(fanOut) : fanOut,
-            {
-              ...common,
-              prefix: shard.prefix,
-            },
-          ),
-      )
-    : [];
+  const fanOutActivity = sharded.consumed.map(() => ({ running: 0, lastStartedMs: Date.now() }));
+  /** A new fan-out Worker on shard `i`, on `connection` (the watchdog starts another if it wedges). */
+  const startEvents = (i: number, connection: RedisConnection = consumer) => {
+    const processor = watchedProcessor(fanOut, fanOutActivity[i]!);
+    return new Worker<EventJobData, number>(
+      queueNames.events,
+      config.tracing ? suppressedUnlessRecording(processor) : processor,
+      { ...common, connection, prefix: sharded.consumed[i]!.prefix },
+    );
+  };
+  const events = config.roles.has('events') ? sharded.consumed.map((_, i) => startEvents(i)) : [];
   const reconcile = createReconciler({
     prisma,
     redis: producer,
@@ -257,20 +259,63 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     log,
     restored: metrics.schedulesRestored,
   });
-  for (const worker of events)
-    worker.on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'));
-  for (const worker of deliveries)
-    worker.on('failed', (job, error) =>
-      log.debug(
-        { jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error.message },
-        'delivery attempt failed',
-      ),
-    );
+  const observeEvents = (worker: Worker<EventJobData, number>) =>
+    worker
+      .on('failed', (job, error) => log.error({ err: error, eventId: job?.id }, 'fan-out failed'))
+      .on('error', (error) => log.error({ err: error }, 'worker error'));
+  const observeDeliveries = (worker: Worker<DeliveryJobData, DeliveryJobResult>) =>
+    worker
+      .on('failed', (job, error) =>
+        log.debug(
+          { jobId: job?.id, attemptsMade: job?.attemptsMade, reason: error.message },
+          'delivery attempt failed',
+        ),
+      )
+      .on('error', (error) => log.error({ err: error }, 'worker error'));
+  events.forEach(observeEvents);
+  deliveries.forEach(observeDeliveries);
   maintenance.on('failed', (job, error) =>
     log.error({ err: error, task: job?.data.task }, 'maintenance task failed'),
   );
-  for (const worker of [...events, ...deliveries, maintenance])
-    worker.on('error', (error) => log.error({ err: error }, 'worker error'));
+  maintenance.on('error', (error) => log.error({ err: error }, 'worker error'));
+  // A restarted consumer takes its place in `events` or `deliveries`, which the health check reads,
+  // on a connection of its own: the shared one may be what wedged.
+  const restartedConnections: RedisConnection[] = [];
+  const freshConnection = () => {
+    const connection = createWorkerConnection(config.redis, consumerConnectionName);
+    connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
+    restartedConnections.push(connection);
+    return connection;
+  };
+  const watched: WatchedConsumer[] = [
+    ...events.map((_, i) => ({
+      queue: queueNames.events,
+      shard: sharded.consumed[i]!.label,
+      counts: sharded.consumed[i]!.events,
+      activity: fanOutActivity[i]!,
+      concurrency: config.WORKER_CONCURRENCY,
+      current: () => events[i]!,
+      restart: () => (events[i] = observeEvents(startEvents(i, freshConnection()))),
+    })),
+    ...(delivering?.consumers ?? []).map((consumer, i) => ({
+      queue: queueNames.deliveries,
+      shard: consumer.shard.label,
+      counts: consumer.shard.deliveries,
+      activity: consumer.activity,
+      concurrency: config.WORKER_CONCURRENCY,
+      current: () => deliveries[i]!,
+      restart: () => (deliveries[i] = observeDeliveries(consumer.start(freshConnection()))),
+    })),
+  ];
+  const stopWatchdog =
+    config.WORKER_WATCHDOG_MS > 0
+      ? startConsumerWatchdog({
+          consumers: watched,
+          boundMs: config.WORKER_WATCHDOG_MS,
+          restarts: metrics.consumerRestarts,
+          log,
+        })
+      : async () => {};
 
   return {
     events,
@@ -282,6 +327,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
     reconcile,
     schedules,
     async close() {
+      await stopWatchdog();
       stopSampling();
       schedules.stop();
       await Promise.all([
@@ -296,6 +342,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       await Promise.all([prisma.$disconnect(), pool.end()]);
       producer.disconnect();
       consumer.disconnect();
+      for (const connection of restartedConnections) connection.disconnect();
     },
   };
 }

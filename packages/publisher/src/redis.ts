@@ -140,9 +140,19 @@ function connect(topology: RedisTopology | string, options: RedisOptions, cluste
   }
 }
 
-/** A connection for BullMQ workers and queue events: commands wait for Redis to come back. */
-export function createWorkerConnection(topology: RedisTopology | string): RedisConnection {
-  return connect(topology, { maxRetriesPerRequest: null }, {});
+/**
+ * A connection for BullMQ workers and queue events: commands wait for Redis to come back.
+ * `connectionName` (CLIENT SETNAME) tells it apart in `CLIENT LIST`.
+ */
+export function createWorkerConnection(
+  topology: RedisTopology | string,
+  connectionName?: string,
+): RedisConnection {
+  return connect(
+    topology,
+    { maxRetriesPerRequest: null, ...(connectionName === undefined ? {} : { connectionName }) },
+    {},
+  );
 }
 
 /**
