@@ -13,8 +13,20 @@ import { postEvent, publishAtSteadyRate, subscribe, withBenchStack, type BareAns
 import type { Progress } from './delivery-scenarios.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
-/** The three faults: a hanging callback, one failing at once, a hanging one of another account. */
-export type FairnessVariant = 'hang' | 'fail' | 'hang-other-account';
+/**
+ * The faults: a hanging callback, one failing at once, a hanging one of another account, and that
+ * one again with retries back within the run (DELIVERY_BACKOFF_MS 1000, DELIVERY_MAX_ATTEMPTS 5),
+ * so that the breaker sees them: with the default backoff (60 s) it sees first attempts only.
+ */
+export type FairnessVariant = 'hang' | 'fail' | 'hang-other-account' | 'hang-other-account-retried';
+
+/** Every variant, in the order a run takes them. */
+export const fairnessVariants: readonly FairnessVariant[] = [
+  'hang',
+  'fail',
+  'hang-other-account',
+  'hang-other-account-retried',
+];
 
 /** One run's figures for the healthy subscriptions. */
 export interface FairnessRun {
@@ -65,11 +77,17 @@ export async function fairnessRun(
     {
       tag: 'fairness',
       workers: 2,
-      env: { WORKER_CONCURRENCY: '50', DELIVERY_TIMEOUT_MS: '10000' },
+      env: {
+        WORKER_CONCURRENCY: '50',
+        DELIVERY_TIMEOUT_MS: '10000',
+        ...(variant === 'hang-other-account-retried'
+          ? { DELIVERY_BACKOFF_MS: '1000', DELIVERY_MAX_ATTEMPTS: '5' }
+          : {}),
+      },
       answer: (path) => (path === '/faulty' ? fault : 200),
     },
     async (stack, _publisher, receiver) => {
-      const otherAccount = variant === 'hang-other-account';
+      const otherAccount = variant.startsWith('hang-other-account');
       const paths = Array.from({ length: healthyCount }, (_, i) => `/healthy-${i}`);
       for (const path of paths) await subscribe(stack, 'tenant-a', `${receiver.url}${path}`);
       await subscribe(stack, otherAccount ? 'tenant-b' : 'tenant-a', `${receiver.url}/faulty`);
@@ -135,10 +153,15 @@ export interface FairnessResult {
   met: boolean;
 }
 
-/** Runs the three variants, each with its pair. */
-export async function fairness(rate: number, seconds: number, progress: Progress): Promise<FairnessResult[]> {
+/** Runs `variants` (all by default), each with its pair. */
+export async function fairness(
+  rate: number,
+  seconds: number,
+  progress: Progress,
+  variants: readonly FairnessVariant[] = fairnessVariants,
+): Promise<FairnessResult[]> {
   const results: FairnessResult[] = [];
-  for (const variant of ['hang', 'fail', 'hang-other-account'] as const) {
+  for (const variant of variants) {
     const pair = await fairnessRun(variant, false, rate, seconds, progress);
     const faulty = await fairnessRun(variant, true, rate, seconds, progress);
     const p99Ratio = faulty.p99Ms / pair.p99Ms;
