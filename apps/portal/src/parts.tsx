@@ -87,6 +87,8 @@ export function describeDestination(destination: Subscription['destination']): s
       return `RabbitMQ ${destination.broker}: exchange "${destination.exchange}", routing key "${destination.routing_key}"`;
     case 'nats':
       return `NATS ${destination.broker}: JetStream subject ${destination.subject}`;
+    case 'sqs':
+      return `Amazon SQS ${destination.broker}: queue ${destination.queue}`;
     case 'cli':
       return 'relayed to webhooks listen';
     default:

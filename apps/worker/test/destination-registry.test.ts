@@ -53,6 +53,7 @@ describe('the destination registry', () => {
   it('relays a cli destination to its session, and fails it as a timeout when no CLI answers', async () => {
     const pending = sender.send('cli://session-nobody', '{"a":1}', headers, null, {
       accountId: 'acct-acme',
+      subscriptionId: 'sub',
       deliveryId: 'delivery-cli',
     });
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -69,6 +70,7 @@ describe('the destination registry', () => {
     // No stream stores this subject: the broker answered, so the publisher was reached.
     const result = await sender.send('nats://acme/registry-nobody.x', '{}', headers, null, {
       accountId: 'acct-acme',
+      subscriptionId: 'sub',
       deliveryId: 'delivery-1',
     });
     expect(result).toMatchObject({
@@ -84,6 +86,7 @@ describe('the destination registry', () => {
     ] as const) {
       const result = await sender.send(url, '{}', headers, null, {
         accountId: account,
+        subscriptionId: 'sub',
         deliveryId: 'delivery-1',
       });
       expect(result).toMatchObject({ errorClass: 'broker_unavailable', statusCode: null });

@@ -77,6 +77,7 @@ describe('RabbitMQ channels', () => {
           accounts.slice(i, i + 50).map((accountId, j) =>
             publisher.publish(target(exchange), `{"n":${i + j}}`, headers, {
               accountId,
+              subscriptionId: 'sub',
               deliveryId: `delivery-${i + j}`,
             }),
           ),
@@ -97,6 +98,7 @@ describe('RabbitMQ channels', () => {
       // An account whose channel was closed is served again.
       const again = await publisher.publish(target(exchange), '{}', headers, {
         accountId: accounts[0]!,
+        subscriptionId: 'sub',
         deliveryId: 'delivery-again',
       });
       expect(again.errorClass).toBeNull();
@@ -115,9 +117,14 @@ describe('RabbitMQ channels', () => {
       const [missing, present] = await Promise.all([
         publisher.publish(target(`${exchange}-missing`), '{}', headers, {
           accountId: 'a',
+          subscriptionId: 'sub',
           deliveryId: 'd-1',
         }),
-        publisher.publish(target(exchange), '{}', headers, { accountId: 'a', deliveryId: 'd-2' }),
+        publisher.publish(target(exchange), '{}', headers, {
+          accountId: 'a',
+          subscriptionId: 'sub',
+          deliveryId: 'd-2',
+        }),
       ]);
       expect(missing).toMatchObject({
         errorClass: 'broker_refused',

@@ -506,7 +506,7 @@ export interface components {
       id: string;
       /** @description Path of this subscription */
       resource_uri: string;
-      /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
+      /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
       callback_url: string;
       /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
       destination:
@@ -534,6 +534,14 @@ export interface components {
             broker: string;
             /** @description JetStream subject, no wildcards; a stream must store it */
             subject: string;
+          }
+        | {
+            /** @enum {string} */
+            type: 'sqs';
+            /** @description A broker the deployment names in DESTINATION_BROKERS */
+            broker: string;
+            /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+            queue: string;
           };
       webhook_id: string | null;
       account_id: string;
@@ -926,6 +934,14 @@ export interface operations {
                 broker: string;
                 /** @description JetStream subject, no wildcards; a stream must store it */
                 subject: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sqs';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                queue: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -999,7 +1015,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -1027,6 +1043,14 @@ export interface operations {
                   broker: string;
                   /** @description JetStream subject, no wildcards; a stream must store it */
                   subject: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sqs';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                  queue: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1222,6 +1246,14 @@ export interface operations {
                 broker: string;
                 /** @description JetStream subject, no wildcards; a stream must store it */
                 subject: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sqs';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                queue: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1295,7 +1327,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -1323,6 +1355,14 @@ export interface operations {
                   broker: string;
                   /** @description JetStream subject, no wildcards; a stream must store it */
                   subject: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sqs';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                  queue: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1518,6 +1558,14 @@ export interface operations {
                 broker: string;
                 /** @description JetStream subject, no wildcards; a stream must store it */
                 subject: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sqs';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                queue: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1591,7 +1639,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -1619,6 +1667,14 @@ export interface operations {
                   broker: string;
                   /** @description JetStream subject, no wildcards; a stream must store it */
                   subject: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sqs';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                  queue: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1814,6 +1870,14 @@ export interface operations {
                 broker: string;
                 /** @description JetStream subject, no wildcards; a stream must store it */
                 subject: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sqs';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                queue: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1887,7 +1951,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -1915,6 +1979,14 @@ export interface operations {
                   broker: string;
                   /** @description JetStream subject, no wildcards; a stream must store it */
                   subject: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sqs';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                  queue: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2092,7 +2164,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -2120,6 +2192,14 @@ export interface operations {
                   broker: string;
                   /** @description JetStream subject, no wildcards; a stream must store it */
                   subject: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sqs';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                  queue: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2289,6 +2369,14 @@ export interface operations {
                 broker: string;
                 /** @description JetStream subject, no wildcards; a stream must store it */
                 subject: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sqs';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                queue: string;
               };
           webhook_id?: string | null;
           /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -2361,7 +2449,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -2389,6 +2477,14 @@ export interface operations {
                   broker: string;
                   /** @description JetStream subject, no wildcards; a stream must store it */
                   subject: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sqs';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                  queue: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2621,7 +2717,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -2649,6 +2745,14 @@ export interface operations {
                   broker: string;
                   /** @description JetStream subject, no wildcards; a stream must store it */
                   subject: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sqs';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
+                  queue: string;
                 };
             webhook_id: string | null;
             account_id: string;

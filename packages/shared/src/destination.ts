@@ -1,7 +1,9 @@
 /**
- * Destinations: `http` (the callback URL), `rabbitmq` (an exchange and routing key) or `nats` (a
- * JetStream subject) on a broker of DESTINATION_BROKERS, stored as a URI in `callback_url`. AMQP names
- * ≤ 255 bytes (AMQP 0-9-1, 4.2.5.3); a NATS publish names no wildcard (docs.nats.io, "Subjects").
+ * Destinations: `http` (the callback URL), `rabbitmq` (an exchange and routing key), `nats` (a
+ * JetStream subject) or `sqs` (an Amazon SQS queue) on a broker of DESTINATION_BROKERS, stored as a
+ * URI in `callback_url`. AMQP names ≤ 255 bytes (AMQP 0-9-1, 4.2.5.3); a NATS publish names no
+ * wildcard (docs.nats.io, "Subjects"); an SQS queue name is 1-80 letters, digits, `-` and `_`, `.fifo`
+ * ending a FIFO queue's (AWS, "Amazon SQS queue and message identifiers").
  */
 import Type from 'typebox';
 import { ConfigError } from '@webhooks/publisher';
@@ -12,30 +14,37 @@ export const destinationEnv = {
   DESTINATION_BROKERS: Type.String({
     default: '',
     description:
-      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}` or `{"type": "nats", "url": "nats://host:4222"}`, with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
+      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}`, `{"type": "nats", "url": "nats://host:4222"}` or `{"type": "sqs", "region": "eu-west-1"}` (credentials from the AWS SDK\'s default chain: environment, web identity, instance role; `"url"` for another endpoint), with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
   }),
 };
 
 /** The broker destination types. */
-export type BrokerType = 'rabbitmq' | 'nats';
+export type BrokerType = 'rabbitmq' | 'nats' | 'sqs';
 
 /** A destination as the API takes and shows it (snake_case). */
 export type DestinationInput =
   | { type: 'http' }
   | { type: 'cli' }
   | { type: 'rabbitmq'; broker: string; exchange: string; routing_key: string }
-  | { type: 'nats'; broker: string; subject: string };
+  | { type: 'nats'; broker: string; subject: string }
+  | { type: 'sqs'; broker: string; queue: string };
 
 /** A broker destination, as the worker publishes to it. */
 export type BrokerTarget =
   | { type: 'rabbitmq'; broker: string; exchange: string; routingKey: string }
-  | { type: 'nats'; broker: string; subject: string };
+  | { type: 'nats'; broker: string; subject: string }
+  | { type: 'sqs'; broker: string; queue: string };
 
 /** One broker of DESTINATION_BROKERS. */
 export interface BrokerConfig {
   type: BrokerType;
-  /** `amqp(s)://user:password@host:port/vhost` or `nats://host:port` (`user:password@` allowed). */
+  /**
+   * `amqp(s)://user:password@host:port/vhost`, `nats://host:port` (`user:password@` allowed), or an
+   * SQS endpoint (`https://sqs.<region>.amazonaws.com` by default).
+   */
   url: string;
+  /** SQS: the AWS region. */
+  region?: string;
   /** The accounts that may publish to it; undefined: every account. */
   accounts?: readonly string[];
   /** RabbitMQ: the prefix every exchange must start with (`exchange_prefix`); undefined: any. */
@@ -58,7 +67,10 @@ const brokerName = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const brokerSchemes: Record<BrokerType, readonly string[]> = {
   rabbitmq: ['amqp:', 'amqps:'],
   nats: ['nats:', 'tls:'],
+  sqs: ['https:', 'http:'],
 };
+const awsRegion = /^[a-z]{2}(-[a-z]+)+-\d$/;
+const sqsQueue = /^[A-Za-z0-9_-]{1,75}(\.fifo)?$|^[A-Za-z0-9_-]{1,80}$/;
 
 /**
  * DESTINATION_BROKERS: JSON from broker name (`[a-z0-9-]`) to `{"type", "url", "accounts"?}`; unset: none.
@@ -80,9 +92,13 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
     if (!brokerName.test(name))
       throw refuse(`broker name "${name}" must be lower-case letters, digits and -`);
     const entry = (value ?? {}) as Record<string, unknown>;
-    const { type, url, accounts } = entry;
-    if (type !== 'rabbitmq' && type !== 'nats')
-      throw refuse(`broker ${name}: type must be "rabbitmq" or "nats"`);
+    const { type, accounts, region } = entry;
+    if (type !== 'rabbitmq' && type !== 'nats' && type !== 'sqs')
+      throw refuse(`broker ${name}: type must be "rabbitmq", "nats" or "sqs"`);
+    if (type === 'sqs' && !(typeof region === 'string' && awsRegion.test(region)))
+      throw refuse(`broker ${name}: an sqs broker names its AWS "region" (such as "eu-west-1")`);
+    const url =
+      type === 'sqs' && entry.url === undefined ? `https://sqs.${String(region)}.amazonaws.com` : entry.url;
     let scheme: string;
     try {
       scheme = new URL(String(url)).protocol;
@@ -97,7 +113,7 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
     )
       throw refuse(`broker ${name}: accounts must be a list of account ids`);
     const prefixKey = type === 'rabbitmq' ? 'exchange_prefix' : 'subject_prefix';
-    const prefix = entry[prefixKey];
+    const prefix = type === 'sqs' ? undefined : entry[prefixKey];
     if (prefix !== undefined && (typeof prefix !== 'string' || prefix === ''))
       throw refuse(`broker ${name}: ${prefixKey} must be a non-empty string`);
     const reserved = entry.allow_reserved_exchanges;
@@ -107,6 +123,7 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
       type,
       url: String(url),
       ...(accounts === undefined ? {} : { accounts: accounts as string[] }),
+      ...(type === 'sqs' ? { region: String(region) } : {}),
       ...(prefix === undefined
         ? {}
         : type === 'rabbitmq'
@@ -121,6 +138,7 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
 /** The stored `callback_url` of a broker destination. */
 export function destinationUrl(target: BrokerTarget): string {
   const part = encodeURIComponent;
+  if (target.type === 'sqs') return `sqs://${target.broker}/${part(target.queue)}`;
   return target.type === 'rabbitmq'
     ? `rabbitmq://${target.broker}/${part(target.exchange)}/${part(target.routingKey)}`
     : `nats://${target.broker}/${part(target.subject)}`;
@@ -129,9 +147,10 @@ export function destinationUrl(target: BrokerTarget): string {
 /** The broker destination a stored `callback_url` names, or null for an http(s) callback. */
 export function brokerTarget(callbackUrl: string): BrokerTarget | null {
   const scheme = /^([a-z]+):\/\//.exec(callbackUrl)?.[1];
-  if (scheme !== 'rabbitmq' && scheme !== 'nats') return null;
+  if (scheme !== 'rabbitmq' && scheme !== 'nats' && scheme !== 'sqs') return null;
   const url = new URL(callbackUrl);
   const parts = url.pathname.slice(1).split('/').map(decodeURIComponent);
+  if (scheme === 'sqs') return { type: 'sqs', broker: url.hostname, queue: parts[0] ?? '' };
   return scheme === 'rabbitmq'
     ? { type: 'rabbitmq', broker: url.hostname, exchange: parts[0] ?? '', routingKey: parts[1] ?? '' }
     : { type: 'nats', broker: url.hostname, subject: parts[0] ?? '' };
@@ -142,6 +161,7 @@ export function destinationOf(callbackUrl: string): DestinationInput {
   if (relaySession(callbackUrl) !== null) return { type: 'cli' };
   const target = brokerTarget(callbackUrl);
   if (target === null) return { type: 'http' };
+  if (target.type === 'sqs') return target;
   return target.type === 'rabbitmq'
     ? { type: 'rabbitmq', broker: target.broker, exchange: target.exchange, routing_key: target.routingKey }
     : { type: 'nats', broker: target.broker, subject: target.subject };
@@ -174,6 +194,7 @@ export function brokerNameRefusal(
       return { pointer, detail: `must start with ${JSON.stringify(broker.exchangePrefix)} on this broker` };
     return null;
   }
+  if (target.type === 'sqs') return null;
   const pointer = '/destination/subject';
   if (target.subject.startsWith('$') || target.subject.startsWith('_INBOX.'))
     return { pointer, detail: "must not be one of the server's own subjects ($…, _INBOX.…)" };
@@ -216,6 +237,14 @@ export function checkDestination(
       routingKey: input.routing_key,
     };
     return brokerNameRefusal(target, broker) ?? { target };
+  }
+  if (input.type === 'sqs') {
+    if (!sqsQueue.test(input.queue))
+      return {
+        pointer: '/destination/queue',
+        detail: 'must be 1 to 80 letters, digits, - and _ (a FIFO queue ending in .fifo)',
+      };
+    return { target: { type: 'sqs', broker: input.broker, queue: input.queue } };
   }
   if (tooLong(input.subject) || !natsSubject.test(input.subject))
     return {

@@ -12,13 +12,20 @@ const brokers = parseDestinationBrokers(
   JSON.stringify({
     orders: { type: 'rabbitmq', url: 'amqp://guest:guest@127.0.0.1:5672' },
     events: { type: 'nats', url: 'nats://127.0.0.1:4222' },
+    aws: { type: 'sqs', region: 'eu-west-1' },
   }),
 );
 
 describe('DESTINATION_BROKERS', () => {
   it('names each broker with its type and URL; unset or empty names none', () => {
-    expect([...brokers.keys()]).toEqual(['orders', 'events']);
+    expect([...brokers.keys()]).toEqual(['orders', 'events', 'aws']);
     expect(brokers.get('events')).toEqual({ type: 'nats', url: 'nats://127.0.0.1:4222' });
+    // An SQS broker's endpoint is its region's unless given.
+    expect(brokers.get('aws')).toEqual({
+      type: 'sqs',
+      region: 'eu-west-1',
+      url: 'https://sqs.eu-west-1.amazonaws.com',
+    });
     expect(parseDestinationBrokers(undefined).size).toBe(0);
     expect(parseDestinationBrokers(' ').size).toBe(0);
   });
@@ -30,6 +37,8 @@ describe('DESTINATION_BROKERS', () => {
     ['{"o": {"type": "kafka", "url": "kafka://h"}}', /broker o: type must be/],
     ['{"o": {"type": "rabbitmq", "url": "nats://h:4222"}}', /starts with amqp: or amqps:/],
     ['{"o": {"type": "nats"}}', /url is not a URL/],
+    ['{"o": {"type": "sqs"}}', /names its AWS "region"/],
+    ['{"o": {"type": "sqs", "region": "eu-west-1", "url": "ftp://h"}}', /starts with https: or http:/],
   ])('refuses %s with one line naming the variable', (raw, why) => {
     expect(() => parseDestinationBrokers(raw)).toThrow(/^Invalid environment variable DESTINATION_BROKERS: /);
     expect(() => parseDestinationBrokers(raw)).toThrow(why);
@@ -41,6 +50,7 @@ describe('a broker destination stored as its URI', () => {
     { type: 'rabbitmq' as const, broker: 'orders', exchange: 'web hooks/x', routingKey: 'order.created' },
     { type: 'rabbitmq' as const, broker: 'orders', exchange: '', routingKey: '' },
     { type: 'nats' as const, broker: 'events', subject: 'acct-1.orders.created' },
+    { type: 'sqs' as const, broker: 'aws', queue: 'orders.fifo' },
   ])('reads back as it was written: %j', (target) => {
     expect(brokerTarget(destinationUrl(target))).toEqual(target);
   });
@@ -57,6 +67,17 @@ describe('a broker destination stored as its URI', () => {
 });
 
 describe('a destination checked at create time', () => {
+  it('takes an SQS queue name of 1-80 letters, digits, - and _, or a FIFO one ending .fifo', () => {
+    for (const queue of ['orders', 'a'.repeat(80), `${'b'.repeat(75)}.fifo`, 'my_queue-1'])
+      expect(checkDestination({ type: 'sqs', broker: 'aws', queue }, brokers, 'a')).toEqual({
+        target: { type: 'sqs', broker: 'aws', queue },
+      });
+    for (const queue of ['', 'a'.repeat(81), 'has space', 'dot.ted', `${'b'.repeat(76)}.fifo`])
+      expect(checkDestination({ type: 'sqs', broker: 'aws', queue }, brokers, 'a')).toMatchObject({
+        pointer: '/destination/queue',
+      });
+  });
+
   it('takes a broker of its type and valid names', () => {
     expect(
       checkDestination(

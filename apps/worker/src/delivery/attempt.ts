@@ -108,9 +108,10 @@ export interface AttemptSenderOptions {
   proxyUrl?: string;
 }
 
-/** Whose attempt a send is: the subscription's account and the delivery's id. */
+/** Whose attempt a send is: the subscription's account, the subscription and the delivery's id. */
 export interface DeliveryRef {
   accountId: string;
+  subscriptionId: string;
   deliveryId: string;
 }
 

@@ -203,7 +203,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
             body,
             authorization === undefined ? headers : { ...headers, authorization },
             subscription.clientCertificate,
-            { accountId, deliveryId: delivery.id },
+            { accountId, subscriptionId: subscription.id, deliveryId: delivery.id },
           ),
         );
         annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });

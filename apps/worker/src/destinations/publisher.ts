@@ -19,6 +19,8 @@ export interface PublisherOptions {
   url: string;
   /** DELIVERY_TIMEOUT_MS: a publish's whole time, connecting included, in ms. */
   timeoutMs: number;
+  /** SQS: the broker's AWS region. */
+  region?: string;
   log: Logger;
 }
 

@@ -14,12 +14,14 @@ import type { AttemptSender } from '../delivery/attempt.js';
 import { publishClock, type BrokerPublisher, type PublisherOptions } from './publisher.js';
 import { createNatsPublisher } from './nats.js';
 import { createRabbitMqPublisher } from './rabbitmq.js';
+import { createSqsPublisher } from './sqs.js';
 import type { RelaySender } from './relay.js';
 
 /** The publisher of each destination type. */
 export const publisherFactories: Record<BrokerType, (options: PublisherOptions) => BrokerPublisher> = {
   rabbitmq: createRabbitMqPublisher,
   nats: createNatsPublisher,
+  sqs: createSqsPublisher,
 };
 
 /** One publisher per broker of DESTINATION_BROKERS; each connects at its first publish. */
@@ -33,6 +35,7 @@ export function createBrokerPublishers(
       publisherFactories[broker.type]({
         ...options,
         url: broker.url,
+        ...(broker.region === undefined ? {} : { region: broker.region }),
         log: options.log.child({ broker: name }),
       }),
     ]),

@@ -160,6 +160,24 @@ const Destination = Type.Union(
           'Publish to a NATS JetStream subject; delivered once JetStream acknowledges it (with the `webhook-id` as its message id, so JetStream drops a repeat within its duplicate window)',
       },
     ),
+    Type.Object(
+      {
+        type: Type.Literal('sqs'),
+        broker: BrokerName,
+        queue: Type.String({
+          minLength: 1,
+          maxLength: 80,
+          pattern: '^[A-Za-z0-9_.-]+$',
+          description:
+            "Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue",
+        }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'Send to an Amazon SQS queue; delivered once SQS accepts the message. The Standard Webhooks headers travel as message attributes, with `webhook-delivery-id` the delivery id; on a FIFO queue the message group is the subscription (ordered per subscription) and the deduplication id the delivery id, so SQS drops a retry of a message it has',
+      },
+    ),
   ],
   {
     description:
@@ -225,7 +243,7 @@ export const Subscription = Type.Object(
     resource_uri: Type.String({ description: 'Path of this subscription' }),
     callback_url: Type.String({
       description:
-        'The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`)',
+        'The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`)',
     }),
     destination: Destination,
     webhook_id: Type.Union([Type.String(), Type.Null()]),

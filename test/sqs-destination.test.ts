@@ -1,0 +1,153 @@
+/**
+ * The Amazon SQS destination through the real API, worker, PostgreSQL, Redis and an AWS API of the
+ * test's own (moto): a delivery becomes one message whose body is the signed payload and whose
+ * attributes carry the Standard Webhooks headers, verifiable as an HTTP receiver verifies them; on a
+ * FIFO queue the group is the subscription and the deduplication id the delivery; a queue that does
+ * not exist fails the attempts, naming it; a bad queue name or an unknown broker is refused at create.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import { Webhook } from 'standardwebhooks';
+import { startMoto, type Moto } from './support/moto.js';
+import { startTestStack, type TestStack } from './support/stack.js';
+import { waitFor } from '../scripts/lib/wait.js';
+
+let moto: Moto;
+let stack: TestStack;
+let sqs: SQSClient;
+
+beforeAll(async () => {
+  moto = await startMoto();
+  sqs = new SQSClient({ region: 'eu-west-1', endpoint: moto.url });
+  stack = await startTestStack('sqs', {
+    DESTINATION_BROKERS: JSON.stringify({ aws: { type: 'sqs', region: 'eu-west-1', url: moto.url } }),
+    DELIVERY_BACKOFF_MS: '100',
+    DELIVERY_MAX_ATTEMPTS: '2',
+  });
+}, 60_000);
+afterAll(async () => {
+  await stack.close();
+  sqs.destroy();
+  await moto.stop();
+});
+
+/** Creates queue `name` (FIFO when it ends in `.fifo`); returns its URL. */
+async function createQueue(name: string): Promise<string> {
+  const created = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: name,
+      ...(name.endsWith('.fifo') ? { Attributes: { FifoQueue: 'true' } } : {}),
+    }),
+  );
+  return created.QueueUrl!;
+}
+
+/** The messages of queue `url`, each deleted once read (a FIFO group gives the next only then), waiting until `count` arrived. */
+async function receive(url: string, count: number): Promise<Message[]> {
+  const messages: Message[] = [];
+  await waitFor(`${count} messages`, async () => {
+    const answer = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
+    for (const message of answer.Messages ?? []) {
+      messages.push(message);
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
+    }
+    return messages.length >= count;
+  });
+  return messages;
+}
+
+/** A message's attributes as the headers a verifier takes. */
+const headersOf = (message: Message) =>
+  Object.fromEntries(
+    Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, value.StringValue ?? '']),
+  );
+
+describe('an sqs destination', () => {
+  it('sends the signed payload with its Standard Webhooks headers as attributes, confirmed once SQS accepts it', async () => {
+    const url = await createQueue('wh-orders');
+    const sub = await stack.subscribe('acct-sqs', {
+      destination: { type: 'sqs', broker: 'aws', queue: 'wh-orders' },
+    });
+    expect(sub).toMatchObject({
+      destination: { type: 'sqs', broker: 'aws', queue: 'wh-orders' },
+      callback_url: 'sqs://aws/wh-orders',
+    });
+    const { id } = await stack.publisher.publish({
+      accountId: 'acct-sqs',
+      type: 'call.completed',
+      data: { call_id: 'q-1' },
+    });
+    const [message] = await receive(url, 1);
+    const headers = headersOf(message!);
+    expect(headers['webhook-id']).toBe(id);
+    expect(new Webhook(sub.secret).verify(message!.Body!, headers)).toMatchObject({
+      type: 'call.completed',
+      data: { call_id: 'q-1' },
+    });
+    const delivery = await waitFor('the delivery confirmed', async () => {
+      const row = await stack.worker.prisma.delivery.findFirst({ where: { subscriptionId: sub.id } });
+      return row?.status === 'succeeded' && row;
+    });
+    expect(headers['webhook-delivery-id']).toBe(delivery.id);
+  });
+
+  it("groups a FIFO queue's messages by subscription and deduplicates them by delivery", async () => {
+    const url = await createQueue('wh-ordered.fifo');
+    const sub = await stack.subscribe('acct-sqs-fifo', {
+      destination: { type: 'sqs', broker: 'aws', queue: 'wh-ordered.fifo' },
+    });
+    for (let n = 0; n < 3; n += 1)
+      await stack.publisher.publish({ accountId: 'acct-sqs-fifo', type: 'call.completed', data: { n } });
+    const messages = await receive(url, 3);
+    const deliveries = await stack.worker.prisma.delivery.findMany({ where: { subscriptionId: sub.id } });
+    for (const message of messages) {
+      expect(message.Attributes?.MessageGroupId).toBe(sub.id);
+      expect(deliveries.map((d) => d.id)).toContain(message.Attributes?.MessageDeduplicationId);
+    }
+  });
+
+  it('fails the attempts of a queue that does not exist, naming it', async () => {
+    const sub = await stack.subscribe('acct-sqs-missing', {
+      destination: { type: 'sqs', broker: 'aws', queue: 'wh-nobody' },
+    });
+    await stack.publisher.publish({ accountId: 'acct-sqs-missing', type: 'call.completed', data: {} });
+    const delivery = await waitFor('the delivery given up', async () => {
+      const row = await stack.worker.prisma.delivery.findFirst({
+        where: { subscriptionId: sub.id },
+        include: { attempts: true },
+      });
+      return row?.status === 'failed' && row;
+    });
+    expect(delivery.attempts[0]).toMatchObject({
+      errorClass: 'broker_refused',
+      errorMessage: 'SQS has no queue named "wh-nobody" in eu-west-1',
+    });
+  });
+
+  it.each([
+    [{ destination: { type: 'sqs', broker: 'aws', queue: 'has space' } }, '/destination/queue'],
+    [{ destination: { type: 'sqs', broker: 'nowhere', queue: 'q' } }, '/destination/broker'],
+  ])('refuses %j with problem details naming %s', async (payload, pointer) => {
+    const answer = await stack.api.app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers: stack.api.auth('acct-sqs-bad'),
+      payload,
+    });
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json().errors.map((e: { pointer: string }) => e.pointer)).toContain(pointer);
+  });
+});
