@@ -48,7 +48,7 @@ describe('a refused configuration', () => {
       });
       expect(run.status).toBe(1);
       expect(run.stderr.trim().split('\n')).toEqual([
-        `${service}: configuration error: Invalid environment variable DESTINATION_BROKERS: broker orders: type must be "rabbitmq", "nats" or "sqs"`,
+        `${service}: configuration error: Invalid environment variable DESTINATION_BROKERS: broker orders: type must be "rabbitmq", "nats" or "aws"`,
       ]);
     },
   );

@@ -26,7 +26,7 @@ beforeAll(async () => {
   moto = await startMoto();
   sqs = new SQSClient({ region: 'eu-west-1', endpoint: moto.url });
   stack = await startTestStack('sqs', {
-    DESTINATION_BROKERS: JSON.stringify({ aws: { type: 'sqs', region: 'eu-west-1', url: moto.url } }),
+    DESTINATION_BROKERS: JSON.stringify({ aws: { type: 'aws', region: 'eu-west-1', endpoint: moto.url } }),
     DELIVERY_BACKOFF_MS: '100',
     DELIVERY_MAX_ATTEMPTS: '2',
   });

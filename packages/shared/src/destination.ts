@@ -14,12 +14,22 @@ export const destinationEnv = {
   DESTINATION_BROKERS: Type.String({
     default: '',
     description:
-      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}`, `{"type": "nats", "url": "nats://host:4222"}` or `{"type": "sqs", "region": "eu-west-1"}` (credentials from the AWS SDK\'s default chain: environment, web identity, instance role; `"url"` for another endpoint), with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
+      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}`, `{"type": "nats", "url": "nats://host:4222"}` or `{"type": "aws", "region": "eu-west-1"}` (SQS; credentials from the AWS SDK\'s default chain: environment, web identity, instance role; `"endpoint"` for another endpoint), with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
   }),
 };
 
 /** The broker destination types. */
 export type BrokerType = 'rabbitmq' | 'nats' | 'sqs';
+
+/** The kinds of DESTINATION_BROKERS entries: a broker server, or an AWS account and region. */
+export type BrokerKind = 'rabbitmq' | 'nats' | 'aws';
+
+/** The kind of broker entry each destination type names. */
+export const brokerKindOf: Record<BrokerType, BrokerKind> = {
+  rabbitmq: 'rabbitmq',
+  nats: 'nats',
+  sqs: 'aws',
+};
 
 /** A destination as the API takes and shows it (snake_case). */
 export type DestinationInput =
@@ -37,13 +47,13 @@ export type BrokerTarget =
 
 /** One broker of DESTINATION_BROKERS. */
 export interface BrokerConfig {
-  type: BrokerType;
+  type: BrokerKind;
   /**
    * `amqp(s)://user:password@host:port/vhost`, `nats://host:port` (`user:password@` allowed), or an
-   * SQS endpoint (`https://sqs.<region>.amazonaws.com` by default).
+   * AWS entry's `endpoint` ('' for the SDK's own per service and region).
    */
   url: string;
-  /** SQS: the AWS region. */
+  /** AWS: the region. */
   region?: string;
   /** The accounts that may publish to it; undefined: every account. */
   accounts?: readonly string[];
@@ -64,10 +74,10 @@ export function brokerAllows(broker: BrokerConfig, accountId: string): boolean {
 export const maxBrokerNameBytes = 255;
 
 const brokerName = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const brokerSchemes: Record<BrokerType, readonly string[]> = {
+const brokerSchemes: Record<BrokerKind, readonly string[]> = {
   rabbitmq: ['amqp:', 'amqps:'],
   nats: ['nats:', 'tls:'],
-  sqs: ['https:', 'http:'],
+  aws: ['https:', 'http:'],
 };
 const awsRegion = /^[a-z]{2}(-[a-z]+)+-\d$/;
 const sqsQueue = /^[A-Za-z0-9_-]{1,75}(\.fifo)?$|^[A-Za-z0-9_-]{1,80}$/;
@@ -93,27 +103,29 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
       throw refuse(`broker name "${name}" must be lower-case letters, digits and -`);
     const entry = (value ?? {}) as Record<string, unknown>;
     const { type, accounts, region } = entry;
-    if (type !== 'rabbitmq' && type !== 'nats' && type !== 'sqs')
-      throw refuse(`broker ${name}: type must be "rabbitmq", "nats" or "sqs"`);
-    if (type === 'sqs' && !(typeof region === 'string' && awsRegion.test(region)))
-      throw refuse(`broker ${name}: an sqs broker names its AWS "region" (such as "eu-west-1")`);
-    const url =
-      type === 'sqs' && entry.url === undefined ? `https://sqs.${String(region)}.amazonaws.com` : entry.url;
-    let scheme: string;
-    try {
-      scheme = new URL(String(url)).protocol;
-    } catch {
-      throw refuse(`broker ${name}: url is not a URL`);
+    if (type !== 'rabbitmq' && type !== 'nats' && type !== 'aws')
+      throw refuse(`broker ${name}: type must be "rabbitmq", "nats" or "aws"`);
+    if (type === 'aws' && !(typeof region === 'string' && awsRegion.test(region)))
+      throw refuse(`broker ${name}: an aws broker names its "region" (such as "eu-west-1")`);
+    const urlKey = type === 'aws' ? 'endpoint' : 'url';
+    const url = entry[urlKey];
+    if (!(type === 'aws' && url === undefined)) {
+      let scheme: string;
+      try {
+        scheme = new URL(String(url)).protocol;
+      } catch {
+        throw refuse(`broker ${name}: ${urlKey} is not a URL`);
+      }
+      if (!brokerSchemes[type].includes(scheme))
+        throw refuse(`broker ${name}: a ${type} ${urlKey} starts with ${brokerSchemes[type].join(' or ')}//`);
     }
-    if (!brokerSchemes[type].includes(scheme))
-      throw refuse(`broker ${name}: a ${type} url starts with ${brokerSchemes[type].join(' or ')}//`);
     if (
       accounts !== undefined &&
       !(Array.isArray(accounts) && accounts.every((a) => typeof a === 'string' && a !== ''))
     )
       throw refuse(`broker ${name}: accounts must be a list of account ids`);
     const prefixKey = type === 'rabbitmq' ? 'exchange_prefix' : 'subject_prefix';
-    const prefix = type === 'sqs' ? undefined : entry[prefixKey];
+    const prefix = type === 'aws' ? undefined : entry[prefixKey];
     if (prefix !== undefined && (typeof prefix !== 'string' || prefix === ''))
       throw refuse(`broker ${name}: ${prefixKey} must be a non-empty string`);
     const reserved = entry.allow_reserved_exchanges;
@@ -121,9 +133,9 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
       throw refuse(`broker ${name}: allow_reserved_exchanges is true or false, on a rabbitmq broker`);
     brokers.set(name, {
       type,
-      url: String(url),
+      url: url === undefined ? '' : String(url),
       ...(accounts === undefined ? {} : { accounts: accounts as string[] }),
-      ...(type === 'sqs' ? { region: String(region) } : {}),
+      ...(type === 'aws' ? { region: String(region) } : {}),
       ...(prefix === undefined
         ? {}
         : type === 'rabbitmq'
@@ -222,8 +234,11 @@ export function checkDestination(
           ? 'names no broker: this deployment has none for this account (DESTINATION_BROKERS)'
           : `names no ${input.type} broker of this deployment (${allowed.map(([name]) => name).join(', ')})`,
     };
-  if (broker.type !== input.type)
-    return { pointer: '/destination/broker', detail: `is a ${broker.type} broker, not ${input.type}` };
+  if (broker.type !== brokerKindOf[input.type])
+    return {
+      pointer: '/destination/broker',
+      detail: `is a ${broker.type} broker, not ${brokerKindOf[input.type]}`,
+    };
   const tooLong = (value: string) => Buffer.byteLength(value) > maxBrokerNameBytes;
   if (input.type === 'rabbitmq') {
     if (tooLong(input.exchange))

@@ -12,7 +12,7 @@ const brokers = parseDestinationBrokers(
   JSON.stringify({
     orders: { type: 'rabbitmq', url: 'amqp://guest:guest@127.0.0.1:5672' },
     events: { type: 'nats', url: 'nats://127.0.0.1:4222' },
-    aws: { type: 'sqs', region: 'eu-west-1' },
+    aws: { type: 'aws', region: 'eu-west-1' },
   }),
 );
 
@@ -20,12 +20,8 @@ describe('DESTINATION_BROKERS', () => {
   it('names each broker with its type and URL; unset or empty names none', () => {
     expect([...brokers.keys()]).toEqual(['orders', 'events', 'aws']);
     expect(brokers.get('events')).toEqual({ type: 'nats', url: 'nats://127.0.0.1:4222' });
-    // An SQS broker's endpoint is its region's unless given.
-    expect(brokers.get('aws')).toEqual({
-      type: 'sqs',
-      region: 'eu-west-1',
-      url: 'https://sqs.eu-west-1.amazonaws.com',
-    });
+    // An AWS entry's endpoint is the SDK's own unless it names one.
+    expect(brokers.get('aws')).toEqual({ type: 'aws', region: 'eu-west-1', url: '' });
     expect(parseDestinationBrokers(undefined).size).toBe(0);
     expect(parseDestinationBrokers(' ').size).toBe(0);
   });
@@ -37,8 +33,11 @@ describe('DESTINATION_BROKERS', () => {
     ['{"o": {"type": "kafka", "url": "kafka://h"}}', /broker o: type must be/],
     ['{"o": {"type": "rabbitmq", "url": "nats://h:4222"}}', /starts with amqp: or amqps:/],
     ['{"o": {"type": "nats"}}', /url is not a URL/],
-    ['{"o": {"type": "sqs"}}', /names its AWS "region"/],
-    ['{"o": {"type": "sqs", "region": "eu-west-1", "url": "ftp://h"}}', /starts with https: or http:/],
+    ['{"o": {"type": "aws"}}', /names its "region"/],
+    [
+      '{"o": {"type": "aws", "region": "eu-west-1", "endpoint": "ftp://h"}}',
+      /endpoint starts with https: or http:/,
+    ],
   ])('refuses %s with one line naming the variable', (raw, why) => {
     expect(() => parseDestinationBrokers(raw)).toThrow(/^Invalid environment variable DESTINATION_BROKERS: /);
     expect(() => parseDestinationBrokers(raw)).toThrow(why);

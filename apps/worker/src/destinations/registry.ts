@@ -8,7 +8,7 @@ import {
   brokerTarget,
   relaySession,
   type BrokerConfig,
-  type BrokerType,
+  type BrokerKind,
 } from '@webhooks/shared';
 import type { AttemptSender } from '../delivery/attempt.js';
 import { publishClock, type BrokerPublisher, type PublisherOptions } from './publisher.js';
@@ -17,11 +17,11 @@ import { createRabbitMqPublisher } from './rabbitmq.js';
 import { createSqsPublisher } from './sqs.js';
 import type { RelaySender } from './relay.js';
 
-/** The publisher of each destination type. */
-export const publisherFactories: Record<BrokerType, (options: PublisherOptions) => BrokerPublisher> = {
+/** The publisher of each kind of broker entry (an `aws` entry's: SQS, so far). */
+export const publisherFactories: Record<BrokerKind, (options: PublisherOptions) => BrokerPublisher> = {
   rabbitmq: createRabbitMqPublisher,
   nats: createNatsPublisher,
-  sqs: createSqsPublisher,
+  aws: createSqsPublisher,
 };
 
 /** One publisher per broker of DESTINATION_BROKERS; each connects at its first publish. */

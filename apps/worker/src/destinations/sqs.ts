@@ -57,13 +57,13 @@ const refused = new Set([
   'UnsupportedOperation',
 ]);
 
-/** Creates the publisher of the SQS endpoint `url` in `region`. */
+/** Creates the publisher of an `aws` broker: SQS in `region`, at `url` when set (else the SDK's endpoint). */
 export function createSqsPublisher(options: PublisherOptions): BrokerPublisher {
   const { url, timeoutMs, log } = options;
   // The attempt is ours to retry, with the delivery's backoff: the SDK tries once.
   const client = new SQSClient({
     region: options.region ?? 'us-east-1',
-    endpoint: url,
+    ...(url === '' ? {} : { endpoint: url }),
     maxAttempts: 1,
     requestHandler: { requestTimeout: timeoutMs },
   });
