@@ -1,8 +1,9 @@
 /**
  * The consumer watchdog: a BullMQ Worker whose queue has jobs waiting, that has free slots, and that
- * has started no job for WORKER_WATCHDOG_MS is closed and started again. A Worker's blocking
- * connection can wedge for good (after a Redis Cluster topology change, BullMQ issue #4138, or on a
- * half-open socket); its maintainer suggests a watchdog (BullMQ issue #3185).
+ * has started no job for WORKER_WATCHDOG_MS is closed and started again, on a new connection. A
+ * Worker's connections can wedge for good (after a Redis Cluster topology change,
+ * taskforcesh/bullmq#4138, or on a half-open socket); its maintainer suggests a watchdog
+ * (taskforcesh/bullmq#3185).
  */
 import type { Job, Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
