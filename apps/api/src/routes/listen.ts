@@ -140,10 +140,6 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
       };
       ending.add(end);
       reply.sse.onClose(end);
-      // The client and any proxy see the stream open before anything is relayed.
-      reply.sse.sendHeaders();
-      // writeHead alone holds the headers until the first write.
-      reply.raw.flushHeaders();
       let lastDelivered = Date.now();
       async function* deliveries() {
         while (open && Date.now() - lastDelivered < options.idleMs) {
@@ -166,6 +162,10 @@ const listen: FastifyPluginAsyncTypebox<ListenOptions> = async (app, options) =>
         }
       }
       try {
+        // The client and any proxy see the stream open before anything is relayed; writeHead
+        // alone holds the headers until the first write.
+        reply.sse.sendHeaders();
+        reply.raw.flushHeaders();
         await reply.sse.send(deliveries());
       } catch (error) {
         if (open) request.log.warn({ err: error }, 'listen stream ended: Redis failed');
