@@ -280,12 +280,19 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
   maintenance.on('error', (error) => log.error({ err: error }, 'worker error'));
   // A restarted consumer takes its place in `events` or `deliveries`, which the health check reads,
   // on a connection of its own: the shared one may be what wedged.
-  const restartedConnections: RedisConnection[] = [];
-  const freshConnection = () => {
+  // One a consumer at most: a consumer restarted again lets its previous one go once that Worker closed.
+  const ownConnections = new Map<string, RedisConnection>();
+  const restartOn = <W extends Worker>(
+    key: string,
+    previous: W,
+    start: (connection: RedisConnection) => W,
+  ) => {
     const connection = createWorkerConnection(config.redis, consumerConnectionName);
     connection.on('error', (error) => log.warn({ err: error }, 'redis connection error'));
-    restartedConnections.push(connection);
-    return connection;
+    const before = ownConnections.get(key);
+    ownConnections.set(key, connection);
+    if (before !== undefined) void previous.close().finally(() => before.disconnect());
+    return start(connection);
   };
   const watched: WatchedConsumer[] = [
     ...events.map((_, i) => ({
@@ -295,7 +302,10 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       activity: fanOutActivity[i]!,
       concurrency: config.WORKER_CONCURRENCY,
       current: () => events[i]!,
-      restart: () => (events[i] = observeEvents(startEvents(i, freshConnection()))),
+      restart: () =>
+        (events[i] = restartOn(`events ${i}`, events[i]!, (connection) =>
+          observeEvents(startEvents(i, connection)),
+        )),
     })),
     ...(delivering?.consumers ?? []).map((consumer, i) => ({
       queue: queueNames.deliveries,
@@ -304,7 +314,10 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       activity: consumer.activity,
       concurrency: config.WORKER_CONCURRENCY,
       current: () => deliveries[i]!,
-      restart: () => (deliveries[i] = observeDeliveries(consumer.start(freshConnection()))),
+      restart: () =>
+        (deliveries[i] = restartOn(`deliveries ${i}`, deliveries[i]!, (connection) =>
+          observeDeliveries(consumer.start(connection)),
+        )),
     })),
   ];
   const stopWatchdog =
@@ -342,7 +355,7 @@ export function startWorker(config: WorkerConfig, log: Logger): RunningWorker {
       await Promise.all([prisma.$disconnect(), pool.end()]);
       producer.disconnect();
       consumer.disconnect();
-      for (const connection of restartedConnections) connection.disconnect();
+      for (const connection of ownConnections.values()) connection.disconnect();
     },
   };
 }
