@@ -89,6 +89,8 @@ export function describeDestination(destination: Subscription['destination']): s
       return `NATS ${destination.broker}: JetStream subject ${destination.subject}`;
     case 'sqs':
       return `Amazon SQS ${destination.broker}: queue ${destination.queue}`;
+    case 'sns':
+      return `Amazon SNS ${destination.broker}: topic ${destination.topic_arn}`;
     case 'cli':
       return 'relayed to webhooks listen';
     default:

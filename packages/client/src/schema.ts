@@ -506,7 +506,7 @@ export interface components {
       id: string;
       /** @description Path of this subscription */
       resource_uri: string;
-      /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
+      /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
       callback_url: string;
       /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
       destination:
@@ -542,6 +542,14 @@ export interface components {
             broker: string;
             /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
             queue: string;
+          }
+        | {
+            /** @enum {string} */
+            type: 'sns';
+            /** @description A broker the deployment names in DESTINATION_BROKERS */
+            broker: string;
+            /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+            topic_arn: string;
           };
       webhook_id: string | null;
       account_id: string;
@@ -942,6 +950,14 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sns';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                topic_arn: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1015,7 +1031,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -1051,6 +1067,14 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sns';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                  topic_arn: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1254,6 +1278,14 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sns';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                topic_arn: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1327,7 +1359,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -1363,6 +1395,14 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sns';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                  topic_arn: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1566,6 +1606,14 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sns';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                topic_arn: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1639,7 +1687,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -1675,6 +1723,14 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sns';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                  topic_arn: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1878,6 +1934,14 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sns';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                topic_arn: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1951,7 +2015,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -1987,6 +2051,14 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sns';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                  topic_arn: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2164,7 +2236,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -2200,6 +2272,14 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sns';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                  topic_arn: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2377,6 +2457,14 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'sns';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                topic_arn: string;
               };
           webhook_id?: string | null;
           /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -2449,7 +2537,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -2485,6 +2573,14 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sns';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                  topic_arn: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2717,7 +2813,7 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
             callback_url: string;
             /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
             destination:
@@ -2753,6 +2849,14 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'sns';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
+                  topic_arn: string;
                 };
             webhook_id: string | null;
             account_id: string;

@@ -50,6 +50,7 @@ describe('a broker destination stored as its URI', () => {
     { type: 'rabbitmq' as const, broker: 'orders', exchange: '', routingKey: '' },
     { type: 'nats' as const, broker: 'events', subject: 'acct-1.orders.created' },
     { type: 'sqs' as const, broker: 'aws', queue: 'orders.fifo' },
+    { type: 'sns' as const, broker: 'aws', topicArn: 'arn:aws:sns:eu-west-1:123456789012:orders.fifo' },
   ])('reads back as it was written: %j', (target) => {
     expect(brokerTarget(destinationUrl(target))).toEqual(target);
   });
@@ -74,6 +75,21 @@ describe('a destination checked at create time', () => {
     for (const queue of ['', 'a'.repeat(81), 'has space', 'dot.ted', `${'b'.repeat(76)}.fifo`])
       expect(checkDestination({ type: 'sqs', broker: 'aws', queue }, brokers, 'a')).toMatchObject({
         pointer: '/destination/queue',
+      });
+  });
+
+  it("takes an SNS topic ARN of the broker's region", () => {
+    const arn = 'arn:aws:sns:eu-west-1:123456789012:orders';
+    expect(checkDestination({ type: 'sns', broker: 'aws', topic_arn: arn }, brokers, 'a')).toEqual({
+      target: { type: 'sns', broker: 'aws', topicArn: arn },
+    });
+    for (const topic_arn of [
+      'orders',
+      'arn:aws:sqs:eu-west-1:123456789012:orders',
+      arn.replace('eu-west-1', 'us-east-1'),
+    ])
+      expect(checkDestination({ type: 'sns', broker: 'aws', topic_arn }, brokers, 'a')).toMatchObject({
+        pointer: '/destination/topic_arn',
       });
   });
 

@@ -14,14 +14,14 @@ import type { AttemptSender } from '../delivery/attempt.js';
 import { publishClock, type BrokerPublisher, type PublisherOptions } from './publisher.js';
 import { createNatsPublisher } from './nats.js';
 import { createRabbitMqPublisher } from './rabbitmq.js';
-import { createSqsPublisher } from './sqs.js';
+import { createAwsPublisher } from './aws.js';
 import type { RelaySender } from './relay.js';
 
-/** The publisher of each kind of broker entry (an `aws` entry's: SQS, so far). */
+/** The publisher of each kind of broker entry. */
 export const publisherFactories: Record<BrokerKind, (options: PublisherOptions) => BrokerPublisher> = {
   rabbitmq: createRabbitMqPublisher,
   nats: createNatsPublisher,
-  aws: createSqsPublisher,
+  aws: createAwsPublisher,
 };
 
 /** One publisher per broker of DESTINATION_BROKERS; each connects at its first publish. */

@@ -178,6 +178,23 @@ const Destination = Type.Union(
           'Send to an Amazon SQS queue; delivered once SQS accepts the message. The Standard Webhooks headers travel as message attributes, with `webhook-delivery-id` the delivery id; on a FIFO queue the message group is the subscription (ordered per subscription) and the deduplication id the delivery id, so SQS drops a retry of a message it has',
       },
     ),
+    Type.Object(
+      {
+        type: Type.Literal('sns'),
+        broker: BrokerName,
+        topic_arn: Type.String({
+          minLength: 1,
+          maxLength: 512,
+          description:
+            "Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic",
+        }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'Publish to an Amazon SNS topic; delivered once SNS accepts the message. Attributes and FIFO topics as for `sqs`',
+      },
+    ),
   ],
   {
     description:
@@ -243,7 +260,7 @@ export const Subscription = Type.Object(
     resource_uri: Type.String({ description: 'Path of this subscription' }),
     callback_url: Type.String({
       description:
-        'The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`)',
+        'The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`)',
     }),
     destination: Destination,
     webhook_id: Type.Union([Type.String(), Type.Null()]),

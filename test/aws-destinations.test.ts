@@ -1,9 +1,10 @@
 /**
- * The Amazon SQS destination through the real API, worker, PostgreSQL, Redis and an AWS API of the
+ * The Amazon SQS and SNS destinations through the real API, worker, PostgreSQL, Redis and an AWS API of the
  * test's own (moto): a delivery becomes one message whose body is the signed payload and whose
  * attributes carry the Standard Webhooks headers, verifiable as an HTTP receiver verifies them; on a
  * FIFO queue the group is the subscription and the deduplication id the delivery; a queue that does
  * not exist fails the attempts, naming it; a bad queue name or an unknown broker is refused at create.
+ * An SNS topic's messages reach a queue subscribed to it (raw delivery) the same way.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
@@ -13,6 +14,7 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
+import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { Webhook } from 'standardwebhooks';
 import { startMoto, type Moto } from './support/moto.js';
 import { startTestStack, type TestStack } from './support/stack.js';
@@ -21,10 +23,12 @@ import { waitFor } from '../scripts/lib/wait.js';
 let moto: Moto;
 let stack: TestStack;
 let sqs: SQSClient;
+let sns: SNSClient;
 
 beforeAll(async () => {
   moto = await startMoto();
   sqs = new SQSClient({ region: 'eu-west-1', endpoint: moto.url });
+  sns = new SNSClient({ region: 'eu-west-1', endpoint: moto.url });
   stack = await startTestStack('sqs', {
     DESTINATION_BROKERS: JSON.stringify({ aws: { type: 'aws', region: 'eu-west-1', endpoint: moto.url } }),
     DELIVERY_BACKOFF_MS: '100',
@@ -34,6 +38,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack.close();
   sqs.destroy();
+  sns.destroy();
   await moto.stop();
 });
 
@@ -149,5 +154,44 @@ describe('an sqs destination', () => {
     });
     expect(answer.statusCode).toBe(400);
     expect(answer.json().errors.map((e: { pointer: string }) => e.pointer)).toContain(pointer);
+  });
+
+  it('publishes to an SNS topic, whose subscribed queue gets the signed payload and its attributes', async () => {
+    const queueUrl = await createQueue('wh-from-topic');
+    const topic = await sns.send(new CreateTopicCommand({ Name: 'wh-topic' }));
+    await sns.send(
+      new SubscribeCommand({
+        TopicArn: topic.TopicArn!,
+        Protocol: 'sqs',
+        Endpoint: `arn:aws:sqs:eu-west-1:123456789012:wh-from-topic`,
+        Attributes: { RawMessageDelivery: 'true' },
+      }),
+    );
+    const sub = await stack.subscribe('acct-sns', {
+      destination: { type: 'sns', broker: 'aws', topic_arn: topic.TopicArn! },
+    });
+    expect(sub).toMatchObject({ destination: { type: 'sns', broker: 'aws', topic_arn: topic.TopicArn! } });
+    await stack.publisher.publish({
+      accountId: 'acct-sns',
+      type: 'call.completed',
+      data: { call_id: 't-1' },
+    });
+    const [message] = await receive(queueUrl, 1);
+    expect(new Webhook(sub.secret).verify(message!.Body!, headersOf(message!))).toMatchObject({
+      data: { call_id: 't-1' },
+    });
+  });
+
+  it('refuses a topic ARN that cannot be one, or of another region, naming /destination/topic_arn', async () => {
+    for (const topicArn of ['not-an-arn', 'arn:aws:sns:us-east-1:123456789012:wh-topic']) {
+      const answer = await stack.api.app.inject({
+        method: 'POST',
+        url: '/api/webhooks',
+        headers: stack.api.auth('acct-sns-bad'),
+        payload: { destination: { type: 'sns', broker: 'aws', topic_arn: topicArn } },
+      });
+      expect(answer.statusCode).toBe(400);
+      expect(answer.json().errors[0].pointer).toBe('/destination/topic_arn');
+    }
   });
 });
