@@ -29,6 +29,9 @@ export const maxMessageAttributes = 10;
 /** How long a queue's URL is used without asking again, in ms. */
 const knownQueueMs = 60_000;
 
+/** Queue URLs kept at most, across accounts; the oldest goes first (a miss costs one GetQueueUrl). */
+const maxKnownQueues = 1_000;
+
 /** Headers that describe the HTTP request, not the message: not carried. */
 const httpOnly = new Set(['content-type', 'user-agent', 'content-length', 'authorization']);
 
@@ -120,7 +123,9 @@ export function createAwsPublisher(options: PublisherOptions): BrokerPublisher {
     if (known !== undefined && known.until > Date.now()) return known.url;
     const answer = await sqs.send(new GetQueueUrlCommand({ QueueName: name }), { abortSignal });
     const found = answer.QueueUrl ?? '';
+    queues.delete(name);
     queues.set(name, { url: found, until: Date.now() + knownQueueMs });
+    if (queues.size > maxKnownQueues) queues.delete(queues.keys().next().value!);
     return found;
   };
 
