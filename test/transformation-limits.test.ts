@@ -228,8 +228,8 @@ describe('output the host cannot read', () => {
         headers: stack.api.auth(account),
         payload: { transformation },
       });
-      expect(updated.statusCode).toBeLessThan(500);
-      if (updated.statusCode !== 200) continue;
+      // Saving runs only the top level, which both pass: the worker meets the failure.
+      expect(updated.statusCode).toBe(200);
       await stack.publisher.publish({ accountId: account, type: 'call.completed', data: {} });
       const attempts = await givenUpAttempts(created.id);
       expect(attempts).toHaveLength(2);

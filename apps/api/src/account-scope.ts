@@ -65,7 +65,7 @@ const accountScope: FastifyPluginAsync<AccountScopeOptions> = async (scope, opti
     redis: countingRedis,
   });
   await scope.register(storableInput);
-  const relayCopies = createRelayCopies(countingRedis, config.keyPrefix);
+  const relayCopies = createRelayCopies(countingRedis, scope.prisma, config.keyPrefix);
 
   await scope.register(eventTypes, { views });
   await scope.register(subscriptions, {

@@ -26,7 +26,11 @@ export interface ResealReport {
 
 type Row = { id: string } & Record<SealedColumn, string | null>;
 
-/** Reseals what needs it under the newest key; without a key, nothing (and an empty report). */
+/**
+ * Reseals what needs it under the newest key of `box`, on the database at `databaseUrl`; without a
+ * key, nothing (and an empty report).
+ * @throws SecretDecryptionError for a value no configured key opens; pg's errors
+ */
 export async function resealSecrets(databaseUrl: string, box: SecretBox): Promise<ResealReport> {
   const report: ResealReport = {
     rows: 0,

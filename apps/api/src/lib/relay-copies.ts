@@ -16,18 +16,18 @@ export interface RelayCopies {
   /** Deletes the session of a deleted subscription whose `callback_url` was `callbackUrl` (nothing when not `cli://`). */
   dropSession(callbackUrl: string): Promise<void>;
   /** Takes event `eventId`'s entries out of every session of `accountId`; resolves with how many went. */
-  expungeEvent(prisma: PrismaClient, accountId: string, eventId: string): Promise<number>;
+  expungeEvent(accountId: string, eventId: string): Promise<number>;
 }
 
-/** The relay copies under QUEUE_PREFIX `prefix` (unsharded). */
-export function createRelayCopies(redis: RedisConnection, prefix: string): RelayCopies {
+/** The relay copies under QUEUE_PREFIX `prefix` (unsharded); `prisma` finds an account's cli subscriptions. */
+export function createRelayCopies(redis: RedisConnection, prisma: PrismaClient, prefix: string): RelayCopies {
   const scripts = relayScripts(redis);
   return {
     async dropSession(callbackUrl) {
       const session = relaySession(callbackUrl);
       if (session !== null) await dropRelaySession(redis, prefix, session);
     },
-    async expungeEvent(prisma, accountId, eventId) {
+    async expungeEvent(accountId, eventId) {
       const rows = await prisma.subscription.findMany({
         where: { accountId, callbackUrl: { startsWith: 'cli://' } },
         select: { callbackUrl: true },

@@ -182,7 +182,7 @@ const eventLog: FastifyPluginAsyncTypebox<EventLogRoutesOptions> = async (
             AND (response_body IS NOT NULL OR error_class = 'transformation_failed')`,
       ]);
       try {
-        await relayCopies.expungeEvent(app.prisma, request.accountId, event.id);
+        await relayCopies.expungeEvent(request.accountId, event.id);
       } catch (error) {
         request.log.warn(
           { err: error, eventId: event.id },
