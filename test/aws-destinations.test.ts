@@ -2,7 +2,8 @@
  * The Amazon SQS and SNS destinations through the real API, worker, PostgreSQL, Redis and an AWS API of the
  * test's own (moto): a delivery becomes one message whose body is the signed payload and whose
  * attributes carry the Standard Webhooks headers, verifiable as an HTTP receiver verifies them; on a
- * FIFO queue the group is the subscription and the deduplication id the delivery; a queue that does
+ * FIFO queue the group is the subscription and the deduplication id the delivery, and an ordered
+ * subscription's messages arrive in acceptance order; a queue that does
  * not exist fails the attempts, naming it; a bad queue name or an unknown broker is refused at create.
  * An SNS topic's messages reach a queue subscribed to it (raw delivery) the same way.
  */
@@ -122,6 +123,24 @@ describe('an sqs destination', () => {
       expect(message.Attributes?.MessageGroupId).toBe(sub.id);
       expect(deliveries.map((d) => d.id)).toContain(message.Attributes?.MessageDeduplicationId);
     }
+  });
+
+  it('delivers an ordered subscription into a FIFO queue in acceptance order, published concurrently', async () => {
+    const url = await createQueue('wh-in-order.fifo');
+    const account = 'acct-sqs-in-order';
+    await stack.subscribe(account, {
+      destination: { type: 'sqs', broker: 'aws', queue: 'wh-in-order.fifo' },
+      ordering: 'fifo',
+    });
+    const published = await Promise.all(
+      Array.from({ length: 12 }, (_, n) =>
+        stack.publisher.publish({ accountId: account, type: 'call.completed', data: { n } }),
+      ),
+    );
+    // Acceptance order is the events' ids' (UUIDv7) order.
+    const accepted = published.map((event) => event.id).sort();
+    const messages = await receive(url, 12);
+    expect(messages.map((message) => headersOf(message)['webhook-id'])).toEqual(accepted);
   });
 
   it('fails the attempts of a queue that does not exist, naming it', async () => {

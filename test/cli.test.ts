@@ -17,7 +17,13 @@ const cli = () => path.join(repositoryRoot(), 'packages/cli/dist/main.js');
 let stack: TestStack;
 let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
-  stack = await startTestStack('cli', { DELIVERY_MAX_ATTEMPTS: '1' });
+  stack = await startTestStack('cli', {
+    DELIVERY_MAX_ATTEMPTS: '1',
+    // Named only: the destination created below receives nothing.
+    DESTINATION_BROKERS: JSON.stringify({
+      aws: { type: 'aws', region: 'eu-west-1', endpoint: 'http://127.0.0.1:9' },
+    }),
+  });
   await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = stack.api.app.server.address() as AddressInfo;
   env = {
@@ -48,6 +54,40 @@ describe('the webhooks CLI', () => {
 
     expect(await webhooks('subscriptions', 'delete', id!)).toBe(`deleted ${id}`);
     expect(await webhooks('subscriptions', 'list')).not.toContain(id);
+  });
+
+  it('creates a subscription delivering to a destination given as JSON, and says which field is wrong', async () => {
+    const [id] = (
+      await webhooks(
+        'subscriptions',
+        'create',
+        '--destination',
+        '{"type": "kinesis", "broker": "aws", "stream": "calls", "partition_key": "/data/call_id"}',
+      )
+    ).split(/\s+/);
+    const read = await stack.api.app.inject({
+      url: `/api/webhooks/${id}`,
+      headers: stack.api.auth('cli-user'),
+    });
+    expect(read.json().destination).toEqual({
+      type: 'kinesis',
+      broker: 'aws',
+      stream: 'calls',
+      partition_key: '/data/call_id',
+    });
+    const refused = await run(
+      process.execPath,
+      [cli(), 'subscriptions', 'create', '--destination', '{"type": "s3", "broker": "aws", "bucket": "A"}'],
+      { env },
+    ).catch((error: { code: number; stderr: string }) => error);
+    expect(refused).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/destination\/bucket must NOT have fewer than 3 characters\n$/),
+    });
+    const notJson = await run(process.execPath, [cli(), 'subscriptions', 'create', '--destination', 'sqs'], {
+      env,
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect(notJson).toMatchObject({ code: 1, stderr: expect.stringMatching(/not JSON/) });
   });
 
   it('says which call failed and exits 1', async () => {

@@ -31,8 +31,11 @@ beforeAll(async () => {
     TRANSFORMATION_TIMEOUT_MS: '2000',
     // A recovery's windows of 2 rounds a second, so a recovery of 3 meets the pace's 429.
     RECOVER_ROUNDS_PER_MINUTE: '120',
-    // Named only: the broker test below publishes nothing.
-    DESTINATION_BROKERS: JSON.stringify({ events: { type: 'nats', url: 'nats://127.0.0.1:4222' } }),
+    // Named only: the broker tests below publish nothing.
+    DESTINATION_BROKERS: JSON.stringify({
+      events: { type: 'nats', url: 'nats://127.0.0.1:4222' },
+      aws: { type: 'aws', region: 'eu-west-1', endpoint: 'http://127.0.0.1:9' },
+    }),
   });
   await stack.api.app.listen({ host: '127.0.0.1', port: 0 });
   origin = `http://127.0.0.1:${(stack.api.app.server.address() as AddressInfo).port}`;
@@ -339,6 +342,38 @@ describe('the subscriber portal in a browser', () => {
       rate_limit: 7,
       destination: { type: 'nats', broker: 'events', subject: 'acme.calls' },
     });
+    await page.context().close();
+  });
+
+  it('creates a subscription delivering to an S3 bucket, showing the API’s error next to the field it names', async () => {
+    const page = await openPortal('bucket-owner');
+    await page.getByRole('link', { name: 'New subscription' }).click();
+    await page.getByLabel('Deliver to').selectOption('s3');
+    expect(await page.getByLabel('Callback URL').count()).toBe(0);
+    await page.getByLabel('Broker').fill('aws');
+    await page.getByLabel('Bucket').fill('Not_A_Bucket');
+    await page.getByLabel('Key prefix (optional)').fill('hooks/');
+    await page.getByRole('button', { name: 'Create subscription' }).click();
+    expect(await page.locator('#destination-bucket-error').textContent()).toMatch(/lower-case letters/);
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByLabel('Bucket').fill('wh-archive');
+    await page.getByRole('button', { name: 'Create subscription' }).click();
+    await page.getByText('Amazon S3 aws: bucket wh-archive, prefix hooks/').first().waitFor();
+    const listed = await stack.api.app.inject({
+      url: '/api/webhooks',
+      headers: stack.api.auth('bucket-owner'),
+    });
+    expect(listed.json().results).toMatchObject([
+      {
+        destination: {
+          type: 's3',
+          broker: 'aws',
+          bucket: 'wh-archive',
+          prefix: 'hooks/',
+          key: '{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json',
+        },
+      },
+    ]);
     await page.context().close();
   });
 

@@ -91,6 +91,12 @@ export function describeDestination(destination: Subscription['destination']): s
       return `Amazon SQS ${destination.broker}: queue ${destination.queue}`;
     case 'sns':
       return `Amazon SNS ${destination.broker}: topic ${destination.topic_arn}`;
+    case 'eventbridge':
+      return `Amazon EventBridge ${destination.broker}: bus ${destination.event_bus}, source ${destination.source ?? 'webhooks'}`;
+    case 'kinesis':
+      return `Amazon Kinesis ${destination.broker}: stream ${destination.stream}`;
+    case 's3':
+      return `Amazon S3 ${destination.broker}: bucket ${destination.bucket}${destination.prefix ? `, prefix ${destination.prefix}` : ''}`;
     case 'cli':
       return 'relayed to webhooks listen';
     default:

@@ -8,6 +8,7 @@ import { fieldError, outcome, useLoaded } from './api-call.js';
 import { EventTypePicker, pickableTypes } from './event-type-picker.js';
 import { Field } from './field.js';
 import { describeDestination } from './parts.js';
+import { DestinationFields, destinationBody, type DestinationChoice } from './destination-fields.js';
 import { navigate } from './route.js';
 import { ReceiverAccess, receiverAccessBody, useReceiverAccess } from './receiver-access.js';
 import { TransformationEditor } from './transformation-editor.js';
@@ -62,8 +63,10 @@ export function SubscriptionForm({
   );
   const [filterParseError, setFilterParseError] = useState<string | undefined>();
   const [callbackUrl, setCallbackUrl] = useState(subscription?.callback_url ?? '');
-  // A broker destination is chosen through the API; the portal edits everything else about it.
-  const broker = subscription !== undefined && subscription.destination.type !== 'http';
+  // A destination is chosen on create; afterwards the portal edits everything else about it.
+  const [destination, setDestination] = useState<DestinationChoice>({ type: 'http', fields: {} });
+  const broker =
+    subscription === undefined ? destination.type !== 'http' : subscription.destination.type !== 'http';
   const [webhookId, setWebhookId] = useState(subscription?.webhook_id ?? '');
   const [rateLimit, setRateLimit] = useState(subscription?.rate_limit?.toString() ?? '');
   const [ordering, setOrdering] = useState<'none' | 'fifo'>(subscription?.ordering ?? 'none');
@@ -126,7 +129,7 @@ export function SubscriptionForm({
           // name it; every one takes the body and gives the answer of /api/webhooks.
           client.POST((kind === '' ? '/api/webhooks' : `/api/webhooks/${kind}`) as '/api/webhooks', {
             body: {
-              callback_url: callbackUrl,
+              ...(broker ? { destination: destinationBody(destination)! } : { callback_url: callbackUrl }),
               ...(webhookId === '' ? {} : { webhook_id: webhookId }),
               ...(limit === null ? {} : { rate_limit: limit }),
               ...(eventTypes === undefined ? {} : { event_types: eventTypes }),
@@ -189,12 +192,15 @@ export function SubscriptionForm({
           error={fieldError(problem, '/event_types')}
         />
       )}
-      {broker ? (
+      {!subscription && (
+        <DestinationFields choice={destination} onChange={setDestination} problem={problem} />
+      )}
+      {broker && subscription ? (
         <p>
           Delivered to {describeDestination(subscription.destination)}; the destination is changed through the
           API.
         </p>
-      ) : (
+      ) : broker ? null : (
         <Field
           id="callback_url"
           label="Callback URL"
@@ -287,14 +293,16 @@ export function SubscriptionForm({
         sample={sample}
         {...(problem ? { problem } : {})}
       />
-      <ReceiverAccess
-        client={client}
-        {...(subscription ? { subscription } : {})}
-        state={access}
-        onChange={setAccess}
-        {...(problem ? { problem } : {})}
-        {...(accessError ? { localError: accessError } : {})}
-      />
+      {!broker && (
+        <ReceiverAccess
+          client={client}
+          {...(subscription ? { subscription } : {})}
+          state={access}
+          onChange={setAccess}
+          {...(problem ? { problem } : {})}
+          {...(accessError ? { localError: accessError } : {})}
+        />
+      )}
       <div class="actions">
         <button class="primary" type="submit" disabled={busy}>
           {subscription ? 'Save changes' : 'Create subscription'}

@@ -14,6 +14,13 @@ import { createRelaySender } from '../src/destinations/relay.js';
 import { startPrivateNats, type PrivateNats } from '../../../test/support/private-nats.js';
 import { dropPrefix, newQueuePrefix, testRedisUrl } from '../../../test/support/redis.js';
 
+/** The event fields of a delivery reference, the same for every publish here. */
+const eventOf = {
+  eventId: 'event-1',
+  eventType: 'call.completed',
+  occurredAt: new Date('2026-12-01T00:00:00Z'),
+};
+
 let nats: PrivateNats;
 let sender: AttemptSender;
 const redis = new Redis(testRedisUrl);
@@ -55,6 +62,7 @@ describe('the destination registry', () => {
       accountId: 'acct-acme',
       subscriptionId: 'sub',
       deliveryId: 'delivery-cli',
+      ...eventOf,
     });
     await new Promise((resolve) => setTimeout(resolve, 100));
     const requests = relayKeys(prefix, 'session-nobody').requests;
@@ -72,6 +80,7 @@ describe('the destination registry', () => {
       accountId: 'acct-acme',
       subscriptionId: 'sub',
       deliveryId: 'delivery-1',
+      ...eventOf,
     });
     expect(result).toMatchObject({
       errorClass: 'broker_refused',
@@ -88,6 +97,7 @@ describe('the destination registry', () => {
         accountId: account,
         subscriptionId: 'sub',
         deliveryId: 'delivery-1',
+        ...eventOf,
       });
       expect(result).toMatchObject({ errorClass: 'broker_unavailable', statusCode: null });
       expect(result.errorMessage).toMatch(/has no broker named "(acme|gone)" for this account/);

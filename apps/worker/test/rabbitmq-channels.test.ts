@@ -14,6 +14,13 @@ import type { BrokerTarget } from '@webhooks/shared';
 import { createRabbitMqPublisher, defaultMaxChannels } from '../src/destinations/rabbitmq.js';
 import { waitFor } from '../../../scripts/lib/wait.js';
 
+/** The event fields of a delivery reference, the same for every publish here. */
+const eventOf = {
+  eventId: 'event-1',
+  eventType: 'call.completed',
+  occurredAt: new Date('2026-12-01T00:00:00Z'),
+};
+
 const rabbitUrl = 'amqp://guest:guest@127.0.0.1:5672';
 const run = randomUUID().slice(0, 8);
 const exchange = `wh-test-channels-${run}`;
@@ -79,6 +86,7 @@ describe('RabbitMQ channels', () => {
               accountId,
               subscriptionId: 'sub',
               deliveryId: `delivery-${i + j}`,
+              ...eventOf,
             }),
           ),
         );
@@ -100,6 +108,7 @@ describe('RabbitMQ channels', () => {
         accountId: accounts[0]!,
         subscriptionId: 'sub',
         deliveryId: 'delivery-again',
+        ...eventOf,
       });
       expect(again.errorClass).toBeNull();
     } finally {
@@ -119,11 +128,13 @@ describe('RabbitMQ channels', () => {
           accountId: 'a',
           subscriptionId: 'sub',
           deliveryId: 'd-1',
+          ...eventOf,
         }),
         publisher.publish(target(exchange), '{}', headers, {
           accountId: 'a',
           subscriptionId: 'sub',
           deliveryId: 'd-2',
+          ...eventOf,
         }),
       ]);
       expect(missing).toMatchObject({

@@ -3,7 +3,7 @@
  * `listen`. `--api-url`/`--token`, or WEBHOOKS_API_URL/WEBHOOKS_TOKEN.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { createWebhookClient, type WebhookClient } from '@webhooks/client';
+import { createWebhookClient, type Subscription, type WebhookClient } from '@webhooks/client';
 import { subscriptionLine, type SubscriptionView } from './format.js';
 import { listen } from './listen.js';
 import { problemError, tailDeliveries } from './tail.js';
@@ -14,6 +14,31 @@ export interface ProgramIo {
   env: Record<string, string | undefined>;
   /** Ends `deliveries tail` (Ctrl-C in a terminal). */
   signal: AbortSignal;
+}
+
+/** A subscription's `destination`, as the API takes it. */
+type Destination = Subscription['destination'];
+
+/**
+ * `--destination`: a JSON object with a `type`; the API checks the rest, naming the wrong field.
+ * @throws InvalidArgumentError when it is not a JSON object with a string `type`
+ */
+function parseDestination(value: string): Destination {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new InvalidArgumentError(
+      'not JSON: give an object such as {"type": "sqs", "broker": "aws", "queue": "orders"}',
+    );
+  }
+  if (
+    parsed === null ||
+    typeof parsed !== 'object' ||
+    typeof (parsed as { type?: unknown }).type !== 'string'
+  )
+    throw new InvalidArgumentError('must be a JSON object with a "type"');
+  return parsed as Destination;
 }
 
 /** The API's address when neither `--api-url` nor WEBHOOKS_API_URL is given. */
@@ -58,14 +83,29 @@ export function createProgram(io: ProgramIo): Command {
     });
   subscriptions
     .command('create')
-    .description('Subscribe a callback URL; prints its id and signing secret (shown once)')
-    .argument('<callback-url>', 'an absolute http(s) URL of your app')
+    .description(
+      'Subscribe a callback URL, or a destination of your operator (--destination); prints its id and signing secret (shown once)',
+    )
+    .argument('[callback-url]', 'an absolute http(s) URL of your app; left out with --destination')
     .option('--events <types>', "event types, comma-separated, wildcards allowed ('call.*')")
     .option('--webhook-id <id>', 'your own id, sent in every payload')
+    .option(
+      '--destination <json>',
+      'a broker or AWS destination as the API takes it, such as \'{"type": "sqs", "broker": "aws", "queue": "orders"}\' (docs/destinations.md)',
+      parseDestination,
+    )
     .action(
-      async (callbackUrl: string, options: { events?: string; webhookId?: string }, command: Command) => {
+      async (
+        callbackUrl: string | undefined,
+        options: { events?: string; webhookId?: string; destination?: Destination },
+        command: Command,
+      ) => {
+        if ((callbackUrl === undefined) === (options.destination === undefined))
+          throw new InvalidArgumentError('give a callback URL or --destination, not both');
         const body = {
-          callback_url: callbackUrl,
+          ...(callbackUrl === undefined
+            ? { destination: options.destination! }
+            : { callback_url: callbackUrl }),
           ...(options.events === undefined ? {} : { event_types: options.events.split(',') }),
           ...(options.webhookId === undefined ? {} : { webhook_id: options.webhookId }),
         };

@@ -506,9 +506,9 @@ export interface components {
       id: string;
       /** @description Path of this subscription */
       resource_uri: string;
-      /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
+      /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded) */
       callback_url: string;
-      /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+      /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
       destination:
         | {
             /** @enum {string} */
@@ -542,6 +542,8 @@ export interface components {
             broker: string;
             /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
             queue: string;
+            /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+            message_group?: string;
           }
         | {
             /** @enum {string} */
@@ -550,6 +552,40 @@ export interface components {
             broker: string;
             /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
             topic_arn: string;
+            /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+            message_group?: string;
+          }
+        | {
+            /** @enum {string} */
+            type: 'eventbridge';
+            /** @description A broker the deployment names in DESTINATION_BROKERS */
+            broker: string;
+            /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+            event_bus: string;
+            /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+            source?: string;
+          }
+        | {
+            /** @enum {string} */
+            type: 'kinesis';
+            /** @description A broker the deployment names in DESTINATION_BROKERS */
+            broker: string;
+            /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+            stream: string;
+            /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+            partition_key?: string;
+          }
+        | {
+            /** @enum {string} */
+            type: 's3';
+            /** @description A broker the deployment names in DESTINATION_BROKERS */
+            broker: string;
+            /** @description Amazon S3 bucket in the broker's region (it must exist) */
+            bucket: string;
+            /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+            prefix?: string;
+            /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+            key?: string;
           };
       webhook_id: string | null;
       account_id: string;
@@ -916,7 +952,7 @@ export interface operations {
            * @example https://client.example/hooks/calls
            */
           callback_url?: string;
-          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
           destination?:
             | {
                 /** @enum {string} */
@@ -950,6 +986,8 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
               }
             | {
                 /** @enum {string} */
@@ -958,6 +996,40 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'eventbridge';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                event_bus: string;
+                /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                source?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'kinesis';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                stream: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                partition_key?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 's3';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                bucket: string;
+                /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                prefix?: string;
+                /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                key?: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1031,9 +1103,9 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded) */
             callback_url: string;
-            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
             destination:
               | {
                   /** @enum {string} */
@@ -1067,6 +1139,8 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
                 }
               | {
                   /** @enum {string} */
@@ -1075,6 +1149,40 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'eventbridge';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                  event_bus: string;
+                  /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                  source?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'kinesis';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                  stream: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  partition_key?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 's3';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                  bucket: string;
+                  /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                  prefix?: string;
+                  /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                  key?: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1244,7 +1352,7 @@ export interface operations {
            * @example https://client.example/hooks/calls
            */
           callback_url?: string;
-          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
           destination?:
             | {
                 /** @enum {string} */
@@ -1278,6 +1386,8 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
               }
             | {
                 /** @enum {string} */
@@ -1286,6 +1396,40 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'eventbridge';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                event_bus: string;
+                /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                source?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'kinesis';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                stream: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                partition_key?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 's3';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                bucket: string;
+                /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                prefix?: string;
+                /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                key?: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1359,9 +1503,9 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded) */
             callback_url: string;
-            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
             destination:
               | {
                   /** @enum {string} */
@@ -1395,6 +1539,8 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
                 }
               | {
                   /** @enum {string} */
@@ -1403,6 +1549,40 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'eventbridge';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                  event_bus: string;
+                  /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                  source?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'kinesis';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                  stream: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  partition_key?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 's3';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                  bucket: string;
+                  /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                  prefix?: string;
+                  /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                  key?: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1572,7 +1752,7 @@ export interface operations {
            * @example https://client.example/hooks/calls
            */
           callback_url?: string;
-          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
           destination?:
             | {
                 /** @enum {string} */
@@ -1606,6 +1786,8 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
               }
             | {
                 /** @enum {string} */
@@ -1614,6 +1796,40 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'eventbridge';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                event_bus: string;
+                /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                source?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'kinesis';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                stream: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                partition_key?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 's3';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                bucket: string;
+                /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                prefix?: string;
+                /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                key?: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -1687,9 +1903,9 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded) */
             callback_url: string;
-            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
             destination:
               | {
                   /** @enum {string} */
@@ -1723,6 +1939,8 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
                 }
               | {
                   /** @enum {string} */
@@ -1731,6 +1949,40 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'eventbridge';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                  event_bus: string;
+                  /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                  source?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'kinesis';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                  stream: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  partition_key?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 's3';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                  bucket: string;
+                  /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                  prefix?: string;
+                  /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                  key?: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -1900,7 +2152,7 @@ export interface operations {
            * @example https://client.example/hooks/calls
            */
           callback_url?: string;
-          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
           destination?:
             | {
                 /** @enum {string} */
@@ -1934,6 +2186,8 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
               }
             | {
                 /** @enum {string} */
@@ -1942,6 +2196,40 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'eventbridge';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                event_bus: string;
+                /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                source?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'kinesis';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                stream: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                partition_key?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 's3';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                bucket: string;
+                /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                prefix?: string;
+                /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                key?: string;
               };
           /** @description Label chosen by the client, echoed as `webhook_id` in every payload of this subscription */
           webhook_id?: string;
@@ -2015,9 +2303,9 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded) */
             callback_url: string;
-            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
             destination:
               | {
                   /** @enum {string} */
@@ -2051,6 +2339,8 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
                 }
               | {
                   /** @enum {string} */
@@ -2059,6 +2349,40 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'eventbridge';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                  event_bus: string;
+                  /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                  source?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'kinesis';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                  stream: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  partition_key?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 's3';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                  bucket: string;
+                  /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                  prefix?: string;
+                  /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                  key?: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2236,9 +2560,9 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded) */
             callback_url: string;
-            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
             destination:
               | {
                   /** @enum {string} */
@@ -2272,6 +2596,8 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
                 }
               | {
                   /** @enum {string} */
@@ -2280,6 +2606,40 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'eventbridge';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                  event_bus: string;
+                  /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                  source?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'kinesis';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                  stream: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  partition_key?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 's3';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                  bucket: string;
+                  /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                  prefix?: string;
+                  /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                  key?: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2423,7 +2783,7 @@ export interface operations {
            * @example https://client.example/hooks/calls
            */
           callback_url?: string;
-          /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+          /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
           destination?:
             | {
                 /** @enum {string} */
@@ -2457,6 +2817,8 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
               }
             | {
                 /** @enum {string} */
@@ -2465,6 +2827,40 @@ export interface operations {
                 broker: string;
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                message_group?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'eventbridge';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                event_bus: string;
+                /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                source?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 'kinesis';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                stream: string;
+                /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                partition_key?: string;
+              }
+            | {
+                /** @enum {string} */
+                type: 's3';
+                /** @description A broker the deployment names in DESTINATION_BROKERS */
+                broker: string;
+                /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                bucket: string;
+                /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                prefix?: string;
+                /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                key?: string;
               };
           webhook_id?: string | null;
           /** @description `disabled` after too many deliveries failed in a row, or when set by the client */
@@ -2537,9 +2933,9 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded) */
             callback_url: string;
-            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
             destination:
               | {
                   /** @enum {string} */
@@ -2573,6 +2969,8 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
                 }
               | {
                   /** @enum {string} */
@@ -2581,6 +2979,40 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'eventbridge';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                  event_bus: string;
+                  /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                  source?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'kinesis';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                  stream: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  partition_key?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 's3';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                  bucket: string;
+                  /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                  prefix?: string;
+                  /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                  key?: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -2813,9 +3245,9 @@ export interface operations {
             id: string;
             /** @description Path of this subscription */
             resource_uri: string;
-            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`) */
+            /** @description The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded) */
             callback_url: string;
-            /** @description Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination */
+            /** @description Where deliveries go: an HTTP callback (default), or a broker or AWS service of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers or attributes, so one verifier serves every destination; EventBridge and Kinesis, which have no attributes, carry both in one JSON envelope */
             destination:
               | {
                   /** @enum {string} */
@@ -2849,6 +3281,8 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
                 }
               | {
                   /** @enum {string} */
@@ -2857,6 +3291,40 @@ export interface operations {
                   broker: string;
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  message_group?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'eventbridge';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
+                  event_bus: string;
+                  /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
+                  source?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'kinesis';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
+                  stream: string;
+                  /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
+                  partition_key?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 's3';
+                  /** @description A broker the deployment names in DESTINATION_BROKERS */
+                  broker: string;
+                  /** @description Amazon S3 bucket in the broker's region (it must exist) */
+                  bucket: string;
+                  /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
+                  prefix?: string;
+                  /** @description The object key's template (default `{prefix}{yyyy}/{mm}/{dd}/{event_type}/{delivery_id}.json`): `{prefix}`, `{yyyy}`, `{mm}`, `{dd}`, `{hh}`, `{event_type}`, `{event_id}`, `{delivery_id}`, `{subscription_id}`; dates are the event's, in UTC; `{delivery_id}` is required, so a retry overwrites its own object */
+                  key?: string;
                 };
             webhook_id: string | null;
             account_id: string;
@@ -4225,7 +4693,7 @@ export interface operations {
               duration_ms: number;
               /** @description HTTP status answered, null when none (and for a broker destination) */
               status_code: number | null;
-              /** @description timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | transformation_failed | auth_failed (no token from the OAuth 2.0 token URL) | broker_unavailable | broker_refused (a missing exchange or stream, a nack) | broker_unroutable (no queue bound for the routing key) | other */
+              /** @description timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | transformation_failed | auth_failed (no token from the OAuth 2.0 token URL) | broker_unavailable | broker_refused (a missing exchange, stream, queue, topic, bus or bucket, a nack, an access denied) | broker_unroutable (no queue bound for the routing key) | broker_throttled (an AWS service throttled the write: retried, not counted by the breaker) | other */
               error: string | null;
               error_message: string | null;
               /** @description First 4 KiB of the answer */

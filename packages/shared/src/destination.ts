@@ -1,12 +1,22 @@
 /**
  * Destinations: `http` (the callback URL), `rabbitmq` (an exchange and routing key), `nats` (a
- * JetStream subject), `sqs` (an Amazon SQS queue) or `sns` (an Amazon SNS topic) on a broker of
- * DESTINATION_BROKERS, stored as a URI in `callback_url`. AMQP names ≤ 255 bytes (AMQP 0-9-1, 4.2.5.3); a NATS publish names no
- * wildcard (docs.nats.io, "Subjects"); an SQS queue name is 1-80 letters, digits, `-` and `_`, `.fifo`
- * ending a FIFO queue's (AWS, "Amazon SQS queue and message identifiers").
+ * JetStream subject) or an AWS service (`aws-destination.ts`) on a broker of DESTINATION_BROKERS,
+ * stored as a URI in `callback_url`. AMQP names ≤ 255 bytes (AMQP 0-9-1, 4.2.5.3); a NATS publish
+ * names no wildcard (docs.nats.io, "Subjects").
  */
 import Type from 'typebox';
 import { ConfigError } from '@webhooks/publisher';
+import {
+  awsDestinationUrl,
+  awsDestinationView,
+  awsTargetOf,
+  checkAwsDestination,
+  isAwsType,
+  type AwsDestinationInput,
+  type AwsTarget,
+  type AwsType,
+  type DestinationProblem,
+} from './aws-destination.js';
 import { relaySession } from './relay.js';
 
 /** The environment variable of destinations, read by the API and the worker. */
@@ -14,12 +24,12 @@ export const destinationEnv = {
   DESTINATION_BROKERS: Type.String({
     default: '',
     description:
-      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}`, `{"type": "nats", "url": "nats://host:4222"}` or `{"type": "aws", "region": "eu-west-1"}` (SQS and SNS; credentials from the AWS SDK\'s default chain: environment, web identity, instance role; `"endpoint"` for another endpoint), with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
+      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}`, `{"type": "nats", "url": "nats://host:4222"}` or `{"type": "aws", "region": "eu-west-1"}` (SQS, SNS, EventBridge, Kinesis and S3; credentials from the AWS SDK\'s default chain: environment, web identity, instance role; `"endpoint"` for another endpoint), with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
   }),
 };
 
 /** The broker destination types. */
-export type BrokerType = 'rabbitmq' | 'nats' | 'sqs' | 'sns';
+export type BrokerType = 'rabbitmq' | 'nats' | AwsType;
 
 /** The kinds of DESTINATION_BROKERS entries: a broker server, or an AWS account and region. */
 export type BrokerKind = 'rabbitmq' | 'nats' | 'aws';
@@ -30,6 +40,9 @@ export const brokerKindOf: Record<BrokerType, BrokerKind> = {
   nats: 'nats',
   sqs: 'aws',
   sns: 'aws',
+  eventbridge: 'aws',
+  kinesis: 'aws',
+  s3: 'aws',
 };
 
 /** A destination as the API takes and shows it (snake_case). */
@@ -38,15 +51,13 @@ export type DestinationInput =
   | { type: 'cli' }
   | { type: 'rabbitmq'; broker: string; exchange: string; routing_key: string }
   | { type: 'nats'; broker: string; subject: string }
-  | { type: 'sqs'; broker: string; queue: string }
-  | { type: 'sns'; broker: string; topic_arn: string };
+  | AwsDestinationInput;
 
 /** A broker destination, as the worker publishes to it. */
 export type BrokerTarget =
   | { type: 'rabbitmq'; broker: string; exchange: string; routingKey: string }
   | { type: 'nats'; broker: string; subject: string }
-  | { type: 'sqs'; broker: string; queue: string }
-  | { type: 'sns'; broker: string; topicArn: string };
+  | AwsTarget;
 
 /** One broker of DESTINATION_BROKERS. */
 export interface BrokerConfig {
@@ -83,9 +94,6 @@ const brokerSchemes: Record<BrokerKind, readonly string[]> = {
   aws: ['https:', 'http:'],
 };
 const awsRegion = /^[a-z]{2}(-[a-z]+)+-\d$/;
-const sqsQueue = /^[A-Za-z0-9_-]{1,75}(\.fifo)?$|^[A-Za-z0-9_-]{1,80}$/;
-/** `arn:<partition>:sns:<region>:<account>:<topic>`, a topic name of letters, digits, - and _ (.fifo allowed). */
-const snsTopicArn = /^arn:aws(-[a-z]+)*:sns:([a-z0-9-]+):\d{12}:[A-Za-z0-9_-]{1,251}(\.fifo)?$/;
 
 /**
  * DESTINATION_BROKERS: JSON from broker name (`[a-z0-9-]`) to `{"type", "url", "accounts"?}`; unset: none.
@@ -155,8 +163,7 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
 /** The stored `callback_url` of a broker destination. */
 export function destinationUrl(target: BrokerTarget): string {
   const part = encodeURIComponent;
-  if (target.type === 'sqs') return `sqs://${target.broker}/${part(target.queue)}`;
-  if (target.type === 'sns') return `sns://${target.broker}/${part(target.topicArn)}`;
+  if (target.type !== 'rabbitmq' && target.type !== 'nats') return awsDestinationUrl(target);
   return target.type === 'rabbitmq'
     ? `rabbitmq://${target.broker}/${part(target.exchange)}/${part(target.routingKey)}`
     : `nats://${target.broker}/${part(target.subject)}`;
@@ -164,12 +171,11 @@ export function destinationUrl(target: BrokerTarget): string {
 
 /** The broker destination a stored `callback_url` names, or null for an http(s) callback. */
 export function brokerTarget(callbackUrl: string): BrokerTarget | null {
-  const scheme = /^([a-z]+):\/\//.exec(callbackUrl)?.[1];
-  if (scheme !== 'rabbitmq' && scheme !== 'nats' && scheme !== 'sqs' && scheme !== 'sns') return null;
+  const scheme = /^([a-z][a-z0-9]*):\/\//.exec(callbackUrl)?.[1];
+  if (scheme === undefined || (scheme !== 'rabbitmq' && scheme !== 'nats' && !isAwsType(scheme))) return null;
   const url = new URL(callbackUrl);
   const parts = url.pathname.slice(1).split('/').map(decodeURIComponent);
-  if (scheme === 'sqs') return { type: 'sqs', broker: url.hostname, queue: parts[0] ?? '' };
-  if (scheme === 'sns') return { type: 'sns', broker: url.hostname, topicArn: parts[0] ?? '' };
+  if (isAwsType(scheme)) return awsTargetOf(scheme, url.hostname, parts);
   return scheme === 'rabbitmq'
     ? { type: 'rabbitmq', broker: url.hostname, exchange: parts[0] ?? '', routingKey: parts[1] ?? '' }
     : { type: 'nats', broker: url.hostname, subject: parts[0] ?? '' };
@@ -180,8 +186,7 @@ export function destinationOf(callbackUrl: string): DestinationInput {
   if (relaySession(callbackUrl) !== null) return { type: 'cli' };
   const target = brokerTarget(callbackUrl);
   if (target === null) return { type: 'http' };
-  if (target.type === 'sqs') return target;
-  if (target.type === 'sns') return { type: 'sns', broker: target.broker, topic_arn: target.topicArn };
+  if (target.type !== 'rabbitmq' && target.type !== 'nats') return awsDestinationView(target);
   return target.type === 'rabbitmq'
     ? { type: 'rabbitmq', broker: target.broker, exchange: target.exchange, routing_key: target.routingKey }
     : { type: 'nats', broker: target.broker, subject: target.subject };
@@ -214,7 +219,7 @@ export function brokerNameRefusal(
       return { pointer, detail: `must start with ${JSON.stringify(broker.exchangePrefix)} on this broker` };
     return null;
   }
-  if (target.type === 'sqs' || target.type === 'sns') return null;
+  if (target.type !== 'nats') return null;
   const pointer = '/destination/subject';
   if (target.subject.startsWith('$') || target.subject.startsWith('_INBOX.'))
     return { pointer, detail: "must not be one of the server's own subjects ($…, _INBOX.…)" };
@@ -231,7 +236,7 @@ export function checkDestination(
   input: Exclude<DestinationInput, { type: 'http' | 'cli' }>,
   brokers: ReadonlyMap<string, BrokerConfig>,
   accountId: string,
-): { target: BrokerTarget } | { pointer: string; detail: string } {
+): { target: BrokerTarget } | DestinationProblem {
   const allowed = [...brokers].filter(([, config]) => brokerAllows(config, accountId));
   const broker = allowed.find(([name]) => name === input.broker)?.[1];
   if (broker === undefined)
@@ -261,28 +266,7 @@ export function checkDestination(
     };
     return brokerNameRefusal(target, broker) ?? { target };
   }
-  if (input.type === 'sqs') {
-    if (!sqsQueue.test(input.queue))
-      return {
-        pointer: '/destination/queue',
-        detail: 'must be 1 to 80 letters, digits, - and _ (a FIFO queue ending in .fifo)',
-      };
-    return { target: { type: 'sqs', broker: input.broker, queue: input.queue } };
-  }
-  if (input.type === 'sns') {
-    const arn = snsTopicArn.exec(input.topic_arn);
-    if (arn === null)
-      return {
-        pointer: '/destination/topic_arn',
-        detail: 'must be an SNS topic ARN (arn:aws:sns:<region>:<account>:<topic>)',
-      };
-    if (arn[2] !== broker.region)
-      return {
-        pointer: '/destination/topic_arn',
-        detail: `must be a topic of the broker's region ${broker.region ?? ''}`,
-      };
-    return { target: { type: 'sns', broker: input.broker, topicArn: input.topic_arn } };
-  }
+  if (input.type !== 'nats') return checkAwsDestination(input, broker.region ?? '');
   if (tooLong(input.subject) || !natsSubject.test(input.subject))
     return {
       pointer: '/destination/subject',

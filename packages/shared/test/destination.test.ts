@@ -49,8 +49,24 @@ describe('a broker destination stored as its URI', () => {
     { type: 'rabbitmq' as const, broker: 'orders', exchange: 'web hooks/x', routingKey: 'order.created' },
     { type: 'rabbitmq' as const, broker: 'orders', exchange: '', routingKey: '' },
     { type: 'nats' as const, broker: 'events', subject: 'acct-1.orders.created' },
-    { type: 'sqs' as const, broker: 'aws', queue: 'orders.fifo' },
-    { type: 'sns' as const, broker: 'aws', topicArn: 'arn:aws:sns:eu-west-1:123456789012:orders.fifo' },
+    { type: 'sqs' as const, broker: 'aws', queue: 'orders.fifo', messageGroup: '' },
+    { type: 'sqs' as const, broker: 'aws', queue: 'orders.fifo', messageGroup: '/data/call id~1x' },
+    {
+      type: 'sns' as const,
+      broker: 'aws',
+      topicArn: 'arn:aws:sns:eu-west-1:123456789012:orders.fifo',
+      messageGroup: '',
+    },
+    { type: 'eventbridge' as const, broker: 'aws', eventBus: 'default', source: 'com.example/hooks' },
+    { type: 'kinesis' as const, broker: 'aws', stream: 'calls', partitionKey: '/data/call_id' },
+    { type: 's3' as const, broker: 'aws', bucket: 'hooks.example', prefix: '', key: '{delivery_id}.json' },
+    {
+      type: 's3' as const,
+      broker: 'aws',
+      bucket: 'hooks.example',
+      prefix: 'a/b/',
+      key: 'x/{yyyy}/{delivery_id}',
+    },
   ])('reads back as it was written: %j', (target) => {
     expect(brokerTarget(destinationUrl(target))).toEqual(target);
   });
@@ -70,7 +86,7 @@ describe('a destination checked at create time', () => {
   it('takes an SQS queue name of 1-80 letters, digits, - and _, or a FIFO one ending .fifo', () => {
     for (const queue of ['orders', 'a'.repeat(80), `${'b'.repeat(75)}.fifo`, 'my_queue-1'])
       expect(checkDestination({ type: 'sqs', broker: 'aws', queue }, brokers, 'a')).toEqual({
-        target: { type: 'sqs', broker: 'aws', queue },
+        target: { type: 'sqs', broker: 'aws', queue, messageGroup: '' },
       });
     for (const queue of ['', 'a'.repeat(81), 'has space', 'dot.ted', `${'b'.repeat(76)}.fifo`])
       expect(checkDestination({ type: 'sqs', broker: 'aws', queue }, brokers, 'a')).toMatchObject({
@@ -81,7 +97,7 @@ describe('a destination checked at create time', () => {
   it("takes an SNS topic ARN of the broker's region", () => {
     const arn = 'arn:aws:sns:eu-west-1:123456789012:orders';
     expect(checkDestination({ type: 'sns', broker: 'aws', topic_arn: arn }, brokers, 'a')).toEqual({
-      target: { type: 'sns', broker: 'aws', topicArn: arn },
+      target: { type: 'sns', broker: 'aws', topicArn: arn, messageGroup: '' },
     });
     for (const topic_arn of [
       'orders',

@@ -38,6 +38,7 @@ export type AttemptErrorClass =
   | 'broker_unavailable'
   | 'broker_refused'
   | 'broker_unroutable'
+  | 'broker_throttled'
   | 'other';
 
 /** Classes whose log message is a fixed sentence: all but an HTTP status and a transformation's or token's failure. */
@@ -80,6 +81,7 @@ export const attemptErrorMessages: Record<RequestErrorClass, string> = {
   broker_unavailable: 'the broker could not be reached',
   broker_refused: 'the broker refused the message',
   broker_unroutable: 'the broker routed the message to no queue',
+  broker_throttled: 'the destination throttled the write',
 };
 
 /** HTTP statuses whose `Retry-After` is honoured (RFC 9110 section 10.2.3, RFC 6585 section 4). */
@@ -108,11 +110,15 @@ export interface AttemptSenderOptions {
   proxyUrl?: string;
 }
 
-/** Whose attempt a send is: the subscription's account, the subscription and the delivery's id. */
+/** Whose attempt a send is: the subscription's account, the subscription, the delivery and its event. */
 export interface DeliveryRef {
   accountId: string;
   subscriptionId: string;
   deliveryId: string;
+  eventId: string;
+  eventType: string;
+  /** When the event occurred: the same on every attempt (S3 keys' dates). */
+  occurredAt: Date;
 }
 
 /** Sends attempts over one keep-alive agent pair shared by the whole worker. */

@@ -24,7 +24,7 @@ import { isExpired, roundStartedAt } from './expiry.js';
 import type { DeliveryGate } from './gate.js';
 import type { HostAsk, HostGate } from './host-gate.js';
 import { parkedUntil, type ParkedDeliveries } from './parked.js';
-import { decideOutcome } from './outcome.js';
+import { countsForBreaker, decideOutcome } from './outcome.js';
 import type { ReceiverAuthorizer } from './receiver-authorization.js';
 import { buildAttemptRequest } from './request.js';
 import { observeAttempt } from './observe-attempt.js';
@@ -203,7 +203,14 @@ export function createDeliver(deps: DeliverDeps): Deliver {
             body,
             authorization === undefined ? headers : { ...headers, authorization },
             subscription.clientCertificate,
-            { accountId, subscriptionId: subscription.id, deliveryId: delivery.id },
+            {
+              accountId,
+              subscriptionId: subscription.id,
+              deliveryId: delivery.id,
+              eventId: event.id,
+              eventType: event.type,
+              occurredAt: event.occurredAt,
+            },
           ),
         );
         annotate({ 'http.response.status_code': sent.statusCode, 'webhook.error': sent.errorClass });
@@ -285,8 +292,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
     const heldMs = performance.now() - admittedAt;
     const attempt = {
       signal: congestionSignal(within.result),
-      // A transformation that failed sent nothing: the callback's breaker does not count it.
-      sent: within.result.errorClass !== 'transformation_failed',
+      sent: countsForBreaker(within.result),
     };
 
     // An ordered delivery is sent one at a time, whatever its gate's limit.

@@ -30,3 +30,12 @@ export function decideOutcome(
   const waitMs = retryDelayMs(policy.backoffMs, failedAttempts, result.retryAfterMs);
   return { kind: 'retry', nextAttemptAt: new Date(now.getTime() + waitMs) };
 }
+
+/**
+ * Whether an attempt counts for its subscription's circuit breaker: not a transformation that failed
+ * (nothing was sent), nor a destination's throttle (the service asks the sender to slow down; the
+ * in-flight cap and backoff answer it, as for a 429, and the receiver is not failing).
+ */
+export function countsForBreaker(result: Pick<AttemptResult, 'errorClass'>): boolean {
+  return result.errorClass !== 'transformation_failed' && result.errorClass !== 'broker_throttled';
+}

@@ -8,7 +8,8 @@ import type { AttemptResult } from './attempt.js';
 /**
  * The `status_class` of an attempt: `2xx` … `5xx` when the callback answered, otherwise how it
  * failed: `timeout`, `connect_error` (refused, reset, DNS, a broker out of reach), `blocked`
- * (SSRF guard), `refused` (a broker refused or could not route the message) or `other`; a
+ * (SSRF guard), `refused` (a broker refused or could not route the message), `throttled` (an AWS
+ * service's throttle) or `other`; a
  * broker's confirmation is `confirmed`.
  */
 export function attemptStatusClass(result: Pick<AttemptResult, 'statusCode' | 'errorClass'>): string {
@@ -28,6 +29,8 @@ export function attemptStatusClass(result: Pick<AttemptResult, 'statusCode' | 'e
       return 'refused';
     case 'blocked_address':
       return 'blocked';
+    case 'broker_throttled':
+      return 'throttled';
     default:
       return 'other';
   }

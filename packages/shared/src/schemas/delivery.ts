@@ -23,7 +23,7 @@ export const DeliveryAttempt = Type.Object({
   }),
   error: Type.Union([Type.String(), Type.Null()], {
     description:
-      'timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | transformation_failed | auth_failed (no token from the OAuth 2.0 token URL) | broker_unavailable | broker_refused (a missing exchange or stream, a nack) | broker_unroutable (no queue bound for the routing key) | other',
+      'timeout | connection_refused | connection_reset | unreachable_address (the host does not resolve, or its address is refused) | http_status | transformation_failed | auth_failed (no token from the OAuth 2.0 token URL) | broker_unavailable | broker_refused (a missing exchange, stream, queue, topic, bus or bucket, a nack, an access denied) | broker_unroutable (no queue bound for the routing key) | broker_throttled (an AWS service throttled the write: retried, not counted by the breaker) | other',
   }),
   error_message: Type.Union([Type.String(), Type.Null()]),
   response_body: Type.Union([Type.String(), Type.Null()], { description: 'First 4 KiB of the answer' }),

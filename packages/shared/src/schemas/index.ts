@@ -8,3 +8,4 @@ export * from './subscription.js';
 export * from './portal.js';
 export * from './transformation.js';
 export * from './receiver-auth.js';
+export * from './destination.js';

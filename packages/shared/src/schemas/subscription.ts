@@ -10,7 +10,7 @@ import {
   maxCustomHeadersBytes,
 } from '../custom-headers.js';
 import { maxClientCertificatePem } from '../client-certificate.js';
-import { maxBrokerNameBytes } from '../destination.js';
+import { Destination } from './destination.js';
 import { PageQuery } from './pagination.js';
 import { ReceiverAuthInput, ReceiverAuthView } from './receiver-auth.js';
 import { TransformationField } from './transformation.js';
@@ -109,99 +109,6 @@ const ClientCertificateInput = Type.Union(
   { description: 'null: none' },
 );
 
-const BrokerName = Type.String({
-  minLength: 1,
-  maxLength: 63,
-  description: 'A broker the deployment names in DESTINATION_BROKERS',
-});
-const Destination = Type.Union(
-  [
-    Type.Object(
-      { type: Type.Literal('http') },
-      { additionalProperties: false, description: 'POST to `callback_url` (the default)' },
-    ),
-    Type.Object(
-      { type: Type.Literal('cli') },
-      {
-        additionalProperties: false,
-        description:
-          'Relay to `webhooks listen` on a developer machine through this service (`GET /api/webhooks/{id}/listen`); set on create only, its `callback_url` is `cli://<session>`',
-      },
-    ),
-    Type.Object(
-      {
-        type: Type.Literal('rabbitmq'),
-        broker: BrokerName,
-        exchange: Type.String({
-          maxLength: maxBrokerNameBytes,
-          description: 'Exchange published to (it must exist); empty: the default exchange',
-        }),
-        routing_key: Type.String({ maxLength: maxBrokerNameBytes }),
-      },
-      {
-        additionalProperties: false,
-        description:
-          'Publish to a RabbitMQ exchange, persistent and mandatory; delivered once the broker confirms it (publisher confirms), failed when no queue is bound for the routing key',
-      },
-    ),
-    Type.Object(
-      {
-        type: Type.Literal('nats'),
-        broker: BrokerName,
-        subject: Type.String({
-          minLength: 1,
-          maxLength: maxBrokerNameBytes,
-          description: 'JetStream subject, no wildcards; a stream must store it',
-        }),
-      },
-      {
-        additionalProperties: false,
-        description:
-          'Publish to a NATS JetStream subject; delivered once JetStream acknowledges it (with the `webhook-id` as its message id, so JetStream drops a repeat within its duplicate window)',
-      },
-    ),
-    Type.Object(
-      {
-        type: Type.Literal('sqs'),
-        broker: BrokerName,
-        queue: Type.String({
-          minLength: 1,
-          maxLength: 80,
-          pattern: '^[A-Za-z0-9_.-]+$',
-          description:
-            "Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue",
-        }),
-      },
-      {
-        additionalProperties: false,
-        description:
-          'Send to an Amazon SQS queue; delivered once SQS accepts the message. The Standard Webhooks headers travel as message attributes, with `webhook-delivery-id` the delivery id; on a FIFO queue the message group is the subscription (ordered per subscription) and the deduplication id the delivery id, so SQS drops a retry of a message it has',
-      },
-    ),
-    Type.Object(
-      {
-        type: Type.Literal('sns'),
-        broker: BrokerName,
-        topic_arn: Type.String({
-          minLength: 1,
-          maxLength: 512,
-          description:
-            "Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic",
-        }),
-      },
-      {
-        additionalProperties: false,
-        description:
-          'Publish to an Amazon SNS topic; delivered once SNS accepts the message. Attributes and FIFO topics as for `sqs`',
-      },
-    ),
-  ],
-  {
-    description:
-      'Where deliveries go: an HTTP callback (default), or a broker of the deployment. Messages carry the payload as their body and the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) and custom headers as message headers, so one verifier serves every destination',
-  },
-);
-
 const SignatureSchemeField = Type.Union([Type.Literal('v1'), Type.Literal('v1a')], {
   description:
     'Standard Webhooks signature scheme: `v1` (default), HMAC-SHA256 with a shared secret (`whsec_`); `v1a`, Ed25519 with a key the service keeps, verified with its public key (`whpk_`), so the receiver holds no secret. Set at creation',
@@ -260,7 +167,7 @@ export const Subscription = Type.Object(
     resource_uri: Type.String({ description: 'Path of this subscription' }),
     callback_url: Type.String({
       description:
-        'The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`)',
+        'The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded)',
     }),
     destination: Destination,
     webhook_id: Type.Union([Type.String(), Type.Null()]),

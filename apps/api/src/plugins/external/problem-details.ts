@@ -8,8 +8,7 @@ import { Problem } from '@webhooks/shared';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isInfrastructureError, serviceUnavailable } from '../../lib/infrastructure-error.js';
 import { HttpProblem, type FieldError } from '../../lib/problem.js';
-
-type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
+import { narrowUnionErrors, type AjvError } from '../../lib/union-errors.js';
 
 /** Most field errors one 400 lists: unbounded, a 1 MB body of small wrong fields got a 7.45 MB answer. */
 export const maxReportedFieldErrors = 20;
@@ -18,7 +17,8 @@ export const maxReportedFieldErrors = 20;
 const maxReportedPointerLength = 256;
 
 /**
- * One field error per distinct Ajv error, naming the offending property, at most {@link maxReportedFieldErrors}.
+ * One field error per distinct Ajv error, naming the offending property, at most {@link maxReportedFieldErrors};
+ * a tagged union's errors are those of the branch the value names ({@link narrowUnionErrors}).
  * @returns the errors reported and how many more there were
  */
 function fieldErrors(
@@ -27,7 +27,7 @@ function fieldErrors(
 ): { reported: FieldError[]; more: number } {
   const seen = new Set<string>();
   const out: FieldError[] = [];
-  for (const error of errors) {
+  for (const error of narrowUnionErrors(errors)) {
     let pointer = error.instancePath;
     let detail = error.message ?? 'is invalid';
     if (error.keyword === 'required') {
