@@ -1,7 +1,7 @@
 /**
  * Rotating SECRETS_ENCRYPTION_KEY as docs/security.md says: subscriptions holding every kind of
  * sealed value (signing secret, custom headers, HTTP Basic and OAuth 2.0 credentials, a client
- * certificate) are written under key 1; `db:migrate`'s reseal under key 2 reports each column and
+ * certificate, an SQS destination's access keys) are written under key 1; `db:migrate`'s reseal under key 2 reports each column and
  * nothing left; a worker given key 2 alone then delivers to every one of them, credentials included.
  */
 import { once } from 'node:events';
@@ -25,6 +25,8 @@ import {
   type TestApi,
 } from './support/api.js';
 import { waitFor } from '../scripts/lib/wait.js';
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { startMoto, type Moto } from './support/moto.js';
 
 const certificates = testCertificates();
 const oldKey = Buffer.from(testEncryptionKey, 'base64');
@@ -47,6 +49,7 @@ let api: TestApi;
 let publisher: EventPublisher;
 let env: Record<string, string>;
 let newWorker: RunningWorker | null = null;
+let moto: Moto;
 
 beforeAll(async () => {
   const ca = certificates.selfSigned('ca', '/CN=Rotation CA');
@@ -96,7 +99,13 @@ beforeAll(async () => {
   tokenServer.listen(0, '127.0.0.1');
   await once(tokenServer, 'listening');
   tokenUrl = `http://127.0.0.1:${(tokenServer.address() as AddressInfo).port}/token`;
-  env = { CALLBACK_ALLOW_PRIVATE: 'true', CALLBACK_CA_FILE: ca.file, DELIVERY_BACKOFF_MS: '200' };
+  moto = await startMoto();
+  env = {
+    CALLBACK_ALLOW_PRIVATE: 'true',
+    CALLBACK_CA_FILE: ca.file,
+    DELIVERY_BACKOFF_MS: '200',
+    DESTINATION_BROKERS: JSON.stringify({ aws: { type: 'aws', region: 'eu-west-1', endpoint: moto.url } }),
+  };
   api = await startTestApi('key-rotation', env);
   publisher = publisherFor(api);
 }, 60_000);
@@ -107,6 +116,7 @@ afterAll(async () => {
   receiver.close();
   tokenServer.close();
   certificates.remove();
+  await moto.stop();
 });
 
 describe('key rotation', () => {
@@ -133,6 +143,20 @@ describe('key rotation', () => {
         client_secret: 'tokensecret',
       },
     });
+    const sqs = new SQSClient({ region: 'eu-west-1', endpoint: moto.url });
+    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'wh-rotated' }))).QueueUrl!;
+    await subscribeThrough(api, account, {
+      destination: {
+        type: 'sqs',
+        broker: 'aws',
+        queue: 'wh-rotated',
+        credentials: {
+          type: 'access_key',
+          access_key_id: 'AKIAIOSFODNN7EXAMPLE',
+          secret_access_key: 'keysecret',
+        },
+      },
+    });
     // A rotated signing secret: the previous one is sealed too.
     const rotated = await api.app.inject({
       method: 'POST',
@@ -143,8 +167,15 @@ describe('key rotation', () => {
 
     const report = await resealSecrets(api.database.url, createSecretBox([newKey, oldKey]));
     expect(report).toEqual({
-      rows: 2,
-      resealed: { secret: 2, previous_secret: 1, headers: 1, client_tls: 1, auth: 2 },
+      rows: 3,
+      resealed: {
+        secret: 3,
+        previous_secret: 1,
+        headers: 1,
+        client_tls: 1,
+        auth: 2,
+        destination_credentials: 1,
+      },
       left: 0,
     });
     expect((await resealSecrets(api.database.url, createSecretBox([newKey, oldKey]))).rows).toBe(0);
@@ -158,6 +189,12 @@ describe('key rotation', () => {
     );
     await publisher.publish({ accountId: account, type: 'call.completed', data: { call_id: 'rotated' } });
     await waitFor('both deliveries', () => received.length >= 2);
+    // The access keys opened under the new key alone: the message is written.
+    await waitFor('the queue’s message', async () => {
+      const answer = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl }));
+      return (answer.Messages ?? []).length > 0;
+    });
+    sqs.destroy();
     const byPath = new Map(received.map((request) => [request.path, request]));
     expect(byPath.get('/basic')).toMatchObject({
       client: 'rotated-sender',

@@ -540,6 +540,19 @@ export interface components {
             type: 'sqs';
             /** @description A broker the deployment names in DESTINATION_BROKERS */
             broker: string;
+            credentials?:
+              | {
+                  /** @enum {string} */
+                  type: 'role';
+                  role_arn: string;
+                  /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                  external_id?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'access_key';
+                  access_key_id: string;
+                };
             /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
             queue: string;
             /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -550,6 +563,19 @@ export interface components {
             type: 'sns';
             /** @description A broker the deployment names in DESTINATION_BROKERS */
             broker: string;
+            credentials?:
+              | {
+                  /** @enum {string} */
+                  type: 'role';
+                  role_arn: string;
+                  /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                  external_id?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'access_key';
+                  access_key_id: string;
+                };
             /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
             topic_arn: string;
             /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -560,6 +586,19 @@ export interface components {
             type: 'eventbridge';
             /** @description A broker the deployment names in DESTINATION_BROKERS */
             broker: string;
+            credentials?:
+              | {
+                  /** @enum {string} */
+                  type: 'role';
+                  role_arn: string;
+                  /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                  external_id?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'access_key';
+                  access_key_id: string;
+                };
             /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
             event_bus: string;
             /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -570,6 +609,19 @@ export interface components {
             type: 'kinesis';
             /** @description A broker the deployment names in DESTINATION_BROKERS */
             broker: string;
+            credentials?:
+              | {
+                  /** @enum {string} */
+                  type: 'role';
+                  role_arn: string;
+                  /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                  external_id?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'access_key';
+                  access_key_id: string;
+                };
             /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
             stream: string;
             /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -580,6 +632,19 @@ export interface components {
             type: 's3';
             /** @description A broker the deployment names in DESTINATION_BROKERS */
             broker: string;
+            credentials?:
+              | {
+                  /** @enum {string} */
+                  type: 'role';
+                  role_arn: string;
+                  /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                  external_id?: string;
+                }
+              | {
+                  /** @enum {string} */
+                  type: 'access_key';
+                  access_key_id: string;
+                };
             /** @description Amazon S3 bucket in the broker's region (it must exist) */
             bucket: string;
             /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -984,6 +1049,21 @@ export interface operations {
                 type: 'sqs';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -994,6 +1074,21 @@ export interface operations {
                 type: 'sns';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1004,6 +1099,21 @@ export interface operations {
                 type: 'eventbridge';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                 event_bus: string;
                 /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -1014,6 +1124,21 @@ export interface operations {
                 type: 'kinesis';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                 stream: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1024,6 +1149,21 @@ export interface operations {
                 type: 's3';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon S3 bucket in the broker's region (it must exist) */
                 bucket: string;
                 /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -1137,6 +1277,19 @@ export interface operations {
                   type: 'sqs';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1147,6 +1300,19 @@ export interface operations {
                   type: 'sns';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1157,6 +1323,19 @@ export interface operations {
                   type: 'eventbridge';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                   event_bus: string;
                   /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -1167,6 +1346,19 @@ export interface operations {
                   type: 'kinesis';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                   stream: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1177,6 +1369,19 @@ export interface operations {
                   type: 's3';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon S3 bucket in the broker's region (it must exist) */
                   bucket: string;
                   /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -1384,6 +1589,21 @@ export interface operations {
                 type: 'sqs';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1394,6 +1614,21 @@ export interface operations {
                 type: 'sns';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1404,6 +1639,21 @@ export interface operations {
                 type: 'eventbridge';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                 event_bus: string;
                 /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -1414,6 +1664,21 @@ export interface operations {
                 type: 'kinesis';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                 stream: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1424,6 +1689,21 @@ export interface operations {
                 type: 's3';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon S3 bucket in the broker's region (it must exist) */
                 bucket: string;
                 /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -1537,6 +1817,19 @@ export interface operations {
                   type: 'sqs';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1547,6 +1840,19 @@ export interface operations {
                   type: 'sns';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1557,6 +1863,19 @@ export interface operations {
                   type: 'eventbridge';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                   event_bus: string;
                   /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -1567,6 +1886,19 @@ export interface operations {
                   type: 'kinesis';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                   stream: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1577,6 +1909,19 @@ export interface operations {
                   type: 's3';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon S3 bucket in the broker's region (it must exist) */
                   bucket: string;
                   /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -1784,6 +2129,21 @@ export interface operations {
                 type: 'sqs';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1794,6 +2154,21 @@ export interface operations {
                 type: 'sns';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1804,6 +2179,21 @@ export interface operations {
                 type: 'eventbridge';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                 event_bus: string;
                 /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -1814,6 +2204,21 @@ export interface operations {
                 type: 'kinesis';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                 stream: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1824,6 +2229,21 @@ export interface operations {
                 type: 's3';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon S3 bucket in the broker's region (it must exist) */
                 bucket: string;
                 /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -1937,6 +2357,19 @@ export interface operations {
                   type: 'sqs';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1947,6 +2380,19 @@ export interface operations {
                   type: 'sns';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1957,6 +2403,19 @@ export interface operations {
                   type: 'eventbridge';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                   event_bus: string;
                   /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -1967,6 +2426,19 @@ export interface operations {
                   type: 'kinesis';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                   stream: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -1977,6 +2449,19 @@ export interface operations {
                   type: 's3';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon S3 bucket in the broker's region (it must exist) */
                   bucket: string;
                   /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -2184,6 +2669,21 @@ export interface operations {
                 type: 'sqs';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2194,6 +2694,21 @@ export interface operations {
                 type: 'sns';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2204,6 +2719,21 @@ export interface operations {
                 type: 'eventbridge';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                 event_bus: string;
                 /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -2214,6 +2744,21 @@ export interface operations {
                 type: 'kinesis';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                 stream: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2224,6 +2769,21 @@ export interface operations {
                 type: 's3';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon S3 bucket in the broker's region (it must exist) */
                 bucket: string;
                 /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -2337,6 +2897,19 @@ export interface operations {
                   type: 'sqs';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2347,6 +2920,19 @@ export interface operations {
                   type: 'sns';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2357,6 +2943,19 @@ export interface operations {
                   type: 'eventbridge';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                   event_bus: string;
                   /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -2367,6 +2966,19 @@ export interface operations {
                   type: 'kinesis';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                   stream: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2377,6 +2989,19 @@ export interface operations {
                   type: 's3';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon S3 bucket in the broker's region (it must exist) */
                   bucket: string;
                   /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -2594,6 +3219,19 @@ export interface operations {
                   type: 'sqs';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2604,6 +3242,19 @@ export interface operations {
                   type: 'sns';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2614,6 +3265,19 @@ export interface operations {
                   type: 'eventbridge';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                   event_bus: string;
                   /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -2624,6 +3288,19 @@ export interface operations {
                   type: 'kinesis';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                   stream: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2634,6 +3311,19 @@ export interface operations {
                   type: 's3';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon S3 bucket in the broker's region (it must exist) */
                   bucket: string;
                   /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -2815,6 +3505,21 @@ export interface operations {
                 type: 'sqs';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                 queue: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2825,6 +3530,21 @@ export interface operations {
                 type: 'sns';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                 topic_arn: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2835,6 +3555,21 @@ export interface operations {
                 type: 'eventbridge';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                 event_bus: string;
                 /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -2845,6 +3580,21 @@ export interface operations {
                 type: 'kinesis';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                 stream: string;
                 /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2855,6 +3605,21 @@ export interface operations {
                 type: 's3';
                 /** @description A broker the deployment names in DESTINATION_BROKERS */
                 broker: string;
+                /** @description Whose AWS identity writes: unset, the deployment's own (DESTINATION_BROKERS); set, yours. Changing the destination without it removes it */
+                credentials?:
+                  | {
+                      /** @enum {string} */
+                      type: 'role';
+                      /** @description An IAM role ARN in your AWS account */
+                      role_arn: string;
+                    }
+                  | {
+                      /** @enum {string} */
+                      type: 'access_key';
+                      access_key_id: string;
+                      /** @description Sealed at rest; never shown again */
+                      secret_access_key: string;
+                    };
                 /** @description Amazon S3 bucket in the broker's region (it must exist) */
                 bucket: string;
                 /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -2967,6 +3732,19 @@ export interface operations {
                   type: 'sqs';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2977,6 +3755,19 @@ export interface operations {
                   type: 'sns';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -2987,6 +3778,19 @@ export interface operations {
                   type: 'eventbridge';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                   event_bus: string;
                   /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -2997,6 +3801,19 @@ export interface operations {
                   type: 'kinesis';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                   stream: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -3007,6 +3824,19 @@ export interface operations {
                   type: 's3';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon S3 bucket in the broker's region (it must exist) */
                   bucket: string;
                   /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */
@@ -3279,6 +4109,19 @@ export interface operations {
                   type: 'sqs';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SQS queue name in the broker's region (it must exist); a name ending in `.fifo` is a FIFO queue */
                   queue: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO queue's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -3289,6 +4132,19 @@ export interface operations {
                   type: 'sns';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon SNS topic ARN in the broker's region (it must exist); a name ending in `.fifo` is a FIFO topic */
                   topic_arn: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as a FIFO topic's message group, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -3299,6 +4155,19 @@ export interface operations {
                   type: 'eventbridge';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon EventBridge event bus name or ARN in the broker's region (`default` is the account's own) */
                   event_bus: string;
                   /** @description The entries' `Source`, for rules to match (default `webhooks`; not `aws.…`) */
@@ -3309,6 +4178,19 @@ export interface operations {
                   type: 'kinesis';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon Kinesis data stream name in the broker's region (it must exist) */
                   stream: string;
                   /** @description JSON Pointer (RFC 6901) to a string or number of the payload used as the partition key, such as `/data/call_id`; the subscription's id when unset or when the payload has no such value */
@@ -3319,6 +4201,19 @@ export interface operations {
                   type: 's3';
                   /** @description A broker the deployment names in DESTINATION_BROKERS */
                   broker: string;
+                  credentials?:
+                    | {
+                        /** @enum {string} */
+                        type: 'role';
+                        role_arn: string;
+                        /** @description The `sts:ExternalId` your trust policy must require; in the answer of the request that set the role only */
+                        external_id?: string;
+                      }
+                    | {
+                        /** @enum {string} */
+                        type: 'access_key';
+                        access_key_id: string;
+                      };
                   /** @description Amazon S3 bucket in the broker's region (it must exist) */
                   bucket: string;
                   /** @description Fills `{prefix}` of `key` (default empty), such as `webhooks/` */

@@ -10,8 +10,15 @@ import { isSealedSecret, type SecretBox } from '@webhooks/shared';
 /** Rows read and rewritten per round. */
 const batchSize = 500;
 
-/** The columns of `subscriptions` that hold sealed values: signing secrets and receiver credentials. */
-export const sealedColumns = ['secret', 'previous_secret', 'headers', 'client_tls', 'auth'] as const;
+/** The columns of `subscriptions` that hold sealed values: signing secrets, receiver and destination credentials. */
+export const sealedColumns = [
+  'secret',
+  'previous_secret',
+  'headers',
+  'client_tls',
+  'auth',
+  'destination_credentials',
+] as const;
 export type SealedColumn = (typeof sealedColumns)[number];
 
 /** What a pass resealed, and what it left. */
@@ -34,7 +41,14 @@ type Row = { id: string } & Record<SealedColumn, string | null>;
 export async function resealSecrets(databaseUrl: string, box: SecretBox): Promise<ResealReport> {
   const report: ResealReport = {
     rows: 0,
-    resealed: { secret: 0, previous_secret: 0, headers: 0, client_tls: 0, auth: 0 },
+    resealed: {
+      secret: 0,
+      previous_secret: 0,
+      headers: 0,
+      client_tls: 0,
+      auth: 0,
+      destination_credentials: 0,
+    },
     left: 0,
   };
   if (!box.encrypting) return report;

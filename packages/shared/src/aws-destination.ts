@@ -6,14 +6,19 @@
  * identifiers", SNS `CreateTopic`, EventBridge `PutEvents` and "Amazon EventBridge quotas", Kinesis
  * `CreateStream`, S3 "General purpose bucket naming rules" and "Naming Amazon S3 objects".
  */
+import type { AwsCredentialsInput } from './aws-credentials.js';
 
-/** An AWS destination as the API takes and shows it (snake_case); optional fields are left out when unset. */
-export type AwsDestinationInput =
+/**
+ * An AWS destination as the API takes and shows it (snake_case); optional fields are left out when
+ * unset. `credentials` (customer-owned, `aws-credentials.ts`) is stored apart from its URI.
+ */
+export type AwsDestinationInput = (
   | { type: 'sqs'; broker: string; queue: string; message_group?: string }
   | { type: 'sns'; broker: string; topic_arn: string; message_group?: string }
   | { type: 'eventbridge'; broker: string; event_bus: string; source?: string }
   | { type: 'kinesis'; broker: string; stream: string; partition_key?: string }
-  | { type: 's3'; broker: string; bucket: string; prefix?: string; key?: string };
+  | { type: 's3'; broker: string; bucket: string; prefix?: string; key?: string }
+) & { credentials?: AwsCredentialsInput };
 
 /**
  * An AWS destination as the worker writes to it. `messageGroup` and `partitionKey` are JSON Pointers

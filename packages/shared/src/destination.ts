@@ -24,7 +24,7 @@ export const destinationEnv = {
   DESTINATION_BROKERS: Type.String({
     default: '',
     description:
-      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}`, `{"type": "nats", "url": "nats://host:4222"}` or `{"type": "aws", "region": "eu-west-1"}` (SQS, SNS, EventBridge, Kinesis and S3; credentials from the AWS SDK\'s default chain: environment, web identity, instance role; `"endpoint"` for another endpoint), with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`; a subscription names one in its `destination`. Empty: HTTP callbacks only',
+      'Brokers subscriptions may deliver to, as JSON: broker name (lower-case letters, digits, `-`) to `{"type": "rabbitmq", "url": "amqp://user:password@host:5672/vhost"}`, `{"type": "nats", "url": "nats://host:4222"}` or `{"type": "aws", "region": "eu-west-1"}` (SQS, SNS, EventBridge, Kinesis and S3; credentials from the AWS SDK\'s default chain: environment, web identity, instance role; `"endpoint"` for another endpoint), with `"accounts": [...]` to let only those accounts name it, `"exchange_prefix"` or `"subject_prefix"` to confine names, and `"allow_reserved_exchanges": true` to allow RabbitMQ\'s `\'\'` and `amq.*`, `"require_customer_credentials": true` to let an aws entry write only with the credentials a subscription names; a subscription names one in its `destination`. Empty: HTTP callbacks only',
   }),
 };
 
@@ -77,6 +77,8 @@ export interface BrokerConfig {
   subjectPrefix?: string;
   /** RabbitMQ: whether `''` and `amq.*` exchanges may be named (`allow_reserved_exchanges`; default no). */
   allowReservedExchanges?: boolean;
+  /** AWS: whether every destination must name customer-owned credentials (`require_customer_credentials`). */
+  requireCustomerCredentials?: boolean;
 }
 
 /** Whether `accountId` may name `broker`. */
@@ -144,6 +146,9 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
     const reserved = entry.allow_reserved_exchanges;
     if (reserved !== undefined && (type !== 'rabbitmq' || typeof reserved !== 'boolean'))
       throw refuse(`broker ${name}: allow_reserved_exchanges is true or false, on a rabbitmq broker`);
+    const customerOnly = entry.require_customer_credentials;
+    if (customerOnly !== undefined && (type !== 'aws' || typeof customerOnly !== 'boolean'))
+      throw refuse(`broker ${name}: require_customer_credentials is true or false, on an aws broker`);
     brokers.set(name, {
       type,
       url: url === undefined ? '' : String(url),
@@ -155,6 +160,7 @@ export function parseDestinationBrokers(raw: string | undefined): Map<string, Br
           ? { exchangePrefix: prefix }
           : { subjectPrefix: prefix }),
       ...(reserved === true ? { allowReservedExchanges: true } : {}),
+      ...(customerOnly === true ? { requireCustomerCredentials: true } : {}),
     });
   }
   return brokers;
@@ -266,7 +272,15 @@ export function checkDestination(
     };
     return brokerNameRefusal(target, broker) ?? { target };
   }
-  if (input.type !== 'nats') return checkAwsDestination(input, broker.region ?? '');
+  if (input.type !== 'nats') {
+    if (broker.requireCustomerCredentials === true && input.credentials === undefined)
+      return {
+        pointer: '/destination/credentials',
+        detail:
+          "is required on this broker: name a role of yours to assume (or access keys); the deployment's own identity does not write here",
+      };
+    return checkAwsDestination(input, broker.region ?? '');
+  }
   if (tooLong(input.subject) || !natsSubject.test(input.subject))
     return {
       pointer: '/destination/subject',

@@ -13,6 +13,7 @@ export * from './client-certificate.js';
 export * from './custom-headers.js';
 export * from './destination.js';
 export * from './aws-destination.js';
+export * from './aws-credentials.js';
 export * from './relay.js';
 export * from './transformation.js';
 export * from './transformation-runner.js';

@@ -5,9 +5,11 @@
  */
 import { v7 as uuidv7 } from 'uuid';
 import {
+  awsCredentialsProblem,
   checkDestination,
   destinationUrl,
   relayUrl,
+  type AwsCredentialsInput,
   type BrokerConfig,
   type DestinationInput,
 } from '@webhooks/shared';
@@ -18,6 +20,8 @@ export interface WriteTarget {
   callbackUrl: string;
   /** A broker or `cli` destination: no challenge, no client certificate. */
   broker: boolean;
+  /** An AWS destination's customer-owned credentials, checked; absent for the deployment's own. */
+  credentials?: AwsCredentialsInput;
 }
 
 const refuse = (pointer: string, detail: string) =>
@@ -28,7 +32,7 @@ const refuse = (pointer: string, detail: string) =>
 /**
  * The target of a create (`creating`) or update by `accountId`; `checkCallback` is the SSRF check (throws its 400).
  * @throws HttpProblem 400 naming `/callback_url` (missing on create, or beside a broker), `/destination/...`
- *   (unknown broker, wrong type, bad name, `cli` on an update), or `/client_certificate`/`/auth` beside a broker or `cli`
+ *   (unknown broker, wrong type, bad name, bad credentials or none where the broker requires them, `cli` on an update), or `/client_certificate`/`/auth` beside a broker or `cli`
  */
 export function writeTarget(
   body: {
@@ -64,7 +68,11 @@ export function writeTarget(
   }
   const checked = checkDestination(destination, brokers, accountId);
   if ('pointer' in checked) throw refuse(checked.pointer, checked.detail);
-  return { callbackUrl: destinationUrl(checked.target), broker: true };
+  const credentials = 'credentials' in destination ? destination.credentials : undefined;
+  if (credentials === undefined) return { callbackUrl: destinationUrl(checked.target), broker: true };
+  const refused = awsCredentialsProblem(credentials);
+  if (refused !== null) throw refuse(refused.pointer, refused.detail);
+  return { callbackUrl: destinationUrl(checked.target), broker: true, credentials };
 }
 
 /**

@@ -24,6 +24,8 @@ export interface SubscriptionUpdateRequest {
   clientTls?: string | null | undefined;
   /** Sealed receiver authentication (`sealReceiverAuth`). */
   auth?: string | null | undefined;
+  /** Sealed AWS destination credentials (`destinationCredentials`). */
+  destinationCredentials?: string | null | undefined;
   transformation?: Body['transformation'] | undefined;
 }
 
@@ -76,6 +78,7 @@ export function subscriptionChange(
       headers: request.headers,
       clientTls: request.clientTls,
       auth: request.auth,
+      destinationCredentials: request.destinationCredentials,
       transformation: request.transformation,
       consecutiveFailures: request.status === 'active' ? 0 : undefined,
     }),

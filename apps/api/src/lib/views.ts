@@ -6,6 +6,8 @@ import type { Delivery, DeliveryAttempt, Event, Subscription as SubscriptionRow 
 import {
   buildDeliveryPayload,
   destinationOf,
+  openAwsCredentials,
+  awsCredentialsView,
   formatPayloadTimestamp,
   maskCustomHeaders,
   openClientCertificate,
@@ -53,13 +55,24 @@ export function createViews(baseUrl: string, catalogue: Catalogue, secretBox: Se
     return stored === null ? null : summarizeCertificate(stored.certificate);
   };
 
+  /** Where a subscription delivers, with its customer-owned credentials (never the secret key nor the external id). */
+  const destinationView = (row: SubscriptionRow): Subscription['destination'] => {
+    const credentials = openAwsCredentials(row.destinationCredentials, row.id, secretBox);
+    const destination = destinationOf(row.callbackUrl);
+    return (
+      credentials === null
+        ? destination
+        : { ...destination, credentials: awsCredentialsView(credentials, false) }
+    ) as Subscription['destination'];
+  };
+
   /** A subscription as returned (never its secret), with its pacing (`delivery`) from the gate in Redis. */
   function subscription(row: SubscriptionRow, throttle: DeliveryThrottle): Subscription {
     return {
       id: row.id,
       resource_uri: links.subscription(row.id),
       callback_url: row.callbackUrl,
-      destination: destinationOf(row.callbackUrl),
+      destination: destinationView(row),
       webhook_id: row.webhookId,
       account_id: row.accountId,
       kind: row.kind,

@@ -32,6 +32,7 @@ import {
   type TokenUrlRules,
 } from '@webhooks/shared';
 import { clearsCredentials, writeTarget } from '../lib/destination-target.js';
+import { destinationCredentials, withMadeCredentials } from '../lib/destination-credentials.js';
 import { sealedClientCertificate, sealedCustomHeaders } from '../lib/callback-credentials.js';
 import { pageRequest } from '../lib/pagination.js';
 import {
@@ -207,6 +208,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         const sealedHeaders = sealedCustomHeaders(headers ?? null, id, options.secretBox);
         const clientTls = sealedClientCertificate(clientCertificate, id, options.secretBox);
         const auth = sealAuth(request.body.auth ?? null, id, target.callbackUrl);
+        const credentials = destinationCredentials(target, id, options.secretBox);
         const secret = generateSigningSecret(request.body.signature_scheme ?? 'v1');
         const row = await app.prisma.$transaction(async (tx) => {
           // One account's creates queue behind each other here, so concurrent ones cannot pass the cap together.
@@ -234,6 +236,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
               headers: sealedHeaders,
               clientTls,
               auth,
+              destinationCredentials: credentials.sealed ?? null,
               transformation: request.body.transformation ?? null,
               secret: options.secretBox.seal(secret, id),
               // A broker answers no challenge: the operator named it.
@@ -242,7 +245,10 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           });
         });
         if (row.status === 'pending') await requestVerification(row.id, row.callbackUrl, request.log);
-        const body = { ...(await presentWritten(row)), secret: verificationKey(secret) };
+        const body = {
+          ...withMadeCredentials(await presentWritten(row), credentials.made),
+          secret: verificationKey(secret),
+        };
         return reply.code(201).headers(noStore).header('location', body.resource_uri).send(body);
       },
     );
@@ -338,6 +344,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
         : body.auth === undefined
           ? undefined
           : sealAuth(body.auth, current.id, target?.callbackUrl ?? current.callbackUrl);
+      const credentials = destinationCredentials(target, current.id, options.secretBox);
       checkSubscriptionSelection(catalogue, current.kind, body.event_types, body.filter);
       await checkTransformation(options.transformations, body.transformation, request.accountId);
       const { data, moved, leavesFifo } = subscriptionChange(
@@ -353,6 +360,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
           headers,
           clientTls,
           auth,
+          destinationCredentials: credentials.sealed,
           transformation: body.transformation,
         },
         current,
@@ -364,7 +372,7 @@ const subscriptions: FastifyPluginAsyncTypebox<SubscriptionRoutesOptions> = asyn
       const row = await updateIfUnchanged(app.prisma, current, data, { waitForFanOuts: leavesFifo });
       if (moved) await requestVerification(row.id, row.callbackUrl, request.log);
       if (leavesFifo) await releaseWaiting(row.id, request.accountId, request.log);
-      return presentWritten(row);
+      return withMadeCredentials(await presentWritten(row), credentials.made);
     },
   );
 

@@ -17,6 +17,7 @@ import {
   addressAllowed,
   callbackPort,
   portAllowed,
+  type AwsCredentials,
   type CallbackPolicy,
   type ClientCertificate,
 } from '@webhooks/shared';
@@ -119,6 +120,8 @@ export interface DeliveryRef {
   eventType: string;
   /** When the event occurred: the same on every attempt (S3 keys' dates). */
   occurredAt: Date;
+  /** An AWS destination's customer-owned credentials; absent or null: the deployment's own. */
+  awsCredentials?: AwsCredentials | null;
 }
 
 /** Sends attempts over one keep-alive agent pair shared by the whole worker. */

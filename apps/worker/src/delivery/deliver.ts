@@ -210,6 +210,7 @@ export function createDeliver(deps: DeliverDeps): Deliver {
               eventId: event.id,
               eventType: event.type,
               occurredAt: event.occurredAt,
+              awsCredentials: subscription.awsCredentials,
             },
           ),
         );

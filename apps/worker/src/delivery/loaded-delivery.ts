@@ -1,5 +1,5 @@
 /** The delivery path's shapes: a loaded delivery, an attempt's record, a round's key. */
-import type { ClientCertificate, ReceiverAuth } from '@webhooks/shared';
+import type { AwsCredentials, ClientCertificate, ReceiverAuth } from '@webhooks/shared';
 import type { AttemptResult } from './attempt.js';
 import type { DeliveryOutcome } from './outcome.js';
 
@@ -33,6 +33,8 @@ export interface LoadedDelivery {
     clientCertificate: ClientCertificate | null;
     /** How the service authenticates to the receiver beside the signature, or null. */
     auth: ReceiverAuth | null;
+    /** An AWS destination's customer-owned credentials, or null for the deployment's own. */
+    awsCredentials: AwsCredentials | null;
     /** The transformation run on each webhook before it is sent (transformation.ts), or null. */
     transformation: string | null;
   };

@@ -8,6 +8,7 @@ import {
   openClientCertificate,
   openCustomHeaders,
   openReceiverAuth,
+  openAwsCredentials,
   timeIdRange,
   type SecretBox,
 } from '@webhooks/shared';
@@ -80,6 +81,8 @@ export type SubscriptionRow = {
   client_tls: string | null;
   /** The receiver authentication, sealed (`receiver-auth.ts` in @webhooks/shared), or null. */
   auth: string | null;
+  /** An AWS destination's customer-owned credentials, sealed (`aws-credentials.ts` in @webhooks/shared), or null. */
+  destination_credentials: string | null;
   /** The transformation's source, or null. */
   transformation: string | null;
 };
@@ -100,6 +103,7 @@ const subscriptionColumns = {
   headers: 's.headers',
   client_tls: 's.client_tls',
   auth: 's.auth',
+  destination_credentials: 's.destination_credentials',
   transformation: 's.transformation',
 } satisfies Record<Exclude<keyof SubscriptionRow, 'subscription_id'>, string>;
 
@@ -180,6 +184,7 @@ function toLoaded(row: Row, isHead: boolean, secretBox: SecretBox): LoadedDelive
       headers: openCustomHeaders(row.headers, row.subscription_id, secretBox),
       clientCertificate: openClientCertificate(row.client_tls, row.subscription_id, secretBox),
       auth: openReceiverAuth(row.auth, row.subscription_id, secretBox),
+      awsCredentials: openAwsCredentials(row.destination_credentials, row.subscription_id, secretBox),
       transformation: row.transformation,
     },
     isHead,

@@ -47,6 +47,8 @@ export interface AwsClients {
   s3(): S3Client;
   /** The URL of SQS queue `name` (`GetQueueUrl`, cached). @throws the SDK's errors */
   queueUrl(name: string, abortSignal: AbortSignal): Promise<string>;
+  /** Forgets queue `name`'s URL after a failed write (the queue may have been re-created). */
+  forgetQueue(name: string): void;
 }
 
 /** One write: what it goes to, for its failure's message, and how it is sent. */

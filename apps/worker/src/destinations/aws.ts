@@ -1,74 +1,51 @@
 /**
  * The publisher of an `aws` broker entry: one write per attempt to SQS, SNS, EventBridge, Kinesis or
  * S3 (`aws-writes.ts`), delivered once the service accepts it; its failures named by `aws-errors.ts`.
- * Credentials come from the SDK's default chain (environment, web identity, instance or task role).
- * The SDK tries once: the attempt is retried with the delivery's backoff.
+ * It writes as the deployment (the SDK's default chain: environment, web identity, instance or task
+ * role) or, for a subscription naming customer-owned credentials, as the customer (`aws-clients.ts`).
  */
-import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { SNSClient } from '@aws-sdk/client-sns';
-import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { KinesisClient } from '@aws-sdk/client-kinesis';
-import { S3Client } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { isAwsType, type AwsTarget, type BrokerTarget } from '@webhooks/shared';
 import { publishClock, publishWithin, type BrokerPublisher, type PublisherOptions } from './publisher.js';
 import { awsErrorName, awsFailure } from './aws-errors.js';
-import { awsWrite, type AwsClients } from './aws-writes.js';
+import { awsWrite } from './aws-writes.js';
+import { createAwsClients, RoleAssumptionError, type AwsClientSet } from './aws-clients.js';
+import type { DeliveryRef } from '../delivery/attempt.js';
 
-/** How long a queue's URL is used without asking again, in ms. */
-const knownQueueMs = 60_000;
-
-/** Queue URLs kept at most, across accounts; the oldest goes first (a miss costs one GetQueueUrl). */
-const maxKnownQueues = 1_000;
+/**
+ * Subscriptions whose own clients are kept at most, across accounts; the least recently used goes
+ * first (a miss costs new connections and, for a role, one AssumeRole).
+ */
+export const maxCustomerClientSets = 256;
 
 /** Creates the publisher of an `aws` broker in `region`, at endpoint `url` when set (else the SDK's own). */
 export function createAwsPublisher(options: PublisherOptions): BrokerPublisher {
   const { url, timeoutMs, log } = options;
   const region = options.region ?? 'us-east-1';
-  const settings = {
-    region,
-    ...(url === '' ? {} : { endpoint: url }),
-    maxAttempts: 1,
-    requestHandler: { requestTimeout: timeoutMs },
-  };
-  const made = new Map<string, { destroy(): void }>();
-  const client =
-    <C extends { destroy(): void }>(name: string, make: () => C) =>
-    (): C => {
-      let found = made.get(name) as C | undefined;
-      if (found === undefined) {
-        found = make();
-        made.set(name, found);
-      }
-      return found;
-    };
-  const queues = new Map<string, { url: string; until: number }>();
-  const clients: AwsClients = {
-    sqs: client('sqs', () => new SQSClient(settings)),
-    sns: client('sns', () => new SNSClient(settings)),
-    eventBridge: client('eventbridge', () => new EventBridgeClient(settings)),
-    // Its default handler speaks HTTP/2 (for SubscribeToShard), which an http:// endpoint does not;
-    // PutRecord needs none of it.
-    kinesis: client(
-      'kinesis',
-      () =>
-        new KinesisClient({
-          ...settings,
-          requestHandler: new NodeHttpHandler({ requestTimeout: timeoutMs }),
-        }),
-    ),
-    // An endpoint of the operator's (a local S3, moto) is addressed by path, not by a bucket's host name.
-    s3: client('s3', () => new S3Client({ ...settings, forcePathStyle: url !== '' })),
-    async queueUrl(name, abortSignal) {
-      const known = queues.get(name);
-      if (known !== undefined && known.until > Date.now()) return known.url;
-      const answer = await clients.sqs().send(new GetQueueUrlCommand({ QueueName: name }), { abortSignal });
-      const found = answer.QueueUrl ?? '';
-      queues.delete(name);
-      queues.set(name, { url: found, until: Date.now() + knownQueueMs });
-      if (queues.size > maxKnownQueues) queues.delete(queues.keys().next().value!);
-      return found;
-    },
+  const settings = { region, endpoint: url, timeoutMs };
+  const deployment = createAwsClients(settings, null, '');
+  const customers = new Map<string, { key: string; clients: AwsClientSet }>();
+  // A client let go may still carry an attempt: it is destroyed once that attempt has ended.
+  const letGo = (clients: AwsClientSet) => setTimeout(() => clients.destroy(), timeoutMs + 1_000).unref();
+
+  const clientsOf = (delivery: DeliveryRef): AwsClientSet => {
+    const credentials = delivery.awsCredentials ?? null;
+    if (credentials === null) return deployment;
+    const key = JSON.stringify(credentials);
+    const known = customers.get(delivery.subscriptionId);
+    customers.delete(delivery.subscriptionId);
+    if (known !== undefined && known.key === key) {
+      customers.set(delivery.subscriptionId, known);
+      return known.clients;
+    }
+    if (known !== undefined) letGo(known.clients);
+    const clients = createAwsClients(settings, credentials, delivery.subscriptionId);
+    customers.set(delivery.subscriptionId, { key, clients });
+    if (customers.size > maxCustomerClientSets) {
+      const [oldest, { clients: evicted }] = customers.entries().next().value!;
+      customers.delete(oldest);
+      letGo(evicted);
+    }
+    return clients;
   };
   const session = { get: () => Promise.resolve(null) };
 
@@ -76,6 +53,7 @@ export function createAwsPublisher(options: PublisherOptions): BrokerPublisher {
     async publish(target: BrokerTarget, body, headers, delivery) {
       const clock = publishClock();
       if (!isAwsType(target.type)) return clock.failed('other', 'not an aws destination');
+      const clients = clientsOf(delivery);
       const write = awsWrite(target as AwsTarget, body, headers, delivery, clients);
       if ('refused' in write) return clock.failed('broker_refused', write.refused);
       const controller = new AbortController();
@@ -89,9 +67,12 @@ export function createAwsPublisher(options: PublisherOptions): BrokerPublisher {
             await write.send(controller.signal);
             return clock.confirmed();
           } catch (error) {
-            if (target.type === 'sqs') queues.delete(target.queue);
+            if (target.type === 'sqs') clients.forgetQueue(target.queue);
             log.debug({ err: error, service: write.service, name: write.name }, 'aws write failed');
-            const failed = awsFailure(awsErrorName(error), { ...write, region });
+            const failed =
+              error instanceof RoleAssumptionError
+                ? roleFailure(error)
+                : awsFailure(awsErrorName(error), { ...write, region });
             return clock.failed(failed.errorClass, failed.message, error);
           }
         },
@@ -101,7 +82,19 @@ export function createAwsPublisher(options: PublisherOptions): BrokerPublisher {
       return result;
     },
     close: async () => {
-      for (const opened of made.values()) opened.destroy();
+      deployment.destroy();
+      for (const { clients } of customers.values()) clients.destroy();
+      customers.clear();
     },
+  };
+}
+
+/** The failed attempt of a role that could not be assumed. */
+function roleFailure(error: RoleAssumptionError) {
+  const sts = awsFailure(error.code, { service: 'STS', resource: 'role', name: error.roleArn, region: '' });
+  if (sts.errorClass !== 'broker_refused') return sts;
+  return {
+    errorClass: sts.errorClass,
+    message: `STS refused to assume role "${error.roleArn}" (${error.code}): its trust policy must allow this service with the subscription's external id`,
   };
 }

@@ -10,7 +10,7 @@ import {
   maxCustomHeadersBytes,
 } from '../custom-headers.js';
 import { maxClientCertificatePem } from '../client-certificate.js';
-import { Destination } from './destination.js';
+import { Destination, DestinationView } from './destination.js';
 import { PageQuery } from './pagination.js';
 import { ReceiverAuthInput, ReceiverAuthView } from './receiver-auth.js';
 import { TransformationField } from './transformation.js';
@@ -169,7 +169,7 @@ export const Subscription = Type.Object(
       description:
         'The callback URL; for a broker destination, its URI (`rabbitmq://<broker>/<exchange>/<routing key>`, `nats://<broker>/<subject>`, `sqs://<broker>/<queue>`, `sns://<broker>/<topic ARN>`, `eventbridge://<broker>/<bus>/<source>`, `kinesis://<broker>/<stream>`, `s3://<broker>/<bucket>/<prefix>/<key>`, each part percent-encoded)',
     }),
-    destination: Destination,
+    destination: DestinationView,
     webhook_id: Type.Union([Type.String(), Type.Null()]),
     account_id: Type.String(),
     kind: Type.Union([Kind, Type.Null()], { description: 'null: receives every event type of the account' }),
