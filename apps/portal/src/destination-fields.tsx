@@ -3,7 +3,7 @@
  * names in DESTINATION_BROKERS. Each type's fields are the API's `destination` fields
  * (docs/destinations.md); the API checks them and its errors are shown next to each.
  */
-import type { Problem, Subscription } from '@webhooks/client';
+import type { paths, Problem } from '@webhooks/client';
 import { fieldError } from './api-call.js';
 import { Field } from './field.js';
 
@@ -107,6 +107,11 @@ export const destinationTypes: Record<string, { label: string; fields: Destinati
   },
 };
 
+/** A `destination` as the API takes it. */
+type DestinationInput = NonNullable<
+  paths['/api/webhooks']['post']['requestBody']['content']['application/json']['destination']
+>;
+
 /** The form's destination: `http`, or a broker type with its fields as typed. */
 export interface DestinationChoice {
   type: string;
@@ -117,13 +122,13 @@ export interface DestinationChoice {
  * The request's `destination` of a broker choice, optional fields left empty left out; null for
  * `http`. Its fields are as typed: the API checks them, naming the wrong one.
  */
-export function destinationBody(choice: DestinationChoice): Subscription['destination'] | null {
+export function destinationBody(choice: DestinationChoice): DestinationInput | null {
   const spec = destinationTypes[choice.type];
   if (spec === undefined) return null;
   const filled = spec.fields
     .map((field) => [field.name, choice.fields[field.name]?.trim() ?? ''] as const)
     .filter(([name, value]) => value !== '' || !spec.fields.find((f) => f.name === name)?.optional);
-  return { type: choice.type, ...Object.fromEntries(filled) } as Subscription['destination'];
+  return { type: choice.type, ...Object.fromEntries(filled) } as DestinationInput;
 }
 
 /** The destination type select, and the fields of a broker type (the callback URL is the form's own). */

@@ -3,7 +3,7 @@
  * `listen`. `--api-url`/`--token`, or WEBHOOKS_API_URL/WEBHOOKS_TOKEN.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { createWebhookClient, type Subscription, type WebhookClient } from '@webhooks/client';
+import { createWebhookClient, type paths, type WebhookClient } from '@webhooks/client';
 import { subscriptionLine, type SubscriptionView } from './format.js';
 import { listen } from './listen.js';
 import { problemError, tailDeliveries } from './tail.js';
@@ -17,7 +17,9 @@ export interface ProgramIo {
 }
 
 /** A subscription's `destination`, as the API takes it. */
-type Destination = Subscription['destination'];
+type Destination = NonNullable<
+  paths['/api/webhooks']['post']['requestBody']['content']['application/json']['destination']
+>;
 
 /**
  * `--destination`: a JSON object with a `type`; the API checks the rest, naming the wrong field.
