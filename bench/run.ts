@@ -26,6 +26,7 @@ import { apiSpike, type SpikeRun } from './spike-scenario.js';
 import { createTransformationRunner } from '@webhooks/shared';
 import { catalogueCost } from './catalogue-scenario.js';
 import { destinationCost } from './destinations-scenario.js';
+import { awsDestinationCost } from './aws-destinations-scenario.js';
 import {
   accountFairness,
   retryFairness,
@@ -602,9 +603,29 @@ const scenarios: Record<string, () => Promise<BenchRow[]>> = {
         `${cost.http.deliveriesPerSecond.toFixed(0)} deliveries/s to the bench's receiver`,
         run.deliveriesPerSecond / cost.http.deliveriesPerSecond,
       );
+    // moto's SQS slows as its queue fills (6 writes/s at 5,000 messages): a few events keep the AWS runs short.
+    const aws = await awsDestinationCost(Math.max(2, Math.round(size.fanOutEvents / 40)), progress);
+    results.awsDestinations = aws;
+    const workerMsPerDelivery = (run: DeliveryThroughput) => run.cost.cpuMs.workers;
+    const onMoto = (type: string, run: DeliveryThroughput, ceiling: number) => [
+      reportedRow(
+        `destination cost: fan-out 1 → 100 to ${type} on moto / moto's own ceiling (the SDK writing directly, 50 at once)`,
+        `${run.deliveriesPerSecond.toFixed(0)} deliveries/s`,
+        `${ceiling.toFixed(0)} writes/s`,
+        run.deliveriesPerSecond / ceiling,
+      ),
+      reportedRow(
+        `destination cost: worker CPU per delivery to ${type} / to HTTP callbacks`,
+        `${workerMsPerDelivery(run).toFixed(2)} ms`,
+        `${workerMsPerDelivery(cost.http).toFixed(2)} ms`,
+        workerMsPerDelivery(run) / workerMsPerDelivery(cost.http),
+      ),
+    ];
     return [
       row('a RabbitMQ exchange, publisher confirms', cost.rabbitmq),
       row('a NATS JetStream subject, acknowledged', cost.nats),
+      ...onMoto('an SQS queue', aws.sqs, aws.sqsCeiling),
+      ...onMoto('an S3 bucket', aws.s3, aws.s3Ceiling),
     ];
   },
   async ordering() {

@@ -32,7 +32,7 @@ import {
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Webhook } from 'standardwebhooks';
-import { startMoto, type Moto } from './support/moto.js';
+import { startMoto, type Moto } from '../scripts/lib/moto.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from '../scripts/lib/wait.js';
 

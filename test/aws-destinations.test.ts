@@ -17,7 +17,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { Webhook } from 'standardwebhooks';
-import { startMoto, type Moto } from './support/moto.js';
+import { startMoto, type Moto } from '../scripts/lib/moto.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitFor } from '../scripts/lib/wait.js';
 

@@ -26,7 +26,7 @@ import {
 } from './support/api.js';
 import { waitFor } from '../scripts/lib/wait.js';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { startMoto, type Moto } from './support/moto.js';
+import { startMoto, type Moto } from '../scripts/lib/moto.js';
 
 const certificates = testCertificates();
 const oldKey = Buffer.from(testEncryptionKey, 'base64');

@@ -3,8 +3,8 @@
  * port, serving SQS, SNS, EventBridge, Kinesis, S3 and STS; its state lives and dies with the process.
  */
 import { spawn } from 'node:child_process';
-import { freePort } from '../../scripts/lib/services.js';
-import { waitFor } from '../../scripts/lib/wait.js';
+import { freePort } from './services.js';
+import { waitFor } from './wait.js';
 
 /** A running moto server. */
 export interface Moto {
