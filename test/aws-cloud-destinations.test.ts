@@ -2,12 +2,10 @@
  * The EventBridge, Kinesis and S3 destinations through the real API, worker, PostgreSQL, Redis and an
  * AWS API of the test's own (moto): each delivery is one entry, record or object that a consumer can
  * verify as an HTTP receiver does; a retried delivery overwrites its own S3 object (a proxy loses S3's
- * first answer); a missing bus,
- * stream or bucket fails the attempts naming it and opens the breaker after its run of failures; a
+ * first answer); a missing bus, stream or bucket fails the attempts naming it and opens the breaker after its run of failures; a
  * throttle (from a stand-in Kinesis endpoint, moto cannot throttle) is retried and not counted by the breaker.
  */
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   CreateQueueCommand,
@@ -34,6 +32,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Webhook } from 'standardwebhooks';
 import { startMoto, type Moto } from '../scripts/lib/moto.js';
 import { startTestStack, type TestStack } from './support/stack.js';
+import { deliveryAttempted, startAwsProxy, type AwsProxy, type ProxyDecision } from './support/aws.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
 const region = 'eu-west-1';
@@ -44,59 +43,44 @@ let events: EventBridgeClient;
 let kinesis: KinesisClient;
 let s3: S3Client;
 
-/** A stand-in Kinesis endpoint: throttles its first `throttles` writes, then accepts every write. */
+/** A stand-in Kinesis endpoint (nothing reaches moto): throttles its first `throttles` writes, then accepts each. */
 let throttles = 3;
 let writesSeen = 0;
-const throttling: Server = createServer((request, response) => {
-  request.resume().on('end', () => {
-    writesSeen += 1;
-    response.setHeader('content-type', 'application/x-amz-json-1.1');
-    if (writesSeen <= throttles) {
-      response.statusCode = 400;
-      response.end(
-        JSON.stringify({ __type: 'ProvisionedThroughputExceededException', message: 'Rate exceeded' }),
-      );
-      return;
-    }
-    response.end(JSON.stringify({ ShardId: 'shardId-000000000000', SequenceNumber: String(writesSeen) }));
-  });
-});
+const throttle = (): ProxyDecision => {
+  writesSeen += 1;
+  const contentType = 'application/x-amz-json-1.1';
+  return writesSeen <= throttles
+    ? {
+        kind: 'answer',
+        status: 400,
+        contentType,
+        body: JSON.stringify({ __type: 'ProvisionedThroughputExceededException', message: 'Rate exceeded' }),
+      }
+    : {
+        kind: 'answer',
+        status: 200,
+        contentType,
+        body: JSON.stringify({ ShardId: 'shardId-000000000000', SequenceNumber: String(writesSeen) }),
+      };
+};
 
 /**
- * A proxy to moto that loses S3's answer to the first write after moto stored it (the worker reads a
- * 500), as a connection lost after the write would: the delivery's next attempt writes it again.
+ * Loses S3's answer to the first write after moto stored it (the worker reads a 500), as a connection
+ * lost after the write would: the delivery's next attempt writes it again.
  */
 let answersLost = 0;
-const losingFirstAnswer: Server = createServer((request, response) => {
-  const upstream = new URL(moto.url);
-  const forwarded = httpRequest(
-    {
-      host: upstream.hostname,
-      port: upstream.port,
-      method: request.method,
-      path: request.url,
-      headers: request.headers,
+const loseFirstAnswer = (request: IncomingMessage): ProxyDecision => {
+  if (request.method !== 'PUT' || answersLost > 0) return { kind: 'forward' };
+  answersLost += 1;
+  return {
+    kind: 'forward',
+    lose: (response) => {
+      response.writeHead(500, { 'content-type': 'application/xml' });
+      response.end('<Error><Code>InternalError</Code><Message>lost</Message></Error>');
     },
-    (answer) => {
-      if (request.method === 'PUT' && answersLost === 0) {
-        answersLost += 1;
-        answer.resume();
-        response.writeHead(500, { 'content-type': 'application/xml' });
-        response.end('<Error><Code>InternalError</Code><Message>lost</Message></Error>');
-        return;
-      }
-      response.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(response);
-    },
-  );
-  request.pipe(forwarded);
-});
-
-/** `server`'s URL once it listens on a free port of 127.0.0.1. */
-async function listening(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+  };
+};
+let proxies: AwsProxy[] = [];
 
 beforeAll(async () => {
   moto = await startMoto();
@@ -105,11 +89,15 @@ beforeAll(async () => {
   events = new EventBridgeClient(settings);
   kinesis = new KinesisClient({ ...settings, requestHandler: new NodeHttpHandler() });
   s3 = new S3Client({ ...settings, forcePathStyle: true });
+  proxies = [
+    await startAwsProxy(() => moto.url, throttle),
+    await startAwsProxy(() => moto.url, loseFirstAnswer),
+  ];
   stack = await startTestStack('aws-cloud', {
     DESTINATION_BROKERS: JSON.stringify({
       aws: { type: 'aws', region, endpoint: moto.url },
-      throttled: { type: 'aws', region, endpoint: await listening(throttling) },
-      'answer-lost': { type: 'aws', region, endpoint: await listening(losingFirstAnswer) },
+      throttled: { type: 'aws', region, endpoint: proxies[0]!.url },
+      'answer-lost': { type: 'aws', region, endpoint: proxies[1]!.url },
     }),
     DELIVERY_BACKOFF_MS: '100',
     DELIVERY_MAX_ATTEMPTS: '5',
@@ -120,7 +108,7 @@ afterAll(async () => {
   await stack.close();
   for (const client of [sqs, events, kinesis, s3]) client.destroy();
   await moto.stop();
-  for (const server of [throttling, losingFirstAnswer]) await new Promise((resolve) => server.close(resolve));
+  for (const proxy of proxies) await proxy.close();
 });
 
 /** The delivery of `subscriptionId`'s only event once it is `status`, with its attempts. */
@@ -345,13 +333,7 @@ describe('an s3 destination', () => {
       destination: { type: 's3', broker: 'aws', bucket: 'wh-nobody' },
     });
     await stack.publisher.publish({ accountId: 'acct-s3-missing', type: 'call.completed', data: {} });
-    const delivery = await waitFor('an attempt', async () => {
-      const row = await stack.worker.prisma.delivery.findFirst({
-        where: { subscriptionId: sub.id, event: { type: 'call.completed' } },
-        include: { attempts: true },
-      });
-      return row !== null && row.attempts.length > 0 && row;
-    });
+    const delivery = await deliveryAttempted(stack, sub.id);
     expect(delivery.attempts[0]).toMatchObject({
       errorClass: 'broker_refused',
       errorMessage: `S3 has no bucket named "wh-nobody" in ${region}`,

@@ -6,18 +6,18 @@
  * external id nor a role's existence, so a proxy in front of it enforces the trust policy's
  * `sts:ExternalId` condition, as STS does, and records which access key signed each request.
  */
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { startMoto, type Moto } from '../scripts/lib/moto.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitFor } from '../scripts/lib/wait.js';
+import {
+  deliveryAttempted,
+  receiveMessages,
+  startAwsProxy,
+  type AwsProxy,
+  type ProxyDecision,
+} from './support/aws.js';
 
 const region = 'eu-west-1';
 const writerRole = 'arn:aws:iam::123456789012:role/webhooks-writer';
@@ -35,51 +35,31 @@ const signedBy: string[] = [];
 /** What STS answers when a trust policy refuses (the Query API's error document). */
 const accessDenied = `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>not authorized to perform sts:AssumeRole</Message></Error></ErrorResponse>`;
 
-const proxy: Server = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    const body = Buffer.concat(chunks);
-    const form = new URLSearchParams(body.toString());
-    if (form.get('Action') === 'AssumeRole') {
-      assumeRoleCalls += 1;
-      if (form.get('ExternalId') !== trusted.get(form.get('RoleArn') ?? '')) {
-        response.writeHead(403, { 'content-type': 'text/xml' });
-        response.end(accessDenied);
-        return;
-      }
-    } else {
-      const key = /Credential=([A-Z0-9]+)\//.exec(request.headers.authorization ?? '')?.[1];
-      if (key !== undefined) signedBy.push(key);
-    }
-    const upstream = new URL(moto.url);
-    const forwarded = httpRequest(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: request.method,
-        path: request.url,
-        headers: request.headers,
-      },
-      (answer) => {
-        response.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(response);
-      },
-    );
-    forwarded.end(body);
-  });
-});
+/** Refuses an AssumeRole whose external id is not the role's, as STS would; records SQS requests' signing keys. */
+const enforceTrust = (request: IncomingMessage, body: Buffer): ProxyDecision => {
+  const form = new URLSearchParams(body.toString());
+  if (form.get('Action') === 'AssumeRole') {
+    assumeRoleCalls += 1;
+    if (form.get('ExternalId') !== trusted.get(form.get('RoleArn') ?? ''))
+      return { kind: 'answer', status: 403, contentType: 'text/xml', body: accessDenied };
+  } else {
+    const key = /Credential=([A-Z0-9]+)\//.exec(request.headers.authorization ?? '')?.[1];
+    if (key !== undefined) signedBy.push(key);
+  }
+  return { kind: 'forward' };
+};
+let proxy: AwsProxy;
 
 beforeAll(async () => {
   moto = await startMoto();
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  proxy = await startAwsProxy(() => moto.url, enforceTrust);
   sqs = new SQSClient({ region, endpoint: moto.url });
   stack = await startTestStack('aws-customer', {
     DESTINATION_BROKERS: JSON.stringify({
       customer: {
         type: 'aws',
         region,
-        endpoint: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        endpoint: proxy.url,
         require_customer_credentials: true,
       },
     }),
@@ -91,22 +71,12 @@ afterAll(async () => {
   await stack.close();
   sqs.destroy();
   await moto.stop();
-  await new Promise((resolve) => proxy.close(resolve));
+  await proxy.close();
 });
 
 /** The bodies of `count` messages of queue `url`, each deleted once read. */
-async function receive(url: string, count: number): Promise<string[]> {
-  const bodies: string[] = [];
-  await waitFor(`${count} messages`, async () => {
-    const answer = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
-    for (const message of answer.Messages ?? []) {
-      bodies.push(message.Body!);
-      await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
-    }
-    return bodies.length >= count;
-  });
-  return bodies;
-}
+const receive = async (url: string, count: number) =>
+  (await receiveMessages(sqs, url, count)).map((message) => message.Body!);
 
 /** The subscription as `account` reads it. */
 const read = async (account: string, id: string) =>
@@ -153,13 +123,7 @@ describe('an AWS destination with a role of the customer', () => {
       },
     });
     await stack.publisher.publish({ accountId: account, type: 'call.completed', data: {} });
-    const delivery = await waitFor('an attempt', async () => {
-      const row = await stack.worker.prisma.delivery.findFirst({
-        where: { subscriptionId: sub.id, event: { type: 'call.completed' } },
-        include: { attempts: true },
-      });
-      return row !== null && row.attempts.length > 0 && row;
-    });
+    const delivery = await deliveryAttempted(stack, sub.id);
     expect(delivery.attempts[0]).toMatchObject({
       errorClass: 'broker_refused',
       errorMessage: `STS refused to assume role "${strictRole}" (AccessDenied): its trust policy must allow this service with the subscription's external id`,

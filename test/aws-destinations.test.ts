@@ -8,17 +8,12 @@
  * An SNS topic's messages reach a queue subscribed to it (raw delivery) the same way.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-  type Message,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
 import { Webhook } from 'standardwebhooks';
 import { startMoto, type Moto } from '../scripts/lib/moto.js';
 import { startTestStack, type TestStack } from './support/stack.js';
+import { receiveMessages } from './support/aws.js';
 import { waitFor } from '../scripts/lib/wait.js';
 
 let moto: Moto;
@@ -54,26 +49,8 @@ async function createQueue(name: string): Promise<string> {
   return created.QueueUrl!;
 }
 
-/** The messages of queue `url`, each deleted once read (a FIFO group gives the next only then), waiting until `count` arrived. */
-async function receive(url: string, count: number): Promise<Message[]> {
-  const messages: Message[] = [];
-  await waitFor(`${count} messages`, async () => {
-    const answer = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: url,
-        MaxNumberOfMessages: 10,
-        MessageAttributeNames: ['All'],
-        MessageSystemAttributeNames: ['All'],
-      }),
-    );
-    for (const message of answer.Messages ?? []) {
-      messages.push(message);
-      await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
-    }
-    return messages.length >= count;
-  });
-  return messages;
-}
+/** The messages of queue `url`, each deleted once read, once `count` arrived. */
+const receive = (url: string, count: number) => receiveMessages(sqs, url, count);
 
 /** A message's attributes as the headers a verifier takes. */
 const headersOf = (message: Message) =>

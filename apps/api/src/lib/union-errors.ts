@@ -4,15 +4,10 @@
  * bucket name read as a dozen errors about other types' fields. The branch whose `type` matched is
  * kept alone; when none matched, one error names the types allowed.
  */
+import type { ErrorObject } from 'ajv';
 
-/** The parts of an Ajv error these rules read (Ajv's `ErrorObject`). */
-export interface AjvError {
-  instancePath: string;
-  schemaPath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
+/** An Ajv error (Ajv's `ErrorObject`). */
+export type AjvError = ErrorObject;
 
 /** The branch index of `error` under the `anyOf` at `schemaPath`, or null when it is not under it. */
 function branchOf(error: AjvError, schemaPath: string): number | null {

@@ -10,43 +10,34 @@ import { awsErrorName, awsFailure } from './aws-errors.js';
 import { awsWrite } from './aws-writes.js';
 import { createAwsClients, RoleAssumptionError, type AwsClientSet } from './aws-clients.js';
 import type { DeliveryRef } from '../delivery/attempt.js';
+import {
+  createCustomerClients,
+  customerClientBounds,
+  type CustomerClientBounds,
+} from './customer-clients.js';
 
 /**
- * Subscriptions whose own clients are kept at most, across accounts; the least recently used goes
- * first (a miss costs new connections and, for a role, one AssumeRole).
+ * Creates the publisher of an `aws` broker in `region`, at endpoint `url` when set (else the SDK's
+ * own); `bounds` limit the clients kept for customer-owned credentials ({@link customerClientBounds}).
  */
-export const maxCustomerClientSets = 256;
-
-/** Creates the publisher of an `aws` broker in `region`, at endpoint `url` when set (else the SDK's own). */
-export function createAwsPublisher(options: PublisherOptions): BrokerPublisher {
+export function createAwsPublisher(
+  options: PublisherOptions,
+  bounds: CustomerClientBounds = customerClientBounds,
+): BrokerPublisher {
   const { url, timeoutMs, log } = options;
   const region = options.region ?? 'us-east-1';
   const settings = { region, endpoint: url, timeoutMs };
   const deployment = createAwsClients(settings, null, '');
-  const customers = new Map<string, { key: string; clients: AwsClientSet }>();
-  // A client let go may still carry an attempt: it is destroyed once that attempt has ended.
-  const letGo = (clients: AwsClientSet) => setTimeout(() => clients.destroy(), timeoutMs + 1_000).unref();
-
-  const clientsOf = (delivery: DeliveryRef): AwsClientSet => {
-    const credentials = delivery.awsCredentials ?? null;
-    if (credentials === null) return deployment;
-    const key = JSON.stringify(credentials);
-    const known = customers.get(delivery.subscriptionId);
-    customers.delete(delivery.subscriptionId);
-    if (known !== undefined && known.key === key) {
-      customers.set(delivery.subscriptionId, known);
-      return known.clients;
-    }
-    if (known !== undefined) letGo(known.clients);
-    const clients = createAwsClients(settings, credentials, delivery.subscriptionId);
-    customers.set(delivery.subscriptionId, { key, clients });
-    if (customers.size > maxCustomerClientSets) {
-      const [oldest, { clients: evicted }] = customers.entries().next().value!;
-      customers.delete(oldest);
-      letGo(evicted);
-    }
-    return clients;
-  };
+  const customers = createCustomerClients(
+    (credentials, subscriptionId) => createAwsClients(settings, credentials, subscriptionId),
+    // A set let go may still carry an attempt: it is destroyed once that attempt has ended.
+    (clients) => setTimeout(() => clients.destroy(), timeoutMs + 1_000).unref(),
+    bounds,
+  );
+  const clientsOf = (delivery: DeliveryRef): AwsClientSet =>
+    delivery.awsCredentials == null
+      ? deployment
+      : customers.get(delivery.accountId, delivery.subscriptionId, delivery.awsCredentials);
   const session = { get: () => Promise.resolve(null) };
 
   return {
@@ -83,8 +74,7 @@ export function createAwsPublisher(options: PublisherOptions): BrokerPublisher {
     },
     close: async () => {
       deployment.destroy();
-      for (const { clients } of customers.values()) clients.destroy();
-      customers.clear();
+      customers.close();
     },
   };
 }
